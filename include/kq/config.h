@@ -1,0 +1,66 @@
+/*
+ * kq_config: Java .properties files (Kafka's format): key=value or key:value, '#' and '!'
+ * comments, backslash line continuation, surrounding whitespace trimmed.
+ *
+ * Typed getters validate values and report a bad one as KQ_ERR_CONFIG with a message naming
+ * the key and what is accepted ("controller.quorum.election.timeout.ms: 'abc' is not an
+ * integer in [1, 86400000]"). Daemons exit 2 on such an error. kq_config_warn_unknown logs a
+ * warning for every key that no getter asked for.
+ *
+ * Ownership: kq_config_load's result is the caller's (kq_config_free). Strings returned by
+ * getters are owned by the config.
+ */
+#ifndef KQ_CONFIG_H
+#define KQ_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kq/raft.h"
+
+typedef struct kq_config kq_config;
+
+int kq_config_load(const char *path, kq_config **out, char *errbuf, size_t errlen);
+/* Parse from memory (tests). */
+int kq_config_parse(const char *text, kq_config **out, char *errbuf, size_t errlen);
+void kq_config_free(kq_config *c);
+
+/* Raw value or NULL; marks the key as known. */
+const char *kq_config_get(kq_config *c, const char *key);
+/* Set (tests, overrides). */
+int kq_config_set(kq_config *c, const char *key, const char *value);
+
+/* Each returns 0 (value or default stored in *out) or KQ_ERR_CONFIG with errbuf set. */
+int kq_config_string(kq_config *c, const char *key, const char *def, const char **out,
+                     char *errbuf, size_t errlen);
+/* Required string: KQ_ERR_CONFIG "missing required key" if absent or empty. */
+int kq_config_required(kq_config *c, const char *key, const char **out, char *errbuf,
+                       size_t errlen);
+int kq_config_int(kq_config *c, const char *key, int64_t def, int64_t min, int64_t max,
+                  int64_t *out, char *errbuf, size_t errlen);
+int kq_config_bool(kq_config *c, const char *key, int def, int *out, char *errbuf,
+                   size_t errlen);
+
+/* Warn (kq_log) about keys present in the file that no getter asked for. */
+void kq_config_warn_unknown(kq_config *c);
+
+/* controller.quorum.voters: "1@host:9093,2@host:9094". */
+typedef struct kq_voter_addr {
+    int32_t id;
+    char host[256];
+    int port;
+} kq_voter_addr;
+int kq_config_parse_voters(const char *value, kq_voter_addr *out, int max, int *n,
+                           char *errbuf, size_t errlen);
+/* A listener "NAME://host:port" (host may be empty = 0.0.0.0, or [v6]). */
+typedef struct kq_listener {
+    char name[32];
+    char host[256];
+    int port;
+} kq_listener;
+int kq_config_parse_listener(const char *value, kq_listener *out, char *errbuf, size_t errlen);
+/* "host:port" */
+int kq_config_parse_hostport(const char *value, char *host, size_t hostlen, int *port,
+                             char *errbuf, size_t errlen);
+
+#endif

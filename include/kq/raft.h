@@ -1,0 +1,278 @@
+/*
+ * kq_raft: the KRaft core, a pure state machine.
+ *
+ * No I/O, no clock, no sockets, no LMDB, no malloc after kq_raft_new except where stated.
+ * The host (the controller loop, the broker agent's metadata follower, or the simulator)
+ * drives it with events that carry the time, and acts on the update each step returns:
+ *
+ *     kq_raft_update u;
+ *     kq_raft_step(r, &ev, &u);
+ *     1. if u.persist_qstate: write u.qstate durably;
+ *     2. if u.truncate_to >= 0: remove every log entry at offset >= u.truncate_to;
+ *     3. for each of u.append[0..nappend): write the batch (payload: see kq_raft_batch.kind);
+ *     4. queue u.msgs[0..nmsgs) for sending; they may only be sent once 1.-3. of this step
+ *        (and every earlier step) are durable;
+ *     5. once the writes are durable, step a PERSISTED event with the new durable log end;
+ *     6. if u.hw_changed, apply committed records below u.high_watermark;
+ *     7. arm a timer for u.next_deadline_ms and step TICK when it fires.
+ *
+ * Semantics follow ../shared/reference/kraft-semantics.md section 1 (KRaft): pull-based Fetch
+ * with lastFetchedEpoch and diverging-epoch truncation, Vote with pre-vote (KIP-996),
+ * BeginQuorumEpoch (resent every fetch_timeout/2), EndQuorumEpoch on resignation, check-quorum,
+ * the high-watermark rule, observers.
+ *
+ * Offsets are per record (a batch of n records starting at base offset b covers b..b+n-1); the
+ * log end offset (LEO) is exclusive. The core keeps offsets and epochs only (an epoch -> start
+ * offset cache), never payloads.
+ *
+ * Ownership: the kq_raft object owns everything it allocates; pointers inside an update
+ * (msgs, append) point into the core's buffers and stay valid until the next kq_raft_step or
+ * kq_raft_free. Pointers inside an event are borrowed for the duration of the step only.
+ */
+#ifndef KQ_RAFT_H
+#define KQ_RAFT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KQ_RAFT_MAX_VOTERS 16
+#define KQ_RAFT_MAX_OBSERVERS 64
+#define KQ_RAFT_MAX_BATCHES 64 /* batches per Fetch response / per append */
+#define KQ_RAFT_MAX_MSGS 256   /* messages one step can emit */
+#define KQ_RAFT_MAX_PARKED 128 /* parked (long-poll) Fetch requests on a leader */
+#define KQ_RAFT_NO_ID (-1)
+
+typedef struct kq_raft kq_raft;
+
+typedef enum kq_raft_role {
+    KQ_RAFT_UNATTACHED = 0, /* no leader known (may hold a vote: qstate.voted_id >= 0) */
+    KQ_RAFT_PROSPECTIVE,    /* pre-vote round, epoch not bumped (KIP-996) */
+    KQ_RAFT_CANDIDATE,
+    KQ_RAFT_LEADER,
+    KQ_RAFT_RESIGNED, /* leader that stepped down; in memory only */
+    KQ_RAFT_FOLLOWER,
+} kq_raft_role;
+
+/* "unattached", "prospective", "candidate", "leader", "resigned", "follower"; static. */
+const char *kq_raft_role_name(kq_raft_role role);
+
+/* Durable election state, written before a transition takes effect (except to Resigned). */
+typedef struct kq_raft_qstate {
+    int32_t epoch;
+    int32_t voted_id;  /* -1 none */
+    int32_t leader_id; /* -1 none */
+} kq_raft_qstate;
+
+typedef struct kq_raft_epoch_entry {
+    int32_t epoch;
+    int64_t start_offset;
+} kq_raft_epoch_entry;
+
+typedef struct kq_raft_config {
+    int32_t node_id;
+    int32_t voters[KQ_RAFT_MAX_VOTERS]; /* static voter set; node is an observer if absent */
+    int n_voters;
+    uint32_t election_timeout_ms;     /* controller.quorum.election.timeout.ms, 1000 */
+    uint32_t fetch_timeout_ms;        /* controller.quorum.fetch.timeout.ms, 2000 */
+    uint32_t election_backoff_max_ms; /* controller.quorum.election.backoff.max.ms, 1000 */
+    uint32_t request_timeout_ms;      /* controller.quorum.request.timeout.ms, 2000 */
+    uint32_t retry_backoff_ms;        /* controller.quorum.retry.backoff.ms, 20 */
+    uint32_t fetch_max_wait_ms;       /* long-poll wait asked for in Fetch, 500 */
+    uint64_t seed;                    /* PRNG seed for timeouts and back-off */
+} kq_raft_config;
+
+/* Fill cfg with Kafka's defaults (node_id -1, no voters). */
+void kq_raft_config_defaults(kq_raft_config *cfg);
+
+/* What the host recovered from disk, given with KQ_RAFT_EV_START. */
+typedef struct kq_raft_persisted {
+    kq_raft_qstate qstate;
+    int64_t log_start_offset;        /* first offset in the log (0 unless compacted) */
+    int64_t log_end_offset;          /* durable LEO */
+    const kq_raft_epoch_entry *epochs; /* epoch cache, ascending; borrowed */
+    size_t n_epochs;
+} kq_raft_persisted;
+
+/* A record batch's metadata. The payload travels beside it, opaque to the core. */
+typedef enum kq_raft_batch_kind {
+    KQ_RAFT_BATCH_PROPOSED = 0,      /* leader: the host's payload from the PROPOSE event */
+    KQ_RAFT_BATCH_LEADER_CHANGE = 1, /* leader: host encodes a LeaderChangeRecord (count 1) */
+    KQ_RAFT_BATCH_FETCHED = 2,       /* follower: data/len point at the fetched payload */
+} kq_raft_batch_kind;
+
+typedef struct kq_raft_batch {
+    int64_t base_offset;
+    int32_t epoch;
+    int32_t count;
+    kq_raft_batch_kind kind;
+    const uint8_t *data; /* borrowed from the RECEIVE event (FETCHED only) */
+    size_t len;
+    uint32_t crc32c; /* as received (FETCHED only) */
+} kq_raft_batch;
+
+typedef enum kq_raft_msg_type {
+    KQ_RAFT_VOTE_REQ = 1,
+    KQ_RAFT_VOTE_RESP,
+    KQ_RAFT_BEGIN_EPOCH_REQ,
+    KQ_RAFT_BEGIN_EPOCH_RESP,
+    KQ_RAFT_END_EPOCH_REQ,
+    KQ_RAFT_END_EPOCH_RESP,
+    KQ_RAFT_FETCH_REQ,
+    KQ_RAFT_FETCH_RESP,
+} kq_raft_msg_type;
+
+/*
+ * One message. Requests are answered by exactly one response:
+ * - a request the core RECEIVEs carries a host-chosen `token`; the core's response carries the
+ *   same token and `to` = the requester, so the host can reply on the right connection;
+ * - a request the core emits goes to `to`; the host must eventually RECEIVE exactly one
+ *   response for it (from = that peer): the peer's answer, or a response of the same type with
+ *   `error` = KQ_ERR_REQUEST_TIMED_OUT / KQ_ERR_NETWORK_EXCEPTION when the transport failed or
+ *   request_timeout_ms passed. The core keeps at most one request of each type in flight per
+ *   peer.
+ *
+ * `epoch` and `leader_id` are the sender's view (request: sender's epoch; response: the
+ * responder's current epoch and known leader, -1 if none).
+ */
+typedef struct kq_raft_msg {
+    kq_raft_msg_type type;
+    int32_t from;
+    int32_t to;
+    uint64_t token;
+    int error; /* kq_err; responses only */
+    int32_t epoch;
+    int32_t leader_id;
+    union {
+        struct {
+            int32_t candidate_id;
+            int32_t last_epoch;
+            int64_t last_offset; /* candidate's LEO */
+            bool pre_vote;
+        } vote_req;
+        struct {
+            bool granted;
+        } vote_resp;
+        struct {
+            int32_t preferred[KQ_RAFT_MAX_VOTERS]; /* other voters, most caught up first */
+            int n_preferred;
+        } end_req;
+        struct {
+            int64_t fetch_offset;
+            int32_t last_fetched_epoch;
+            int32_t max_wait_ms;
+        } fetch_req;
+        struct {
+            int64_t high_watermark; /* -1 unknown */
+            int64_t log_start_offset;
+            bool diverging;
+            int32_t diverging_epoch;
+            int64_t diverging_end_offset;
+            /* Emitted by a leader: the host fills whole batches in [records_from, records_to)
+             * from its store, up to its byte limit. records_from == records_to: no records. */
+            int64_t records_from;
+            int64_t records_to;
+            /* Received by a follower: the batches the host decoded (borrowed). */
+            const kq_raft_batch *batches;
+            size_t n_batches;
+        } fetch_resp;
+    } u;
+} kq_raft_msg;
+
+typedef enum kq_raft_event_type {
+    KQ_RAFT_EV_START = 1, /* once, first: recovered state */
+    KQ_RAFT_EV_TICK,      /* time passed (at or after next_deadline_ms) */
+    KQ_RAFT_EV_RECEIVE,   /* a request or a response arrived */
+    KQ_RAFT_EV_PERSISTED, /* the log is durable up to `persisted_end` (and qstate written) */
+    KQ_RAFT_EV_PROPOSE,   /* leader: append `propose_count` records as one batch */
+    KQ_RAFT_EV_RESIGN,    /* graceful shutdown: resign (leader) and stop voting */
+} kq_raft_event_type;
+
+typedef struct kq_raft_event {
+    kq_raft_event_type type;
+    uint64_t now_ms; /* monotonic time, never decreasing */
+    union {
+        kq_raft_persisted start;
+        const kq_raft_msg *msg;
+        int64_t persisted_end;
+        int32_t propose_count;
+    } u;
+} kq_raft_event;
+
+typedef struct kq_raft_update {
+    bool persist_qstate;
+    kq_raft_qstate qstate;
+
+    int64_t truncate_to; /* -1: none */
+    kq_raft_batch append[KQ_RAFT_MAX_BATCHES];
+    size_t n_append;
+
+    kq_raft_msg *msgs; /* core-owned; valid until the next step */
+    size_t n_msgs;
+
+    bool hw_changed;
+    int64_t high_watermark; /* current HW, -1 unknown */
+
+    bool role_changed;
+    kq_raft_role role;
+    int32_t epoch;
+    int32_t leader_id;
+
+    /* PROPOSE result: the batch's base offset and epoch, or error NOT_LEADER_OR_FOLLOWER. */
+    int propose_error;
+    int64_t propose_base_offset;
+    int32_t propose_epoch;
+
+    uint64_t next_deadline_ms; /* step TICK at this time at the latest */
+
+    /* Set when the step hit a safety violation that must stop the node (e.g. a leader asked
+     * it to truncate below its high watermark). The host logs fatal_reason and exits. */
+    bool fatal;
+    const char *fatal_reason;
+} kq_raft_update;
+
+/* Per-replica state on the leader, for DescribeQuorum. Timestamps in the core's clock
+ * (now_ms of events); 0 = never. */
+typedef struct kq_raft_replica {
+    int32_t id;
+    int64_t log_end_offset; /* -1 unknown */
+    uint64_t last_fetch_ms;
+    uint64_t last_caught_up_ms;
+} kq_raft_replica;
+
+typedef struct kq_raft_status {
+    kq_raft_role role;
+    int32_t node_id;
+    bool is_voter;
+    int32_t epoch;
+    int32_t leader_id;
+    int32_t voted_id;
+    int64_t high_watermark; /* -1 unknown */
+    int64_t log_start_offset;
+    int64_t log_end_offset;
+    int64_t durable_end_offset;
+    int32_t last_epoch; /* epoch of the last log entry, 0 if empty */
+    /* Leader only (n_voters = 0 elsewhere): voters with the leader first, then observers. */
+    kq_raft_replica voters[KQ_RAFT_MAX_VOTERS];
+    int n_voters;
+    kq_raft_replica observers[KQ_RAFT_MAX_OBSERVERS];
+    int n_observers;
+} kq_raft_status;
+
+/* Create a core; it does nothing until KQ_RAFT_EV_START. Returns NULL on bad config
+ * (errbuf says why) or out of memory. Caller owns the result; free with kq_raft_free. */
+kq_raft *kq_raft_new(const kq_raft_config *cfg, char *errbuf, size_t errlen);
+void kq_raft_free(kq_raft *r);
+
+/* Step one event. Always fills *u (zeroed first). Returns 0, or KQ_ERR_INVALID_REQUEST for an
+ * event that is malformed for the core (the update is then empty). */
+int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u);
+
+void kq_raft_get_status(const kq_raft *r, kq_raft_status *out);
+
+/* Epoch and end offset for `epoch` per the epoch cache: the largest cached epoch <= epoch and
+ * the start of the next one (or the LEO). Returns false if no cached epoch is <= epoch. */
+bool kq_raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epoch,
+                                  int64_t *out_end);
+
+#endif

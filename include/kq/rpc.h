@@ -1,0 +1,63 @@
+/*
+ * kq_rpc: request/response transport over nng REQ/REP (DESIGN.md section 6).
+ *
+ * Server: one REP socket listening on a tcp:// URL with a pool of contexts, each running
+ * recv -> deliver -> (reply) -> recv. The on_request callback runs on an nng thread: it must
+ * not block and must not touch loop-owned state; it takes ownership of the kq_rpc_req and the
+ * loop later answers it with kq_rpc_reply (any thread). A receive size limit is always set
+ * (NNG_OPT_RECVMAXSZ); oversized or garbage messages never crash the server.
+ *
+ * Client: one REQ socket per peer, dialed non-blocking with reconnect back-off
+ * (NNG_OPT_RECONNMINT 100 ms, NNG_OPT_RECONNMAXT 2 s), nng's resend disabled
+ * (NNG_OPT_REQ_RESENDTIME = NNG_DURATION_INFINITE), each call on its own REQ context with its
+ * own timeout. Every call completes exactly once: with the response bytes, or with
+ * KQ_ERR_REQUEST_TIMED_OUT / KQ_ERR_NETWORK_EXCEPTION.
+ */
+#ifndef KQ_RPC_H
+#define KQ_RPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KQ_RPC_DEFAULT_MAX_MSG (64u * 1024u * 1024u)
+#define KQ_RPC_DEFAULT_CONTEXTS 64
+
+typedef struct kq_rpc_server kq_rpc_server;
+typedef struct kq_rpc_req kq_rpc_req;
+
+/* Called on an nng thread; owns req from here on. */
+typedef void (*kq_rpc_on_request)(void *arg, kq_rpc_req *req);
+
+/* url like "tcp://127.0.0.1:9093". Returns 0 or KQ_ERR_IO with errbuf naming the URL and the
+ * nng error (e.g. address in use). Caller owns *out; stop with kq_rpc_server_stop. */
+int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes,
+                        kq_rpc_on_request cb, void *arg, kq_rpc_server **out, char *errbuf,
+                        size_t errlen);
+/* Stops listening, drops unanswered requests, frees the server. Do not call from a callback. */
+void kq_rpc_server_stop(kq_rpc_server *s);
+
+const uint8_t *kq_rpc_req_data(const kq_rpc_req *req);
+size_t kq_rpc_req_len(const kq_rpc_req *req);
+/* Send the reply and release req (always, even on error). Thread-safe. */
+int kq_rpc_reply(kq_rpc_req *req, const uint8_t *data, size_t len);
+/* Release req without replying (the client times out). */
+void kq_rpc_req_drop(kq_rpc_req *req);
+
+typedef struct kq_rpc_client kq_rpc_client;
+
+/* url like "tcp://127.0.0.1:9093". Never blocks on the peer being down. */
+int kq_rpc_client_open(const char *url, size_t max_msg_bytes, kq_rpc_client **out,
+                       char *errbuf, size_t errlen);
+/* Cancels outstanding calls (their callbacks run with KQ_ERR_NETWORK_EXCEPTION) and frees. */
+void kq_rpc_client_close(kq_rpc_client *c);
+
+/* Runs on an nng thread; data valid only during the call; err 0 on success. */
+typedef void (*kq_rpc_on_response)(void *arg, int err, const uint8_t *data, size_t len);
+/* Returns 0 (cb will run exactly once) or an error (cb will not run). */
+int kq_rpc_call_async(kq_rpc_client *c, const uint8_t *req, size_t len, uint32_t timeout_ms,
+                      kq_rpc_on_response cb, void *arg);
+/* Blocking call; *resp is malloc'd (caller frees). */
+int kq_rpc_call(kq_rpc_client *c, const uint8_t *req, size_t len, uint32_t timeout_ms,
+                uint8_t **resp, size_t *resp_len);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * Small helpers shared by every program: clock, Kafka-style uuids, crc32c, PRNG, latency
+ * histograms.
+ */
+#ifndef KQ_UTIL_H
+#define KQ_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Monotonic milliseconds / nanoseconds (CLOCK_MONOTONIC); wall-clock epoch milliseconds.
+ * Not for common/raft or common/image, which read no clock. */
+uint64_t kq_now_ms(void);
+uint64_t kq_now_ns(void);
+int64_t kq_wall_ms(void);
+
+/* Kafka uuid: 16 random bytes, URL-safe base64 without padding, 22 chars + NUL. Never the
+ * reserved values (all zero, one) and never contains '-' anywhere (KAFKA-20072). */
+#define KQ_UUID_STR_LEN 22
+int kq_uuid_random(char out[KQ_UUID_STR_LEN + 1]);
+/* Validate and decode; returns false if `s` is not 22 chars of URL-safe base64 of 16 bytes. */
+bool kq_uuid_parse(const char *s, uint8_t out[16]);
+void kq_uuid_format(const uint8_t in[16], char out[KQ_UUID_STR_LEN + 1]);
+
+/* CRC-32C (Castagnoli), as Kafka uses for record batches. */
+uint32_t kq_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* splitmix64 PRNG (deterministic, seedable): used by the simulator and the cores. */
+typedef struct kq_prng {
+    uint64_t s;
+} kq_prng;
+void kq_prng_seed(kq_prng *p, uint64_t seed);
+uint64_t kq_prng_next(kq_prng *p);
+/* Uniform in [0, n); n > 0. */
+uint64_t kq_prng_below(kq_prng *p, uint64_t n);
+
+/* Latency histogram with fixed log-linear buckets (1 us .. ~100 s, < 1% relative error),
+ * for benchmarks and /metrics. Not thread-safe. */
+typedef struct kq_hist {
+    uint64_t counts[2048];
+    uint64_t n;
+    uint64_t sum_ns;
+    uint64_t min_ns;
+    uint64_t max_ns;
+} kq_hist;
+void kq_hist_init(kq_hist *h);
+void kq_hist_add(kq_hist *h, uint64_t ns);
+void kq_hist_merge(kq_hist *dst, const kq_hist *src);
+/* q in [0, 1]; returns nanoseconds (upper bound of the bucket), 0 if empty. */
+uint64_t kq_hist_quantile(const kq_hist *h, double q);
+
+#endif
