@@ -64,6 +64,7 @@ typedef struct kq_quorum_node {
 } kq_quorum_node;
 
 typedef struct kq_quorum_description {
+    char cluster_id[KQ_CODEC_MAX_CLUSTER_ID + 1];
     int32_t leader_id;
     int32_t leader_epoch;
     int64_t high_watermark;
