@@ -1,0 +1,117 @@
+#include "ctl_config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kq/error.h"
+
+static int get_ms(kq_config *c, const char *key, int64_t def, int64_t min, uint32_t *out,
+                  char *errbuf, size_t errlen)
+{
+    int64_t v = 0;
+    int rc = kq_config_int(c, key, def, min, 86400000, &v, errbuf, errlen);
+    if (rc == 0)
+        *out = (uint32_t)v;
+    return rc;
+}
+
+int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_t errlen)
+{
+    kq_config *c = NULL;
+    const char *s = NULL;
+    int64_t v = 0;
+    int rc = kq_config_load(path, &c, errbuf, errlen);
+    if (rc != 0)
+        goto out;
+    memset(out, 0, sizeof(*out));
+    kq_raft_config_defaults(&out->raft);
+
+    if ((rc = kq_config_int(c, "node.id", -1, 0, 2147483647, &v, errbuf, errlen)) != 0)
+        goto out;
+    if (v < 0) {
+        snprintf(errbuf, errlen, "node.id: missing required key (a non-negative integer)");
+        rc = KQ_ERR_CONFIG;
+        goto out;
+    }
+    out->node_id = (int32_t)v;
+    out->raft.node_id = out->node_id;
+
+    if ((rc = kq_config_required(c, "process.roles", &s, errbuf, errlen)) != 0)
+        goto out;
+    if (strcmp(s, "controller") != 0) {
+        snprintf(errbuf, errlen,
+                 "process.roles: '%s' is not supported by kq-controller (use 'controller'; "
+                 "brokers run kq-broker-agent)",
+                 s);
+        rc = KQ_ERR_CONFIG;
+        goto out;
+    }
+
+    if ((rc = kq_config_required(c, "controller.quorum.voters", &s, errbuf, errlen)) != 0)
+        goto out;
+    if ((rc = kq_config_parse_voters(s, out->voters, KQ_RAFT_MAX_VOTERS, &out->n_voters, errbuf,
+                                     errlen)) != 0)
+        goto out;
+    for (int i = 0; i < out->n_voters; i++)
+        out->raft.voters[i] = out->voters[i].id;
+    out->raft.n_voters = out->n_voters;
+
+    if ((rc = kq_config_required(c, "listeners", &s, errbuf, errlen)) != 0)
+        goto out;
+    if ((rc = kq_config_parse_listener(s, &out->listener, errbuf, errlen)) != 0)
+        goto out;
+    if ((rc = kq_config_string(c, "advertised.listeners", NULL, &s, errbuf, errlen)) != 0)
+        goto out;
+    if (s != NULL && s[0] != '\0') {
+        if ((rc = kq_config_parse_listener(s, &out->advertised, errbuf, errlen)) != 0)
+            goto out;
+    } else {
+        out->advertised = out->listener;
+    }
+    if ((rc = kq_config_string(c, "controller.listener.names", "CONTROLLER", &s, errbuf,
+                               errlen)) != 0)
+        goto out;
+
+    if ((rc = kq_config_required(c, "metadata.log.dir", &s, errbuf, errlen)) != 0)
+        goto out;
+    if (strlen(s) >= sizeof(out->log_dir)) {
+        snprintf(errbuf, errlen, "metadata.log.dir: path is too long");
+        rc = KQ_ERR_CONFIG;
+        goto out;
+    }
+    strcpy(out->log_dir, s);
+
+    if ((rc = get_ms(c, "controller.quorum.election.timeout.ms", 1000, 1,
+                     &out->raft.election_timeout_ms, errbuf, errlen)) != 0 ||
+        (rc = get_ms(c, "controller.quorum.fetch.timeout.ms", 2000, 1,
+                     &out->raft.fetch_timeout_ms, errbuf, errlen)) != 0 ||
+        (rc = get_ms(c, "controller.quorum.election.backoff.max.ms", 1000, 1,
+                     &out->raft.election_backoff_max_ms, errbuf, errlen)) != 0 ||
+        (rc = get_ms(c, "controller.quorum.request.timeout.ms", 2000, 1,
+                     &out->raft.request_timeout_ms, errbuf, errlen)) != 0 ||
+        (rc = get_ms(c, "controller.quorum.retry.backoff.ms", 20, 0,
+                     &out->raft.retry_backoff_ms, errbuf, errlen)) != 0 ||
+        (rc = get_ms(c, "controller.quorum.append.linger.ms", 25, 0, &out->append_linger_ms,
+                     errbuf, errlen)) != 0 ||
+        (rc = get_ms(c, "metadata.max.idle.interval.ms", 500, 0, &out->idle_interval_ms,
+                     errbuf, errlen)) != 0)
+        goto out;
+    if ((rc = kq_config_int(c, "socket.request.max.bytes", 104857600, 1048576, 1073741824, &v,
+                            errbuf, errlen)) != 0)
+        goto out;
+    out->max_request_bytes = (uint32_t)v;
+
+    if ((rc = kq_config_string(c, "log.level", "info", &s, errbuf, errlen)) != 0)
+        goto out;
+    int lvl = kq_log_level_parse(s);
+    if (lvl < 0) {
+        snprintf(errbuf, errlen, "log.level: '%s' is not one of debug, info, warn, error", s);
+        rc = KQ_ERR_CONFIG;
+        goto out;
+    }
+    out->log_level = (kq_log_level)lvl;
+    kq_config_warn_unknown(c);
+out:
+    kq_config_free(c);
+    return rc;
+}

@@ -1,0 +1,33 @@
+/*
+ * kq-controller configuration: the controller's .properties keys (Kafka names and defaults),
+ * validated into one struct. Any bad value is reported with the key's name; the daemon exits 2.
+ */
+#ifndef KQ_CTL_CONFIG_H
+#define KQ_CTL_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kq/config.h"
+#include "kq/log.h"
+#include "kq/raft.h"
+
+typedef struct kq_ctl_config {
+    int32_t node_id;
+    kq_voter_addr voters[KQ_RAFT_MAX_VOTERS];
+    int n_voters;
+    kq_listener listener;   /* listeners: where this node binds */
+    kq_listener advertised; /* advertised.listeners (defaults to listeners) */
+    char log_dir[4096];     /* metadata.log.dir */
+    kq_raft_config raft;
+    uint32_t append_linger_ms;   /* controller.quorum.append.linger.ms */
+    uint32_t idle_interval_ms;   /* metadata.max.idle.interval.ms (0: no NoOps) */
+    uint32_t max_request_bytes;  /* socket.request.max.bytes */
+    kq_log_level log_level;      /* log.level */
+} kq_ctl_config;
+
+/* Load and validate. Returns 0, or KQ_ERR_CONFIG / KQ_ERR_IO with errbuf naming the key or
+ * file. Warns about unknown keys. */
+int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_t errlen);
+
+#endif

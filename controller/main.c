@@ -1,0 +1,999 @@
+/*
+ * kq-controller: a voter of the metadata quorum.
+ *
+ * One loop thread owns the Raft core, the store's write transaction and every pending
+ * request (DESIGN.md section 3). nng callbacks only push events onto the loop queue.
+ * One iteration:
+ *   1. read the monotonic clock once;
+ *   2. step the core with every queued event (requests, responses, timers) and fold client
+ *      writes into one proposal;
+ *   3. commit everything that must be durable in one LMDB transaction (group commit);
+ *   4. step PERSISTED;
+ *   5. send the messages the steps released (only now, after the commit);
+ *   6. answer writes whose records committed, compute the next deadline.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl_config.h"
+#include "kq/codec.h"
+#include "kq/error.h"
+#include "kq/log.h"
+#include "kq/loopq.h"
+#include "kq/raft.h"
+#include "kq/rpc.h"
+#include "kq/store.h"
+#include "kq/util.h"
+
+#define EXIT_CONFIG 2
+#define MAX_TOKENS 1024
+#define MAX_OUTBOX 4096
+#define FETCH_MAX_BYTES (8u * 1024u * 1024u)
+#define SHUTDOWN_GRACE_MS 1000
+#define TOKEN_TTL_MS 30000
+
+enum { EV_REQUEST = 1, EV_RESPONSE, EV_SIGNAL };
+
+/* A response (or transport failure) for a request the core sent; built on an nng thread. */
+typedef struct resp_ev {
+    int32_t peer;
+    kq_raft_msg_type req_type;
+    int err;
+    uint8_t *data;
+    size_t len;
+} resp_ev;
+
+typedef struct call_ctx {
+    struct ctl *ctl;
+    int32_t peer;
+    kq_raft_msg_type req_type;
+} call_ctx;
+
+typedef struct peer {
+    int32_t id;
+    char url[300];
+    kq_rpc_client *client;
+} peer;
+
+/* An incoming request handed to the core, waiting for its response. */
+typedef struct token_slot {
+    kq_rpc_req *req;
+    uint32_t gen;
+    uint64_t since_ms;
+} token_slot;
+
+/* A client write parked until its last record commits. */
+typedef struct parked_write {
+    kq_rpc_req *req;
+    int64_t base_offset;
+    int64_t last_offset;
+    int32_t epoch;
+    struct parked_write *next;
+} parked_write;
+
+/* A write received this iteration, waiting for the proposal. */
+typedef struct pending_write {
+    kq_rpc_req *req;
+    size_t first; /* index of its first record in the batch */
+    size_t count;
+} pending_write;
+
+typedef struct ctl {
+    kq_ctl_config cfg;
+    kq_store *store;
+    kq_raft *raft;
+    kq_loopq *q;
+    kq_rpc_server *server;
+    peer peers[KQ_RAFT_MAX_VOTERS];
+    int n_peers;
+
+    token_slot tokens[MAX_TOKENS];
+    kq_raft_msg outbox[MAX_OUTBOX];
+    size_t n_outbox;
+
+    /* writes accumulated in this iteration */
+    kq_buf batch;
+    size_t batch_count;
+    pending_write *pending;
+    size_t n_pending, cap_pending;
+    const kq_buf *propose_payload; /* payload for the PROPOSED batch of the current step */
+
+    parked_write *parked_head, *parked_tail;
+
+    kq_raft_status st; /* refreshed after every step */
+    int64_t hw;
+    uint64_t now;
+    uint64_t deadline;
+    uint64_t last_append_ms;
+    int shutting_down;
+    uint64_t shutdown_deadline;
+    volatile sig_atomic_t stop;
+} ctl;
+
+static void fatal(const char *what, const char *detail)
+{
+    KQ_ERROR("controller", "fatal error, exiting", "what=\"%s\" detail=\"%s\"", what,
+             detail ? detail : "");
+    _exit(1);
+}
+
+/* ---------- nng-thread callbacks: decode nothing, push and return ---------- */
+
+static void on_request(void *arg, kq_rpc_req *req)
+{
+    ctl *c = arg;
+    if (kq_loopq_push(c->q, EV_REQUEST, req) != 0)
+        kq_rpc_req_drop(req); /* overloaded: the client times out and retries */
+}
+
+static void on_response(void *arg, int err, const uint8_t *data, size_t len)
+{
+    call_ctx *cc = arg;
+    resp_ev *ev = calloc(1, sizeof(*ev));
+    if (ev == NULL)
+        goto out;
+    ev->peer = cc->peer;
+    ev->req_type = cc->req_type;
+    ev->err = err;
+    if (err == 0 && len > 0) {
+        ev->data = malloc(len);
+        if (ev->data == NULL) {
+            ev->err = KQ_ERR_NETWORK_EXCEPTION;
+        } else {
+            memcpy(ev->data, data, len);
+            ev->len = len;
+        }
+    }
+    if (kq_loopq_push(cc->ctl->q, EV_RESPONSE, ev) != 0) {
+        /* The queue is sized far above the number of outstanding requests; if it is ever
+         * full, losing this response would wedge the core's in-flight bookkeeping. */
+        fatal("loop queue full", "response dropped");
+    }
+out:
+    free(cc);
+}
+
+/* ---------- helpers ---------- */
+
+static peer *find_peer(ctl *c, int32_t id)
+{
+    for (int i = 0; i < c->n_peers; i++)
+        if (c->peers[i].id == id)
+            return &c->peers[i];
+    return NULL;
+}
+
+static const kq_voter_addr *find_voter(const ctl *c, int32_t id)
+{
+    for (int i = 0; i < c->cfg.n_voters; i++)
+        if (c->cfg.voters[i].id == id)
+            return &c->cfg.voters[i];
+    return NULL;
+}
+
+static void leader_endpoint(const ctl *c, int32_t leader, char *buf, size_t len)
+{
+    const kq_voter_addr *v = find_voter(c, leader);
+    buf[0] = '\0';
+    if (v != NULL)
+        snprintf(buf, len, "%s:%d", v->host, v->port);
+}
+
+static void reply_buf(kq_rpc_req *req, kq_buf *b)
+{
+    kq_rpc_reply(req, b->data, b->len);
+    kq_buf_free(b);
+}
+
+static void reply_error(ctl *c, kq_rpc_req *req, uint32_t api, int err, const char *msg)
+{
+    kq_buf b = {0};
+    char ep[300];
+    int32_t leader = c->st.leader_id;
+    leader_endpoint(c, leader, ep, sizeof(ep));
+    if (kq_codec_encode_error_response(api, err, msg, leader, c->st.epoch, ep[0] ? ep : NULL,
+                                       &b) != 0) {
+        kq_rpc_req_drop(req);
+        return;
+    }
+    reply_buf(req, &b);
+}
+
+static int is_leader(const ctl *c)
+{
+    return c->st.role == KQ_RAFT_LEADER;
+}
+
+static uint64_t token_make(ctl *c, kq_rpc_req *req)
+{
+    for (uint32_t i = 0; i < MAX_TOKENS; i++) {
+        if (c->tokens[i].req == NULL) {
+            c->tokens[i].req = req;
+            c->tokens[i].gen++;
+            c->tokens[i].since_ms = c->now;
+            return ((uint64_t)c->tokens[i].gen << 32) | (i + 1);
+        }
+    }
+    return 0;
+}
+
+static kq_rpc_req *token_take(ctl *c, uint64_t token)
+{
+    uint32_t idx = (uint32_t)(token & 0xffffffffu);
+    uint32_t gen = (uint32_t)(token >> 32);
+    if (idx == 0 || idx > MAX_TOKENS)
+        return NULL;
+    token_slot *t = &c->tokens[idx - 1];
+    if (t->req == NULL || t->gen != gen)
+        return NULL;
+    kq_rpc_req *req = t->req;
+    t->req = NULL;
+    return req;
+}
+
+/* ---------- applying the core's updates ---------- */
+
+static void ensure_txn(ctl *c)
+{
+    if (!kq_store_in_txn(c->store) && kq_store_begin(c->store) != 0)
+        fatal("store begin", "cannot start a write transaction");
+}
+
+static void write_leader_change(ctl *c, const kq_raft_batch *b)
+{
+    kq_buf rec = {0};
+    int32_t voters[KQ_RAFT_MAX_VOTERS];
+    for (int i = 0; i < c->cfg.n_voters; i++)
+        voters[i] = c->cfg.voters[i].id;
+    if (kq_codec_append_leader_change(&rec, c->cfg.node_id, voters, c->cfg.n_voters, NULL, 0) !=
+        0)
+        fatal("encode", "LeaderChange record");
+    if (kq_store_append(c->store, b->base_offset, b->epoch, b->count, rec.data, rec.len) != 0)
+        fatal("store append", "LeaderChange batch");
+    kq_buf_free(&rec);
+}
+
+static void log_role(ctl *c, const kq_raft_update *u)
+{
+    KQ_INFO("raft", "state changed", "state=%s epoch=%d leader=%d", kq_raft_role_name(u->role),
+            u->epoch, u->leader_id);
+}
+
+static void fail_parked_writes(ctl *c, int err)
+{
+    parked_write *p = c->parked_head;
+    while (p != NULL) {
+        parked_write *next = p->next;
+        reply_error(c, p->req, KQ_API_WRITE, err, "leadership changed before the write committed");
+        free(p);
+        p = next;
+    }
+    c->parked_head = c->parked_tail = NULL;
+}
+
+static void apply_update(ctl *c, const kq_raft_update *u)
+{
+    if (u->fatal)
+        fatal("raft safety violation", u->fatal_reason);
+    if (u->persist_qstate) {
+        ensure_txn(c);
+        if (kq_store_put_qstate(c->store, &u->qstate) != 0)
+            fatal("store", "writing the quorum state");
+    }
+    if (u->truncate_to >= 0) {
+        ensure_txn(c);
+        KQ_WARN("raft", "truncating log", "offset=%lld", (long long)u->truncate_to);
+        if (kq_store_truncate(c->store, u->truncate_to) != 0)
+            fatal("store", "truncating the log");
+    }
+    for (size_t i = 0; i < u->n_append; i++) {
+        const kq_raft_batch *b = &u->append[i];
+        ensure_txn(c);
+        switch (b->kind) {
+        case KQ_RAFT_BATCH_LEADER_CHANGE:
+            write_leader_change(c, b);
+            c->last_append_ms = c->now;
+            break;
+        case KQ_RAFT_BATCH_PROPOSED:
+            if (c->propose_payload == NULL)
+                fatal("internal", "proposed batch without payload");
+            if (kq_store_append(c->store, b->base_offset, b->epoch, b->count,
+                                c->propose_payload->data, c->propose_payload->len) != 0)
+                fatal("store append", "proposed batch");
+            c->last_append_ms = c->now;
+            break;
+        case KQ_RAFT_BATCH_FETCHED:
+            if (kq_store_append(c->store, b->base_offset, b->epoch, b->count, b->data, b->len) !=
+                0)
+                fatal("store append", "fetched batch");
+            break;
+        }
+    }
+    for (size_t i = 0; i < u->n_msgs; i++) {
+        if (c->n_outbox == MAX_OUTBOX)
+            fatal("internal", "outbox full");
+        c->outbox[c->n_outbox++] = u->msgs[i];
+    }
+    if (u->role_changed) {
+        log_role(c, u);
+        if (u->role != KQ_RAFT_LEADER)
+            fail_parked_writes(c, KQ_ERR_NOT_CONTROLLER);
+        else
+            c->last_append_ms = c->now;
+    }
+    c->hw = u->high_watermark;
+    c->deadline = u->next_deadline_ms;
+    kq_raft_get_status(c->raft, &c->st);
+}
+
+static void step(ctl *c, kq_raft_event *ev, kq_raft_update *u)
+{
+    ev->now_ms = c->now;
+    if (kq_raft_step(c->raft, ev, u) != 0) {
+        KQ_WARN("raft", "event rejected by the core", "type=%d", (int)ev->type);
+        return;
+    }
+    apply_update(c, u);
+}
+
+/* ---------- requests ---------- */
+
+static void describe(ctl *c, kq_rpc_req *req)
+{
+    kq_quorum_description *d = calloc(1, sizeof(*d));
+    kq_buf b = {0};
+    int64_t wall = kq_wall_ms();
+    if (d == NULL) {
+        kq_rpc_req_drop(req);
+        return;
+    }
+    if (!is_leader(c)) {
+        int err =
+            c->st.leader_id >= 0 ? KQ_ERR_NOT_LEADER_OR_FOLLOWER : KQ_ERR_LEADER_NOT_AVAILABLE;
+        reply_error(c, req, KQ_API_DESCRIBE_QUORUM, err,
+                    c->st.leader_id >= 0 ? "ask the leader" : "no leader is known");
+        free(d);
+        return;
+    }
+    snprintf(d->cluster_id, sizeof(d->cluster_id), "%s", kq_store_identity_of(c->store)->cluster_id);
+    d->leader_id = c->st.leader_id;
+    d->leader_epoch = c->st.epoch;
+    d->high_watermark = c->st.high_watermark;
+    for (int pass = 0; pass < 2; pass++) {
+        const kq_raft_replica *src = pass == 0 ? c->st.voters : c->st.observers;
+        int n = pass == 0 ? c->st.n_voters : c->st.n_observers;
+        kq_quorum_replica *dst = pass == 0 ? d->voters : d->observers;
+        for (int i = 0; i < n; i++) {
+            dst[i].id = src[i].id;
+            dst[i].log_end_offset = src[i].log_end_offset;
+            dst[i].last_fetch_timestamp =
+                src[i].last_fetch_ms ? wall - (int64_t)(c->now - src[i].last_fetch_ms) : -1;
+            dst[i].last_caught_up_timestamp =
+                src[i].last_caught_up_ms ? wall - (int64_t)(c->now - src[i].last_caught_up_ms)
+                                         : -1;
+            if (src[i].id == c->cfg.node_id)
+                snprintf(dst[i].directory_id, sizeof(dst[i].directory_id), "%s",
+                         kq_store_identity_of(c->store)->directory_id);
+        }
+        if (pass == 0)
+            d->n_voters = n;
+        else
+            d->n_observers = n;
+    }
+    for (int i = 0; i < c->cfg.n_voters && i < KQ_RAFT_MAX_VOTERS; i++) {
+        kq_quorum_node *nd = &d->nodes[d->n_nodes++];
+        nd->id = c->cfg.voters[i].id;
+        snprintf(nd->listener, sizeof(nd->listener), "%s", c->cfg.advertised.name);
+        snprintf(nd->host, sizeof(nd->host), "%s", c->cfg.voters[i].host);
+        nd->port = c->cfg.voters[i].port;
+    }
+    if (kq_codec_encode_describe_response(d, &b) != 0)
+        kq_rpc_req_drop(req);
+    else
+        reply_buf(req, &b);
+    free(d);
+}
+
+static void queue_write(ctl *c, kq_rpc_req *req, const kq_request *r)
+{
+    if (!is_leader(c)) {
+        reply_error(c, req, KQ_API_WRITE, KQ_ERR_NOT_CONTROLLER, "not the active controller");
+        return;
+    }
+    if (r->n_records == 0) {
+        reply_error(c, req, KQ_API_WRITE, KQ_ERR_INVALID_REQUEST, "write has no records");
+        return;
+    }
+    if (c->n_pending == c->cap_pending) {
+        size_t cap = c->cap_pending ? c->cap_pending * 2 : 64;
+        pending_write *p = realloc(c->pending, cap * sizeof(*p));
+        if (p == NULL) {
+            reply_error(c, req, KQ_API_WRITE, KQ_ERR_BROKER_NOT_AVAILABLE, "out of memory");
+            return;
+        }
+        c->pending = p;
+        c->cap_pending = cap;
+    }
+    for (size_t i = 0; i < r->n_records; i++) {
+        if (kq_codec_append_opaque(&c->batch, r->records[i], r->record_lens[i]) != 0)
+            fatal("encode", "opaque record");
+    }
+    c->pending[c->n_pending++] = (pending_write){req, c->batch_count, r->n_records};
+    c->batch_count += r->n_records;
+}
+
+static void handle_request(ctl *c, kq_rpc_req *req)
+{
+    kq_request r;
+    char err[256];
+    memset(&r, 0, sizeof(r));
+    int rc = kq_codec_decode_request(kq_rpc_req_data(req), kq_rpc_req_len(req), &r, err,
+                                     sizeof(err));
+    if (rc != 0) {
+        KQ_WARN("rpc", "rejected malformed request", "error=%s detail=\"%s\"", kq_err_name(rc),
+                err);
+        reply_error(c, req, r.api_key, rc == KQ_ERR_MALFORMED ? KQ_ERR_INVALID_REQUEST : rc, err);
+        goto out;
+    }
+    if (r.cluster_id[0] != '\0' &&
+        strcmp(r.cluster_id, kq_store_identity_of(c->store)->cluster_id) != 0) {
+        snprintf(err, sizeof(err), "request for cluster %s, this is cluster %s", r.cluster_id,
+                 kq_store_identity_of(c->store)->cluster_id);
+        reply_error(c, req, r.api_key, KQ_ERR_INCONSISTENT_CLUSTER_ID, err);
+        goto out;
+    }
+    switch (r.api_key) {
+    case KQ_API_VOTE:
+    case KQ_API_BEGIN_QUORUM_EPOCH:
+    case KQ_API_END_QUORUM_EPOCH:
+    case KQ_API_FETCH: {
+        if (r.sender_id == c->cfg.node_id || r.sender_id < 0 ||
+            (r.api_key != KQ_API_FETCH && find_voter(c, r.sender_id) == NULL)) {
+            snprintf(err, sizeof(err), "sender id %d is not allowed for api %u", r.sender_id,
+                     r.api_key);
+            reply_error(c, req, r.api_key, KQ_ERR_INVALID_REQUEST, err);
+            goto out;
+        }
+        uint64_t token = token_make(c, req);
+        if (token == 0) {
+            reply_error(c, req, r.api_key, KQ_ERR_BROKER_NOT_AVAILABLE, "too many requests");
+            goto out;
+        }
+        kq_raft_msg m = r.raft;
+        m.token = token;
+        m.to = c->cfg.node_id;
+        kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &m};
+        kq_raft_update u;
+        step(c, &ev, &u);
+        break;
+    }
+    case KQ_API_DESCRIBE_QUORUM:
+        describe(c, req);
+        break;
+    case KQ_API_WRITE:
+        queue_write(c, req, &r);
+        break;
+    default:
+        reply_error(c, req, r.api_key, KQ_ERR_INVALID_REQUEST, "unsupported api");
+        break;
+    }
+out:
+    kq_request_free(&r);
+}
+
+static kq_raft_msg_type response_type(kq_raft_msg_type req)
+{
+    switch (req) {
+    case KQ_RAFT_VOTE_REQ:
+        return KQ_RAFT_VOTE_RESP;
+    case KQ_RAFT_BEGIN_EPOCH_REQ:
+        return KQ_RAFT_BEGIN_EPOCH_RESP;
+    case KQ_RAFT_END_EPOCH_REQ:
+        return KQ_RAFT_END_EPOCH_RESP;
+    default:
+        return KQ_RAFT_FETCH_RESP;
+    }
+}
+
+static void handle_response(ctl *c, resp_ev *ev)
+{
+    kq_response r;
+    kq_raft_msg m;
+    char err[256];
+    memset(&r, 0, sizeof(r));
+    memset(&m, 0, sizeof(m));
+    int rc = ev->err;
+    if (rc == 0) {
+        rc = kq_codec_decode_response(ev->data, ev->len, ev->peer, &r, err, sizeof(err));
+        if (rc != 0)
+            KQ_WARN("rpc", "bad response from peer", "peer=%d error=%s detail=\"%s\"", ev->peer,
+                    kq_err_name(rc), err);
+        else if (r.raft.type != response_type(ev->req_type) && r.error == 0)
+            rc = KQ_ERR_NETWORK_EXCEPTION;
+    }
+    if (rc == 0 && r.error == 0) {
+        m = r.raft;
+    } else {
+        /* A transport failure or an error response: the core still gets exactly one
+         * response for its request. */
+        m.type = response_type(ev->req_type);
+        m.error = rc != 0 ? (rc == KQ_ERR_REQUEST_TIMED_OUT ? rc : KQ_ERR_NETWORK_EXCEPTION)
+                          : r.error;
+        m.epoch = rc == 0 && r.leader_epoch >= 0 ? r.leader_epoch : -1;
+        m.leader_id = rc == 0 ? r.leader_id : -1;
+    }
+    m.from = ev->peer;
+    m.to = c->cfg.node_id;
+    kq_raft_event e = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &m};
+    kq_raft_update u;
+    step(c, &e, &u);
+    kq_response_free(&r);
+    free(ev->data);
+    free(ev);
+}
+
+/* ---------- sending ---------- */
+
+typedef struct batch_vec {
+    kq_codec_batch *b;
+    uint8_t **bufs;
+    size_t n, cap;
+} batch_vec;
+
+static int collect_batch(void *arg, int64_t base, int32_t epoch, int32_t count, uint32_t crc,
+                         const uint8_t *records, size_t len)
+{
+    batch_vec *v = arg;
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 8;
+        kq_codec_batch *nb = realloc(v->b, cap * sizeof(*nb));
+        if (nb == NULL)
+            return 1;
+        v->b = nb;
+        uint8_t **nbufs = realloc(v->bufs, cap * sizeof(*nbufs));
+        if (nbufs == NULL)
+            return 1;
+        v->bufs = nbufs;
+        v->cap = cap;
+    }
+    uint8_t *copy = malloc(len ? len : 1);
+    if (copy == NULL)
+        return 1;
+    memcpy(copy, records, len);
+    v->bufs[v->n] = copy;
+    v->b[v->n] = (kq_codec_batch){base, epoch, count, crc, copy, len};
+    v->n++;
+    return v->n >= KQ_RAFT_MAX_BATCHES;
+}
+
+static void send_response(ctl *c, const kq_raft_msg *m)
+{
+    kq_rpc_req *req = token_take(c, m->token);
+    batch_vec v = {0};
+    kq_buf b = {0};
+    if (req == NULL)
+        return; /* already answered or expired */
+    if (m->type == KQ_RAFT_FETCH_RESP && m->error == 0 &&
+        m->u.fetch_resp.records_to > m->u.fetch_resp.records_from) {
+        int rc = kq_store_read(c->store, m->u.fetch_resp.records_from, m->u.fetch_resp.records_to,
+                               FETCH_MAX_BYTES, collect_batch, &v);
+        if (rc != 0)
+            fatal("store read", kq_err_message(rc));
+    }
+    if (kq_codec_encode_raft_response(m, v.b, v.n, &b) != 0)
+        kq_rpc_req_drop(req);
+    else
+        reply_buf(req, &b);
+    for (size_t i = 0; i < v.n; i++)
+        free(v.bufs[i]);
+    free(v.bufs);
+    free(v.b);
+}
+
+static void send_request(ctl *c, const kq_raft_msg *m)
+{
+    peer *p = find_peer(c, m->to);
+    kq_buf b = {0};
+    kq_raft_update u;
+    call_ctx *cc = NULL;
+    int rc = KQ_ERR_NETWORK_EXCEPTION;
+    if (p == NULL)
+        goto fail;
+    rc = kq_codec_encode_raft_request(m, kq_store_identity_of(c->store)->cluster_id, &b);
+    if (rc != 0)
+        goto fail;
+    cc = malloc(sizeof(*cc));
+    if (cc == NULL) {
+        rc = KQ_ERR_NOMEM;
+        goto fail;
+    }
+    *cc = (call_ctx){c, m->to, m->type};
+    rc = kq_rpc_call_async(p->client, b.data, b.len, c->cfg.raft.request_timeout_ms, on_response,
+                           cc);
+    kq_buf_free(&b);
+    if (rc == 0)
+        return;
+    free(cc);
+fail:
+    kq_buf_free(&b);
+    /* Tell the core at once so it can retry. */
+    {
+        kq_raft_msg r;
+        memset(&r, 0, sizeof(r));
+        r.type = response_type(m->type);
+        r.from = m->to;
+        r.to = c->cfg.node_id;
+        r.error = KQ_ERR_NETWORK_EXCEPTION;
+        r.epoch = -1;
+        r.leader_id = -1;
+        kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &r};
+        step(c, &ev, &u);
+    }
+}
+
+static void flush_outbox(ctl *c)
+{
+    /* Only the messages queued so far: a transport failure stepped while sending may queue
+     * more, which can depend on writes not yet committed; they stay for the next flush. */
+    size_t n = c->n_outbox;
+    for (size_t i = 0; i < n; i++) {
+        kq_raft_msg m = c->outbox[i];
+        switch (m.type) {
+        case KQ_RAFT_VOTE_REQ:
+        case KQ_RAFT_BEGIN_EPOCH_REQ:
+        case KQ_RAFT_END_EPOCH_REQ:
+        case KQ_RAFT_FETCH_REQ:
+            send_request(c, &m);
+            break;
+        default:
+            send_response(c, &m);
+            break;
+        }
+    }
+    memmove(c->outbox, c->outbox + n, (c->n_outbox - n) * sizeof(c->outbox[0]));
+    c->n_outbox -= n;
+}
+
+/* ---------- writes ---------- */
+
+static void propose(ctl *c, const kq_buf *payload, int32_t count, int64_t *base, int32_t *epoch,
+                    int *err)
+{
+    kq_raft_event ev = {.type = KQ_RAFT_EV_PROPOSE, .u.propose_count = count};
+    kq_raft_update u;
+    c->propose_payload = payload;
+    step(c, &ev, &u);
+    c->propose_payload = NULL;
+    *base = u.propose_base_offset;
+    *epoch = u.propose_epoch;
+    *err = u.propose_error;
+}
+
+static void flush_writes(ctl *c)
+{
+    int64_t base = -1;
+    int32_t epoch = -1;
+    int err = 0;
+    if (c->n_pending == 0)
+        return;
+    propose(c, &c->batch, (int32_t)c->batch_count, &base, &epoch, &err);
+    for (size_t i = 0; i < c->n_pending; i++) {
+        pending_write *pw = &c->pending[i];
+        if (err != 0) {
+            reply_error(c, pw->req, KQ_API_WRITE, KQ_ERR_NOT_CONTROLLER,
+                        "not the active controller");
+            continue;
+        }
+        parked_write *p = calloc(1, sizeof(*p));
+        if (p == NULL)
+            fatal("memory", "parking a write");
+        p->req = pw->req;
+        p->base_offset = base + (int64_t)pw->first;
+        p->last_offset = p->base_offset + (int64_t)pw->count - 1;
+        p->epoch = epoch;
+        if (c->parked_tail)
+            c->parked_tail->next = p;
+        else
+            c->parked_head = p;
+        c->parked_tail = p;
+    }
+    c->n_pending = 0;
+    c->batch_count = 0;
+    c->batch.len = 0;
+}
+
+static void maybe_noop(ctl *c)
+{
+    int64_t base;
+    int32_t epoch;
+    int err;
+    kq_buf b = {0};
+    if (!is_leader(c) || c->cfg.idle_interval_ms == 0 || c->shutting_down)
+        return;
+    if (c->now < c->last_append_ms + c->cfg.idle_interval_ms)
+        return;
+    if (kq_codec_append_noop(&b) != 0)
+        fatal("encode", "NoOp record");
+    propose(c, &b, 1, &base, &epoch, &err);
+    kq_buf_free(&b);
+}
+
+static void complete_writes(ctl *c)
+{
+    while (c->parked_head != NULL && c->hw > c->parked_head->last_offset) {
+        parked_write *p = c->parked_head;
+        kq_buf b = {0};
+        c->parked_head = p->next;
+        if (c->parked_head == NULL)
+            c->parked_tail = NULL;
+        if (kq_codec_encode_write_response(p->base_offset, p->epoch, &b) == 0)
+            reply_buf(p->req, &b);
+        else
+            kq_rpc_req_drop(p->req);
+        free(p);
+    }
+}
+
+static void expire_tokens(ctl *c)
+{
+    for (int i = 0; i < MAX_TOKENS; i++) {
+        if (c->tokens[i].req != NULL && c->now > c->tokens[i].since_ms + TOKEN_TTL_MS) {
+            kq_rpc_req_drop(c->tokens[i].req);
+            c->tokens[i].req = NULL;
+        }
+    }
+}
+
+/* ---------- start-up ---------- */
+
+static void *signal_thread(void *arg)
+{
+    ctl *c = arg;
+    sigset_t set;
+    int sig = 0;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    for (;;) {
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        c->stop = 1;
+        kq_loopq_push(c->q, EV_SIGNAL, NULL);
+    }
+    return NULL;
+}
+
+static int start(ctl *c, char *err, size_t errlen)
+{
+    kq_store_recovered rec;
+    int rc;
+    memset(&rec, 0, sizeof(rec));
+    int in_voters = 0;
+    for (int i = 0; i < c->cfg.n_voters; i++)
+        in_voters |= c->cfg.voters[i].id == c->cfg.node_id;
+    if (!in_voters) {
+        snprintf(err, errlen,
+                 "node.id %d is not in controller.quorum.voters; every kq-controller must be a "
+                 "voter",
+                 c->cfg.node_id);
+        return KQ_ERR_CONFIG;
+    }
+    rc = kq_store_open(c->cfg.log_dir, NULL, c->cfg.node_id, &c->store, err, errlen);
+    if (rc != 0)
+        return rc;
+    rc = kq_store_recover(c->store, &rec);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot recover the metadata log in %s: %s", c->cfg.log_dir,
+                 kq_err_message(rc));
+        return rc;
+    }
+    uint64_t seed = 0;
+    char u[KQ_UUID_STR_LEN + 1];
+    kq_uuid_random(u);
+    for (size_t i = 0; u[i]; i++)
+        seed = seed * 131 + (uint8_t)u[i];
+    c->cfg.raft.seed = seed ^ kq_now_ns();
+    c->raft = kq_raft_new(&c->cfg.raft, err, errlen);
+    if (c->raft == NULL) {
+        free(rec.epochs);
+        return KQ_ERR_CONFIG;
+    }
+    c->q = kq_loopq_new(65536);
+    if (c->q == NULL) {
+        free(rec.epochs);
+        snprintf(err, errlen, "out of memory");
+        return KQ_ERR_NOMEM;
+    }
+    for (int i = 0; i < c->cfg.n_voters; i++) {
+        const kq_voter_addr *v = &c->cfg.voters[i];
+        if (v->id == c->cfg.node_id)
+            continue;
+        peer *p = &c->peers[c->n_peers++];
+        p->id = v->id;
+        snprintf(p->url, sizeof(p->url), strchr(v->host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d",
+                 v->host, v->port);
+        rc = kq_rpc_client_open(p->url, c->cfg.max_request_bytes, &p->client, err, errlen);
+        if (rc != 0) {
+            free(rec.epochs);
+            return rc;
+        }
+    }
+    char url[300];
+    snprintf(url, sizeof(url),
+             strchr(c->cfg.listener.host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d",
+             c->cfg.listener.host, c->cfg.listener.port);
+    rc = kq_rpc_server_start(url, KQ_RPC_DEFAULT_CONTEXTS, c->cfg.max_request_bytes, on_request,
+                             c, &c->server, err, errlen);
+    if (rc != 0) {
+        free(rec.epochs);
+        return rc;
+    }
+    KQ_INFO("controller", "started", "listener=%s cluster_id=%s directory_id=%s log_end=%lld "
+            "epoch=%d",
+            url, kq_store_identity_of(c->store)->cluster_id,
+            kq_store_identity_of(c->store)->directory_id, (long long)rec.log_end_offset,
+            rec.qstate.epoch);
+    KQ_WARN("controller", "listener is plaintext; use TLS outside local development", "url=%s",
+            url);
+
+    c->now = kq_now_ms();
+    kq_raft_event ev = {.type = KQ_RAFT_EV_START};
+    ev.u.start.qstate = rec.qstate;
+    ev.u.start.log_start_offset = rec.log_start_offset;
+    ev.u.start.log_end_offset = rec.log_end_offset;
+    ev.u.start.epochs = rec.epochs;
+    ev.u.start.n_epochs = rec.n_epochs;
+    kq_raft_update up;
+    step(c, &ev, &up);
+    free(rec.epochs);
+    return 0;
+}
+
+/* ---------- the loop ---------- */
+
+static void commit(ctl *c)
+{
+    while (kq_store_in_txn(c->store)) {
+        if (kq_store_commit(c->store) != 0)
+            fatal("store commit", "fsync or commit of the metadata log failed");
+        kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
+        ev.u.persisted_end = c->st.log_end_offset;
+        kq_raft_update u;
+        step(c, &ev, &u);
+    }
+}
+
+static void run(ctl *c)
+{
+    kq_loopq_item items[256];
+    int64_t last_hw = -1;
+    while (1) {
+        uint64_t deadline = c->deadline;
+        if (is_leader(c) && c->cfg.idle_interval_ms > 0 &&
+            c->last_append_ms + c->cfg.idle_interval_ms < deadline)
+            deadline = c->last_append_ms + c->cfg.idle_interval_ms;
+        if (c->shutting_down && c->shutdown_deadline < deadline)
+            deadline = c->shutdown_deadline;
+        size_t n = kq_loopq_pop(c->q, items, 256, deadline);
+        c->now = kq_now_ms();
+        for (size_t i = 0; i < n; i++) {
+            switch (items[i].type) {
+            case EV_REQUEST:
+                handle_request(c, items[i].ptr);
+                break;
+            case EV_RESPONSE:
+                handle_response(c, items[i].ptr);
+                break;
+            default:
+                break;
+            }
+        }
+        if (c->stop && !c->shutting_down) {
+            KQ_INFO("controller", "shutting down: resigning", "role=%s",
+                    kq_raft_role_name(c->st.role));
+            c->shutting_down = 1;
+            c->shutdown_deadline = c->now + SHUTDOWN_GRACE_MS;
+            kq_raft_event ev = {.type = KQ_RAFT_EV_RESIGN};
+            kq_raft_update u;
+            step(c, &ev, &u);
+            fail_parked_writes(c, KQ_ERR_NOT_CONTROLLER);
+        }
+        if (c->now >= c->deadline) {
+            kq_raft_event ev = {.type = KQ_RAFT_EV_TICK};
+            kq_raft_update u;
+            step(c, &ev, &u);
+        }
+        flush_writes(c);
+        maybe_noop(c);
+        for (int round = 0; round < 8; round++) {
+            commit(c);
+            flush_outbox(c); /* a failed send steps the core, which may queue more */
+            if (c->n_outbox == 0 && !kq_store_in_txn(c->store))
+                break;
+        }
+        if (c->hw != last_hw) {
+            last_hw = c->hw;
+            complete_writes(c);
+        }
+        expire_tokens(c);
+        if (c->shutting_down && c->now >= c->shutdown_deadline)
+            break;
+    }
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kq-controller --config FILE\n"
+               "  Runs one voter of the kq metadata quorum. See docs/configuration.md.\n");
+}
+
+int main(int argc, char **argv)
+{
+    static ctl c;
+    char err[1024] = "";
+    const char *config = NULL;
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'c':
+            config = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return EXIT_CONFIG;
+        }
+    }
+    if (config == NULL || optind != argc) {
+        usage(stderr);
+        return EXIT_CONFIG;
+    }
+    /* Block the shutdown signals before any thread exists; one thread sigwait()s for them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    kq_log_init(-1, KQ_LOG_INFO);
+    int rc = kq_ctl_config_load(config, &c.cfg, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "kq-controller: %s: %s\n", config, err);
+        return EXIT_CONFIG;
+    }
+    kq_log_init(c.cfg.node_id, c.cfg.log_level);
+    rc = start(&c, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "kq-controller: %s\n", err);
+        KQ_ERROR("controller", "cannot start", "error=%s detail=\"%s\"", kq_err_name(rc), err);
+        return rc == KQ_ERR_IO ? 1 : EXIT_CONFIG;
+    }
+    pthread_t th;
+    if (pthread_create(&th, NULL, signal_thread, &c) != 0) {
+        fprintf(stderr, "kq-controller: cannot start the signal thread\n");
+        return 1;
+    }
+    run(&c);
+    commit(&c);
+    flush_outbox(&c);
+    /* Give the EndQuorumEpoch requests a moment on the wire before the sockets close. */
+    usleep(50 * 1000);
+    kq_rpc_server_stop(c.server);
+    for (int i = 0; i < c.n_peers; i++)
+        kq_rpc_client_close(c.peers[i].client);
+    kq_store_close(c.store);
+    KQ_INFO("controller", "stopped", "%s", "reason=signal");
+    return 0;
+}
