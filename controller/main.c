@@ -43,6 +43,7 @@ enum { EV_REQUEST = 1, EV_RESPONSE, EV_SIGNAL };
 /* A response (or transport failure) for a request the core sent; built on an nng thread. */
 typedef struct resp_ev {
     int32_t peer;
+    int32_t req_epoch; /* epoch of the request, used when the answer carries none */
     kq_raft_msg_type req_type;
     int err;
     uint8_t *data;
@@ -52,6 +53,7 @@ typedef struct resp_ev {
 typedef struct call_ctx {
     struct ctl *ctl;
     int32_t peer;
+    int32_t req_epoch;
     kq_raft_msg_type req_type;
 } call_ctx;
 
@@ -140,6 +142,7 @@ static void on_response(void *arg, int err, const uint8_t *data, size_t len)
         goto out;
     ev->peer = cc->peer;
     ev->req_type = cc->req_type;
+    ev->req_epoch = cc->req_epoch;
     ev->err = err;
     if (err == 0 && len > 0) {
         ev->data = malloc(len);
@@ -525,7 +528,7 @@ static void handle_response(ctl *c, resp_ev *ev)
         m.type = response_type(ev->req_type);
         m.error = rc != 0 ? (rc == KQ_ERR_REQUEST_TIMED_OUT ? rc : KQ_ERR_NETWORK_EXCEPTION)
                           : r.error;
-        m.epoch = rc == 0 && r.leader_epoch >= 0 ? r.leader_epoch : -1;
+        m.epoch = rc == 0 && r.leader_epoch >= 0 ? r.leader_epoch : ev->req_epoch;
         m.leader_id = rc == 0 ? r.leader_id : -1;
     }
     m.from = ev->peer;
@@ -613,7 +616,7 @@ static void send_request(ctl *c, const kq_raft_msg *m)
         rc = KQ_ERR_NOMEM;
         goto fail;
     }
-    *cc = (call_ctx){c, m->to, m->type};
+    *cc = (call_ctx){c, m->to, m->epoch, m->type};
     rc = kq_rpc_call_async(p->client, b.data, b.len, c->cfg.raft.request_timeout_ms, on_response,
                            cc);
     kq_buf_free(&b);
@@ -630,7 +633,7 @@ fail:
         r.from = m->to;
         r.to = c->cfg.node_id;
         r.error = KQ_ERR_NETWORK_EXCEPTION;
-        r.epoch = -1;
+        r.epoch = m->epoch;
         r.leader_id = -1;
         kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &r};
         step(c, &ev, &u);

@@ -1,0 +1,331 @@
+/* kq_tools_call_controller against fake controllers on 127.0.0.1: leader hints are followed
+ * (at most 3 hops), dead and leaderless controllers are skipped, a non-retriable error stops
+ * the search. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "kq/codec.h"
+#include "kq/error.h"
+#include "kq/rpc.h"
+#include "kq_tools.h"
+
+/* Generous: the fakes answer at once, so only a dead address ever waits this long. */
+#define CALL_TIMEOUT_MS 3000u
+#define DEAD_TIMEOUT_MS 200u
+
+typedef enum fake_mode {
+    FAKE_ANSWER = 0, /* the active controller: answers DescribeQuorum / Write */
+    FAKE_HINT,       /* NOT_CONTROLLER with leader_endpoint = hint */
+    FAKE_NOT_LEADER, /* NOT_LEADER_OR_FOLLOWER with leader_endpoint = hint */
+    FAKE_NO_LEADER,  /* LEADER_NOT_AVAILABLE */
+    FAKE_INVALID,    /* INVALID_REQUEST (not retriable) */
+    FAKE_GARBAGE,    /* bytes that are no response */
+} fake_mode;
+
+typedef struct fake {
+    fake_mode mode;
+    char hint[64];
+    int port;
+    atomic_int requests;
+    atomic_int bad_requests; /* requests that did not decode or had a wrong api key */
+    kq_rpc_server *server;
+} fake;
+
+static int free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int port = -1;
+    if (fd < 0)
+        return -1;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+        port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+static void describe_sample(kq_quorum_description *d)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->cluster_id, sizeof d->cluster_id, "fMCL8kv1SWm87L_Md-I2hg");
+    d->leader_id = 2;
+    d->leader_epoch = 5;
+    d->high_watermark = 40;
+    d->n_voters = 2;
+    d->voters[0].id = 2;
+    d->voters[0].log_end_offset = 41;
+    d->voters[0].last_fetch_timestamp = -1;
+    d->voters[0].last_caught_up_timestamp = -1;
+    d->voters[1].id = 1;
+    d->voters[1].log_end_offset = 38;
+    d->voters[1].last_fetch_timestamp = 1000;
+    d->voters[1].last_caught_up_timestamp = 900;
+    d->n_nodes = 1;
+    d->nodes[0].id = 2;
+    snprintf(d->nodes[0].listener, sizeof d->nodes[0].listener, "CONTROLLER");
+    snprintf(d->nodes[0].host, sizeof d->nodes[0].host, "127.0.0.1");
+    d->nodes[0].port = 9094;
+}
+
+static void on_request(void *arg, kq_rpc_req *req)
+{
+    fake *f = arg;
+    kq_request r;
+    char err[256];
+    kq_buf out = {NULL, 0};
+    atomic_fetch_add(&f->requests, 1);
+    memset(&r, 0, sizeof r);
+    int rc =
+        kq_codec_decode_request(kq_rpc_req_data(req), kq_rpc_req_len(req), &r, err, sizeof err);
+    if (rc != 0) {
+        atomic_fetch_add(&f->bad_requests, 1);
+        kq_rpc_req_drop(req);
+        return;
+    }
+    uint32_t api = r.api_key;
+    if ((api != KQ_API_DESCRIBE_QUORUM && api != KQ_API_WRITE) || r.cluster_id[0] != '\0')
+        atomic_fetch_add(&f->bad_requests, 1);
+    switch (f->mode) {
+    case FAKE_ANSWER:
+        if (api == KQ_API_WRITE) {
+            rc = kq_codec_encode_write_response(100 + (int64_t)r.n_records, 5, &out);
+        } else {
+            kq_quorum_description d;
+            describe_sample(&d);
+            rc = kq_codec_encode_describe_response(&d, &out);
+        }
+        break;
+    case FAKE_HINT:
+        rc = kq_codec_encode_error_response(api, KQ_ERR_NOT_CONTROLLER, "not the leader", 2, 5,
+                                            f->hint, &out);
+        break;
+    case FAKE_NOT_LEADER:
+        rc = kq_codec_encode_error_response(api, KQ_ERR_NOT_LEADER_OR_FOLLOWER, NULL, 2, 5, f->hint,
+                                            &out);
+        break;
+    case FAKE_NO_LEADER:
+        rc = kq_codec_encode_error_response(api, KQ_ERR_LEADER_NOT_AVAILABLE, "election", -1, -1,
+                                            NULL, &out);
+        break;
+    case FAKE_INVALID:
+        rc = kq_codec_encode_error_response(api, KQ_ERR_INVALID_REQUEST, "bad request", -1, -1,
+                                            NULL, &out);
+        break;
+    case FAKE_GARBAGE:
+        kq_request_free(&r);
+        kq_rpc_reply(req, (const uint8_t *)"\xff\xff\xff garbage", 11);
+        return;
+    }
+    kq_request_free(&r);
+    if (rc != 0) {
+        atomic_fetch_add(&f->bad_requests, 1);
+        kq_rpc_req_drop(req);
+        return;
+    }
+    kq_rpc_reply(req, out.data, out.len);
+    kq_buf_free(&out);
+}
+
+static void fake_start(fake *f, fake_mode mode)
+{
+    char url[64], err[256];
+    memset(f, 0, sizeof *f);
+    f->mode = mode;
+    for (int attempt = 0; attempt < 20; attempt++) {
+        f->port = free_port();
+        assert_true(f->port > 0);
+        snprintf(url, sizeof url, "tcp://127.0.0.1:%d", f->port);
+        if (kq_rpc_server_start(url, 4, KQ_RPC_DEFAULT_MAX_MSG, on_request, f, &f->server, err,
+                                sizeof err) == 0)
+            return;
+    }
+    fail_msg("cannot start a fake controller: %s", err);
+}
+
+static void fake_hint_to(fake *f, const fake *target)
+{
+    snprintf(f->hint, sizeof f->hint, "127.0.0.1:%d", target->port);
+}
+
+static void fake_stop(fake *f)
+{
+    kq_rpc_server_stop(f->server);
+    assert_int_equal(atomic_load(&f->bad_requests), 0);
+}
+
+static kq_tools_addr addr_of(int port)
+{
+    kq_tools_addr a;
+    snprintf(a.host, sizeof a.host, "127.0.0.1");
+    a.port = port;
+    return a;
+}
+
+static int describe(const kq_tools_addr *addrs, int n, uint32_t timeout_ms, kq_response *resp)
+{
+    kq_buf req = {NULL, 0};
+    assert_int_equal(kq_codec_encode_describe_request("", &req), 0);
+    kq_tools_call_opts o = {
+        .bootstrap = addrs, .n_bootstrap = n, .timeout_ms = timeout_ms, .max_hops = 3};
+    int rc = kq_tools_call_controller(&o, KQ_API_DESCRIBE_QUORUM, &req, resp);
+    kq_buf_free(&req);
+    return rc;
+}
+
+static void test_follows_not_controller_hint(void **state)
+{
+    fake leader, follower;
+    fake_start(&leader, FAKE_ANSWER);
+    fake_start(&follower, FAKE_HINT);
+    fake_hint_to(&follower, &leader);
+
+    kq_tools_addr a[1] = {addr_of(follower.port)};
+    kq_response resp;
+    assert_int_equal(describe(a, 1, CALL_TIMEOUT_MS, &resp), KQ_EXIT_OK);
+    assert_int_equal(resp.error, KQ_ERR_NONE);
+    assert_string_equal(resp.describe.cluster_id, "fMCL8kv1SWm87L_Md-I2hg");
+    assert_int_equal(resp.describe.leader_id, 2);
+    assert_int_equal(resp.describe.n_voters, 2);
+    assert_int_equal(atomic_load(&follower.requests), 1);
+    assert_int_equal(atomic_load(&leader.requests), 1);
+
+    /* What the tool prints from that answer. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    kq_tools_print_status(f, &resp.describe, false);
+    fclose(f);
+    assert_non_null(strstr(text, "LeaderId:               2\n"));
+    assert_non_null(strstr(text, "MaxFollowerLag:         3\n"));
+    assert_non_null(strstr(text, "MaxFollowerLagTimeMs:   -1\n"));
+    assert_non_null(strstr(
+        text, "[{\"id\": 2, \"endpoints\": [\"CONTROLLER://127.0.0.1:9094\"]}, {\"id\": 1}]"));
+    free(text);
+    kq_response_free(&resp);
+    fake_stop(&follower);
+    fake_stop(&leader);
+}
+
+static void test_follows_not_leader_hint_for_write(void **state)
+{
+    fake leader, follower;
+    fake_start(&leader, FAKE_ANSWER);
+    fake_start(&follower, FAKE_NOT_LEADER);
+    fake_hint_to(&follower, &leader);
+
+    const uint8_t r0[] = "a", r1[] = "bb", r2[] = "ccc";
+    const uint8_t *recs[] = {r0, r1, r2};
+    size_t lens[] = {1, 2, 3};
+    kq_buf req = {NULL, 0};
+    assert_int_equal(kq_codec_encode_write_request("", recs, lens, 3, &req), 0);
+    kq_tools_addr a[1] = {addr_of(follower.port)};
+    kq_tools_call_opts o = {
+        .bootstrap = a, .n_bootstrap = 1, .timeout_ms = CALL_TIMEOUT_MS, .max_hops = 3};
+    kq_response resp;
+    assert_int_equal(kq_tools_call_controller(&o, KQ_API_WRITE, &req, &resp), KQ_EXIT_OK);
+    assert_int_equal(resp.write_base_offset, 103); /* the fake encodes the record count */
+    assert_int_equal(resp.write_epoch, 5);
+    kq_response_free(&resp);
+    kq_buf_free(&req);
+    assert_int_equal(atomic_load(&leader.requests), 1);
+    fake_stop(&follower);
+    fake_stop(&leader);
+}
+
+static void test_skips_dead_leaderless_and_garbage(void **state)
+{
+    fake leaderless, garbage, leader;
+    fake_start(&leaderless, FAKE_NO_LEADER);
+    fake_start(&garbage, FAKE_GARBAGE);
+    fake_start(&leader, FAKE_ANSWER);
+    int dead = free_port();
+    assert_true(dead > 0);
+
+    kq_tools_addr a[4] = {addr_of(dead), addr_of(leaderless.port), addr_of(garbage.port),
+                          addr_of(leader.port)};
+    kq_response resp;
+    assert_int_equal(describe(a, 4, DEAD_TIMEOUT_MS, &resp), KQ_EXIT_OK);
+    assert_int_equal(resp.describe.leader_epoch, 5);
+    kq_response_free(&resp);
+    assert_int_equal(atomic_load(&leaderless.requests), 1);
+    assert_int_equal(atomic_load(&garbage.requests), 1);
+    assert_int_equal(atomic_load(&leader.requests), 1);
+    fake_stop(&leaderless);
+    fake_stop(&garbage);
+    fake_stop(&leader);
+}
+
+static void test_hint_loop_stops_after_three_hops(void **state)
+{
+    fake a, b;
+    fake_start(&a, FAKE_HINT);
+    fake_start(&b, FAKE_HINT);
+    fake_hint_to(&a, &b);
+    fake_hint_to(&b, &a);
+
+    kq_tools_addr addrs[1] = {addr_of(a.port)};
+    kq_response resp;
+    assert_int_equal(describe(addrs, 1, CALL_TIMEOUT_MS, &resp), KQ_EXIT_FAILURE);
+    /* The bootstrap address plus 3 hops: a, b, a, b. */
+    assert_int_equal(atomic_load(&a.requests), 2);
+    assert_int_equal(atomic_load(&b.requests), 2);
+    fake_stop(&a);
+    fake_stop(&b);
+}
+
+static void test_non_retriable_error_stops(void **state)
+{
+    fake bad, leader;
+    fake_start(&bad, FAKE_INVALID);
+    fake_start(&leader, FAKE_ANSWER);
+    kq_tools_addr a[2] = {addr_of(bad.port), addr_of(leader.port)};
+    kq_response resp;
+    assert_int_equal(describe(a, 2, CALL_TIMEOUT_MS, &resp), KQ_EXIT_FAILURE);
+    assert_int_equal(atomic_load(&bad.requests), 1);
+    assert_int_equal(atomic_load(&leader.requests), 0);
+    fake_stop(&bad);
+    fake_stop(&leader);
+}
+
+static void test_nobody_answers(void **state)
+{
+    fake leaderless;
+    fake_start(&leaderless, FAKE_NO_LEADER);
+    int dead = free_port();
+    kq_tools_addr a[2] = {addr_of(dead), addr_of(leaderless.port)};
+    kq_response resp;
+    assert_int_equal(describe(a, 2, DEAD_TIMEOUT_MS, &resp), KQ_EXIT_FAILURE);
+    assert_int_equal(atomic_load(&leaderless.requests), 1);
+    fake_stop(&leaderless);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_follows_not_controller_hint),
+        cmocka_unit_test(test_follows_not_leader_hint_for_write),
+        cmocka_unit_test(test_skips_dead_leaderless_and_garbage),
+        cmocka_unit_test(test_hint_loop_stops_after_three_hops),
+        cmocka_unit_test(test_non_retriable_error_stops),
+        cmocka_unit_test(test_nobody_answers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

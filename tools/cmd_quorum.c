@@ -1,0 +1,311 @@
+/* kq metadata-quorum (also kq-metadata-quorum) and kq metadata-write. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kq/codec.h"
+#include "kq/error.h"
+#include "kq/util.h"
+#include "kq_tools.h"
+
+#define DEFAULT_TIMEOUT_MS 2000 /* controller.quorum.request.timeout.ms */
+#define MAX_TIMEOUT_MS 86400000
+#define MAX_HOPS 3
+#define DEFAULT_WRITE_SIZE 100
+#define MAX_WRITE_SIZE (1024 * 1024)
+#define MAX_WRITE_TOTAL (32 * 1024 * 1024)
+
+static const char QUORUM_USAGE[] =
+    "Usage: kq metadata-quorum --bootstrap-controller HOST:PORT[,HOST:PORT...]\n"
+    "                          [--timeout-ms MS] describe --status [--json]\n"
+    "       kq metadata-quorum --bootstrap-controller HOST:PORT[,HOST:PORT...]\n"
+    "                          [--timeout-ms MS] describe --replication [--human-readable]"
+    " [--json]\n"
+    "  (also installed as kq-metadata-quorum)\n"
+    "\n"
+    "  --bootstrap-controller LIST  controllers to ask, in order; leader hints are followed\n"
+    "  --timeout-ms MS              wait per controller (default 2000, as\n"
+    "                               controller.quorum.request.timeout.ms)\n"
+    "  describe --status            leader, epoch, high watermark, follower lag, voters,\n"
+    "                               observers\n"
+    "  describe --replication       one row per replica: log end offset, lag, timestamps\n"
+    "  --human-readable             with --replication: timestamps as \"<n> ms ago\"\n"
+    "  --json                       one JSON object instead of text\n";
+
+static const char WRITE_USAGE[] =
+    "Usage: kq metadata-write --bootstrap-controller HOST:PORT[,HOST:PORT...]\n"
+    "                         [--count N] [--size BYTES] [--timeout-ms MS]\n"
+    "\n"
+    "  Appends N opaque records of BYTES bytes each (default 1 x 100) to the metadata log\n"
+    "  through the active controller and prints the offset of the first one once committed.\n";
+
+/* Options shared by both commands. */
+enum {
+    OPT_BOOTSTRAP = 1000,
+    OPT_TIMEOUT,
+    OPT_STATUS,
+    OPT_REPLICATION,
+    OPT_HUMAN,
+    OPT_JSON,
+    OPT_COUNT,
+    OPT_SIZE,
+    OPT_HELP,
+};
+
+/* getopt_long with our own messages; returns the option, -1 at the end, or '?' after
+ * printing a usage error. */
+static int next_opt(const char *cmd, const char *usage, int argc, char **argv,
+                    const struct option *opts)
+{
+    char ob[64];
+    int c = getopt_long(argc, argv, ":h", opts, NULL);
+    if (c == '?') {
+        kq_tools_usage_error(cmd, usage, "unknown option '%s'",
+                             kq_tools_bad_option(argv, ob, sizeof ob));
+        return '?';
+    }
+    if (c == ':') {
+        kq_tools_usage_error(cmd, usage, "option '%s' needs a value",
+                             kq_tools_bad_option(argv, ob, sizeof ob));
+        return '?';
+    }
+    return c;
+}
+
+typedef struct conn_args {
+    kq_tools_addr addrs[KQ_TOOLS_MAX_ADDRS];
+    int n_addrs;
+    int64_t timeout_ms;
+} conn_args;
+
+static int set_bootstrap(const char *cmd, const char *usage, conn_args *ca, const char *v)
+{
+    char errbuf[256];
+    if (kq_tools_parse_addrs(v, ca->addrs, KQ_TOOLS_MAX_ADDRS, &ca->n_addrs, errbuf,
+                             sizeof errbuf) != 0)
+        return kq_tools_usage_error(cmd, usage, "--bootstrap-controller: %s", errbuf);
+    return 0;
+}
+
+static int set_timeout(const char *cmd, const char *usage, conn_args *ca, const char *v)
+{
+    if (!kq_tools_parse_int(v, 1, MAX_TIMEOUT_MS, &ca->timeout_ms))
+        return kq_tools_usage_error(cmd, usage, "--timeout-ms: '%s' is not an integer in [1, %d]",
+                                    v, MAX_TIMEOUT_MS);
+    return 0;
+}
+
+static kq_tools_call_opts call_opts(const conn_args *ca)
+{
+    kq_tools_call_opts o = {
+        .bootstrap = ca->addrs,
+        .n_bootstrap = ca->n_addrs,
+        .timeout_ms = (uint32_t)ca->timeout_ms,
+        .max_hops = MAX_HOPS,
+    };
+    return o;
+}
+
+int kq_cmd_metadata_quorum(int argc, char **argv)
+{
+    static const char cmd[] = "metadata-quorum";
+    static const struct option opts[] = {
+        {"bootstrap-controller", required_argument, NULL, OPT_BOOTSTRAP},
+        {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+        {"status", no_argument, NULL, OPT_STATUS},
+        {"replication", no_argument, NULL, OPT_REPLICATION},
+        {"human-readable", no_argument, NULL, OPT_HUMAN},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    conn_args ca = {.n_addrs = 0, .timeout_ms = DEFAULT_TIMEOUT_MS};
+    bool status = false, replication = false, human = false, json = false;
+    kq_buf req = {NULL, 0};
+    kq_response resp;
+    bool have_resp = false;
+    int ret = KQ_EXIT_OK;
+
+    optind = 0;
+    for (;;) {
+        int c = next_opt(cmd, QUORUM_USAGE, argc, argv, opts);
+        if (c == -1)
+            break;
+        switch (c) {
+        case OPT_BOOTSTRAP:
+            if (set_bootstrap(cmd, QUORUM_USAGE, &ca, optarg) != 0)
+                return KQ_EXIT_USAGE;
+            break;
+        case OPT_TIMEOUT:
+            if (set_timeout(cmd, QUORUM_USAGE, &ca, optarg) != 0)
+                return KQ_EXIT_USAGE;
+            break;
+        case OPT_STATUS:
+            status = true;
+            break;
+        case OPT_REPLICATION:
+            replication = true;
+            break;
+        case OPT_HUMAN:
+            human = true;
+            break;
+        case OPT_JSON:
+            json = true;
+            break;
+        case 'h':
+        case OPT_HELP:
+            fputs(QUORUM_USAGE, stdout);
+            return KQ_EXIT_OK;
+        default:
+            return KQ_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc)
+        return kq_tools_usage_error(cmd, QUORUM_USAGE, "missing subcommand (describe)");
+    if (strcmp(argv[optind], "describe") != 0)
+        return kq_tools_usage_error(cmd, QUORUM_USAGE, "unknown subcommand '%s'", argv[optind]);
+    if (optind + 1 < argc)
+        return kq_tools_usage_error(cmd, QUORUM_USAGE, "unexpected argument '%s'",
+                                    argv[optind + 1]);
+    if (ca.n_addrs == 0)
+        return kq_tools_usage_error(cmd, QUORUM_USAGE, "missing --bootstrap-controller");
+    if (status == replication)
+        return kq_tools_usage_error(cmd, QUORUM_USAGE,
+                                    "describe needs exactly one of --status or --replication");
+    if (human && !replication)
+        return kq_tools_usage_error(cmd, QUORUM_USAGE,
+                                    "--human-readable is only valid with --replication");
+
+    int rc = kq_codec_encode_describe_request("", &req);
+    if (rc != 0) {
+        kq_tools_errorf("cannot encode the DescribeQuorum request: %s", kq_err_message(rc));
+        ret = KQ_EXIT_FAILURE;
+        goto out;
+    }
+    kq_tools_call_opts o = call_opts(&ca);
+    ret = kq_tools_call_controller(&o, KQ_API_DESCRIBE_QUORUM, &req, &resp);
+    if (ret != KQ_EXIT_OK)
+        goto out;
+    have_resp = true;
+    if (status) {
+        kq_tools_print_status(stdout, &resp.describe, json);
+    } else {
+        char errbuf[512];
+        if (kq_tools_print_replication(stdout, &resp.describe, human, kq_wall_ms(), json, errbuf,
+                                       sizeof errbuf) != 0) {
+            kq_tools_errorf("%s", errbuf);
+            ret = KQ_EXIT_FAILURE;
+        }
+    }
+out:
+    if (have_resp)
+        kq_response_free(&resp);
+    if (req.data != NULL)
+        kq_buf_free(&req);
+    return ret;
+}
+
+int kq_cmd_metadata_write(int argc, char **argv)
+{
+    static const char cmd[] = "metadata-write";
+    static const struct option opts[] = {
+        {"bootstrap-controller", required_argument, NULL, OPT_BOOTSTRAP},
+        {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+        {"count", required_argument, NULL, OPT_COUNT},
+        {"size", required_argument, NULL, OPT_SIZE},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    conn_args ca = {.n_addrs = 0, .timeout_ms = DEFAULT_TIMEOUT_MS};
+    int64_t count = 1, size = DEFAULT_WRITE_SIZE;
+    uint8_t *payload = NULL;
+    const uint8_t **recs = NULL;
+    size_t *lens = NULL;
+    kq_buf req = {NULL, 0};
+    kq_response resp;
+    int ret = KQ_EXIT_OK;
+
+    optind = 0;
+    for (;;) {
+        int c = next_opt(cmd, WRITE_USAGE, argc, argv, opts);
+        if (c == -1)
+            break;
+        switch (c) {
+        case OPT_BOOTSTRAP:
+            if (set_bootstrap(cmd, WRITE_USAGE, &ca, optarg) != 0)
+                return KQ_EXIT_USAGE;
+            break;
+        case OPT_TIMEOUT:
+            if (set_timeout(cmd, WRITE_USAGE, &ca, optarg) != 0)
+                return KQ_EXIT_USAGE;
+            break;
+        case OPT_COUNT:
+            if (!kq_tools_parse_int(optarg, 1, KQ_CODEC_MAX_WRITE_RECORDS, &count))
+                return kq_tools_usage_error(cmd, WRITE_USAGE,
+                                            "--count: '%s' is not an integer in [1, %d]", optarg,
+                                            KQ_CODEC_MAX_WRITE_RECORDS);
+            break;
+        case OPT_SIZE:
+            if (!kq_tools_parse_int(optarg, 0, MAX_WRITE_SIZE, &size))
+                return kq_tools_usage_error(cmd, WRITE_USAGE,
+                                            "--size: '%s' is not an integer in [0, %d]", optarg,
+                                            MAX_WRITE_SIZE);
+            break;
+        case 'h':
+        case OPT_HELP:
+            fputs(WRITE_USAGE, stdout);
+            return KQ_EXIT_OK;
+        default:
+            return KQ_EXIT_USAGE;
+        }
+    }
+    if (optind < argc)
+        return kq_tools_usage_error(cmd, WRITE_USAGE, "unexpected argument '%s'", argv[optind]);
+    if (ca.n_addrs == 0)
+        return kq_tools_usage_error(cmd, WRITE_USAGE, "missing --bootstrap-controller");
+    if (count * size > MAX_WRITE_TOTAL)
+        return kq_tools_usage_error(cmd, WRITE_USAGE,
+                                    "--count x --size must be at most %d bytes per request",
+                                    MAX_WRITE_TOTAL);
+
+    /* Each record: "kq-write <wall ms> <i>" then '.' padding, cut to `size` bytes. */
+    payload = malloc((size_t)(count * size) + 1);
+    recs = calloc((size_t)count, sizeof *recs);
+    lens = calloc((size_t)count, sizeof *lens);
+    if (payload == NULL || recs == NULL || lens == NULL) {
+        kq_tools_errorf("out of memory for %" PRId64 " records of %" PRId64 " bytes", count, size);
+        ret = KQ_EXIT_FAILURE;
+        goto out;
+    }
+    int64_t stamp = kq_wall_ms();
+    for (int64_t i = 0; i < count; i++) {
+        uint8_t *p = payload + i * size;
+        char head[64];
+        int hl = snprintf(head, sizeof head, "kq-write %" PRId64 " %" PRId64 " ", stamp, i);
+        for (int64_t k = 0; k < size; k++)
+            p[k] = k < hl ? (uint8_t)head[k] : (uint8_t)'.';
+        recs[i] = p;
+        lens[i] = (size_t)size;
+    }
+    int rc = kq_codec_encode_write_request("", recs, lens, (size_t)count, &req);
+    if (rc != 0) {
+        kq_tools_errorf("cannot encode the Write request: %s", kq_err_message(rc));
+        ret = KQ_EXIT_FAILURE;
+        goto out;
+    }
+    kq_tools_call_opts o = call_opts(&ca);
+    ret = kq_tools_call_controller(&o, KQ_API_WRITE, &req, &resp);
+    if (ret != KQ_EXIT_OK)
+        goto out;
+    printf("written at offset %" PRId64 " epoch %" PRId32 "\n", resp.write_base_offset,
+           resp.write_epoch);
+    kq_response_free(&resp);
+out:
+    if (req.data != NULL)
+        kq_buf_free(&req);
+    free(lens);
+    free(recs);
+    free(payload);
+    return ret;
+}

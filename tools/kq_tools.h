@@ -1,0 +1,140 @@
+/*
+ * kq_tools: the kq command-line tool's internals.
+ *
+ * Two layers:
+ *   - lib kq_tools (tools/format.c, json.c, args.c, client.c): output formatting, a tiny JSON
+ *     emitter, argument parsing (all pure) and the controller client, unit-tested in
+ *     tests/unit/tools;
+ *   - the commands (tools/cmd_*.c) and the dispatcher (tools/kq.c), linked into the `kq`
+ *     executable only.
+ *
+ * Ownership: every function borrows its pointer arguments for the duration of the call; none
+ * keeps them. Output goes to the FILE * given (stdout in the tool, a memstream in tests).
+ */
+#ifndef KQ_TOOLS_H
+#define KQ_TOOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kq/codec.h"
+
+/* Exit codes of every kq command. */
+enum {
+    KQ_EXIT_OK = 0,
+    KQ_EXIT_FAILURE = 1, /* runtime failure: message on stderr */
+    KQ_EXIT_USAGE = 2,   /* bad command line: message and usage on stderr */
+};
+
+/* The zero uuid, printed by --replication for an unknown directory id (as Kafka does). */
+#define KQ_TOOLS_ZERO_UUID "AAAAAAAAAAAAAAAAAAAAAA"
+
+/* ---- JSON emitter (json.c) ------------------------------------------------------------ */
+
+#define KQ_JSON_MAX_DEPTH 16
+
+/* Writes compact JSON to f. Commas between members and elements are inserted automatically;
+ * inside an object call kq_json_key before each value. Nesting deeper than KQ_JSON_MAX_DEPTH
+ * is ignored (a programming error, asserted in debug builds). */
+typedef struct kq_json {
+    FILE *f;
+    int depth;
+    bool need_comma[KQ_JSON_MAX_DEPTH + 1];
+    bool after_key;
+} kq_json;
+
+void kq_json_init(kq_json *j, FILE *f);
+void kq_json_begin_object(kq_json *j);
+void kq_json_end_object(kq_json *j);
+void kq_json_begin_array(kq_json *j);
+void kq_json_end_array(kq_json *j);
+void kq_json_key(kq_json *j, const char *key);
+void kq_json_string(kq_json *j, const char *s);
+void kq_json_int(kq_json *j, int64_t v);
+void kq_json_bool(kq_json *j, bool v);
+void kq_json_null(kq_json *j);
+/* Write s as a JSON string literal (quotes included), escaping '"', '\\' and control bytes. */
+void kq_json_write_escaped(FILE *f, const char *s);
+
+/* ---- describe output (format.c) --------------------------------------------------------- */
+
+/* Index of the leader in d->voters, or -1 if leader_id is not among the voters. */
+int kq_tools_leader_index(const kq_quorum_description *d);
+
+/* MaxFollowerLag and MaxFollowerLagTimeMs as kafka-metadata-quorum computes them: the most
+ * lagging voter is the first one with the smallest log end offset, looking at the leader
+ * first; lag = leader LEO - its LEO; lag time = leader lastCaughtUp - its lastCaughtUp, 0 if
+ * it is the leader, -1 if a timestamp is unknown. Both are -1 when the leader is not a voter
+ * in d. */
+void kq_tools_follower_lag(const kq_quorum_description *d, int64_t *max_lag,
+                           int64_t *max_lag_time_ms);
+
+/* `describe --status`: the 8 labelled lines, or with json one JSON object and a newline. */
+void kq_tools_print_status(FILE *f, const kq_quorum_description *d, bool json);
+
+/* `describe --replication`: the table (leader, followers, observers), or one JSON object.
+ * human_readable prints known timestamps as "<now_ms - ts> ms ago". Returns 0, or
+ * KQ_ERR_INVALID_TIMESTAMP (nothing printed, errbuf says which) when human_readable and a
+ * timestamp lies in the future of now_ms. */
+int kq_tools_print_replication(FILE *f, const kq_quorum_description *d, bool human_readable,
+                               int64_t now_ms, bool json, char *errbuf, size_t errlen);
+
+/* ---- argument helpers (args.c) ----------------------------------------------------------- */
+
+/* Parse a decimal integer in [min, max]; false if s is empty, has trailing junk or is out of
+ * range. */
+bool kq_tools_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+
+#define KQ_TOOLS_MAX_ADDRS 16
+typedef struct kq_tools_addr {
+    char host[256];
+    int port;
+} kq_tools_addr;
+
+/* "host:port[,host:port...]" (hosts may be [v6]); 0 or KQ_ERR_CONFIG with errbuf naming the
+ * bad entry. Empty entries are rejected; at most max entries. */
+int kq_tools_parse_addrs(const char *list, kq_tools_addr *out, int max, int *n, char *errbuf,
+                         size_t errlen);
+/* "host:port" with IPv6 hosts in brackets. */
+void kq_tools_format_addr(const kq_tools_addr *a, char *out, size_t outlen);
+
+/* getopt reported an unknown option or a missing value: name it ("-x" or "--foo"). */
+const char *kq_tools_bad_option(char **argv, char *buf, size_t buflen);
+
+/* ---- commands (kq executable) ------------------------------------------------------------ */
+
+/* Each takes the arguments after the command name (argv[0] is the command name) and returns
+ * a KQ_EXIT_* code. */
+int kq_cmd_storage(int argc, char **argv);
+int kq_cmd_metadata_quorum(int argc, char **argv);
+int kq_cmd_log_dump(int argc, char **argv);
+int kq_cmd_metadata_write(int argc, char **argv);
+
+/* Runtime failure message: "Error: <message>" and a newline on stderr. */
+void kq_tools_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Usage error: "kq <cmd>: <message>", a newline, then `usage` (may be NULL), on stderr.
+ * Returns KQ_EXIT_USAGE. */
+int kq_tools_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- controller client (client.c) -------------------------------------------------------- */
+
+typedef struct kq_tools_call_opts {
+    const kq_tools_addr *bootstrap;
+    int n_bootstrap;
+    uint32_t timeout_ms; /* per attempt */
+    int max_hops;        /* leader hints followed per bootstrap address */
+} kq_tools_call_opts;
+
+/* Send `req` to the bootstrap controllers in turn (following NOT_CONTROLLER /
+ * NOT_LEADER_OR_FOLLOWER leader hints) until one answers it with error NONE; that decoded
+ * response is stored in *resp (caller frees with kq_response_free). On failure returns
+ * KQ_EXIT_FAILURE after printing the error on stderr; a non-retriable error answer stops the
+ * search at once. */
+int kq_tools_call_controller(const kq_tools_call_opts *o, uint32_t api_key, const kq_buf *req,
+                             kq_response *resp);
+
+#endif
