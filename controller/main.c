@@ -37,6 +37,12 @@
 #define FETCH_MAX_BYTES (8u * 1024u * 1024u)
 #define SHUTDOWN_GRACE_MS 1000
 #define TOKEN_TTL_MS 30000
+/* REP contexts: every request waiting in the loop (a parked write, a long-poll Fetch) holds
+ * one until it is answered. Client writes may hold at most MAX_WAITING_WRITES of them, so
+ * Raft traffic always finds a free context (otherwise writers waiting for a commit could
+ * starve the follower Fetches that commit them). */
+#define SERVER_CONTEXTS 1024
+#define MAX_WAITING_WRITES 768
 
 enum { EV_REQUEST = 1, EV_RESPONSE, EV_SIGNAL };
 
@@ -107,6 +113,7 @@ typedef struct ctl {
     const kq_buf *propose_payload; /* payload for the PROPOSED batch of the current step */
 
     parked_write *parked_head, *parked_tail;
+    size_t n_parked;
 
     kq_raft_status st; /* refreshed after every step */
     int64_t hw;
@@ -278,6 +285,7 @@ static void fail_parked_writes(ctl *c, int err)
         p = next;
     }
     c->parked_head = c->parked_tail = NULL;
+    c->n_parked = 0;
 }
 
 static void apply_update(ctl *c, const kq_raft_update *u)
@@ -407,6 +415,11 @@ static void queue_write(ctl *c, kq_rpc_req *req, const kq_request *r)
 {
     if (!is_leader(c)) {
         reply_error(c, req, KQ_API_WRITE, KQ_ERR_NOT_CONTROLLER, "not the active controller");
+        return;
+    }
+    if (c->n_pending + c->n_parked >= MAX_WAITING_WRITES) {
+        reply_error(c, req, KQ_API_WRITE, KQ_ERR_BROKER_NOT_AVAILABLE,
+                    "too many writes waiting for commit; retry");
         return;
     }
     if (r->n_records == 0) {
@@ -705,6 +718,7 @@ static void flush_writes(ctl *c)
         else
             c->parked_head = p;
         c->parked_tail = p;
+        c->n_parked++;
     }
     c->n_pending = 0;
     c->batch_count = 0;
@@ -735,6 +749,7 @@ static void complete_writes(ctl *c)
         c->parked_head = p->next;
         if (c->parked_head == NULL)
             c->parked_tail = NULL;
+        c->n_parked--;
         if (kq_codec_encode_write_response(p->base_offset, p->epoch, &b) == 0)
             reply_buf(p->req, &b);
         else
@@ -792,7 +807,7 @@ static int start(ctl *c, char *err, size_t errlen)
         return rc;
     rc = kq_store_recover(c->store, &rec);
     if (rc != 0) {
-        snprintf(err, errlen, "cannot recover the metadata log in %s: %s", c->cfg.log_dir,
+        snprintf(err, errlen, "cannot recover the metadata log in %.900s: %s", c->cfg.log_dir,
                  kq_err_message(rc));
         return rc;
     }
@@ -831,7 +846,7 @@ static int start(ctl *c, char *err, size_t errlen)
     snprintf(url, sizeof(url),
              strchr(c->cfg.listener.host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d",
              c->cfg.listener.host, c->cfg.listener.port);
-    rc = kq_rpc_server_start(url, KQ_RPC_DEFAULT_CONTEXTS, c->cfg.max_request_bytes, on_request,
+    rc = kq_rpc_server_start(url, SERVER_CONTEXTS, c->cfg.max_request_bytes, on_request,
                              c, &c->server, err, errlen);
     if (rc != 0) {
         free(rec.epochs);

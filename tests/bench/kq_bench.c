@@ -21,7 +21,7 @@
 
 typedef struct worker {
     pthread_t th;
-    char url[300];
+    char url[320];
     size_t size;
     uint64_t end_ms;
     uint64_t warm_ms;
@@ -73,7 +73,8 @@ static void *run_worker(void *arg)
         int rc = write_once(cl, &req, NULL, NULL, 0);
         uint64_t t1 = kq_now_ns();
         if (rc != 0) {
-            w->errors++;
+            if (w->errors++ == 0)
+                fprintf(stderr, "kq-bench: write failed: %s\n", kq_err_name(rc));
             continue;
         }
         if (t0 / 1000000 >= w->warm_ms)
@@ -163,7 +164,7 @@ int main(int argc, char **argv)
     }
     if (bootstrap == NULL || writers < 1 || writers > 4096 || seconds <= 0)
         goto usage;
-    char url[300];
+    char url[320];
     if (find_leader(bootstrap, url, sizeof(url)) != 0) {
         fprintf(stderr, "kq-bench: no active controller found via %s\n", bootstrap);
         return 1;
