@@ -110,6 +110,16 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
         goto out;
     }
     out->log_level = (kq_log_level)lvl;
+    if ((rc = kq_config_string(c, "metrics.listener", "", &s, errbuf, errlen)) != 0)
+        goto out;
+    if (s[0] != '\0' &&
+        (rc = kq_config_parse_hostport(s, out->metrics_host, sizeof(out->metrics_host),
+                                       &out->metrics_port, errbuf, errlen)) != 0) {
+        char why[512];
+        snprintf(why, sizeof(why), "%s", errbuf);
+        snprintf(errbuf, errlen, "metrics.listener: %s", why);
+        goto out;
+    }
     kq_config_warn_unknown(c);
 out:
     kq_config_free(c);

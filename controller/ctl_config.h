@@ -24,6 +24,8 @@ typedef struct kq_ctl_config {
     uint32_t idle_interval_ms;   /* metadata.max.idle.interval.ms (0: no NoOps) */
     uint32_t max_request_bytes;  /* socket.request.max.bytes */
     kq_log_level log_level;      /* log.level */
+    char metrics_host[256];      /* metrics.listener host ("" = no HTTP endpoint) */
+    int metrics_port;
 } kq_ctl_config;
 
 /* Load and validate. Returns 0, or KQ_ERR_CONFIG / KQ_ERR_IO with errbuf naming the key or

@@ -26,6 +26,7 @@
 #include "kq/error.h"
 #include "kq/log.h"
 #include "kq/loopq.h"
+#include "kq/metrics.h"
 #include "kq/raft.h"
 #include "kq/rpc.h"
 #include "kq/store.h"
@@ -92,8 +93,28 @@ typedef struct pending_write {
     size_t count;
 } pending_write;
 
+/* What /metrics exports; updated by the loop thread only. */
+typedef struct ctl_metrics {
+    kq_metrics *reg;
+    kq_metric *state[6]; /* indexed by kq_raft_role */
+    kq_metric *epoch, *leader, *hw, *leo, *active, *applied, *elections, *commit_latency;
+    kq_metric *requests[5], *invalid;
+} ctl_metrics;
+
+/* Proposals waiting for the high watermark, to measure commit latency. */
+#define LATENCY_RING 1024
+typedef struct proposal_time {
+    int64_t last_offset;
+    uint64_t at_ns;
+} proposal_time;
+
 typedef struct ctl {
     kq_ctl_config cfg;
+    ctl_metrics m;
+    kq_http *http;
+    _Atomic int ready; /* read by the HTTP thread */
+    proposal_time lat[LATENCY_RING];
+    size_t lat_head, lat_n;
     kq_store *store;
     kq_raft *raft;
     kq_loopq *q;
@@ -333,8 +354,12 @@ static void apply_update(ctl *c, const kq_raft_update *u)
     }
     if (u->role_changed) {
         log_role(c, u);
-        if (u->role != KQ_RAFT_LEADER)
+        if (u->role == KQ_RAFT_CANDIDATE)
+            kq_metric_inc(c->m.elections);
+        if (u->role != KQ_RAFT_LEADER) {
             fail_parked_writes(c, KQ_ERR_NOT_CONTROLLER);
+            c->lat_n = 0;
+        }
         else
             c->last_append_ms = c->now;
     }
@@ -444,6 +469,16 @@ static void queue_write(ctl *c, kq_rpc_req *req, const kq_request *r)
     c->batch_count += r->n_records;
 }
 
+static void count_request(ctl *c, uint32_t api)
+{
+    int i = api == KQ_API_VOTE                 ? 0
+            : api == KQ_API_BEGIN_QUORUM_EPOCH ? 1
+            : api == KQ_API_END_QUORUM_EPOCH   ? 2
+            : api == KQ_API_FETCH              ? 3
+                                               : 4;
+    kq_metric_inc(c->m.requests[i]);
+}
+
 static void handle_request(ctl *c, kq_rpc_req *req)
 {
     kq_request r;
@@ -451,7 +486,9 @@ static void handle_request(ctl *c, kq_rpc_req *req)
     memset(&r, 0, sizeof(r));
     int rc = kq_codec_decode_request(kq_rpc_req_data(req), kq_rpc_req_len(req), &r, err,
                                      sizeof(err));
+    count_request(c, r.api_key);
     if (rc != 0) {
+        kq_metric_inc(c->m.invalid);
         KQ_WARN("rpc", "rejected malformed request", "error=%s detail=\"%s\"", kq_err_name(rc),
                 err);
         reply_error(c, req, r.api_key, rc == KQ_ERR_MALFORMED ? KQ_ERR_INVALID_REQUEST : rc, err);
@@ -699,6 +736,10 @@ static void flush_writes(ctl *c)
     if (c->n_pending == 0)
         return;
     propose(c, &c->batch, (int32_t)c->batch_count, &base, &epoch, &err);
+    if (err == 0 && c->lat_n < LATENCY_RING) {
+        c->lat[(c->lat_head + c->lat_n++) % LATENCY_RING] =
+            (proposal_time){base + (int64_t)c->batch_count - 1, kq_now_ns()};
+    }
     for (size_t i = 0; i < c->n_pending; i++) {
         pending_write *pw = &c->pending[i];
         if (err != 0) {
@@ -741,8 +782,19 @@ static void maybe_noop(ctl *c)
     kq_buf_free(&b);
 }
 
+static void observe_commits(ctl *c)
+{
+    uint64_t now = kq_now_ns();
+    while (c->lat_n > 0 && c->hw > c->lat[c->lat_head].last_offset) {
+        kq_metric_observe(c->m.commit_latency, (double)(now - c->lat[c->lat_head].at_ns) / 1e9);
+        c->lat_head = (c->lat_head + 1) % LATENCY_RING;
+        c->lat_n--;
+    }
+}
+
 static void complete_writes(ctl *c)
 {
+    observe_commits(c);
     while (c->parked_head != NULL && c->hw > c->parked_head->last_offset) {
         parked_write *p = c->parked_head;
         kq_buf b = {0};
@@ -766,6 +818,89 @@ static void expire_tokens(ctl *c)
             c->tokens[i].req = NULL;
         }
     }
+}
+
+/* ---------- metrics ---------- */
+
+static int ready_cb(void *arg, char *reason, size_t len)
+{
+    ctl *c = arg;
+    switch (c->ready) {
+    case 1:
+        return 1;
+    case 2:
+        snprintf(reason, len, "no leader is known: the quorum has not elected one");
+        return 0;
+    default:
+        snprintf(reason, len, "starting: the high watermark is not known yet");
+        return 0;
+    }
+}
+
+static int metrics_init(ctl *c, char *err, size_t errlen)
+{
+    static const double bounds[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
+                                    0.05,   0.1,   0.25,  0.5,   1,    2.5};
+    static const char *apis[5] = {"vote", "begin_quorum_epoch", "end_quorum_epoch", "fetch",
+                                  "other"};
+    ctl_metrics *m = &c->m;
+    m->reg = kq_metrics_new();
+    if (m->reg == NULL)
+        goto nomem;
+    for (int i = 0; i < 6; i++) {
+        char labels[64];
+        snprintf(labels, sizeof(labels), "state=\"%s\"", kq_raft_role_name((kq_raft_role)i));
+        m->state[i] = kq_metrics_gauge_int(m->reg, "kq_raft_state",
+                                           "1 for the Raft state this node is in", labels);
+    }
+    m->epoch = kq_metrics_gauge_int(m->reg, "kq_raft_epoch", "Current Raft epoch", NULL);
+    m->leader = kq_metrics_gauge_int(m->reg, "kq_raft_leader_id", "Known leader, -1 if none",
+                                     NULL);
+    m->hw = kq_metrics_gauge_int(m->reg, "kq_raft_high_watermark",
+                                 "Committed offset (exclusive), -1 if unknown", NULL);
+    m->leo = kq_metrics_gauge_int(m->reg, "kq_raft_log_end_offset", "Log end offset", NULL);
+    m->active = kq_metrics_gauge_int(m->reg, "kq_controller_active",
+                                     "1 on the active controller", NULL);
+    m->applied = kq_metrics_gauge_int(m->reg, "kq_metadata_last_applied_offset",
+                                      "Last metadata offset applied", NULL);
+    m->elections = kq_metrics_counter(m->reg, "kq_raft_elections_total",
+                                      "Elections this node started as a candidate", NULL);
+    m->commit_latency = kq_metrics_histogram(
+        m->reg, "kq_raft_commit_latency_seconds",
+        "Time from proposing a batch to its commit, on the leader", bounds,
+        (int)(sizeof(bounds) / sizeof(bounds[0])));
+    for (int i = 0; i < 5; i++) {
+        char labels[64];
+        snprintf(labels, sizeof(labels), "api=\"%s\"", apis[i]);
+        m->requests[i] = kq_metrics_counter(m->reg, "kq_rpc_requests_total",
+                                            "Requests received, by API", labels);
+    }
+    m->invalid = kq_metrics_counter(m->reg, "kq_rpc_invalid_requests_total",
+                                    "Requests rejected as malformed or invalid", NULL);
+    if (c->cfg.metrics_host[0] != '\0') {
+        int rc = kq_http_start(c->cfg.metrics_host, c->cfg.metrics_port, m->reg, ready_cb, c,
+                               &c->http, err, errlen);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    return KQ_ERR_NOMEM;
+}
+
+static void metrics_update(ctl *c)
+{
+    const kq_raft_status *st = &c->st;
+    for (int i = 0; i < 6; i++)
+        kq_metric_set_int(c->m.state[i], (int)st->role == i);
+    kq_metric_set_int(c->m.epoch, st->epoch);
+    kq_metric_set_int(c->m.leader, st->leader_id);
+    kq_metric_set_int(c->m.hw, st->high_watermark);
+    kq_metric_set_int(c->m.leo, st->log_end_offset);
+    kq_metric_set_int(c->m.active, st->role == KQ_RAFT_LEADER);
+    kq_metric_set_int(c->m.applied, st->high_watermark > 0 ? st->high_watermark - 1 : -1);
+    c->ready = st->leader_id < 0 ? 2 : (st->high_watermark < 0 ? 0 : 1);
 }
 
 /* ---------- start-up ---------- */
@@ -821,6 +956,11 @@ static int start(ctl *c, char *err, size_t errlen)
     if (c->raft == NULL) {
         free(rec.epochs);
         return KQ_ERR_CONFIG;
+    }
+    rc = metrics_init(c, err, errlen);
+    if (rc != 0) {
+        free(rec.epochs);
+        return rc;
     }
     c->q = kq_loopq_new(65536);
     if (c->q == NULL) {
@@ -940,6 +1080,7 @@ static void run(ctl *c)
             complete_writes(c);
         }
         expire_tokens(c);
+        metrics_update(c);
         if (c->shutting_down && c->now >= c->shutdown_deadline)
             break;
     }
@@ -1008,6 +1149,7 @@ int main(int argc, char **argv)
     flush_outbox(&c);
     /* Give the EndQuorumEpoch requests a moment on the wire before the sockets close. */
     usleep(50 * 1000);
+    kq_http_stop(c.http);
     kq_rpc_server_stop(c.server);
     for (int i = 0; i < c.n_peers; i++)
         kq_rpc_client_close(c.peers[i].client);
