@@ -25,7 +25,8 @@
  * log end offset (LEO) is exclusive. The core keeps offsets and epochs only (an epoch -> start
  * offset cache), never payloads.
  *
- * Ownership: the kq_raft object owns everything it allocates; pointers inside an update
+ * Ownership: the kq_raft object owns everything it allocates (its epoch cache grows with
+ * realloc as epochs are added: the only allocation after kq_raft_new); pointers inside an update
  * (msgs, append) point into the core's buffers and stay valid until the next kq_raft_step or
  * kq_raft_free. Pointers inside an event are borrowed for the duration of the step only.
  */
@@ -133,7 +134,8 @@ typedef enum kq_raft_msg_type {
  *   peer.
  *
  * `epoch` and `leader_id` are the sender's view (request: sender's epoch; response: the
- * responder's current epoch and known leader, -1 if none).
+ * responder's current epoch and known leader, -1 if none). Exception: in a VOTE_REQ `epoch` is
+ * the candidate epoch, which for a pre-vote is the sender's epoch + 1.
  */
 typedef struct kq_raft_msg {
     kq_raft_msg_type type;

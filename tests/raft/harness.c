@@ -1,0 +1,729 @@
+/* Scripted harness for the pure Raft core; see harness.h. */
+#include "harness.h"
+#include "kq/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void die(const char *what)
+{
+    fprintf(stderr, "harness: %s\n", what);
+    abort();
+}
+
+h_node *h_node_of(harness *h, int32_t id)
+{
+    if (id < 1 || id > h->n)
+        die("unknown node id");
+    return &h->nodes[id - 1];
+}
+
+static const h_node *cnode(const harness *h, int32_t id)
+{
+    if (id < 1 || id > h->n)
+        die("unknown node id");
+    return &h->nodes[id - 1];
+}
+
+void h_init(harness *h, int n_voters, int n_observers, uint64_t seed)
+{
+    memset(h, 0, sizeof(*h));
+    if (n_voters + n_observers > H_MAX_NODES || n_voters < 1)
+        die("bad cluster size");
+    h->n = n_voters + n_observers;
+    h->n_voters = n_voters;
+    h->now = 1000;
+    h->next_payload = 1;
+    h->max_fetch_batches = 8;
+    for (int i = 0; i < h->n; i++) {
+        h_node *nd = &h->nodes[i];
+        nd->id = i + 1;
+        nd->voter = i < n_voters;
+        kq_raft_config_defaults(&nd->cfg);
+        nd->cfg.node_id = nd->id;
+        nd->cfg.n_voters = n_voters;
+        for (int v = 0; v < n_voters; v++)
+            nd->cfg.voters[v] = v + 1;
+        nd->cfg.seed = seed * 1000003u + (uint64_t)nd->id;
+        nd->qs.epoch = 0;
+        nd->qs.voted_id = -1;
+        nd->qs.leader_id = -1;
+        nd->hw = -1;
+        nd->max_hw = -1;
+    }
+}
+
+void h_free(harness *h)
+{
+    for (int i = 0; i < h->n; i++) {
+        kq_raft_free(h->nodes[i].r);
+        free(h->nodes[i].log);
+    }
+    free(h->q);
+    memset(h, 0, sizeof(*h));
+}
+
+static int64_t log_end(const h_node *nd)
+{
+    if (nd->n_log == 0)
+        return 0;
+    const h_batch *b = &nd->log[nd->n_log - 1];
+    return b->base + b->count;
+}
+
+/* ------------------------------------------------------------ queue */
+
+static h_qmsg *q_push(harness *h, const kq_raft_msg *m, uint64_t at)
+{
+    if (h->nq == h->capq) {
+        size_t cap = h->capq ? h->capq * 2 : 64;
+        h_qmsg *q = realloc(h->q, cap * sizeof(*q));
+        if (!q)
+            die("out of memory");
+        h->q = q;
+        h->capq = cap;
+    }
+    h_qmsg *e = &h->q[h->nq++];
+    memset(e, 0, sizeof(*e));
+    e->m = *m;
+    if (m->type == KQ_RAFT_FETCH_RESP) {
+        e->m.u.fetch_resp.batches = NULL; /* refilled from e->batches at delivery */
+        e->m.u.fetch_resp.n_batches = 0;
+    }
+    e->deliver_at = at;
+    return e;
+}
+
+static void q_remove(harness *h, size_t idx)
+{
+    memmove(&h->q[idx], &h->q[idx + 1], (h->nq - idx - 1) * sizeof(h->q[0]));
+    h->nq--;
+}
+
+static bool is_request(kq_raft_msg_type t)
+{
+    return t == KQ_RAFT_VOTE_REQ || t == KQ_RAFT_BEGIN_EPOCH_REQ || t == KQ_RAFT_END_EPOCH_REQ ||
+           t == KQ_RAFT_FETCH_REQ;
+}
+
+static void queue_timeout(harness *h, int32_t requester, int32_t responder, kq_raft_msg_type req,
+                          uint64_t at)
+{
+    kq_raft_msg t;
+    memset(&t, 0, sizeof(t));
+    t.type = (kq_raft_msg_type)(req + 1);
+    t.from = responder;
+    t.to = requester;
+    t.error = KQ_ERR_REQUEST_TIMED_OUT;
+    t.epoch = 0;
+    t.leader_id = -1;
+    t.u.fetch_resp.high_watermark = -1;
+    q_push(h, &t, at);
+}
+
+static h_outstanding *out_find(harness *h, uint64_t token)
+{
+    for (int i = 0; i < H_MAX_OUTSTANDING; i++)
+        if (h->out[i].used && h->out[i].token == token)
+            return &h->out[i];
+    return NULL;
+}
+
+static void out_add(harness *h, uint64_t token, const kq_raft_msg *req)
+{
+    for (int i = 0; i < H_MAX_OUTSTANDING; i++) {
+        if (!h->out[i].used) {
+            h->out[i].used = true;
+            h->out[i].token = token;
+            h->out[i].requester = req->from;
+            h->out[i].responder = req->to;
+            h->out[i].type = req->type;
+            h->out[i].sent_at = h->now;
+            return;
+        }
+    }
+    die("too many outstanding requests");
+}
+
+/* ------------------------------------------------------------ host */
+
+static void fill_fetch_resp(harness *h, const h_node *leader, h_qmsg *e)
+{
+    int64_t from = e->m.u.fetch_resp.records_from, to = e->m.u.fetch_resp.records_to;
+    e->n_batches = 0;
+    if (e->m.error != KQ_ERR_NONE || from >= to)
+        return;
+    for (size_t i = 0; i < leader->n_log && e->n_batches < h->max_fetch_batches; i++) {
+        const h_batch *b = &leader->log[i];
+        if (b->base + b->count <= from)
+            continue;
+        if (b->base >= to)
+            break;
+        /* an offset inside a batch gets the whole batch, as a log read would */
+        kq_raft_batch *k = &e->batches[e->n_batches];
+        e->payloads[e->n_batches] = b->payload;
+        k->base_offset = b->base;
+        k->epoch = b->epoch;
+        k->count = b->count;
+        k->kind = KQ_RAFT_BATCH_FETCHED;
+        k->len = sizeof(uint64_t);
+        e->n_batches++;
+    }
+}
+
+static void apply_update(harness *h, h_node *nd, const kq_raft_update *u)
+{
+    if (nd->merging) {
+        /* the PERSISTED step the harness took on its own: fold it into the last update so a
+         * test sees everything the host did for the event it stepped */
+        size_t room = KQ_RAFT_MAX_MSGS - nd->last.n_msgs;
+        size_t n = u->n_msgs < room ? u->n_msgs : room;
+        memcpy(nd->last_msgs + nd->last.n_msgs, u->msgs, n * sizeof(kq_raft_msg));
+        nd->last.n_msgs += n;
+        if (u->hw_changed)
+            nd->last.hw_changed = true;
+        nd->last.high_watermark = u->high_watermark;
+        nd->last.next_deadline_ms = u->next_deadline_ms;
+        if (u->fatal) {
+            nd->last.fatal = true;
+            nd->last.fatal_reason = u->fatal_reason;
+        }
+    } else {
+        nd->last = *u;
+        memcpy(nd->last_msgs, u->msgs, u->n_msgs * sizeof(kq_raft_msg));
+        nd->last.msgs = nd->last_msgs;
+    }
+
+    if (u->persist_qstate) {
+        nd->qs = u->qstate;
+        nd->n_qstate_writes++;
+    }
+    bool changed = false;
+    if (u->truncate_to >= 0) {
+        while (nd->n_log > 0 && nd->log[nd->n_log - 1].base >= u->truncate_to)
+            nd->n_log--;
+        if (nd->n_log > 0 && log_end(nd) > u->truncate_to)
+            nd->log[nd->n_log - 1].count = (int32_t)(u->truncate_to - nd->log[nd->n_log - 1].base);
+        if (nd->n_durable > nd->n_log)
+            nd->n_durable = nd->n_log;
+        changed = true;
+    }
+    for (size_t i = 0; i < u->n_append; i++) {
+        const kq_raft_batch *b = &u->append[i];
+        if (b->base_offset != log_end(nd) || b->count <= 0) {
+            nd->append_errors++;
+            continue;
+        }
+        if (nd->n_log == nd->cap_log) {
+            size_t cap = nd->cap_log ? nd->cap_log * 2 : 64;
+            h_batch *l = realloc(nd->log, cap * sizeof(*l));
+            if (!l)
+                die("out of memory");
+            nd->log = l;
+            nd->cap_log = cap;
+        }
+        h_batch *x = &nd->log[nd->n_log++];
+        x->base = b->base_offset;
+        x->epoch = b->epoch;
+        x->count = b->count;
+        switch (b->kind) {
+        case KQ_RAFT_BATCH_PROPOSED:
+            x->payload = h->next_payload++;
+            break;
+        case KQ_RAFT_BATCH_LEADER_CHANGE:
+            x->payload = H_LEADER_CHANGE_PAYLOAD | (uint32_t)b->epoch;
+            break;
+        case KQ_RAFT_BATCH_FETCHED:
+            if (!b->data || b->len != sizeof(uint64_t))
+                die("fetched batch without its payload");
+            memcpy(&x->payload, b->data, sizeof(uint64_t));
+            break;
+        }
+        changed = true;
+    }
+    for (size_t i = 0; i < u->n_msgs; i++) {
+        const kq_raft_msg *m = &u->msgs[i];
+        nd->sent[m->type]++;
+        if (is_request(m->type)) {
+            q_push(h, m, h->now);
+            continue;
+        }
+        h_outstanding *o = out_find(h, m->token);
+        if (!o)
+            continue; /* already timed out: the host drops a late answer */
+        o->used = false;
+        h_qmsg *e = q_push(h, m, h->now);
+        if (m->type == KQ_RAFT_FETCH_RESP) {
+            e->m = *m;
+            e->m.u.fetch_resp.batches = NULL;
+            e->m.u.fetch_resp.n_batches = 0;
+            fill_fetch_resp(h, nd, e);
+        }
+    }
+    if (u->hw_changed) {
+        nd->hw = u->high_watermark;
+        if (nd->hw > nd->max_hw)
+            nd->max_hw = nd->hw;
+    }
+    if (u->fatal) {
+        nd->fatal = true;
+        nd->fatal_reason = u->fatal_reason;
+    }
+    nd->deadline = u->next_deadline_ms;
+    if (changed && !nd->hold_persist && !u->fatal) {
+        bool was = nd->merging;
+        nd->merging = true;
+        h_persist(h, nd->id);
+        nd->merging = was;
+    }
+}
+
+int h_step(harness *h, int32_t id, kq_raft_event *ev)
+{
+    h_node *nd = h_node_of(h, id);
+    if (!nd->up || nd->fatal)
+        return 0;
+    kq_raft_update u;
+    ev->now_ms = h->now;
+    int rc = kq_raft_step(nd->r, ev, &u);
+    if (rc)
+        nd->step_errors++;
+    apply_update(h, nd, &u);
+    return rc;
+}
+
+int h_persist(harness *h, int32_t id)
+{
+    h_node *nd = h_node_of(h, id);
+    nd->n_durable = nd->n_log;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
+    ev.u.persisted_end = log_end(nd);
+    return h_step(h, id, &ev);
+}
+
+int h_tick(harness *h, int32_t id)
+{
+    kq_raft_event ev = {.type = KQ_RAFT_EV_TICK};
+    return h_step(h, id, &ev);
+}
+
+int h_propose(harness *h, int32_t id, int32_t count)
+{
+    kq_raft_event ev = {.type = KQ_RAFT_EV_PROPOSE};
+    ev.u.propose_count = count;
+    return h_step(h, id, &ev);
+}
+
+int h_resign(harness *h, int32_t id)
+{
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RESIGN};
+    return h_step(h, id, &ev);
+}
+
+void h_start(harness *h, int32_t id)
+{
+    h_node *nd = h_node_of(h, id);
+    char err[128];
+    kq_raft_free(nd->r);
+    nd->r = kq_raft_new(&nd->cfg, err, sizeof(err));
+    if (!nd->r)
+        die(err);
+    nd->up = true;
+    nd->fatal = false;
+    nd->hw = -1;
+    /* rebuild the epoch cache from the log, as a store would */
+    kq_raft_epoch_entry epochs[256];
+    size_t ne = 0;
+    for (size_t i = 0; i < nd->n_log; i++) {
+        if (ne == 0 || epochs[ne - 1].epoch != nd->log[i].epoch) {
+            if (ne == 256)
+                die("too many epochs");
+            epochs[ne].epoch = nd->log[i].epoch;
+            epochs[ne].start_offset = nd->log[i].base;
+            ne++;
+        }
+    }
+    kq_raft_event ev = {.type = KQ_RAFT_EV_START};
+    ev.u.start.qstate = nd->qs;
+    ev.u.start.log_start_offset = 0;
+    ev.u.start.log_end_offset = log_end(nd);
+    ev.u.start.epochs = epochs;
+    ev.u.start.n_epochs = ne;
+    h_step(h, id, &ev);
+}
+
+void h_start_all(harness *h)
+{
+    for (int i = 0; i < h->n; i++)
+        h_start(h, i + 1);
+}
+
+void h_crash(harness *h, int32_t id)
+{
+    h_node *nd = h_node_of(h, id);
+    nd->up = false;
+    kq_raft_free(nd->r);
+    nd->r = NULL;
+    nd->n_log = nd->n_durable;
+    for (size_t i = h->nq; i > 0; i--) {
+        kq_raft_msg m = h->q[i - 1].m;
+        if (m.to != id)
+            continue;
+        q_remove(h, i - 1); /* lost with the process */
+        if (is_request(m.type) && m.from != id)
+            queue_timeout(h, m.from, id, m.type, h->now + H_REQUEST_TIMEOUT_MS);
+    }
+    for (int i = 0; i < H_MAX_OUTSTANDING; i++) {
+        h_outstanding *o = &h->out[i];
+        if (o->used && o->responder == id) {
+            o->used = false;
+            queue_timeout(h, o->requester, id, o->type, h->now);
+        } else if (o->used && o->requester == id) {
+            o->used = false; /* its connection is gone: a late answer goes nowhere */
+        }
+    }
+}
+
+int h_inject(harness *h, int32_t to, const kq_raft_msg *m)
+{
+    kq_raft_msg c = *m;
+    c.to = to;
+    if (is_request(c.type)) {
+        c.token = ++h->next_token;
+        out_add(h, c.token, &c);
+    }
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE};
+    ev.u.msg = &c;
+    return h_step(h, to, &ev);
+}
+
+/* ------------------------------------------------------------ delivery */
+
+int h_find(const harness *h, kq_raft_msg_type type, int32_t from, int32_t to)
+{
+    for (size_t i = 0; i < h->nq; i++) {
+        const kq_raft_msg *m = &h->q[i].m;
+        if (m->type == type && (!from || m->from == from) && (!to || m->to == to))
+            return (int)i;
+    }
+    return -1;
+}
+
+int h_count(const harness *h, kq_raft_msg_type type, int32_t from, int32_t to)
+{
+    int n = 0;
+    for (size_t i = 0; i < h->nq; i++) {
+        const kq_raft_msg *m = &h->q[i].m;
+        if (m->type == type && (!from || m->from == from) && (!to || m->to == to))
+            n++;
+    }
+    return n;
+}
+
+const kq_raft_msg *h_msg(const harness *h, int idx)
+{
+    if (idx < 0 || (size_t)idx >= h->nq)
+        die("no such queued message");
+    return &h->q[idx].m;
+}
+
+void h_drop(harness *h, int idx)
+{
+    if (idx < 0 || (size_t)idx >= h->nq)
+        die("no such queued message");
+    h_qmsg e = h->q[idx];
+    q_remove(h, (size_t)idx);
+    if (e.m.error == KQ_ERR_REQUEST_TIMED_OUT && e.m.epoch == 0 && !is_request(e.m.type))
+        return; /* a synthesized timeout is never lost */
+    if (is_request(e.m.type)) {
+        queue_timeout(h, e.m.from, e.m.to, e.m.type, h->now + H_REQUEST_TIMEOUT_MS);
+    } else {
+        queue_timeout(h, e.m.to, e.m.from, (kq_raft_msg_type)(e.m.type - 1),
+                      h->now + H_REQUEST_TIMEOUT_MS);
+    }
+}
+
+void h_deliver(harness *h, int idx)
+{
+    if (idx < 0 || (size_t)idx >= h->nq)
+        die("no such queued message");
+    h_qmsg e = h->q[idx];
+    q_remove(h, (size_t)idx);
+    int32_t to = e.m.to;
+    if (to < 1 || to > h->n)
+        return; /* addressed outside the cluster (an injected request's answer) */
+    h_node *nd = h_node_of(h, to);
+    bool synthesized = e.m.error == KQ_ERR_REQUEST_TIMED_OUT && e.m.epoch == 0;
+    if (!synthesized && (h->cut[e.m.from][to] || !nd->up)) {
+        if (is_request(e.m.type))
+            queue_timeout(h, e.m.from, to, e.m.type, h->now + H_REQUEST_TIMEOUT_MS);
+        else if (nd->up)
+            queue_timeout(h, to, e.m.from, (kq_raft_msg_type)(e.m.type - 1),
+                          h->now + H_REQUEST_TIMEOUT_MS);
+        return;
+    }
+    if (!nd->up)
+        return;
+    if (is_request(e.m.type)) {
+        e.m.token = ++h->next_token;
+        out_add(h, e.m.token, &e.m);
+    }
+    if (e.m.type == KQ_RAFT_FETCH_RESP) {
+        for (size_t i = 0; i < e.n_batches; i++)
+            e.batches[i].data = (const uint8_t *)&e.payloads[i];
+        e.m.u.fetch_resp.batches = e.n_batches ? e.batches : NULL;
+        e.m.u.fetch_resp.n_batches = e.n_batches;
+    }
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE};
+    ev.u.msg = &e.m;
+    h_step(h, to, &ev);
+}
+
+static int next_due(const harness *h)
+{
+    for (size_t i = 0; i < h->nq; i++)
+        if (h->q[i].deliver_at <= h->now)
+            return (int)i;
+    return -1;
+}
+
+void h_deliver_all(harness *h)
+{
+    for (int guard = 0; guard < 100000; guard++) {
+        int i = next_due(h);
+        if (i < 0)
+            return;
+        if (guard > 99990) {
+            const kq_raft_msg *m = &h->q[i].m;
+            fprintf(stderr, "storm: type %d %d->%d ep %d err %d off %lld lfe %d div %d %d %lld\n",
+                    m->type, m->from, m->to, m->epoch, m->error,
+                    (long long)m->u.fetch_req.fetch_offset, m->u.fetch_req.last_fetched_epoch,
+                    m->type == 8 ? m->u.fetch_resp.diverging : -1,
+                    m->type == 8 ? m->u.fetch_resp.diverging_epoch : -1,
+                    m->type == 8 ? (long long)m->u.fetch_resp.diverging_end_offset : -1);
+            if (m->type == 8) {
+                kq_raft_status st;
+                kq_raft_get_status(h->nodes[m->from - 1].r, &st);
+                fprintf(stderr,
+                        "  from %lld to %lld nb %zu; leader role %d leo %lld harness end %lld "
+                        "appenderr %d hw %lld\n",
+                        (long long)m->u.fetch_resp.records_from,
+                        (long long)m->u.fetch_resp.records_to, h->q[i].n_batches, st.role,
+                        (long long)st.log_end_offset, (long long)log_end(&h->nodes[m->from - 1]),
+                        h->nodes[m->from - 1].append_errors, (long long)st.high_watermark);
+            }
+        }
+        h_deliver(h, i);
+    }
+    for (size_t i = 0; i < h->nq && i < 20; i++)
+        fprintf(stderr, "  queued type %d %d->%d epoch %d err %d\n", h->q[i].m.type, h->q[i].m.from,
+                h->q[i].m.to, h->q[i].m.epoch, h->q[i].m.error);
+    die("message storm: delivery did not quiesce");
+}
+
+static void expire_outstanding(harness *h)
+{
+    for (int i = 0; i < H_MAX_OUTSTANDING; i++) {
+        h_outstanding *o = &h->out[i];
+        if (o->used && h->now >= o->sent_at + H_REQUEST_TIMEOUT_MS) {
+            o->used = false;
+            queue_timeout(h, o->requester, o->responder, o->type, h->now);
+        }
+    }
+}
+
+void h_run(harness *h, uint64_t ms)
+{
+    uint64_t end = h->now + ms;
+    for (;;) {
+        h_deliver_all(h);
+        for (int i = 0; i < h->n; i++)
+            if (h->nodes[i].up && h->nodes[i].deadline <= h->now)
+                h_tick(h, i + 1);
+        expire_outstanding(h);
+        if (next_due(h) >= 0)
+            continue;
+        uint64_t t = end;
+        for (int i = 0; i < h->n; i++)
+            if (h->nodes[i].up && h->nodes[i].deadline < t)
+                t = h->nodes[i].deadline;
+        for (size_t i = 0; i < h->nq; i++)
+            if (h->q[i].deliver_at < t)
+                t = h->q[i].deliver_at;
+        for (int i = 0; i < H_MAX_OUTSTANDING; i++)
+            if (h->out[i].used && h->out[i].sent_at + H_REQUEST_TIMEOUT_MS < t)
+                t = h->out[i].sent_at + H_REQUEST_TIMEOUT_MS;
+        if (t <= h->now) {
+            if (h->now >= end)
+                return;
+            t = h->now + 1; /* a deadline at "now" that did not move: make progress */
+        }
+        if (t > end)
+            t = end;
+        if (t == h->now && h->now >= end)
+            return;
+        h->now = t;
+    }
+}
+
+bool h_run_until(harness *h, uint64_t ms, bool (*pred)(harness *h))
+{
+    uint64_t end = h->now + ms;
+    while (h->now < end) {
+        if (pred(h))
+            return true;
+        h_run(h, 10);
+    }
+    return pred(h);
+}
+
+void h_isolate(harness *h, int32_t id)
+{
+    for (int i = 1; i <= h->n; i++) {
+        if (i == id)
+            continue;
+        h->cut[id][i] = true;
+        h->cut[i][id] = true;
+    }
+}
+
+void h_cut(harness *h, int32_t a, int32_t b)
+{
+    h->cut[a][b] = true;
+    h->cut[b][a] = true;
+}
+
+void h_heal(harness *h)
+{
+    memset(h->cut, 0, sizeof(h->cut));
+}
+
+/* ------------------------------------------------------------ queries */
+
+const kq_raft_update *h_last(const harness *h, int32_t id)
+{
+    return &cnode(h, id)->last;
+}
+
+kq_raft_role h_role(const harness *h, int32_t id)
+{
+    kq_raft_status s;
+    kq_raft_get_status(cnode(h, id)->r, &s);
+    return s.role;
+}
+
+int32_t h_epoch(const harness *h, int32_t id)
+{
+    kq_raft_status s;
+    kq_raft_get_status(cnode(h, id)->r, &s);
+    return s.epoch;
+}
+
+int64_t h_leo(const harness *h, int32_t id)
+{
+    return log_end(cnode(h, id));
+}
+
+int32_t h_leader(const harness *h)
+{
+    int32_t best = 0, best_epoch = -1;
+    for (int i = 0; i < h->n; i++) {
+        const h_node *nd = &h->nodes[i];
+        if (!nd->up)
+            continue;
+        kq_raft_status s;
+        kq_raft_get_status(nd->r, &s);
+        if (s.role == KQ_RAFT_LEADER && s.epoch > best_epoch) {
+            best = nd->id;
+            best_epoch = s.epoch;
+        }
+    }
+    return best;
+}
+
+int h_leaders_in_epoch(const harness *h, int32_t epoch)
+{
+    int n = 0;
+    for (int i = 0; i < h->n; i++) {
+        const h_node *nd = &h->nodes[i];
+        if (!nd->up)
+            continue;
+        kq_raft_status s;
+        kq_raft_get_status(nd->r, &s);
+        if (s.role == KQ_RAFT_LEADER && s.epoch == epoch)
+            n++;
+    }
+    return n;
+}
+
+static bool batch_at(const h_node *nd, int64_t off, h_batch *out)
+{
+    for (size_t i = 0; i < nd->n_log; i++) {
+        if (nd->log[i].base <= off && off < nd->log[i].base + nd->log[i].count) {
+            *out = nd->log[i];
+            return true;
+        }
+    }
+    return false;
+}
+
+bool h_committed_prefix_matches(const harness *h)
+{
+    for (int a = 0; a < h->n; a++) {
+        for (int b = a + 1; b < h->n; b++) {
+            const h_node *x = &h->nodes[a], *y = &h->nodes[b];
+            int64_t lim = x->max_hw < y->max_hw ? x->max_hw : y->max_hw;
+            for (int64_t off = 0; off < lim; off++) {
+                h_batch p, q;
+                if (!batch_at(x, off, &p) || !batch_at(y, off, &q))
+                    return false;
+                if (p.epoch != q.epoch || p.payload != q.payload || p.base != q.base)
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+
+const kq_raft_msg *h_last_msg(const harness *h, int32_t id, kq_raft_msg_type type, int32_t to)
+{
+    const h_node *nd = cnode(h, id);
+    for (size_t i = 0; i < nd->last.n_msgs; i++)
+        if (nd->last_msgs[i].type == type && (!to || nd->last_msgs[i].to == to))
+            return &nd->last_msgs[i];
+    return NULL;
+}
+
+kq_raft_msg h_vote_req(int32_t from, int32_t to, int32_t cand_epoch, int32_t last_epoch,
+                       int64_t last_offset, bool pre_vote)
+{
+    kq_raft_msg m;
+    memset(&m, 0, sizeof(m));
+    m.type = KQ_RAFT_VOTE_REQ;
+    m.from = from;
+    m.to = to;
+    m.epoch = cand_epoch;
+    m.leader_id = -1;
+    m.u.vote_req.candidate_id = from;
+    m.u.vote_req.last_epoch = last_epoch;
+    m.u.vote_req.last_offset = last_offset;
+    m.u.vote_req.pre_vote = pre_vote;
+    return m;
+}
+
+kq_raft_msg h_fetch_req(int32_t from, int32_t to, int32_t epoch, int64_t offset, int32_t last_epoch,
+                        int32_t max_wait)
+{
+    kq_raft_msg m;
+    memset(&m, 0, sizeof(m));
+    m.type = KQ_RAFT_FETCH_REQ;
+    m.from = from;
+    m.to = to;
+    m.epoch = epoch;
+    m.leader_id = -1;
+    m.u.fetch_req.fetch_offset = offset;
+    m.u.fetch_req.last_fetched_epoch = last_epoch;
+    m.u.fetch_req.max_wait_ms = max_wait;
+    return m;
+}

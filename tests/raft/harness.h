@@ -1,0 +1,153 @@
+/*
+ * Scripted harness for the pure Raft core (tests/raft only).
+ *
+ * It owns N cores (node ids 1..N, voters first, then observers) and plays the host for each:
+ * an in-memory log of batches (base offset, epoch, count, payload id), a durable quorum state,
+ * and the host sequence of include/kq/raft.h (persist qstate, truncate, append, queue messages,
+ * then step PERSISTED). Messages wait in one queue until the test delivers, drops or lets
+ * h_run deliver them; every request gets exactly one response (the peer's, or a synthesized
+ * REQUEST_TIMED_OUT when the request or its response was lost or the peer is down).
+ *
+ * Ownership: the harness owns everything it allocates; free with h_free. Pointers returned by
+ * h_last / h_msg stay valid until the next call that steps a core or changes the queue.
+ */
+#ifndef KQ_RAFT_HARNESS_H
+#define KQ_RAFT_HARNESS_H
+
+#include "kq/raft.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define H_MAX_NODES 8
+#define H_MAX_OUTSTANDING 1024
+#define H_REQUEST_TIMEOUT_MS 2000 /* the host's request timeout (cfg.request_timeout_ms) */
+#define H_LEADER_CHANGE_PAYLOAD 0xffffffff00000000ull
+
+typedef struct h_batch {
+    int64_t base;
+    int32_t epoch;
+    int32_t count;
+    uint64_t payload; /* harness-assigned id; LEADER_CHANGE: H_LEADER_CHANGE_PAYLOAD | epoch */
+} h_batch;
+
+typedef struct h_qmsg {
+    kq_raft_msg m;
+    uint64_t deliver_at;
+    kq_raft_batch batches[KQ_RAFT_MAX_BATCHES]; /* fetch response: filled at send time */
+    uint64_t payloads[KQ_RAFT_MAX_BATCHES];
+    size_t n_batches;
+} h_qmsg;
+
+typedef struct h_node {
+    int32_t id;
+    bool voter;
+    bool up;
+    kq_raft_config cfg;
+    kq_raft *r;
+    /* disk */
+    h_batch *log;
+    size_t n_log, cap_log;
+    size_t n_durable; /* batches that survive a crash */
+    kq_raft_qstate qs;
+    int n_qstate_writes;
+    /* host */
+    bool hold_persist; /* do not step PERSISTED automatically */
+    bool merging;      /* inside the automatic PERSISTED step */
+    int64_t hw;
+    int64_t max_hw; /* highest HW ever reported */
+    uint64_t deadline;
+    bool fatal;
+    const char *fatal_reason;
+    int step_errors;                  /* kq_raft_step returned non-zero */
+    int append_errors;                /* non-contiguous append asked by the core */
+    int sent[KQ_RAFT_FETCH_RESP + 1]; /* messages emitted, by type (tests may reset) */
+    /* the last update, with its messages copied */
+    kq_raft_update last;
+    kq_raft_msg last_msgs[KQ_RAFT_MAX_MSGS];
+} h_node;
+
+typedef struct h_outstanding {
+    bool used;
+    uint64_t token;
+    int32_t requester, responder;
+    kq_raft_msg_type type;
+    uint64_t sent_at;
+} h_outstanding;
+
+typedef struct harness {
+    h_node nodes[H_MAX_NODES];
+    int n, n_voters;
+    uint64_t now;
+    h_qmsg *q;
+    size_t nq, capq;
+    bool cut[H_MAX_NODES + 1][H_MAX_NODES + 1]; /* by node id: messages a -> b are lost */
+    uint64_t next_token, next_payload;
+    h_outstanding out[H_MAX_OUTSTANDING];
+    size_t max_fetch_batches; /* batches a leader's host puts in one Fetch response */
+} harness;
+
+/* Set up n_voters voters and n_observers observers with test timeouts (election 1000,
+ * fetch 2000, backoff max 1000, request 2000, retry 20, max wait 500). Nodes are not started. */
+void h_init(harness *h, int n_voters, int n_observers, uint64_t seed);
+void h_free(harness *h);
+
+/* Start (or restart after h_crash) node id from its disk. */
+void h_start(harness *h, int32_t id);
+void h_start_all(harness *h);
+/* Crash: the core is freed, unflushed batches are lost, requests to it time out. */
+void h_crash(harness *h, int32_t id);
+
+/* Step one event on node id at the current time and act on the update as a host. Returns the
+ * core's return code. */
+int h_step(harness *h, int32_t id, kq_raft_event *ev);
+int h_tick(harness *h, int32_t id);
+int h_propose(harness *h, int32_t id, int32_t count);
+int h_resign(harness *h, int32_t id);
+/* Release held persistence: step PERSISTED with the current log end. */
+int h_persist(harness *h, int32_t id);
+/* Hand a message to node `to` directly (requests get a fresh token; their response is queued
+ * to m->from). */
+int h_inject(harness *h, int32_t to, const kq_raft_msg *m);
+
+/* Queue access. h_find: index of the first queued message matching (type, from, to), -1 for
+ * none; from/to of 0 match anything. */
+int h_find(const harness *h, kq_raft_msg_type type, int32_t from, int32_t to);
+int h_count(const harness *h, kq_raft_msg_type type, int32_t from, int32_t to);
+const kq_raft_msg *h_msg(const harness *h, int idx);
+void h_deliver(harness *h, int idx);
+void h_drop(harness *h, int idx);
+/* Deliver everything due (and what that produces) until the queue holds nothing due. */
+void h_deliver_all(harness *h);
+
+/* Advance time by ms: deliver due messages, tick nodes at their deadlines, time out requests. */
+void h_run(harness *h, uint64_t ms);
+/* Run until pred(h) holds or ms pass; returns whether it held. */
+bool h_run_until(harness *h, uint64_t ms, bool (*pred)(harness *h));
+
+void h_isolate(harness *h, int32_t id);
+void h_cut(harness *h, int32_t a, int32_t b); /* both directions */
+void h_heal(harness *h);
+
+h_node *h_node_of(harness *h, int32_t id);
+const kq_raft_update *h_last(const harness *h, int32_t id);
+kq_raft_role h_role(const harness *h, int32_t id);
+int32_t h_epoch(const harness *h, int32_t id);
+int64_t h_leo(const harness *h, int32_t id);
+/* The leader with the highest epoch among up nodes, 0 for none. */
+int32_t h_leader(const harness *h);
+/* Number of up nodes in the Leader role at `epoch`. */
+int h_leaders_in_epoch(const harness *h, int32_t epoch);
+/* Every pair of nodes agrees on every batch below the lower of their HWs. */
+bool h_committed_prefix_matches(const harness *h);
+/* Find a message of `type` in node id's last update, NULL if none. */
+const kq_raft_msg *h_last_msg(const harness *h, int32_t id, kq_raft_msg_type type, int32_t to);
+
+/* Convenience request builders. */
+kq_raft_msg h_vote_req(int32_t from, int32_t to, int32_t cand_epoch, int32_t last_epoch,
+                       int64_t last_offset, bool pre_vote);
+kq_raft_msg h_fetch_req(int32_t from, int32_t to, int32_t epoch, int64_t offset, int32_t last_epoch,
+                        int32_t max_wait);
+
+#endif
