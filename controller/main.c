@@ -136,6 +136,13 @@ typedef struct ctl {
     parked_write *parked_head, *parked_tail;
     size_t n_parked;
 
+    /* Leader: batches appended in the open write transaction, so Fetch responses can carry
+     * them before this node's own fsync (followers then write in parallel with the leader;
+     * the core counts the leader's own offset only once PERSISTED). */
+    kq_codec_batch tail[KQ_RAFT_MAX_BATCHES];
+    size_t n_tail;
+    int64_t durable_end;
+
     kq_raft_status st; /* refreshed after every step */
     int64_t hw;
     uint64_t now;
@@ -276,6 +283,25 @@ static void ensure_txn(ctl *c)
         fatal("store begin", "cannot start a write transaction");
 }
 
+static void tail_add(ctl *c, const kq_raft_batch *b, const uint8_t *data, size_t len)
+{
+    if (c->n_tail == KQ_RAFT_MAX_BATCHES)
+        return; /* served from the store after the commit instead */
+    uint8_t *copy = malloc(len ? len : 1);
+    if (copy == NULL)
+        return;
+    memcpy(copy, data, len);
+    c->tail[c->n_tail++] = (kq_codec_batch){b->base_offset, b->epoch, b->count,
+                                            kq_crc32c(0, data, len), copy, len};
+}
+
+static void tail_clear(ctl *c)
+{
+    for (size_t i = 0; i < c->n_tail; i++)
+        free((void *)c->tail[i].records);
+    c->n_tail = 0;
+}
+
 static void write_leader_change(ctl *c, const kq_raft_batch *b)
 {
     kq_buf rec = {0};
@@ -287,6 +313,7 @@ static void write_leader_change(ctl *c, const kq_raft_batch *b)
         fatal("encode", "LeaderChange record");
     if (kq_store_append(c->store, b->base_offset, b->epoch, b->count, rec.data, rec.len) != 0)
         fatal("store append", "LeaderChange batch");
+    tail_add(c, b, rec.data, rec.len);
     kq_buf_free(&rec);
 }
 
@@ -338,6 +365,7 @@ static void apply_update(ctl *c, const kq_raft_update *u)
             if (kq_store_append(c->store, b->base_offset, b->epoch, b->count,
                                 c->propose_payload->data, c->propose_payload->len) != 0)
                 fatal("store append", "proposed batch");
+            tail_add(c, b, c->propose_payload->data, c->propose_payload->len);
             c->last_append_ms = c->now;
             break;
         case KQ_RAFT_BATCH_FETCHED:
@@ -632,12 +660,28 @@ static void send_response(ctl *c, const kq_raft_msg *m)
     kq_buf b = {0};
     if (req == NULL)
         return; /* already answered or expired */
-    if (m->type == KQ_RAFT_FETCH_RESP && m->error == 0 &&
-        m->u.fetch_resp.records_to > m->u.fetch_resp.records_from) {
-        int rc = kq_store_read(c->store, m->u.fetch_resp.records_from, m->u.fetch_resp.records_to,
-                               FETCH_MAX_BYTES, collect_batch, &v);
-        if (rc != 0)
-            fatal("store read", kq_err_message(rc));
+    int64_t from = m->u.fetch_resp.records_from, to = m->u.fetch_resp.records_to;
+    if (m->type == KQ_RAFT_FETCH_RESP && m->error == 0 && to > from) {
+        int64_t next = from;
+        if (from < c->durable_end) {
+            int rc = kq_store_read(c->store, from, to < c->durable_end ? to : c->durable_end,
+                                   FETCH_MAX_BYTES, collect_batch, &v);
+            if (rc != 0)
+                fatal("store read", kq_err_message(rc));
+            if (v.n > 0)
+                next = v.b[v.n - 1].base_offset + v.b[v.n - 1].count;
+        }
+        /* Continue with batches not yet durable here, while they stay contiguous. */
+        for (size_t i = 0; i < c->n_tail && next < to && v.n < KQ_RAFT_MAX_BATCHES; i++) {
+            const kq_codec_batch *t = &c->tail[i];
+            if (t->base_offset != next)
+                continue;
+            size_t before = v.n;
+            collect_batch(&v, t->base_offset, t->epoch, t->count, t->crc32c, t->records, t->len);
+            if (v.n == before)
+                break;
+            next += t->count;
+        }
     }
     if (kq_codec_encode_raft_response(m, v.b, v.n, &b) != 0)
         kq_rpc_req_drop(req);
@@ -711,6 +755,23 @@ static void flush_outbox(ctl *c)
     }
     memmove(c->outbox, c->outbox + n, (c->n_outbox - n) * sizeof(c->outbox[0]));
     c->n_outbox -= n;
+}
+
+/* A leader's Fetch responses (and its errors to fetchers) depend on nothing this node still
+ * has to make durable, so they go out before the commit. */
+static void flush_fetch_responses(ctl *c)
+{
+    size_t keep = 0;
+    if (!is_leader(c))
+        return;
+    for (size_t i = 0; i < c->n_outbox; i++) {
+        kq_raft_msg m = c->outbox[i];
+        if (m.type == KQ_RAFT_FETCH_RESP)
+            send_response(c, &m);
+        else
+            c->outbox[keep++] = m;
+    }
+    c->n_outbox = keep;
 }
 
 /* ---------- writes ---------- */
@@ -1001,6 +1062,7 @@ static int start(ctl *c, char *err, size_t errlen)
             url);
 
     c->now = kq_now_ms();
+    c->durable_end = rec.log_end_offset;
     kq_raft_event ev = {.type = KQ_RAFT_EV_START};
     ev.u.start.qstate = rec.qstate;
     ev.u.start.log_start_offset = rec.log_start_offset;
@@ -1020,6 +1082,8 @@ static void commit(ctl *c)
     while (kq_store_in_txn(c->store)) {
         if (kq_store_commit(c->store) != 0)
             fatal("store commit", "fsync or commit of the metadata log failed");
+        c->durable_end = c->st.log_end_offset;
+        tail_clear(c);
         kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
         ev.u.persisted_end = c->st.log_end_offset;
         kq_raft_update u;
@@ -1069,6 +1133,7 @@ static void run(ctl *c)
         }
         flush_writes(c);
         maybe_noop(c);
+        flush_fetch_responses(c);
         for (int round = 0; round < 8; round++) {
             commit(c);
             flush_outbox(c); /* a failed send steps the core, which may queue more */
