@@ -1,0 +1,168 @@
+/*
+ * kq-sim: run the deterministic simulator over one seed or a range of seeds.
+ *
+ *   kq-sim --seed S [--seeds N] [--voters K] [--observers M] [--trace] [--max-time-ms T]
+ *          [--liveness-ms L] [--check-determinism] [--bug NAME] [--quiet]
+ *
+ * Prints one line per failing seed (and its last trace lines on stderr) and a summary line
+ * "sim: N seeds, F failed". Exit status: 0 all passed, 1 some failed, 2 usage error.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kq/error.h"
+#include "sim.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: kq-sim --seed S [--seeds N] [--voters K] [--observers M] [--trace]\n"
+            "              [--max-time-ms T] [--liveness-ms L] [--check-determinism]\n"
+            "              [--bug none|early-ack|lose-synced] [--quiet]\n"
+            "  --seed S             first seed (required)\n"
+            "  --seeds N            run seeds S..S+N-1 (default 1)\n"
+            "  --voters K           1..%d voters (default: drawn from each seed)\n"
+            "  --observers M        0..%d observers (default: drawn from each seed)\n"
+            "  --trace              print every trace line\n"
+            "  --max-time-ms T      virtual length of the fault phase (default: drawn)\n"
+            "  --liveness-ms L      convergence budget after healing (default 60000)\n"
+            "  --check-determinism  run every seed twice and compare trace hashes\n"
+            "  --bug NAME           run a deliberately broken host (checker self-test)\n"
+            "  --quiet              no trace dump for failing seeds\n",
+            KQ_SIM_MAX_VOTERS, KQ_SIM_MAX_OBSERVERS);
+}
+
+static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end = NULL;
+    if (!s || !*s || *s == '-') {
+        fprintf(stderr, "kq-sim: %s needs a non-negative number\n", opt);
+        return -1;
+    }
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end || v < lo || v > hi) {
+        fprintf(stderr, "kq-sim: %s: '%s' is not a number in %" PRIu64 "..%" PRIu64 "\n", opt, s,
+                lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    kq_sim_opts o;
+    kq_sim_opts_defaults(&o);
+    uint64_t seed = 0, nseeds = 1, v;
+    bool have_seed = false, determinism = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--seed")) {
+            if (parse_u64(a, val, 0, UINT64_MAX, &seed))
+                return 2;
+            have_seed = true;
+            i++;
+        } else if (!strcmp(a, "--seeds")) {
+            if (parse_u64(a, val, 1, 100000000, &nseeds))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--voters")) {
+            if (parse_u64(a, val, 1, KQ_SIM_MAX_VOTERS, &v))
+                return 2;
+            o.voters = (int)v;
+            i++;
+        } else if (!strcmp(a, "--observers")) {
+            if (parse_u64(a, val, 0, KQ_SIM_MAX_OBSERVERS, &v))
+                return 2;
+            o.observers = (int)v;
+            i++;
+        } else if (!strcmp(a, "--max-time-ms")) {
+            if (parse_u64(a, val, 1, 100000000, &o.safety_ms))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--liveness-ms")) {
+            if (parse_u64(a, val, 1, 100000000, &o.liveness_ms))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--trace")) {
+            o.trace = true;
+        } else if (!strcmp(a, "--quiet")) {
+            o.dump_on_failure = false;
+        } else if (!strcmp(a, "--check-determinism")) {
+            determinism = true;
+        } else if (!strcmp(a, "--bug")) {
+            int b = val ? kq_sim_bug_from_name(val) : -1;
+            if (b < 0) {
+                fprintf(stderr, "kq-sim: --bug needs none, early-ack or lose-synced\n");
+                return 2;
+            }
+            o.bug = (kq_sim_bug)b;
+            i++;
+        } else {
+            fprintf(stderr, "kq-sim: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!have_seed) {
+        fprintf(stderr, "kq-sim: --seed is required\n");
+        usage(stderr);
+        return 2;
+    }
+    if (nseeds > UINT64_MAX - seed) {
+        fprintf(stderr, "kq-sim: --seed + --seeds overflows\n");
+        return 2;
+    }
+    o.out = o.trace ? stdout : stderr;
+
+    uint64_t failed = 0;
+    for (uint64_t k = 0; k < nseeds; k++) {
+        kq_sim_result r;
+        o.seed = seed + k;
+        int rc = kq_sim_run(&o, &r);
+        if (rc == KQ_ERR_INVALID_CONFIG) {
+            fprintf(stderr, "kq-sim: %s\n", r.reason);
+            return 2;
+        }
+        if (rc) {
+            printf("sim: seed %" PRIu64 " could not run: %s\n", o.seed, kq_err_name(rc));
+            failed++;
+            continue;
+        }
+        if (!r.failed && determinism) {
+            kq_sim_result r2;
+            kq_sim_opts o2 = o;
+            o2.trace = false;
+            rc = kq_sim_run(&o2, &r2);
+            if (rc || r2.failed || r2.trace_hash != r.trace_hash || r2.events != r.events) {
+                r.failed = true;
+                snprintf(r.reason, sizeof r.reason,
+                         "not deterministic: trace hash %016" PRIx64 " then %016" PRIx64
+                         " (%" PRIu64 " then %" PRIu64 " events)",
+                         r.trace_hash, r2.trace_hash, r.events, r2.events);
+            }
+        }
+        if (r.failed) {
+            failed++;
+            printf("sim: seed %" PRIu64 " FAILED (voters %d observers %d): %s\n", o.seed, r.voters,
+                   r.observers, r.reason);
+        } else if (nseeds == 1 || o.trace) {
+            printf("sim: seed %" PRIu64 " ok: voters %d observers %d, %" PRIu64 " events, %" PRIu64
+                   " virtual ms, %" PRIu64 " crashes, last epoch %d, HW %" PRId64
+                   ", trace hash %016" PRIx64 "\n",
+                   o.seed, r.voters, r.observers, r.events, r.end_ms, r.crashes, r.last_epoch,
+                   r.high_watermark, r.trace_hash);
+        }
+        fflush(stdout);
+    }
+    printf("sim: %" PRIu64 " seeds, %" PRIu64 " failed\n", nseeds, failed);
+    return failed ? 1 : 0;
+}

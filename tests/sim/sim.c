@@ -1,0 +1,2079 @@
+/*
+ * Deterministic simulator for kq_raft. See sim.h for the model; this file is organised as:
+ * PRNG, trace, event heap, logs, packets (wire round trip), host (one per node: applies core
+ * updates, simulated disk), network, checkers, faults and workload, phases, kq_sim_run.
+ */
+#include "sim.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kq/error.h"
+#include "kq/raft.h"
+#ifdef KQ_SIM_CODEC
+#include "kq/codec.h"
+#include "kq/util.h"
+#endif
+
+#define MAX_NODES (KQ_SIM_MAX_VOTERS + KQ_SIM_MAX_OBSERVERS)
+#define TRACE_LINE 240
+#define MAX_EVENTS 20000000ull
+#define MAX_SAME_MS_TICKS 2000
+#define UNANSWERED_MAX_MS 20000 /* a request the core never answers is a contract breach */
+#define CLUSTER_ID "kq-sim-cluster"
+#define LIVENESS_MAX_FACTOR 5 /* a cluster that keeps progressing gets up to 5 budgets */
+
+/* ---------------------------------------------------------------- PRNG (splitmix64) */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n); n == 0 gives 0. The modulo bias is irrelevant here. */
+static uint64_t rng_below(rng *r, uint64_t n)
+{
+    return n ? rng_next(r) % n : 0;
+}
+
+static uint64_t rng_range(rng *r, uint64_t lo, uint64_t hi)
+{
+    return lo + rng_below(r, hi - lo + 1);
+}
+
+static bool rng_permille(rng *r, uint32_t p)
+{
+    return rng_below(r, 1000) < p;
+}
+
+/* ---------------------------------------------------------------- data types */
+
+typedef struct sim_batch {
+    int64_t base;
+    int32_t epoch;
+    int32_t count;
+    uint32_t crc;
+    size_t len;
+    uint8_t *data; /* owned */
+} sim_batch;
+
+typedef struct sim_log {
+    sim_batch *b;
+    size_t n;
+    size_t cap;
+} sim_log;
+
+/* A message on the simulated wire. Exactly one of (msg, batches) or wire is used. */
+typedef struct sim_packet {
+    int from; /* node index */
+    int to;   /* node index */
+    uint64_t req_id;
+    bool is_req;
+    bool synthetic; /* a transport error produced by the sender's own host */
+    kq_raft_msg msg;
+    sim_batch *batches; /* owned copies (FETCH_RESP) */
+    size_t n_batches;
+    uint8_t *wire; /* owned encoded bytes (codec build) */
+    size_t wire_len;
+} sim_packet;
+
+enum { OP_QSTATE, OP_TRUNCATE, OP_APPEND };
+
+typedef struct sim_op {
+    int kind;
+    kq_raft_qstate q;
+    int64_t off;
+    sim_batch b; /* owned payload */
+} sim_op;
+
+/* All writes of one core step, plus the messages waiting for them (and earlier writes). */
+typedef struct sim_group {
+    uint64_t id;
+    sim_op *ops;
+    size_t n_ops;
+    sim_packet **pkts;
+    size_t n_pkts;
+    size_t cap_pkts;
+    struct sim_group *next;
+} sim_group;
+
+typedef struct sim_out { /* a request this node's core has in flight */
+    uint64_t req_id;
+    kq_raft_msg_type type;
+    int peer;
+    int32_t epoch;
+} sim_out;
+
+typedef struct sim_in { /* a request this node's core received and has not answered */
+    uint64_t token;
+    kq_raft_msg_type type;
+    int from;
+    uint64_t at_ms;
+} sim_in;
+
+typedef struct sim_node {
+    int idx;
+    int32_t id;
+    bool voter;
+    kq_raft_config cfg;
+    uint64_t core_seed;
+
+    kq_raft *r; /* NULL while down */
+    bool up;
+    bool stopping; /* RESIGNed, waiting for the graceful stop */
+    uint64_t inc;  /* incarnation, bumped at every start */
+
+    kq_raft_qstate dq; /* durable */
+    sim_log dlog;
+    kq_raft_qstate mq; /* written (durable or pending) */
+    sim_log mlog;
+    sim_group *gh, *gt;
+    uint64_t disk_free_ms; /* the simulated disk completes writes in order */
+
+    sim_out *outs;
+    size_t n_outs, cap_outs;
+    sim_in *ins;
+    size_t n_ins, cap_ins;
+
+    uint64_t timer_gen;
+    uint64_t timer_at;
+    uint64_t tick_ms;
+    int ticks_same_ms;
+
+    const uint8_t *propose_data; /* payload for the PROPOSE being stepped */
+    size_t propose_len;
+    uint64_t propose_seq;
+
+    kq_raft_status st;
+    int32_t max_epoch;  /* this incarnation */
+    int64_t max_hw;     /* this incarnation, known values only */
+    int64_t oracle_end; /* offsets below this were checked against the oracle */
+} sim_node;
+
+enum ev_type {
+    EV_START = 1,
+    EV_TIMER,
+    EV_DISK,
+    EV_NET,
+    EV_REQ_TIMEOUT,
+    EV_WORKLOAD,
+    EV_FAULT,
+    EV_GRACE_STOP,
+    EV_HEAL,
+    EV_PHASE_LIVENESS,
+    EV_LIVE_CHECK,
+    EV_LIVE_DEADLINE,
+    EV_FAKE_PERSIST,
+};
+
+typedef struct sim_ev {
+    uint64_t t;
+    uint64_t seq;
+    int type;
+    int node;
+    uint64_t inc;
+    uint64_t a;
+    sim_packet *pkt; /* owned by the event while queued */
+} sim_ev;
+
+typedef struct oracle_entry {
+    int32_t epoch;
+    uint64_t hash;
+} oracle_entry;
+
+typedef struct lm_slot { /* every (epoch, batch hash) ever written at one offset */
+    oracle_entry *e;
+    size_t n, cap;
+} lm_slot;
+
+typedef struct link {
+    uint32_t lat_min_ms;
+    uint32_t lat_spread_ms;
+    uint32_t loss_pm; /* permille */
+    uint32_t dup_pm;
+    uint32_t reorder_pm;
+    uint64_t clog_until;
+    bool blocked;
+} link;
+
+typedef struct sim {
+    kq_sim_opts o;
+    kq_sim_result *res;
+    FILE *out;
+    rng net, disk, work, fault, core;
+
+    int n_nodes, n_voters, n_observers;
+    sim_node nodes[MAX_NODES];
+    link links[MAX_NODES][MAX_NODES];
+
+    /* swarm options */
+    uint32_t disk_lat_min, disk_lat_spread;
+    uint32_t fault_every_ms;
+    uint32_t p_crash, p_restart, p_graceful, p_partition, p_heal, p_clog;
+    uint32_t workload_every_ms;
+    uint32_t fetch_cap_batches; /* max batches per Fetch response (>= 1) */
+    uint32_t fetch_cap_bytes;
+    uint32_t base_loss_pm, base_dup_pm, base_reorder_pm;
+    uint64_t safety_ms, liveness_ms;
+
+    sim_ev *heap;
+    size_t n_heap, cap_heap;
+    uint64_t seq;
+    uint64_t now;
+    uint64_t next_req_id;
+    uint64_t next_group_id;
+    uint64_t events;
+
+    char ring[KQ_SIM_TRACE_KEEP][TRACE_LINE];
+    size_t ring_n; /* total lines ever */
+    uint64_t hash;
+
+    bool failed;
+    bool done;
+    bool liveness;
+    int live_leader;
+    int32_t live_epoch;
+    int64_t probe_end; /* exclusive end of the liveness probe batch; -1 none */
+    uint64_t live_start_ms;
+    int64_t live_progress; /* sum of HWs and LEOs at the last deadline */
+
+    int32_t *epoch_leader; /* epoch -> leader id, -1 unknown */
+    size_t n_epoch_leader;
+    oracle_entry *committed; /* offset -> committed entry */
+    bool *committed_set;
+    size_t n_committed, cap_committed;
+    lm_slot *lm;
+    size_t n_lm;
+    bool oom;
+} sim;
+
+/* ---------------------------------------------------------------- trace */
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001B3ull;
+    }
+    return h;
+}
+
+__attribute__((format(printf, 2, 3))) static void trace(sim *s, const char *fmt, ...)
+{
+    char *line = s->ring[s->ring_n % KQ_SIM_TRACE_KEEP];
+    int k = snprintf(line, TRACE_LINE, "[%7" PRIu64 "] ", s->now);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + k, TRACE_LINE - (size_t)k, fmt, ap);
+    va_end(ap);
+    s->ring_n++;
+    s->hash = fnv1a(s->hash, line, strlen(line) + 1);
+    if (s->o.trace)
+        fprintf(s->out, "%s\n", line);
+}
+
+__attribute__((format(printf, 2, 3))) static void fail(sim *s, const char *fmt, ...)
+{
+    if (s->failed)
+        return;
+    s->failed = true;
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(s->res->reason, sizeof s->res->reason, "t=%" PRIu64 "ms: %s", s->now, msg);
+    trace(s, "VIOLATION %s", msg);
+}
+
+static void dump_trace(sim *s)
+{
+    size_t first = s->ring_n > KQ_SIM_TRACE_KEEP ? s->ring_n - KQ_SIM_TRACE_KEEP : 0;
+    fprintf(s->out, "--- seed %" PRIu64 ": last %zu trace lines ---\n", s->o.seed,
+            s->ring_n - first);
+    for (size_t i = first; i < s->ring_n; i++)
+        fprintf(s->out, "%s\n", s->ring[i % KQ_SIM_TRACE_KEEP]);
+    fprintf(s->out, "--- end of trace ---\n");
+}
+
+static void *xcalloc(sim *s, size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz);
+    if (!p && !s->oom) {
+        s->oom = true;
+        fail(s, "out of memory");
+    }
+    return p;
+}
+
+/* Grow *arr (of elements of size sz) so that it holds at least need elements. */
+static bool grow(sim *s, void **arr, size_t *cap, size_t need, size_t sz)
+{
+    if (need <= *cap)
+        return true;
+    size_t nc = *cap ? *cap * 2 : 8;
+    while (nc < need)
+        nc *= 2;
+    void *p = realloc(*arr, nc * sz);
+    if (!p) {
+        if (!s->oom) {
+            s->oom = true;
+            fail(s, "out of memory");
+        }
+        return false;
+    }
+    memset((char *)p + *cap * sz, 0, (nc - *cap) * sz);
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+/* ---------------------------------------------------------------- event heap */
+
+static bool ev_less(const sim_ev *a, const sim_ev *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static void sched(sim *s, uint64_t t, int type, int node, uint64_t inc, uint64_t a, sim_packet *pkt)
+{
+    if (!grow(s, (void **)&s->heap, &s->cap_heap, s->n_heap + 1, sizeof(sim_ev)))
+        return;
+    sim_ev ev = {.t = t < s->now ? s->now : t,
+                 .seq = s->seq++,
+                 .type = type,
+                 .node = node,
+                 .inc = inc,
+                 .a = a,
+                 .pkt = pkt};
+    size_t i = s->n_heap++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!ev_less(&ev, &s->heap[p]))
+            break;
+        s->heap[i] = s->heap[p];
+        i = p;
+    }
+    s->heap[i] = ev;
+}
+
+static sim_ev heap_pop(sim *s)
+{
+    sim_ev top = s->heap[0];
+    sim_ev last = s->heap[--s->n_heap];
+    size_t i = 0, n = s->n_heap;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && ev_less(&s->heap[c + 1], &s->heap[c]))
+            c++;
+        if (!ev_less(&s->heap[c], &last))
+            break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (n)
+        s->heap[i] = last;
+    return top;
+}
+
+/* ---------------------------------------------------------------- logs */
+
+static int64_t log_end(const sim_log *l)
+{
+    return l->n ? l->b[l->n - 1].base + l->b[l->n - 1].count : 0;
+}
+
+/* Index of the batch holding offset off, or -1. */
+static long log_find(const sim_log *l, int64_t off)
+{
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const sim_batch *b = &l->b[mid];
+        if (off < b->base)
+            hi = mid;
+        else if (off >= b->base + b->count)
+            lo = mid + 1;
+        else
+            return (long)mid;
+    }
+    return -1;
+}
+
+static uint64_t batch_hash(const sim_batch *b)
+{
+    uint64_t h = 0xCBF29CE484222325ull;
+    h = fnv1a(h, &b->base, sizeof b->base);
+    h = fnv1a(h, &b->count, sizeof b->count);
+    return fnv1a(h, b->data, b->len);
+}
+
+static bool batch_dup(sim *s, sim_batch *dst, const sim_batch *src)
+{
+    *dst = *src;
+    dst->data = xcalloc(s, src->len, 1);
+    if (!dst->data)
+        return false;
+    if (src->len)
+        memcpy(dst->data, src->data, src->len);
+    return true;
+}
+
+static bool log_append(sim *s, sim_log *l, const sim_batch *b)
+{
+    if (!grow(s, (void **)&l->b, &l->cap, l->n + 1, sizeof(sim_batch)))
+        return false;
+    if (!batch_dup(s, &l->b[l->n], b))
+        return false;
+    l->n++;
+    return true;
+}
+
+/* Remove every entry at offset >= off; false if off falls inside a batch. */
+static bool log_truncate(sim_log *l, int64_t off)
+{
+    bool aligned = true;
+    while (l->n && l->b[l->n - 1].base + l->b[l->n - 1].count > off) {
+        sim_batch *b = &l->b[l->n - 1];
+        if (b->base < off)
+            aligned = false;
+        free(b->data);
+        l->n--;
+    }
+    return aligned;
+}
+
+static void log_free(sim_log *l)
+{
+    log_truncate(l, 0);
+    free(l->b);
+    memset(l, 0, sizeof *l);
+}
+
+static bool log_copy(sim *s, sim_log *dst, const sim_log *src)
+{
+    log_truncate(dst, 0);
+    for (size_t i = 0; i < src->n; i++)
+        if (!log_append(s, dst, &src->b[i]))
+            return false;
+    return true;
+}
+
+static int32_t log_epoch_at(const sim_log *l, int64_t off)
+{
+    long i = log_find(l, off);
+    return i < 0 ? -1 : l->b[i].epoch;
+}
+
+/* ---------------------------------------------------------------- packets */
+
+static void pkt_free(sim_packet *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n_batches; i++)
+        free(p->batches[i].data);
+    free(p->batches);
+    free(p->wire);
+    free(p);
+}
+
+static sim_packet *pkt_dup(sim *s, const sim_packet *src)
+{
+    sim_packet *p = xcalloc(s, 1, sizeof *p);
+    if (!p)
+        return NULL;
+    *p = *src;
+    p->batches = NULL;
+    p->n_batches = 0;
+    p->wire = NULL;
+    if (src->n_batches) {
+        p->batches = xcalloc(s, src->n_batches, sizeof(sim_batch));
+        if (!p->batches)
+            goto fail;
+        for (size_t i = 0; i < src->n_batches; i++) {
+            if (!batch_dup(s, &p->batches[i], &src->batches[i]))
+                goto fail;
+            p->n_batches++;
+        }
+    }
+    if (src->wire) {
+        p->wire = xcalloc(s, src->wire_len, 1);
+        if (!p->wire)
+            goto fail;
+        memcpy(p->wire, src->wire, src->wire_len);
+    }
+    return p;
+fail:
+    pkt_free(p);
+    return NULL;
+}
+
+static bool is_request(kq_raft_msg_type t)
+{
+    return t == KQ_RAFT_VOTE_REQ || t == KQ_RAFT_BEGIN_EPOCH_REQ || t == KQ_RAFT_END_EPOCH_REQ ||
+           t == KQ_RAFT_FETCH_REQ;
+}
+
+static const char *msg_name(kq_raft_msg_type t)
+{
+    switch (t) {
+    case KQ_RAFT_VOTE_REQ:
+        return "VoteReq";
+    case KQ_RAFT_VOTE_RESP:
+        return "VoteResp";
+    case KQ_RAFT_BEGIN_EPOCH_REQ:
+        return "BeginReq";
+    case KQ_RAFT_BEGIN_EPOCH_RESP:
+        return "BeginResp";
+    case KQ_RAFT_END_EPOCH_REQ:
+        return "EndReq";
+    case KQ_RAFT_END_EPOCH_RESP:
+        return "EndResp";
+    case KQ_RAFT_FETCH_REQ:
+        return "FetchReq";
+    case KQ_RAFT_FETCH_RESP:
+        return "FetchResp";
+    }
+    return "?";
+}
+
+/* One-line rendering of a message for the trace. */
+static void msg_str(const kq_raft_msg *m, size_t n_batches, char *buf, size_t len)
+{
+    int k = snprintf(buf, len, "%s e%d l%d", msg_name(m->type), m->epoch, m->leader_id);
+    if (k < 0 || (size_t)k >= len)
+        return;
+    buf += k;
+    len -= (size_t)k;
+    if (m->error)
+        k = snprintf(buf, len, " err=%s", kq_err_name(m->error));
+    else if (m->type == KQ_RAFT_VOTE_REQ)
+        k = snprintf(buf, len, " cand=%d last=%d/%" PRId64 "%s", m->u.vote_req.candidate_id,
+                     m->u.vote_req.last_epoch, m->u.vote_req.last_offset,
+                     m->u.vote_req.pre_vote ? " pre" : "");
+    else if (m->type == KQ_RAFT_VOTE_RESP)
+        k = snprintf(buf, len, " granted=%d", m->u.vote_resp.granted);
+    else if (m->type == KQ_RAFT_FETCH_REQ)
+        k = snprintf(buf, len, " off=%" PRId64 " lfe=%d", m->u.fetch_req.fetch_offset,
+                     m->u.fetch_req.last_fetched_epoch);
+    else if (m->type == KQ_RAFT_FETCH_RESP)
+        k = snprintf(buf, len,
+                     " hw=%" PRId64 " div=%d(%d,%" PRId64 ") rec=[%" PRId64 ",%" PRId64 ") nb=%zu",
+                     m->u.fetch_resp.high_watermark, m->u.fetch_resp.diverging,
+                     m->u.fetch_resp.diverging_epoch, m->u.fetch_resp.diverging_end_offset,
+                     m->u.fetch_resp.records_from, m->u.fetch_resp.records_to, n_batches);
+    (void)k;
+}
+
+#ifdef KQ_SIM_CODEC
+/* Encode into p->wire. Fetch responses carry the batches gathered by the host. */
+static bool pkt_encode(sim *s, sim_packet *p)
+{
+    kq_buf buf = {0};
+    kq_codec_batch cb[KQ_RAFT_MAX_BATCHES];
+    int rc;
+    if (p->is_req) {
+        rc = kq_codec_encode_raft_request(&p->msg, CLUSTER_ID, &buf);
+    } else {
+        for (size_t i = 0; i < p->n_batches; i++) {
+            cb[i].base_offset = p->batches[i].base;
+            cb[i].epoch = p->batches[i].epoch;
+            cb[i].count = p->batches[i].count;
+            cb[i].crc32c = p->batches[i].crc;
+            cb[i].records = p->batches[i].data;
+            cb[i].len = p->batches[i].len;
+        }
+        rc = kq_codec_encode_raft_response(&p->msg, cb, p->n_batches, &buf);
+    }
+    if (rc) {
+        char m[160];
+        msg_str(&p->msg, p->n_batches, m, sizeof m);
+        fail(s, "codec: encoding %s failed: %s", m, kq_err_name(rc));
+        return false;
+    }
+    p->wire = buf.data;
+    p->wire_len = buf.len;
+    for (size_t i = 0; i < p->n_batches; i++)
+        free(p->batches[i].data);
+    free(p->batches);
+    p->batches = NULL;
+    p->n_batches = 0;
+    return true;
+}
+#endif
+
+/* A decoded packet, ready to be stepped: msg points into it. */
+typedef struct sim_decoded {
+    kq_raft_msg msg;
+    kq_raft_batch batches[KQ_RAFT_MAX_BATCHES];
+#ifdef KQ_SIM_CODEC
+    kq_request req;
+    kq_response resp;
+    bool have_req, have_resp;
+#endif
+} sim_decoded;
+
+static void decoded_free(sim_decoded *d)
+{
+#ifdef KQ_SIM_CODEC
+    if (d->have_req)
+        kq_request_free(&d->req);
+    if (d->have_resp)
+        kq_response_free(&d->resp);
+    d->have_req = d->have_resp = false;
+#else
+    (void)d;
+#endif
+}
+
+static bool pkt_decode(sim *s, const sim_packet *p, sim_decoded *d)
+{
+    memset(d, 0, sizeof *d);
+#ifdef KQ_SIM_CODEC
+    if (p->wire) {
+        char err[256] = "";
+        int rc;
+        if (p->is_req) {
+            rc = kq_codec_decode_request(p->wire, p->wire_len, &d->req, err, sizeof err);
+            d->have_req = rc == 0;
+            if (rc == 0)
+                d->msg = d->req.raft;
+        } else {
+            rc = kq_codec_decode_response(p->wire, p->wire_len, s->nodes[p->from].id, &d->resp, err,
+                                          sizeof err);
+            d->have_resp = rc == 0;
+            if (rc == 0)
+                d->msg = d->resp.raft;
+        }
+        if (rc) {
+            fail(s, "codec: decoding a %s from n%d failed: %s: %s", msg_name(p->msg.type),
+                 s->nodes[p->from].id, kq_err_name(rc), err);
+            return false;
+        }
+        if (d->msg.type != p->msg.type) {
+            fail(s, "codec: %s decoded as %s", msg_name(p->msg.type), msg_name(d->msg.type));
+            return false;
+        }
+        d->msg.from = s->nodes[p->from].id;
+        d->msg.to = s->nodes[p->to].id;
+        d->msg.token = p->req_id;
+        return true;
+    }
+#endif
+    d->msg = p->msg;
+    d->msg.token = p->req_id;
+    if (p->msg.type == KQ_RAFT_FETCH_RESP) {
+        for (size_t i = 0; i < p->n_batches; i++) {
+            kq_raft_batch *b = &d->batches[i];
+            b->base_offset = p->batches[i].base;
+            b->epoch = p->batches[i].epoch;
+            b->count = p->batches[i].count;
+            b->kind = KQ_RAFT_BATCH_FETCHED;
+            b->data = p->batches[i].data;
+            b->len = p->batches[i].len;
+            b->crc32c = p->batches[i].crc;
+        }
+        d->msg.u.fetch_resp.batches = p->n_batches ? d->batches : NULL;
+        d->msg.u.fetch_resp.n_batches = p->n_batches;
+    }
+    (void)s;
+    return true;
+}
+
+/* ---------------------------------------------------------------- forward declarations */
+
+static void node_step(sim *s, sim_node *n, kq_raft_event *ev);
+static void net_send(sim *s, sim_packet *p);
+static void check_node(sim *s, sim_node *n);
+static void check_leaders(sim *s);
+static void lm_record(sim *s, sim_node *n, const sim_batch *b);
+
+static sim_node *node_by_id(sim *s, int32_t id)
+{
+    for (int i = 0; i < s->n_nodes; i++)
+        if (s->nodes[i].id == id)
+            return &s->nodes[i];
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- host: disk */
+
+static void group_free(sim_group *g)
+{
+    for (size_t i = 0; i < g->n_ops; i++)
+        free(g->ops[i].b.data);
+    free(g->ops);
+    for (size_t i = 0; i < g->n_pkts; i++)
+        pkt_free(g->pkts[i]);
+    free(g->pkts);
+    free(g);
+}
+
+static void apply_op(sim *s, sim_node *n, const sim_op *op)
+{
+    switch (op->kind) {
+    case OP_QSTATE:
+        if (op->q.epoch < n->dq.epoch)
+            fail(s, "n%d: durable epoch would go down from %d to %d", n->id, n->dq.epoch,
+                 op->q.epoch);
+        n->dq = op->q;
+        break;
+    case OP_TRUNCATE:
+        log_truncate(&n->dlog, op->off);
+        break;
+    case OP_APPEND: /* only durable batches can ever be seen by another node */
+        lm_record(s, n, &op->b);
+        log_append(s, &n->dlog, &op->b);
+        break;
+    }
+}
+
+/* Length of the prefix of the host's current log that is durable: the durable end, capped by
+ * any truncation still pending (whose old entries are durable but no longer in the log). */
+static int64_t durable_prefix(const sim_node *n)
+{
+    int64_t end = log_end(&n->dlog);
+    for (const sim_group *g = n->gh; g; g = g->next)
+        for (size_t i = 0; i < g->n_ops; i++)
+            if (g->ops[i].kind == OP_TRUNCATE && g->ops[i].off < end)
+                end = g->ops[i].off;
+    return end;
+}
+
+static void disk_done(sim *s, sim_node *n, uint64_t gid)
+{
+    sim_group *g = n->gh;
+    if (!g || g->id != gid) {
+        fail(s, "sim: n%d disk completion out of order", n->id);
+        return;
+    }
+    n->gh = g->next;
+    if (!n->gh)
+        n->gt = NULL;
+    for (size_t i = 0; i < g->n_ops; i++)
+        apply_op(s, n, &g->ops[i]);
+    for (size_t i = 0; i < g->n_pkts; i++) {
+        net_send(s, g->pkts[i]);
+        g->pkts[i] = NULL;
+    }
+    g->n_pkts = 0;
+    group_free(g);
+    if (s->o.bug == KQ_SIM_BUG_EARLY_ACK)
+        return; /* already acknowledged by fake_persisted */
+    kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
+    ev.u.persisted_end = durable_prefix(n);
+    trace(s, "n%d > persisted end=%" PRId64, n->id, ev.u.persisted_end);
+    node_step(s, n, &ev);
+}
+
+/* KQ_SIM_BUG_EARLY_ACK: claim the whole written log is durable right away. */
+static void fake_persisted(sim *s, sim_node *n)
+{
+    kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
+    ev.u.persisted_end = log_end(&n->mlog);
+    trace(s, "n%d > persisted end=%" PRId64 " (early ack)", n->id, ev.u.persisted_end);
+    node_step(s, n, &ev);
+}
+
+/* ---------------------------------------------------------------- host: requests */
+
+static void make_error_resp(kq_raft_msg *m, kq_raft_msg_type req_type, int32_t from, int32_t to,
+                            int32_t epoch, int err)
+{
+    memset(m, 0, sizeof *m);
+    m->type = (kq_raft_msg_type)(req_type + 1);
+    m->from = from;
+    m->to = to;
+    m->error = err;
+    m->epoch = epoch;
+    m->leader_id = KQ_RAFT_NO_ID;
+    if (req_type == KQ_RAFT_FETCH_REQ) {
+        m->u.fetch_resp.high_watermark = -1;
+        m->u.fetch_resp.diverging_epoch = -1;
+        m->u.fetch_resp.diverging_end_offset = -1;
+    }
+}
+
+static long out_find(const sim_node *n, uint64_t req_id)
+{
+    for (size_t i = 0; i < n->n_outs; i++)
+        if (n->outs[i].req_id == req_id)
+            return (long)i;
+    return -1;
+}
+
+static void out_remove(sim_node *n, long i)
+{
+    n->outs[i] = n->outs[--n->n_outs];
+}
+
+/* A response reached the requester's host: deliver it unless the request is already done. */
+static void deliver_response(sim *s, sim_node *n, const sim_packet *p)
+{
+    long i = out_find(n, p->req_id);
+    if (i < 0) {
+        trace(s, "n%d < %s #%" PRIu64 " from n%d dropped (request already answered)", n->id,
+              msg_name(p->msg.type), p->req_id, s->nodes[p->from].id);
+        return;
+    }
+    if ((int)n->outs[i].type + 1 != (int)p->msg.type) {
+        fail(s, "sim: n%d got %s for a %s", n->id, msg_name(p->msg.type),
+             msg_name(n->outs[i].type));
+        return;
+    }
+    out_remove(n, i);
+    sim_decoded d;
+    if (!pkt_decode(s, p, &d))
+        return;
+    char m[200];
+    msg_str(&d.msg, d.msg.type == KQ_RAFT_FETCH_RESP ? d.msg.u.fetch_resp.n_batches : 0, m,
+            sizeof m);
+    trace(s, "n%d < n%d #%" PRIu64 " %s", n->id, s->nodes[p->from].id, p->req_id, m);
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE};
+    ev.u.msg = &d.msg;
+    node_step(s, n, &ev);
+    decoded_free(&d);
+}
+
+static void deliver_request(sim *s, sim_node *n, const sim_packet *p)
+{
+    sim_decoded d;
+    if (!pkt_decode(s, p, &d))
+        return;
+    if (!grow(s, (void **)&n->ins, &n->cap_ins, n->n_ins + 1, sizeof(sim_in)))
+        goto out;
+    n->ins[n->n_ins++] =
+        (sim_in){.token = p->req_id, .type = p->msg.type, .from = p->from, .at_ms = s->now};
+    char m[200];
+    msg_str(&d.msg, 0, m, sizeof m);
+    trace(s, "n%d < n%d #%" PRIu64 " %s", n->id, s->nodes[p->from].id, p->req_id, m);
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE};
+    ev.u.msg = &d.msg;
+    node_step(s, n, &ev);
+out:
+    decoded_free(&d);
+}
+
+static void req_timeout(sim *s, sim_node *n, uint64_t req_id)
+{
+    long i = out_find(n, req_id);
+    if (i < 0)
+        return;
+    sim_out o = n->outs[i];
+    out_remove(n, i);
+    kq_raft_msg m;
+    make_error_resp(&m, o.type, s->nodes[o.peer].id, n->id, o.epoch, KQ_ERR_REQUEST_TIMED_OUT);
+    trace(s, "n%d < n%d #%" PRIu64 " %s timed out", n->id, s->nodes[o.peer].id, req_id,
+          msg_name(o.type));
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE};
+    ev.u.msg = &m;
+    node_step(s, n, &ev);
+}
+
+/* ---------------------------------------------------------------- host: applying an update */
+
+static void payload_leader_change(const sim_node *n, int32_t epoch, uint8_t *buf, size_t *len)
+{
+    int k = snprintf((char *)buf, 64, "LC leader=n%d epoch=%d", n->id, epoch);
+    *len = (size_t)k;
+}
+
+/* Gather whole batches in [from, to) from the leader's log into p, within random caps. */
+static void fill_fetch(sim *s, sim_node *n, sim_packet *p)
+{
+    int64_t from = p->msg.u.fetch_resp.records_from, to = p->msg.u.fetch_resp.records_to;
+    if (from >= to)
+        return;
+    long i = log_find(&n->mlog, from);
+    if (i < 0 || n->mlog.b[i].base != from) {
+        fail(s,
+             "n%d: Fetch response records_from=%" PRId64 " is not a batch start in its log "
+             "(LEO %" PRId64 ")",
+             n->id, from, log_end(&n->mlog));
+        return;
+    }
+    if (to > log_end(&n->mlog)) {
+        fail(s, "n%d: Fetch response records_to=%" PRId64 " is beyond its log end %" PRId64, n->id,
+             to, log_end(&n->mlog));
+        return;
+    }
+    size_t max_n = (size_t)rng_range(&s->net, 1, s->fetch_cap_batches);
+    if (max_n > KQ_RAFT_MAX_BATCHES)
+        max_n = KQ_RAFT_MAX_BATCHES;
+    p->batches = xcalloc(s, max_n, sizeof(sim_batch));
+    if (!p->batches)
+        return;
+    size_t bytes = 0;
+    for (size_t j = (size_t)i; j < n->mlog.n && p->n_batches < max_n; j++) {
+        const sim_batch *b = &n->mlog.b[j];
+        if (b->base + b->count > to)
+            break;
+        if (p->n_batches > 0 && bytes + b->len > s->fetch_cap_bytes)
+            break;
+        if (!batch_dup(s, &p->batches[p->n_batches], b))
+            return;
+        p->n_batches++;
+        bytes += b->len;
+    }
+}
+
+static void ins_answer(sim *s, sim_node *n, const kq_raft_msg *m)
+{
+    for (size_t i = 0; i < n->n_ins; i++) {
+        if (n->ins[i].token != m->token)
+            continue;
+        if ((int)n->ins[i].type + 1 != (int)m->type)
+            fail(s, "n%d answered %s #%" PRIu64 " with a %s", n->id, msg_name(n->ins[i].type),
+                 m->token, msg_name(m->type));
+        if (s->nodes[n->ins[i].from].id != m->to)
+            fail(s, "n%d sent the response to #%" PRIu64 " to n%d, not the requester n%d", n->id,
+                 m->token, m->to, s->nodes[n->ins[i].from].id);
+        n->ins[i] = n->ins[--n->n_ins];
+        return;
+    }
+    fail(s, "n%d emitted a %s with token #%" PRIu64 " that answers no pending request", n->id,
+         msg_name(m->type), m->token);
+}
+
+/* Queue packet p behind the node's pending writes, or send it now if there are none. */
+static void hold_or_send(sim *s, sim_node *n, sim_packet *p)
+{
+    sim_group *g = n->gt;
+    if (!g || s->o.bug == KQ_SIM_BUG_EARLY_ACK) {
+        net_send(s, p);
+        return;
+    }
+    if (!grow(s, (void **)&g->pkts, &g->cap_pkts, g->n_pkts + 1, sizeof(sim_packet *))) {
+        pkt_free(p);
+        return;
+    }
+    g->pkts[g->n_pkts++] = p;
+}
+
+static void host_msgs(sim *s, sim_node *n, const kq_raft_update *u)
+{
+    for (size_t i = 0; i < u->n_msgs && !s->failed; i++) {
+        const kq_raft_msg *m = &u->msgs[i];
+        sim_node *peer = node_by_id(s, m->to);
+        if (!peer || peer == n) {
+            fail(s, "n%d emitted a %s to unknown or own id %d", n->id, msg_name(m->type), m->to);
+            return;
+        }
+        if (m->from != n->id) {
+            fail(s, "n%d emitted a %s with from=%d", n->id, msg_name(m->type), m->from);
+            return;
+        }
+        if (m->type == KQ_RAFT_VOTE_REQ &&
+            (m->u.vote_req.last_epoch >= m->epoch || m->u.vote_req.last_offset < 0 ||
+             m->u.vote_req.candidate_id != n->id)) {
+            fail(s,
+                 "n%d emitted an invalid VoteReq: epoch %d, candidate %d, last epoch %d, "
+                 "last offset %" PRId64 " (needs last epoch < epoch)",
+                 n->id, m->epoch, m->u.vote_req.candidate_id, m->u.vote_req.last_epoch,
+                 m->u.vote_req.last_offset);
+            return;
+        }
+        sim_packet *p = xcalloc(s, 1, sizeof *p);
+        if (!p)
+            return;
+        p->from = n->idx;
+        p->to = peer->idx;
+        p->msg = *m;
+        p->is_req = is_request(m->type);
+        if (p->is_req) {
+            for (size_t j = 0; j < n->n_outs; j++)
+                if (n->outs[j].peer == peer->idx && n->outs[j].type == m->type)
+                    fail(s, "n%d sent a second %s to n%d while #%" PRIu64 " is in flight", n->id,
+                         msg_name(m->type), peer->id, n->outs[j].req_id);
+            p->req_id = ++s->next_req_id;
+            if (!grow(s, (void **)&n->outs, &n->cap_outs, n->n_outs + 1, sizeof(sim_out))) {
+                pkt_free(p);
+                return;
+            }
+            n->outs[n->n_outs++] = (sim_out){
+                .req_id = p->req_id, .type = m->type, .peer = peer->idx, .epoch = m->epoch};
+        } else {
+            ins_answer(s, n, m);
+            p->req_id = m->token;
+            if (m->type == KQ_RAFT_FETCH_RESP) {
+                p->msg.u.fetch_resp.batches = NULL;
+                p->msg.u.fetch_resp.n_batches = 0;
+                fill_fetch(s, n, p);
+            }
+        }
+        char str[200];
+        msg_str(&p->msg, p->n_batches, str, sizeof str);
+        trace(s, "  n%d > n%d #%" PRIu64 " %s", n->id, peer->id, p->req_id, str);
+#ifdef KQ_SIM_CODEC
+        if (!pkt_encode(s, p)) {
+            pkt_free(p);
+            return;
+        }
+#endif
+        hold_or_send(s, n, p);
+    }
+}
+
+/* Validate a batch the core asks to append and build its payload into op->b. */
+static bool host_batch(sim *s, sim_node *n, const kq_raft_batch *b, int64_t expect_base, sim_op *op)
+{
+    uint8_t lc[64];
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    if (b->base_offset != expect_base) {
+        fail(s, "n%d: append at %" PRId64 " but the log ends at %" PRId64, n->id, b->base_offset,
+             expect_base);
+        return false;
+    }
+    if (b->count < 1) {
+        fail(s, "n%d: append of a batch with count %d", n->id, b->count);
+        return false;
+    }
+    int32_t last = n->mlog.n ? n->mlog.b[n->mlog.n - 1].epoch : 0;
+    if (b->epoch < last) {
+        fail(s, "n%d: append of epoch %d after epoch %d", n->id, b->epoch, last);
+        return false;
+    }
+    switch (b->kind) {
+    case KQ_RAFT_BATCH_PROPOSED:
+        if (!n->propose_data) {
+            fail(s, "n%d: PROPOSED batch outside a PROPOSE step", n->id);
+            return false;
+        }
+        data = n->propose_data;
+        len = n->propose_len;
+        n->propose_data = NULL;
+        break;
+    case KQ_RAFT_BATCH_LEADER_CHANGE:
+        payload_leader_change(n, b->epoch, lc, &len);
+        data = lc;
+        break;
+    case KQ_RAFT_BATCH_FETCHED:
+        data = b->data;
+        len = b->len;
+        break;
+    default:
+        fail(s, "n%d: append of unknown batch kind %d", n->id, (int)b->kind);
+        return false;
+    }
+    op->kind = OP_APPEND;
+    op->b.base = b->base_offset;
+    op->b.epoch = b->epoch;
+    op->b.count = b->count;
+    op->b.len = len;
+    op->b.crc = b->kind == KQ_RAFT_BATCH_FETCHED ? b->crc32c : 0;
+#ifdef KQ_SIM_CODEC
+    if (b->kind != KQ_RAFT_BATCH_FETCHED)
+        op->b.crc = kq_crc32c(0, data, len);
+#endif
+    op->b.data = xcalloc(s, len, 1);
+    if (!op->b.data)
+        return false;
+    if (len)
+        memcpy(op->b.data, data, len);
+    return true;
+}
+
+/* Log-matching oracle: the same (offset, epoch) must always carry the same durable batch. */
+static void lm_record(sim *s, sim_node *n, const sim_batch *b)
+{
+    uint64_t h = batch_hash(b);
+    for (int64_t off = b->base; off < b->base + b->count; off++) {
+        if ((size_t)off >= s->n_lm) {
+            size_t need = (size_t)off + 1;
+            if (!grow(s, (void **)&s->lm, &s->n_lm, need, sizeof(lm_slot)))
+                return;
+        }
+        lm_slot *sl = &s->lm[off];
+        bool found = false;
+        for (size_t i = 0; i < sl->n; i++) {
+            if (sl->e[i].epoch != b->epoch)
+                continue;
+            found = true;
+            if (sl->e[i].hash != h)
+                fail(s,
+                     "log matching: n%d wrote offset %" PRId64 " epoch %d with a different "
+                     "batch than another node (batch base %" PRId64 ")",
+                     n->id, off, b->epoch, b->base);
+        }
+        if (!found) {
+            if (!grow(s, (void **)&sl->e, &sl->cap, sl->n + 1, sizeof(oracle_entry)))
+                return;
+            sl->e[sl->n++] = (oracle_entry){.epoch = b->epoch, .hash = h};
+        }
+    }
+}
+
+static void host_writes(sim *s, sim_node *n, const kq_raft_update *u)
+{
+    size_t n_ops = (u->persist_qstate ? 1 : 0) + (u->truncate_to >= 0 ? 1 : 0) + u->n_append;
+    if (!n_ops)
+        return;
+    sim_group *g = xcalloc(s, 1, sizeof *g);
+    if (!g)
+        return;
+    g->ops = xcalloc(s, n_ops, sizeof(sim_op));
+    if (!g->ops) {
+        free(g);
+        return;
+    }
+    g->id = ++s->next_group_id;
+    if (u->persist_qstate) {
+        const kq_raft_qstate *q = &u->qstate;
+        if (q->epoch < n->mq.epoch)
+            fail(s, "n%d: persists epoch %d below the written epoch %d", n->id, q->epoch,
+                 n->mq.epoch);
+        if (q->epoch == n->mq.epoch && n->mq.voted_id >= 0 && q->voted_id >= 0 &&
+            q->voted_id != n->mq.voted_id)
+            fail(s, "n%d: changes its vote in epoch %d from n%d to n%d", n->id, q->epoch,
+                 n->mq.voted_id, q->voted_id);
+        if (q->epoch == n->mq.epoch && n->mq.leader_id >= 0 && q->leader_id >= 0 &&
+            q->leader_id != n->mq.leader_id)
+            fail(s, "n%d: changes the leader of epoch %d from n%d to n%d", n->id, q->epoch,
+                 n->mq.leader_id, q->leader_id);
+        /* KRaft leaves a known leader's epoch only for a higher epoch (observers excepted:
+         * they may drop the leader to rediscover it) */
+        if (n->voter && q->epoch == n->mq.epoch && n->mq.leader_id >= 0 && q->leader_id < 0)
+            fail(s,
+                 "n%d: persists epoch %d without its leader n%d (a voter may leave a known "
+                 "leader only for a higher epoch)",
+                 n->id, q->epoch, n->mq.leader_id);
+        trace(s, "  n%d write qstate e%d vote=%d leader=%d", n->id, q->epoch, q->voted_id,
+              q->leader_id);
+        n->mq = *q;
+        g->ops[g->n_ops++] = (sim_op){.kind = OP_QSTATE, .q = *q};
+    }
+    if (u->truncate_to >= 0) {
+        int64_t t = u->truncate_to;
+        if (n->max_hw >= 0 && t < n->max_hw)
+            fail(s, "n%d: truncates to %" PRId64 ", below its high watermark %" PRId64, n->id, t,
+                 n->max_hw);
+        trace(s, "  n%d write truncate to %" PRId64 " (LEO %" PRId64 ")", n->id, t,
+              log_end(&n->mlog));
+        if (!log_truncate(&n->mlog, t))
+            fail(s, "n%d: truncation to %" PRId64 " falls inside a batch", n->id, t);
+        if (n->oracle_end > t)
+            n->oracle_end = t;
+        g->ops[g->n_ops++] = (sim_op){.kind = OP_TRUNCATE, .off = t};
+    }
+    for (size_t i = 0; i < u->n_append && !s->failed; i++) {
+        sim_op *op = &g->ops[g->n_ops];
+        if (!host_batch(s, n, &u->append[i], log_end(&n->mlog), op))
+            break;
+        g->n_ops++;
+        trace(s, "  n%d write batch %" PRId64 "+%d e%d %.*s", n->id, op->b.base, op->b.count,
+              op->b.epoch, (int)(op->b.len < 24 ? op->b.len : 24), (const char *)op->b.data);
+        log_append(s, &n->mlog, &op->b);
+    }
+    uint64_t lat = s->disk_lat_min + rng_below(&s->disk, s->disk_lat_spread + 1);
+    uint64_t at = s->now + lat;
+    if (at < n->disk_free_ms)
+        at = n->disk_free_ms;
+    n->disk_free_ms = at;
+    if (n->gt)
+        n->gt->next = g;
+    else
+        n->gh = g;
+    n->gt = g;
+    sched(s, at, EV_DISK, n->idx, n->inc, g->id, NULL);
+    if (s->o.bug == KQ_SIM_BUG_EARLY_ACK)
+        sched(s, s->now, EV_FAKE_PERSIST, n->idx, n->inc, 0, NULL);
+}
+
+static void host_timer(sim *s, sim_node *n, uint64_t deadline)
+{
+    if (deadline == 0 || deadline == UINT64_MAX || deadline == n->timer_at)
+        return;
+    n->timer_at = deadline;
+    n->timer_gen++;
+    sched(s, deadline, EV_TIMER, n->idx, n->inc, n->timer_gen, NULL);
+}
+
+static void node_step(sim *s, sim_node *n, kq_raft_event *ev)
+{
+    if (s->failed || !n->up)
+        return;
+    ev->now_ms = s->now;
+    kq_raft_update u;
+    int rc = kq_raft_step(n->r, ev, &u);
+    if (rc) {
+        fail(s, "n%d: kq_raft_step rejected event %d: %s", n->id, (int)ev->type, kq_err_name(rc));
+        return;
+    }
+    if (u.fatal) {
+        fail(s, "n%d: core reported a fatal safety violation: %s", n->id,
+             u.fatal_reason ? u.fatal_reason : "(no reason)");
+        return;
+    }
+    if (u.role_changed)
+        trace(s, "  n%d role %s e%d leader=%d", n->id, kq_raft_role_name(u.role), u.epoch,
+              u.leader_id);
+    if (u.hw_changed)
+        trace(s, "  n%d hw %" PRId64, n->id, u.high_watermark);
+    if (ev->type == KQ_RAFT_EV_PROPOSE) {
+        bool leader = n->st.role == KQ_RAFT_LEADER;
+        if (u.propose_error == 0) {
+            bool found = false;
+            for (size_t i = 0; i < u.n_append; i++)
+                found |= u.append[i].kind == KQ_RAFT_BATCH_PROPOSED &&
+                         u.append[i].base_offset == u.propose_base_offset &&
+                         u.append[i].epoch == u.propose_epoch &&
+                         u.append[i].count == ev->u.propose_count;
+            if (!found)
+                fail(s, "n%d: PROPOSE accepted at %" PRId64 " e%d without appending the batch",
+                     n->id, u.propose_base_offset, u.propose_epoch);
+            else
+                trace(s, "  n%d proposed at %" PRId64 " e%d", n->id, u.propose_base_offset,
+                      u.propose_epoch);
+        } else {
+            trace(s, "  n%d propose refused: %s", n->id, kq_err_name(u.propose_error));
+        }
+        if (!leader && u.propose_error == 0)
+            fail(s, "n%d: accepted a proposal as %s", n->id, kq_raft_role_name(n->st.role));
+        if (leader && u.propose_error != 0)
+            fail(s, "n%d: leader refused a proposal: %s", n->id, kq_err_name(u.propose_error));
+    }
+    host_writes(s, n, &u);
+    host_msgs(s, n, &u);
+    host_timer(s, n, u.next_deadline_ms);
+    n->propose_data = NULL;
+    check_node(s, n);
+    check_leaders(s);
+}
+
+/* ---------------------------------------------------------------- network */
+
+static void net_send(sim *s, sim_packet *p)
+{
+    link *l = &s->links[p->from][p->to];
+    const char *why = NULL;
+    if (p->is_req) { /* the request leaves the host: its timeout starts now */
+        sim_node *n = &s->nodes[p->from];
+        sched(s, s->now + n->cfg.request_timeout_ms, EV_REQ_TIMEOUT, n->idx, n->inc, p->req_id,
+              NULL);
+    }
+    if (l->blocked)
+        why = "partition";
+    else if (rng_permille(&s->net, l->loss_pm))
+        why = "loss";
+    if (why) {
+        trace(s, "  net drop n%d>n%d #%" PRIu64 " %s (%s)", s->nodes[p->from].id,
+              s->nodes[p->to].id, p->req_id, msg_name(p->msg.type), why);
+        pkt_free(p);
+        return;
+    }
+    int copies = rng_permille(&s->net, l->dup_pm) ? 2 : 1;
+    for (int c = 0; c < copies; c++) {
+        sim_packet *q = c == 0 ? p : pkt_dup(s, p);
+        if (!q)
+            return;
+        uint64_t t = s->now + l->lat_min_ms + rng_below(&s->net, l->lat_spread_ms + 1);
+        if (rng_permille(&s->net, l->reorder_pm))
+            t += rng_below(&s->net, 300);
+        if (t < l->clog_until)
+            t = l->clog_until + rng_below(&s->net, 20);
+        sched(s, t, EV_NET, p->to, 0, 0, q);
+    }
+}
+
+static void net_deliver(sim *s, sim_packet *p)
+{
+    sim_node *n = &s->nodes[p->to];
+    if (!n->up) {
+        if (p->is_req && rng_permille(&s->net, 500)) {
+            /* the sender's transport notices the dead peer */
+            sim_packet *e = xcalloc(s, 1, sizeof *e);
+            if (!e)
+                return;
+            e->from = p->to;
+            e->to = p->from;
+            e->req_id = p->req_id;
+            e->synthetic = true;
+            make_error_resp(&e->msg, p->msg.type, n->id, s->nodes[p->from].id, p->msg.epoch,
+                            KQ_ERR_NETWORK_EXCEPTION);
+            sched(s, s->now + rng_range(&s->net, 1, 10), EV_NET, e->to, 0, 0, e);
+        }
+        trace(s, "net n%d>n%d #%" PRIu64 " %s: n%d is down", s->nodes[p->from].id, n->id, p->req_id,
+              msg_name(p->msg.type), n->id);
+        return;
+    }
+    if (p->synthetic) {
+        long i = out_find(n, p->req_id);
+        if (i < 0)
+            return;
+        out_remove(n, i);
+        trace(s, "n%d < n%d #%" PRIu64 " %s", n->id, s->nodes[p->from].id, p->req_id,
+              "network exception");
+        kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE};
+        ev.u.msg = &p->msg;
+        node_step(s, n, &ev);
+        return;
+    }
+    if (p->is_req)
+        deliver_request(s, n, p);
+    else
+        deliver_response(s, n, p);
+}
+
+/* ---------------------------------------------------------------- checkers */
+
+static bool oracle_put(sim *s, sim_node *n, int64_t off, int32_t epoch, uint64_t h)
+{
+    if ((size_t)off >= s->n_committed) {
+        size_t old = s->cap_committed;
+        if (!grow(s, (void **)&s->committed, &s->cap_committed, (size_t)off + 1,
+                  sizeof(oracle_entry)))
+            return false;
+        size_t cap = old;
+        if (!grow(s, (void **)&s->committed_set, &cap, s->cap_committed, sizeof(bool)))
+            return false;
+        s->n_committed = s->cap_committed;
+    }
+    if (!s->committed_set[off]) {
+        s->committed_set[off] = true;
+        s->committed[off] = (oracle_entry){.epoch = epoch, .hash = h};
+        s->res->commits_checked++;
+        return true;
+    }
+    if (s->committed[off].epoch != epoch || s->committed[off].hash != h) {
+        fail(s,
+             "committed prefix changed: n%d has offset %" PRId64 " below its HW as epoch %d, "
+             "but epoch %d was committed there first",
+             n->id, off, epoch, s->committed[off].epoch);
+        return false;
+    }
+    return true;
+}
+
+static void check_node(sim *s, sim_node *n)
+{
+    if (!n->up || s->failed)
+        return;
+    kq_raft_status *st = &n->st;
+    kq_raft_get_status(n->r, st);
+    if (st->epoch > s->res->last_epoch)
+        s->res->last_epoch = st->epoch;
+    if (st->epoch < n->max_epoch)
+        fail(s, "n%d: epoch went down from %d to %d", n->id, n->max_epoch, st->epoch);
+    n->max_epoch = st->epoch;
+    if (st->role != KQ_RAFT_RESIGNED && st->role != KQ_RAFT_PROSPECTIVE && st->epoch != n->mq.epoch)
+        fail(s, "n%d: in-memory epoch %d differs from the persisted epoch %d as %s", n->id,
+             st->epoch, n->mq.epoch, kq_raft_role_name(st->role));
+    if (st->log_end_offset != log_end(&n->mlog))
+        fail(s, "n%d: core LEO %" PRId64 " differs from the host log end %" PRId64, n->id,
+             st->log_end_offset, log_end(&n->mlog));
+    /* (skipped when the host itself lies about durability: the protocol checks must fire) */
+    if (st->durable_end_offset > log_end(&n->dlog) && s->o.bug != KQ_SIM_BUG_EARLY_ACK)
+        fail(s, "n%d: core thinks %" PRId64 " is durable, the disk holds %" PRId64, n->id,
+             st->durable_end_offset, log_end(&n->dlog));
+    if ((st->role == KQ_RAFT_LEADER || st->role == KQ_RAFT_CANDIDATE ||
+         st->role == KQ_RAFT_PROSPECTIVE) &&
+        !n->voter)
+        fail(s, "n%d: an observer became %s", n->id, kq_raft_role_name(st->role));
+    /* one leader per epoch, and everyone agrees who it is */
+    int32_t claimed = st->role == KQ_RAFT_LEADER ? n->id : st->leader_id;
+    if (st->role == KQ_RAFT_LEADER && st->leader_id != n->id && st->leader_id != KQ_RAFT_NO_ID)
+        fail(s, "n%d: leader of epoch %d names n%d as leader", n->id, st->epoch, st->leader_id);
+    if (claimed != KQ_RAFT_NO_ID && st->epoch >= 0) {
+        size_t e = (size_t)st->epoch;
+        if (e >= s->n_epoch_leader) {
+            size_t old = s->n_epoch_leader;
+            if (!grow(s, (void **)&s->epoch_leader, &s->n_epoch_leader, e + 1, sizeof(int32_t)))
+                return;
+            for (size_t i = old; i < s->n_epoch_leader; i++)
+                s->epoch_leader[i] = KQ_RAFT_NO_ID;
+        }
+        if (s->epoch_leader[e] == KQ_RAFT_NO_ID) {
+            s->epoch_leader[e] = claimed;
+        } else if (s->epoch_leader[e] != claimed) {
+            fail(s, "two leaders in epoch %d: n%d and n%d (seen by n%d as %s)", st->epoch,
+                 s->epoch_leader[e], claimed, n->id, kq_raft_role_name(st->role));
+            return;
+        }
+    }
+    /* high watermark: monotonic per incarnation, never above the log, prefix never changes */
+    int64_t hw = st->high_watermark;
+    if (hw >= 0) {
+        if (hw < n->max_hw)
+            fail(s, "n%d: high watermark went down from %" PRId64 " to %" PRId64 " as %s", n->id,
+                 n->max_hw, hw, kq_raft_role_name(st->role));
+        n->max_hw = hw;
+        if (hw > log_end(&n->mlog)) {
+            fail(s, "n%d: high watermark %" PRId64 " above its log end %" PRId64, n->id, hw,
+                 log_end(&n->mlog));
+            return;
+        }
+        while (n->oracle_end < hw && !s->failed) {
+            long i = log_find(&n->mlog, n->oracle_end);
+            if (i < 0) {
+                fail(s, "n%d: offset %" PRId64 " below HW %" PRId64 " is missing", n->id,
+                     n->oracle_end, hw);
+                return;
+            }
+            const sim_batch *b = &n->mlog.b[i];
+            uint64_t h = batch_hash(b);
+            for (int64_t off = n->oracle_end; off < b->base + b->count && off < hw; off++)
+                if (!oracle_put(s, n, off, b->epoch, h))
+                    return;
+            n->oracle_end = b->base + b->count < hw ? b->base + b->count : hw;
+        }
+    }
+}
+
+/* Every node that believes it leads: a majority of voters durably holds all below its HW. */
+static void check_leaders(sim *s)
+{
+    for (int i = 0; i < s->n_nodes && !s->failed; i++) {
+        sim_node *l = &s->nodes[i];
+        if (!l->up || l->st.role != KQ_RAFT_LEADER || l->st.high_watermark <= 0)
+            continue;
+        int64_t last = l->st.high_watermark - 1;
+        int32_t e = log_epoch_at(&l->mlog, last);
+        int have = 0;
+        for (int v = 0; v < s->n_nodes; v++)
+            if (s->nodes[v].voter && log_epoch_at(&s->nodes[v].dlog, last) == e)
+                have++;
+        if (have < s->n_voters / 2 + 1)
+            fail(s,
+                 "n%d: leader of epoch %d has HW %" PRId64 " but only %d of %d voters durably "
+                 "store offset %" PRId64 " (epoch %d)",
+                 l->id, l->st.epoch, l->st.high_watermark, have, s->n_voters, last, e);
+    }
+}
+
+/* Requests a core has sat on for too long break "exactly one response". */
+static void check_unanswered(sim *s)
+{
+    for (int i = 0; i < s->n_nodes; i++) {
+        sim_node *n = &s->nodes[i];
+        for (size_t j = 0; n->up && j < n->n_ins; j++)
+            if (s->now - n->ins[j].at_ms > UNANSWERED_MAX_MS)
+                fail(s, "n%d never answered %s #%" PRIu64 " from n%d received at %" PRIu64 "ms",
+                     n->id, msg_name(n->ins[j].type), n->ins[j].token, s->nodes[n->ins[j].from].id,
+                     n->ins[j].at_ms);
+    }
+}
+
+/* ---------------------------------------------------------------- node lifecycle */
+
+static void node_clear_volatile(sim_node *n)
+{
+    while (n->gh) {
+        sim_group *g = n->gh;
+        n->gh = g->next;
+        group_free(g);
+    }
+    n->gt = NULL;
+    n->n_outs = 0;
+    n->n_ins = 0;
+    if (n->r)
+        kq_raft_free(n->r);
+    n->r = NULL;
+    n->up = false;
+    n->stopping = false;
+}
+
+static void node_start(sim *s, sim_node *n)
+{
+    if (n->up)
+        return;
+    char err[200] = "";
+    kq_raft_config cfg = n->cfg;
+    n->inc++;
+    cfg.seed = n->core_seed ^ (n->inc * 0x9E3779B97F4A7C15ull);
+    n->r = kq_raft_new(&cfg, err, sizeof err);
+    if (!n->r) {
+        fail(s, "n%d: kq_raft_new failed: %s", n->id, err);
+        return;
+    }
+    n->up = true;
+    n->mq = n->dq;
+    if (!log_copy(s, &n->mlog, &n->dlog))
+        return;
+    n->disk_free_ms = s->now;
+    n->timer_at = 0;
+    n->timer_gen++;
+    n->max_epoch = -1;
+    n->max_hw = -1;
+    n->oracle_end = 0;
+    n->ticks_same_ms = 0;
+    memset(&n->st, 0, sizeof n->st);
+    n->st.role = KQ_RAFT_UNATTACHED;
+
+    kq_raft_epoch_entry *epochs = xcalloc(s, n->dlog.n, sizeof *epochs);
+    if (!epochs)
+        return;
+    size_t ne = 0;
+    for (size_t i = 0; i < n->dlog.n; i++)
+        if (ne == 0 || epochs[ne - 1].epoch != n->dlog.b[i].epoch)
+            epochs[ne++] = (kq_raft_epoch_entry){.epoch = n->dlog.b[i].epoch,
+                                                 .start_offset = n->dlog.b[i].base};
+    kq_raft_event ev = {.type = KQ_RAFT_EV_START};
+    ev.u.start.qstate = n->dq;
+    ev.u.start.log_start_offset = 0;
+    ev.u.start.log_end_offset = log_end(&n->dlog);
+    ev.u.start.epochs = epochs;
+    ev.u.start.n_epochs = ne;
+    trace(s, "n%d > start #%" PRIu64 " qstate e%d vote=%d leader=%d LEO %" PRId64 " epochs %zu",
+          n->id, n->inc, n->dq.epoch, n->dq.voted_id, n->dq.leader_id, log_end(&n->dlog), ne);
+    node_step(s, n, &ev);
+    free(epochs);
+}
+
+static void node_crash(sim *s, sim_node *n, bool graceful)
+{
+    if (!n->up)
+        return;
+    if (graceful) { /* a clean shutdown lets the disk finish */
+        while (n->gh) {
+            sim_group *g = n->gh;
+            n->gh = g->next;
+            for (size_t i = 0; i < g->n_ops; i++)
+                apply_op(s, n, &g->ops[i]);
+            group_free(g);
+        }
+    } else if (s->o.bug == KQ_SIM_BUG_LOSE_SYNCED && n->dlog.n) {
+        log_truncate(&n->dlog, n->dlog.b[n->dlog.n - 1].base);
+    }
+    trace(s, "n%d > %s (pending writes dropped: %s)", n->id, graceful ? "stop" : "CRASH",
+          n->gh ? "yes" : "none");
+    node_clear_volatile(n);
+    log_truncate(&n->mlog, 0);
+    s->res->crashes++;
+    if (!s->liveness)
+        sched(s, s->now + rng_range(&s->fault, 200, 8000), EV_START, n->idx, 0, 0, NULL);
+}
+
+/* ---------------------------------------------------------------- workload and faults */
+
+static void propose(sim *s, sim_node *n)
+{
+    uint8_t buf[160];
+    int32_t count = (int32_t)rng_range(&s->work, 1, 5);
+    int k = snprintf((char *)buf, sizeof buf, "P n%d s%" PRIu64 " c%d ", n->id, ++n->propose_seq,
+                     count);
+    size_t len = (size_t)k + rng_below(&s->work, 64);
+    for (size_t i = (size_t)k; i < len; i++)
+        buf[i] = (uint8_t)('a' + (i * 7 + n->propose_seq) % 26);
+    n->propose_data = buf;
+    n->propose_len = len;
+    trace(s, "n%d > propose %d records (%s)", n->id, count, kq_raft_role_name(n->st.role));
+    kq_raft_event ev = {.type = KQ_RAFT_EV_PROPOSE};
+    ev.u.propose_count = count;
+    node_step(s, n, &ev);
+    n->propose_data = NULL;
+}
+
+static void workload(sim *s)
+{
+    for (int i = 0; i < s->n_nodes && !s->failed; i++) {
+        sim_node *n = &s->nodes[i];
+        if (!n->up)
+            continue;
+        if (n->st.role == KQ_RAFT_LEADER ? rng_permille(&s->work, 800) : rng_permille(&s->work, 20))
+            propose(s, n);
+    }
+    sched(s, s->now + rng_range(&s->work, 1, 2 * s->workload_every_ms), EV_WORKLOAD, -1, 0, 0,
+          NULL);
+}
+
+static void heal(sim *s)
+{
+    for (int a = 0; a < s->n_nodes; a++)
+        for (int b = 0; b < s->n_nodes; b++) {
+            s->links[a][b].blocked = false;
+            s->links[a][b].clog_until = 0;
+        }
+    trace(s, "net heal");
+}
+
+static void partition(sim *s)
+{
+    heal(s);
+    int mode = (int)rng_below(&s->fault, 4);
+    int victim = (int)rng_below(&s->fault, (uint64_t)s->n_nodes);
+    bool side[MAX_NODES];
+    for (int i = 0; i < s->n_nodes; i++)
+        side[i] = rng_permille(&s->fault, 500);
+    char desc[64];
+    for (int a = 0; a < s->n_nodes; a++)
+        for (int b = 0; b < s->n_nodes; b++) {
+            bool block = false;
+            switch (mode) {
+            case 0: /* split in two groups */
+                block = side[a] != side[b];
+                break;
+            case 1: /* isolate one node */
+                block = a == victim || b == victim;
+                break;
+            case 2: /* one node can send but not receive */
+                block = b == victim;
+                break;
+            default: /* one-way: group A cannot reach group B */
+                block = side[a] && !side[b];
+                break;
+            }
+            if (a != b)
+                s->links[a][b].blocked = block;
+        }
+    static const char *names[] = {"split", "isolate", "deaf", "one-way"};
+    int k = snprintf(desc, sizeof desc, "%s n%d {", names[mode], s->nodes[victim].id);
+    for (int i = 0; i < s->n_nodes && k < (int)sizeof desc - 4; i++)
+        if (side[i])
+            k += snprintf(desc + k, sizeof desc - (size_t)k, " n%d", s->nodes[i].id);
+    trace(s, "net partition %s }", desc);
+    sched(s, s->now + rng_range(&s->fault, 500, 10000), EV_HEAL, -1, 0, 0, NULL);
+}
+
+static int pick_node(sim *s, bool up)
+{
+    int cand[MAX_NODES], n = 0;
+    for (int i = 0; i < s->n_nodes; i++)
+        if (s->nodes[i].up == up && !s->nodes[i].stopping)
+            cand[n++] = i;
+    return n ? cand[rng_below(&s->fault, (uint64_t)n)] : -1;
+}
+
+static void fault_tick(sim *s)
+{
+    uint32_t r = (uint32_t)rng_below(&s->fault, 1000);
+    int i;
+    if (r < s->p_crash) {
+        if ((i = pick_node(s, true)) >= 0)
+            node_crash(s, &s->nodes[i], false);
+    } else if ((r -= s->p_crash) < s->p_restart) {
+        if ((i = pick_node(s, false)) >= 0)
+            node_start(s, &s->nodes[i]);
+    } else if ((r -= s->p_restart) < s->p_graceful) {
+        /* prefer the leader: graceful resignation is what EndQuorumEpoch is for */
+        i = -1;
+        for (int j = 0; j < s->n_nodes; j++)
+            if (s->nodes[j].up && !s->nodes[j].stopping && s->nodes[j].st.role == KQ_RAFT_LEADER)
+                i = j;
+        if (i < 0)
+            i = pick_node(s, true);
+        if (i >= 0) {
+            sim_node *n = &s->nodes[i];
+            n->stopping = true;
+            trace(s, "n%d > resign (graceful shutdown)", n->id);
+            kq_raft_event ev = {.type = KQ_RAFT_EV_RESIGN};
+            node_step(s, n, &ev);
+            sched(s, s->now + rng_range(&s->fault, 50, 1500), EV_GRACE_STOP, n->idx, n->inc, 0,
+                  NULL);
+        }
+    } else if ((r -= s->p_graceful) < s->p_partition) {
+        partition(s);
+    } else if ((r -= s->p_partition) < s->p_heal) {
+        heal(s);
+    } else if ((r -= s->p_heal) < s->p_clog) {
+        int a = (int)rng_below(&s->fault, (uint64_t)s->n_nodes);
+        int b = (int)rng_below(&s->fault, (uint64_t)s->n_nodes);
+        uint64_t d = rng_range(&s->fault, 100, 3000);
+        s->links[a][b].clog_until = s->now + d;
+        trace(s, "net clog n%d>n%d for %" PRIu64 "ms", s->nodes[a].id, s->nodes[b].id, d);
+    }
+    sched(s, s->now + rng_range(&s->fault, 1, 2 * s->fault_every_ms), EV_FAULT, -1, 0, 0, NULL);
+}
+
+/* ---------------------------------------------------------------- liveness phase */
+
+static void liveness_begin(sim *s)
+{
+    s->liveness = true;
+    trace(s, "=== liveness phase: faults stop, network heals, crashed nodes restart ===");
+    heal(s);
+    for (int a = 0; a < s->n_nodes; a++)
+        for (int b = 0; b < s->n_nodes; b++) {
+            s->links[a][b].loss_pm = 0;
+            s->links[a][b].dup_pm = 0;
+        }
+    for (int i = 0; i < s->n_nodes; i++) {
+        sim_node *n = &s->nodes[i];
+        if (n->up && n->stopping)
+            node_crash(s, n, true);
+        if (!n->up)
+            sched(s, s->now + rng_range(&s->fault, 0, 500), EV_START, i, 0, 0, NULL);
+    }
+    s->live_leader = -1;
+    s->probe_end = -1;
+    s->live_start_ms = s->now;
+    s->live_progress = -1;
+    sched(s, s->now + 100, EV_LIVE_CHECK, -1, 0, 0, NULL);
+    sched(s, s->now + s->liveness_ms, EV_LIVE_DEADLINE, -1, 0, 0, NULL);
+}
+
+static bool logs_equal(const sim_log *a, const sim_log *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->b[i].base != b->b[i].base || a->b[i].epoch != b->b[i].epoch ||
+            a->b[i].count != b->b[i].count || batch_hash(&a->b[i]) != batch_hash(&b->b[i]))
+            return false;
+    return true;
+}
+
+/* Why the cluster has not converged yet ("" when it has). */
+static void live_status(sim *s, char *why, size_t len)
+{
+    why[0] = 0;
+    int leader = -1, leaders = 0;
+    for (int i = 0; i < s->n_nodes; i++) {
+        if (!s->nodes[i].up) {
+            snprintf(why, len, "n%d is down", s->nodes[i].id);
+            return;
+        }
+        if (s->nodes[i].st.role == KQ_RAFT_LEADER) {
+            leader = i;
+            leaders++;
+        }
+    }
+    if (leaders != 1) {
+        snprintf(why, len, "%d leaders", leaders);
+        return;
+    }
+    sim_node *l = &s->nodes[leader];
+    for (int i = 0; i < s->n_nodes; i++) {
+        sim_node *n = &s->nodes[i];
+        if (n->st.epoch != l->st.epoch || n->st.leader_id != l->id) {
+            snprintf(why, len, "n%d is %s at e%d with leader %d; leader n%d is at e%d", n->id,
+                     kq_raft_role_name(n->st.role), n->st.epoch, n->st.leader_id, l->id,
+                     l->st.epoch);
+            return;
+        }
+    }
+    if (s->live_leader != leader || s->live_epoch != l->st.epoch || s->probe_end < 0) {
+        s->live_leader = leader;
+        s->live_epoch = l->st.epoch;
+        int64_t before = log_end(&l->mlog);
+        propose(s, l);
+        s->probe_end = log_end(&l->mlog);
+        if (s->probe_end <= before)
+            s->probe_end = -1;
+        snprintf(why, len, "probe proposed on n%d", l->id);
+        return;
+    }
+    int64_t leo = log_end(&l->mlog);
+    if (l->st.high_watermark < s->probe_end || l->st.high_watermark != leo) {
+        snprintf(why, len, "leader n%d HW %" PRId64 ", LEO %" PRId64 ", probe end %" PRId64, l->id,
+                 l->st.high_watermark, leo, s->probe_end);
+        return;
+    }
+    for (int i = 0; i < s->n_nodes; i++) {
+        sim_node *n = &s->nodes[i];
+        if (n->st.high_watermark != leo || !logs_equal(&n->mlog, &l->mlog)) {
+            snprintf(why, len, "n%d HW %" PRId64 " LEO %" PRId64 " vs leader n%d HW/LEO %" PRId64,
+                     n->id, n->st.high_watermark, log_end(&n->mlog), l->id, leo);
+            return;
+        }
+    }
+}
+
+static void live_check(sim *s)
+{
+    char why[200];
+    live_status(s, why, sizeof why);
+    if (!why[0] && !s->failed) {
+        sim_node *l = &s->nodes[s->live_leader];
+        s->res->high_watermark = l->st.high_watermark;
+        trace(s, "=== converged: leader n%d e%d, HW %" PRId64 " on all %d nodes ===", l->id,
+              l->st.epoch, l->st.high_watermark, s->n_nodes);
+        s->done = true;
+        return;
+    }
+    sched(s, s->now + 100, EV_LIVE_CHECK, -1, 0, 0, NULL);
+}
+
+/* At the deadline: a cluster still catching up (logs or HWs moving) gets more time, up to
+ * LIVENESS_MAX_FACTOR budgets; a stuck one fails. */
+static void live_deadline(sim *s)
+{
+    int64_t progress = 0;
+    for (int i = 0; i < s->n_nodes; i++)
+        progress += s->nodes[i].st.high_watermark + log_end(&s->nodes[i].mlog);
+    char why[200];
+    live_status(s, why, sizeof why);
+    if (progress > s->live_progress &&
+        s->now - s->live_start_ms < LIVENESS_MAX_FACTOR * s->liveness_ms) {
+        trace(s, "liveness: still catching up (%s), extending", why);
+        s->live_progress = progress;
+        sched(s, s->now + s->liveness_ms / 4, EV_LIVE_DEADLINE, -1, 0, 0, NULL);
+        return;
+    }
+    fail(s, "liveness: no convergence %" PRIu64 "ms after healing: %s", s->now - s->live_start_ms,
+         why);
+}
+
+/* ---------------------------------------------------------------- setup */
+
+void kq_sim_opts_defaults(kq_sim_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->observers = -1;
+    o->dump_on_failure = true;
+}
+
+int kq_sim_bug_from_name(const char *name)
+{
+    if (!strcmp(name, "none"))
+        return KQ_SIM_BUG_NONE;
+    if (!strcmp(name, "early-ack"))
+        return KQ_SIM_BUG_EARLY_ACK;
+    if (!strcmp(name, "lose-synced"))
+        return KQ_SIM_BUG_LOSE_SYNCED;
+    return -1;
+}
+
+static uint32_t vary(rng *r, uint32_t base, uint32_t pct)
+{
+    uint32_t d = base * pct / 100;
+    return base - d + (uint32_t)rng_below(r, 2 * (uint64_t)d + 1);
+}
+
+static void setup(sim *s)
+{
+    rng master = {s->o.seed};
+    rng cfg = {rng_next(&master)};
+    s->net.s = rng_next(&master);
+    s->disk.s = rng_next(&master);
+    s->work.s = rng_next(&master);
+    s->fault.s = rng_next(&master);
+    s->core.s = rng_next(&master);
+
+    s->n_voters = s->o.voters ? s->o.voters : (int)rng_range(&cfg, 1, KQ_SIM_MAX_VOTERS);
+    s->n_observers =
+        s->o.observers >= 0 ? s->o.observers : (int)rng_range(&cfg, 0, KQ_SIM_MAX_OBSERVERS);
+    s->n_nodes = s->n_voters + s->n_observers;
+    s->safety_ms = s->o.safety_ms ? s->o.safety_ms : rng_range(&cfg, 10000, 25000);
+    s->liveness_ms = s->o.liveness_ms ? s->o.liveness_ms : 60000;
+
+    kq_raft_config base;
+    kq_raft_config_defaults(&base);
+    base.election_timeout_ms = vary(&cfg, 1000, 20);
+    base.fetch_timeout_ms = vary(&cfg, 2000, 20);
+    base.election_backoff_max_ms = vary(&cfg, 1000, 20);
+    base.request_timeout_ms = vary(&cfg, 2000, 20);
+    base.retry_backoff_ms = vary(&cfg, 20, 50);
+    base.fetch_max_wait_ms = vary(&cfg, 500, 20);
+    base.n_voters = s->n_voters;
+    for (int i = 0; i < s->n_voters; i++)
+        base.voters[i] = i + 1;
+
+    /* swarm: which faults this seed uses, and how hard */
+    bool net_faults = rng_permille(&cfg, 800);
+    s->base_loss_pm = net_faults ? (uint32_t)rng_below(&cfg, 150) : 0;
+    s->base_dup_pm = net_faults ? (uint32_t)rng_below(&cfg, 50) : 0;
+    s->base_reorder_pm = net_faults ? (uint32_t)rng_below(&cfg, 100) : 0;
+    uint32_t lat_min = (uint32_t)rng_range(&cfg, 1, 10);
+    uint32_t lat_spread = (uint32_t)rng_range(&cfg, 0, 60);
+    s->disk_lat_min = (uint32_t)rng_range(&cfg, 0, 5);
+    s->disk_lat_spread = (uint32_t)rng_range(&cfg, 0, 40);
+    s->fault_every_ms = (uint32_t)rng_range(&cfg, 200, 2000);
+    s->p_crash = rng_permille(&cfg, 700) ? (uint32_t)rng_range(&cfg, 20, 150) : 0;
+    s->p_restart = (uint32_t)rng_range(&cfg, 20, 150);
+    s->p_graceful = rng_permille(&cfg, 500) ? (uint32_t)rng_range(&cfg, 10, 100) : 0;
+    s->p_partition = rng_permille(&cfg, 700) ? (uint32_t)rng_range(&cfg, 20, 150) : 0;
+    s->p_heal = (uint32_t)rng_range(&cfg, 20, 150);
+    s->p_clog = rng_permille(&cfg, 500) ? (uint32_t)rng_range(&cfg, 10, 100) : 0;
+    s->workload_every_ms = (uint32_t)rng_range(&cfg, 20, 400);
+    s->fetch_cap_batches = rng_permille(&cfg, 300) ? 1 : (uint32_t)rng_range(&cfg, 1, 64);
+    s->fetch_cap_bytes = (uint32_t)rng_range(&cfg, 64, 4096);
+
+    for (int a = 0; a < s->n_nodes; a++)
+        for (int b = 0; b < s->n_nodes; b++)
+            s->links[a][b] = (link){.lat_min_ms = lat_min,
+                                    .lat_spread_ms = lat_spread,
+                                    .loss_pm = s->base_loss_pm,
+                                    .dup_pm = s->base_dup_pm,
+                                    .reorder_pm = s->base_reorder_pm};
+
+    for (int i = 0; i < s->n_nodes; i++) {
+        sim_node *n = &s->nodes[i];
+        n->idx = i;
+        n->id = i + 1;
+        n->voter = i < s->n_voters;
+        n->cfg = base;
+        n->cfg.node_id = n->id;
+        n->core_seed = rng_next(&s->core);
+        n->dq = (kq_raft_qstate){.epoch = 0, .voted_id = -1, .leader_id = -1};
+        n->max_hw = -1;
+    }
+    s->res->voters = s->n_voters;
+    s->res->observers = s->n_observers;
+    trace(s,
+          "seed %" PRIu64 ": voters %d observers %d safety %" PRIu64 "ms | election %u fetch %u "
+          "request %u backoff %u retry %u wait %u",
+          s->o.seed, s->n_voters, s->n_observers, s->safety_ms, base.election_timeout_ms,
+          base.fetch_timeout_ms, base.request_timeout_ms, base.election_backoff_max_ms,
+          base.retry_backoff_ms, base.fetch_max_wait_ms);
+    trace(s,
+          "swarm: net lat %u+%u loss %u dup %u reorder %u (permille) | disk %u+%u | faults every "
+          "%u: crash %u restart %u graceful %u partition %u heal %u clog %u | workload %u | "
+          "fetch cap %u batches %u bytes",
+          lat_min, lat_spread, s->base_loss_pm, s->base_dup_pm, s->base_reorder_pm, s->disk_lat_min,
+          s->disk_lat_spread, s->fault_every_ms, s->p_crash, s->p_restart, s->p_graceful,
+          s->p_partition, s->p_heal, s->p_clog, s->workload_every_ms, s->fetch_cap_batches,
+          s->fetch_cap_bytes);
+
+    for (int i = 0; i < s->n_nodes; i++)
+        sched(s, rng_below(&s->fault, 100), EV_START, i, 0, 0, NULL);
+    sched(s, 100, EV_WORKLOAD, -1, 0, 0, NULL);
+    sched(s, 1000, EV_FAULT, -1, 0, 0, NULL);
+    sched(s, s->safety_ms, EV_PHASE_LIVENESS, -1, 0, 0, NULL);
+}
+
+static void dispatch(sim *s, sim_ev *ev)
+{
+    sim_node *n = ev->node >= 0 ? &s->nodes[ev->node] : NULL;
+    switch (ev->type) {
+    case EV_START:
+        node_start(s, n);
+        break;
+    case EV_TIMER:
+        if (!n->up || ev->inc != n->inc || ev->a != n->timer_gen)
+            break;
+        n->timer_at = 0;
+        if (n->tick_ms == s->now) {
+            if (++n->ticks_same_ms > MAX_SAME_MS_TICKS) {
+                fail(s, "n%d: the core asked for %d TICKs at the same time", n->id,
+                     n->ticks_same_ms);
+                break;
+            }
+        } else {
+            n->tick_ms = s->now;
+            n->ticks_same_ms = 0;
+        }
+        {
+            kq_raft_event tev = {.type = KQ_RAFT_EV_TICK};
+            node_step(s, n, &tev);
+        }
+        break;
+    case EV_DISK:
+        if (n->up && ev->inc == n->inc)
+            disk_done(s, n, ev->a);
+        break;
+    case EV_FAKE_PERSIST:
+        if (n->up && ev->inc == n->inc)
+            fake_persisted(s, n);
+        break;
+    case EV_NET:
+        net_deliver(s, ev->pkt);
+        break;
+    case EV_REQ_TIMEOUT:
+        if (n->up && ev->inc == n->inc)
+            req_timeout(s, n, ev->a);
+        break;
+    case EV_WORKLOAD:
+        if (!s->liveness)
+            workload(s);
+        break;
+    case EV_FAULT:
+        if (!s->liveness) {
+            fault_tick(s);
+            check_unanswered(s);
+        }
+        break;
+    case EV_GRACE_STOP:
+        if (n->up && ev->inc == n->inc && !s->liveness)
+            node_crash(s, n, true);
+        break;
+    case EV_HEAL:
+        if (!s->liveness)
+            heal(s);
+        break;
+    case EV_PHASE_LIVENESS:
+        liveness_begin(s);
+        break;
+    case EV_LIVE_CHECK:
+        check_unanswered(s);
+        live_check(s);
+        break;
+    case EV_LIVE_DEADLINE:
+        live_deadline(s);
+        break;
+    }
+}
+
+static void sim_free(sim *s)
+{
+    while (s->n_heap) {
+        sim_ev ev = heap_pop(s);
+        pkt_free(ev.pkt);
+    }
+    free(s->heap);
+    for (int i = 0; i < s->n_nodes; i++) {
+        sim_node *n = &s->nodes[i];
+        node_clear_volatile(n);
+        log_free(&n->mlog);
+        log_free(&n->dlog);
+        free(n->outs);
+        free(n->ins);
+    }
+    for (size_t i = 0; i < s->n_lm; i++)
+        free(s->lm[i].e);
+    free(s->lm);
+    free(s->committed);
+    free(s->committed_set);
+    free(s->epoch_leader);
+}
+
+int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res)
+{
+    memset(res, 0, sizeof *res);
+    if (o->voters < 0 || o->voters > KQ_SIM_MAX_VOTERS) {
+        snprintf(res->reason, sizeof res->reason, "voters must be 1..%d, got %d", KQ_SIM_MAX_VOTERS,
+                 o->voters);
+        return KQ_ERR_INVALID_CONFIG;
+    }
+    if (o->observers < -1 || o->observers > KQ_SIM_MAX_OBSERVERS) {
+        snprintf(res->reason, sizeof res->reason, "observers must be 0..%d, got %d",
+                 KQ_SIM_MAX_OBSERVERS, o->observers);
+        return KQ_ERR_INVALID_CONFIG;
+    }
+    sim *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(res->reason, sizeof res->reason, "out of memory");
+        return KQ_ERR_NOMEM;
+    }
+    s->o = *o;
+    s->res = res;
+    s->out = o->out ? o->out : stderr;
+    s->hash = 0xCBF29CE484222325ull;
+    setup(s);
+    while (!s->failed && !s->done && s->n_heap) {
+        sim_ev ev = heap_pop(s);
+        s->now = ev.t;
+        if (++s->events > MAX_EVENTS) {
+            fail(s, "event budget of %llu exhausted", MAX_EVENTS);
+            pkt_free(ev.pkt);
+            break;
+        }
+        dispatch(s, &ev);
+        pkt_free(ev.pkt);
+    }
+    if (!s->failed && !s->done)
+        fail(s, "sim: the event queue ran dry");
+    res->failed = s->failed;
+    res->trace_hash = s->hash;
+    res->events = s->events;
+    res->end_ms = s->now;
+    if (s->failed && o->dump_on_failure)
+        dump_trace(s);
+    int rc = s->oom ? KQ_ERR_NOMEM : 0;
+    sim_free(s);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/*
+ * kq_sim: deterministic simulator for the KRaft core (include/kq/raft.h).
+ *
+ * One process runs 1-5 voters and 0-3 observers, each a real kq_raft core driven by a
+ * simulated host: a virtual clock, a simulated network (latency, loss, duplication,
+ * reordering, clogging, partitions) and simulated disks (durable image + pending writes that
+ * become durable after a sampled latency; a crash drops the pending tail). Everything is drawn
+ * from one 64-bit seed, so a run is reproducible from (seed, options, commit).
+ *
+ * A run has a safety phase (random faults) and a liveness phase (faults stop, the network
+ * heals, crashed nodes restart; a single leader, a new commit and identical logs on every node
+ * are required within a time budget). Invariants are checked after every core step; the first
+ * violation stops the run.
+ *
+ * Ownership: kq_sim_run borrows opts (and opts->out) for the duration of the call and fills
+ * the caller's result; it allocates nothing that outlives the call.
+ */
+#ifndef KQ_SIM_H
+#define KQ_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define KQ_SIM_MAX_VOTERS 5
+#define KQ_SIM_MAX_OBSERVERS 3
+#define KQ_SIM_TRACE_KEEP 200 /* trace lines dumped on failure */
+
+/* Deliberately broken hosts, to prove the checkers catch what they claim to catch. */
+typedef enum kq_sim_bug {
+    KQ_SIM_BUG_NONE = 0,
+    KQ_SIM_BUG_EARLY_ACK,   /* report writes PERSISTED (and send) before they are durable */
+    KQ_SIM_BUG_LOSE_SYNCED, /* a crash also loses the last durable batch (lying fsync) */
+} kq_sim_bug;
+
+typedef struct kq_sim_opts {
+    uint64_t seed;
+    int voters;           /* 1..KQ_SIM_MAX_VOTERS; 0 = drawn from the seed */
+    int observers;        /* 0..KQ_SIM_MAX_OBSERVERS; -1 = drawn from the seed */
+    uint64_t safety_ms;   /* virtual length of the fault phase; 0 = drawn (10-25 s) */
+    uint64_t liveness_ms; /* budget for convergence after healing; 0 = 60 s */
+    bool trace;           /* print every trace line to out as it happens */
+    bool dump_on_failure; /* print the last KQ_SIM_TRACE_KEEP trace lines on failure */
+    FILE *out;            /* borrowed; NULL means stderr */
+    kq_sim_bug bug;
+} kq_sim_opts;
+
+typedef struct kq_sim_result {
+    bool failed;
+    char reason[512];    /* first violation, with virtual time and node */
+    uint64_t trace_hash; /* FNV-1a over every trace line: equal for equal seeds */
+    uint64_t events;
+    uint64_t end_ms; /* virtual time at the end */
+    int voters;
+    int observers;
+    int64_t high_watermark; /* leader's HW at the end of a passing run */
+    int32_t last_epoch;     /* highest epoch any node reached */
+    uint64_t crashes;
+    uint64_t commits_checked; /* offsets the committed-prefix oracle recorded */
+} kq_sim_result;
+
+void kq_sim_opts_defaults(kq_sim_opts *o);
+
+/* Run one seed. Returns 0 when the run happened (res->failed says whether an invariant or the
+ * liveness requirement failed), KQ_ERR_INVALID_CONFIG for out-of-range options (res->reason
+ * names the option), or KQ_ERR_NOMEM. */
+int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res);
+
+/* "none", "early-ack", "lose-synced"; returns -1 for an unknown name. */
+int kq_sim_bug_from_name(const char *name);
+
+#endif
