@@ -1,0 +1,227 @@
+/*
+ * kq metadata records as plain C structs (no protobuf types), the tagged union kq_record, and
+ * the functions that validate, free, encode, decode and render them.
+ *
+ * Two libraries implement this header:
+ *   kq_image       (common/image/records.c): kq_record_validate, kq_record_free,
+ *                  kq_topic_name_valid -- pure, no protobuf;
+ *   kq_recordcodec (common/io/record_codec.c): encode/decode to kq.Record protobuf bytes
+ *                  (proto/kq_record.proto), render to text, replay into an image, snapshots.
+ *
+ * Ownership:
+ *   - A record filled by a decoder OWNS every array and string it points to; release it with
+ *     kq_record_free (which frees the contents, not the kq_record itself, and leaves the record
+ *     as an empty KQ_REC_NOOP).
+ *   - A record built by the caller (to encode or to apply) only BORROWS its pointers: encoders
+ *     and kq_image_apply copy what they keep and never free or retain the caller's memory.
+ *     Do not call kq_record_free on such a record unless its pointers are malloc'd.
+ *
+ * Framing: in a batch payload each record is a varint byte length followed by one packed
+ * kq.Record, the same framing as kq_codec_append_* / kq_codec_walk_records (include/kq/codec.h).
+ */
+#ifndef KQ_RECORDS_H
+#define KQ_RECORDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Limits enforced by kq_record_validate (and so by every decode and apply). */
+#define KQ_REC_MAX_REPLICAS 1024      /* per replica list (replicas, isr, elr, lke, voters) */
+#define KQ_REC_MAX_TOPIC_NAME 249     /* Kafka: [a-zA-Z0-9._-]{1,249}, not "." or ".." */
+#define KQ_REC_MAX_ENDPOINTS 64       /* per broker */
+#define KQ_REC_MAX_NAME 255           /* endpoint names, hosts, racks, feature and config keys */
+#define KQ_REC_MAX_CONFIG_VALUE 32768 /* config values */
+#define KQ_REC_MAX_OPAQUE (1u << 20)  /* opaque test payloads */
+
+#define KQ_NO_LEADER (-1)        /* Partition.leader / PartitionChange.leader: no leader */
+#define KQ_LEADER_UNCHANGED (-2) /* PartitionChange.leader: keep the current leader */
+
+#define KQ_RECOVERY_UNCHANGED (-1) /* PartitionChange only */
+#define KQ_RECOVERY_RECOVERED 0
+#define KQ_RECOVERY_RECOVERING 1
+
+#define KQ_FENCE_UNFENCE (-1) /* BrokerRegistrationChange.fenced */
+#define KQ_FENCE_NONE 0
+#define KQ_FENCE_FENCE 1
+
+#define KQ_CONFIG_RESOURCE_TOPIC 2
+#define KQ_CONFIG_RESOURCE_BROKER 4
+
+/* Record types. Values equal the kq.Record oneof field numbers. */
+typedef enum kq_rec_type {
+    KQ_REC_NONE = 0, /* not a record (a freed or zeroed kq_record); never valid */
+    KQ_REC_LEADER_CHANGE = 1,
+    KQ_REC_NOOP = 2,
+    KQ_REC_OPAQUE = 3,
+    KQ_REC_REGISTER_BROKER = 10,
+    KQ_REC_UNREGISTER_BROKER = 11,
+    KQ_REC_BROKER_REGISTRATION_CHANGE = 12,
+    KQ_REC_TOPIC = 13,
+    KQ_REC_PARTITION = 14,
+    KQ_REC_PARTITION_CHANGE = 15,
+    KQ_REC_REMOVE_TOPIC = 16,
+    KQ_REC_CONFIG = 17,
+    KQ_REC_FEATURE_LEVEL = 18,
+} kq_rec_type;
+
+/* Short name ("PartitionChange"); "Unknown" for anything else. Static string. */
+const char *kq_rec_type_name(kq_rec_type t);
+
+/* A list of broker ids (replicas, isr, elr, last_known_elr). n == 0 allows ids == NULL. */
+typedef struct kq_rec_ids {
+    int32_t *ids;
+    int32_t n;
+} kq_rec_ids;
+
+typedef struct kq_rec_endpoint {
+    char *name;   /* listener name, e.g. "PLAINTEXT"; non-empty */
+    char *host;   /* non-empty */
+    int32_t port; /* 0..65535 */
+} kq_rec_endpoint;
+
+typedef struct kq_rec_register_broker {
+    int32_t broker_id; /* >= 0 */
+    uint8_t incarnation_id[16];
+    int64_t broker_epoch; /* >= 0 */
+    kq_rec_endpoint *endpoints;
+    int32_t n_endpoints;
+    char *rack; /* NULL = no rack */
+    bool fenced;
+    bool in_controlled_shutdown;
+    /* -1 in the log (the record's own offset is the registration offset); snapshots carry the
+     * original registration offset here. */
+    int64_t registration_offset;
+} kq_rec_register_broker;
+
+typedef struct kq_rec_unregister_broker {
+    int32_t broker_id;
+    int64_t broker_epoch;
+} kq_rec_unregister_broker;
+
+typedef struct kq_rec_broker_change {
+    int32_t broker_id;
+    int64_t broker_epoch;
+    int8_t fenced;                 /* KQ_FENCE_FENCE, KQ_FENCE_NONE or KQ_FENCE_UNFENCE */
+    int8_t in_controlled_shutdown; /* 1 enter, 0 no change */
+} kq_rec_broker_change;
+
+typedef struct kq_rec_topic {
+    char *name;           /* Kafka topic name rules */
+    uint8_t topic_id[16]; /* not all zero */
+} kq_rec_topic;
+
+typedef struct kq_rec_partition {
+    int32_t partition_id; /* >= 0 */
+    uint8_t topic_id[16];
+    kq_rec_ids replicas; /* 1..1024 distinct ids >= 0, preferred order */
+    kq_rec_ids isr;      /* distinct, subset of replicas (same for elr, last_known_elr) */
+    kq_rec_ids elr;
+    kq_rec_ids last_known_elr;
+    int32_t leader;               /* KQ_NO_LEADER or a replica */
+    int8_t leader_recovery_state; /* KQ_RECOVERY_RECOVERED / _RECOVERING */
+    int32_t leader_epoch;         /* >= 0 */
+    int32_t partition_epoch;      /* >= 0 */
+} kq_rec_partition;
+
+/* Every field but the ids is optional: has_* false (lists), KQ_LEADER_UNCHANGED (leader) and
+ * KQ_RECOVERY_UNCHANGED (recovery state) keep the current value. Applying one bumps the
+ * partition epoch, and the leader epoch too when leader != KQ_LEADER_UNCHANGED. */
+typedef struct kq_rec_partition_change {
+    int32_t partition_id;
+    uint8_t topic_id[16];
+    bool has_replicas, has_isr, has_elr, has_last_known_elr;
+    kq_rec_ids replicas;
+    kq_rec_ids isr;
+    kq_rec_ids elr;
+    kq_rec_ids last_known_elr;
+    int32_t leader;
+    int8_t leader_recovery_state;
+} kq_rec_partition_change;
+
+typedef struct kq_rec_remove_topic {
+    uint8_t topic_id[16];
+} kq_rec_remove_topic;
+
+typedef struct kq_rec_config {
+    int8_t resource_type; /* KQ_CONFIG_RESOURCE_TOPIC or _BROKER */
+    char *resource_name;  /* "" = cluster default; a topic name; a broker id in decimal */
+    char *name;           /* non-empty */
+    char *value;          /* NULL = delete the key */
+} kq_rec_config;
+
+typedef struct kq_rec_feature_level {
+    char *name;    /* non-empty, e.g. "metadata.version" */
+    int16_t level; /* >= 0; 0 removes the feature */
+} kq_rec_feature_level;
+
+typedef struct kq_rec_leader_change {
+    int32_t leader_id;
+    kq_rec_ids voters;
+    kq_rec_ids granting_voters;
+} kq_rec_leader_change;
+
+typedef struct kq_rec_opaque {
+    uint8_t *data;
+    size_t len;
+} kq_rec_opaque;
+
+typedef struct kq_record {
+    kq_rec_type type;
+    union {
+        kq_rec_register_broker register_broker;
+        kq_rec_unregister_broker unregister_broker;
+        kq_rec_broker_change broker_change;
+        kq_rec_topic topic;
+        kq_rec_partition partition;
+        kq_rec_partition_change partition_change;
+        kq_rec_remove_topic remove_topic;
+        kq_rec_config config;
+        kq_rec_feature_level feature_level;
+        kq_rec_leader_change leader_change;
+        kq_rec_opaque opaque;
+    };
+} kq_record;
+
+/* ---- kq_image (pure) --------------------------------------------------------------------- */
+
+/* 1 if `name` is a valid Kafka topic name ([a-zA-Z0-9._-]{1,249}, not "." or ".."). */
+bool kq_topic_name_valid(const char *name);
+
+/* Structural checks of one record (ids, sizes, string bounds and characters, enum values,
+ * duplicates, isr/elr/last_known_elr/leader within replicas). Returns 0 or
+ * KQ_ERR_INVALID_REQUEST with a message naming the problem in errbuf (may be NULL). */
+int kq_record_validate(const kq_record *r, char *errbuf, size_t errlen);
+
+/* Free what a decoded (or deep-copied) record owns; r becomes {KQ_REC_NOOP}. NULL is fine. */
+void kq_record_free(kq_record *r);
+
+/* Deep copy: dst owns its memory afterwards (kq_record_free). 0 or KQ_ERR_NOMEM. */
+int kq_record_copy(kq_record *dst, const kq_record *src);
+
+/* ---- kq_recordcodec ---------------------------------------------------------------------- */
+
+struct kq_buf; /* include/kq/codec.h: malloc'd data + len, freed with kq_buf_free */
+
+/* Validate r, then append it length-prefixed to b (b->data grows with realloc). On error b is
+ * unchanged. 0, KQ_ERR_INVALID_REQUEST (message in errbuf) or KQ_ERR_NOMEM. */
+int kq_record_append(struct kq_buf *b, const kq_record *r, char *errbuf, size_t errlen);
+
+/* Validate and pack r as one kq.Record (no length prefix) into a fresh out->data. */
+int kq_record_encode(const kq_record *r, struct kq_buf *out, char *errbuf, size_t errlen);
+
+/* Decode one packed kq.Record (no length prefix) into *out (which then owns its memory).
+ * Errors: KQ_ERR_MALFORMED (does not parse, no body, NUL inside a string), or
+ * KQ_ERR_INVALID_REQUEST (parses but fails kq_record_validate); *out is left empty. */
+int kq_record_decode(const uint8_t *buf, size_t len, kq_record *out, char *errbuf, size_t errlen);
+
+/* Decode the length-prefixed record at buf[*pos] and advance *pos past it. */
+int kq_record_decode_next(const uint8_t *buf, size_t len, size_t *pos, kq_record *out, char *errbuf,
+                          size_t errlen);
+
+/* One-line text for kq log-dump, e.g. "Topic name=foo id=<base64 uuid>" or
+ * "PartitionChange topic=<id> partition=0 leader=2 isr=1,2". Always NUL-terminates a
+ * non-empty buffer and ends with "..." when truncated. Returns the length written. */
+size_t kq_record_render(const kq_record *r, char *buf, size_t cap);
+
+#endif
