@@ -5,6 +5,17 @@
 
 #include "kq/error.h"
 
+/* Prefix errbuf with the key so every message names what to fix. */
+static int name_key(int rc, const char *key, char *errbuf, size_t errlen)
+{
+    char why[512];
+    if (rc == 0 || strncmp(errbuf, key, strlen(key)) == 0)
+        return rc;
+    snprintf(why, sizeof(why), "%s", errbuf);
+    snprintf(errbuf, errlen, "%s: %s", key, why);
+    return rc;
+}
+
 static int get_ms(kq_config *c, const char *key, int64_t def, int64_t min, uint32_t *out,
                   char *errbuf, size_t errlen)
 {
@@ -49,8 +60,9 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
 
     if ((rc = kq_config_required(c, "controller.quorum.voters", &s, errbuf, errlen)) != 0)
         goto out;
-    if ((rc = kq_config_parse_voters(s, out->voters, KQ_RAFT_MAX_VOTERS, &out->n_voters, errbuf,
-                                     errlen)) != 0)
+    if ((rc = name_key(kq_config_parse_voters(s, out->voters, KQ_RAFT_MAX_VOTERS, &out->n_voters,
+                                              errbuf, errlen),
+                       "controller.quorum.voters", errbuf, errlen)) != 0)
         goto out;
     for (int i = 0; i < out->n_voters; i++)
         out->raft.voters[i] = out->voters[i].id;
@@ -58,12 +70,14 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
 
     if ((rc = kq_config_required(c, "listeners", &s, errbuf, errlen)) != 0)
         goto out;
-    if ((rc = kq_config_parse_listener(s, &out->listener, errbuf, errlen)) != 0)
+    if ((rc = name_key(kq_config_parse_listener(s, &out->listener, errbuf, errlen), "listeners",
+                       errbuf, errlen)) != 0)
         goto out;
     if ((rc = kq_config_string(c, "advertised.listeners", NULL, &s, errbuf, errlen)) != 0)
         goto out;
     if (s != NULL && s[0] != '\0') {
-        if ((rc = kq_config_parse_listener(s, &out->advertised, errbuf, errlen)) != 0)
+        if ((rc = name_key(kq_config_parse_listener(s, &out->advertised, errbuf, errlen),
+                           "advertised.listeners", errbuf, errlen)) != 0)
             goto out;
     } else {
         out->advertised = out->listener;
@@ -113,13 +127,10 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
     if ((rc = kq_config_string(c, "metrics.listener", "", &s, errbuf, errlen)) != 0)
         goto out;
     if (s[0] != '\0' &&
-        (rc = kq_config_parse_hostport(s, out->metrics_host, sizeof(out->metrics_host),
-                                       &out->metrics_port, errbuf, errlen)) != 0) {
-        char why[512];
-        snprintf(why, sizeof(why), "%s", errbuf);
-        snprintf(errbuf, errlen, "metrics.listener: %s", why);
+        (rc = name_key(kq_config_parse_hostport(s, out->metrics_host, sizeof(out->metrics_host),
+                                                &out->metrics_port, errbuf, errlen),
+                       "metrics.listener", errbuf, errlen)) != 0)
         goto out;
-    }
     kq_config_warn_unknown(c);
 out:
     kq_config_free(c);

@@ -135,6 +135,8 @@ typedef struct ctl {
 
     parked_write *parked_head, *parked_tail;
     size_t n_parked;
+    int32_t inconsistent[KQ_RAFT_MAX_VOTERS]; /* peers that said INCONSISTENT_CLUSTER_ID */
+    int n_inconsistent;
 
     /* Leader: batches appended in the open write transaction, so Fetch responses can carry
      * them before this node's own fsync (followers then write in parallel with the leader;
@@ -152,6 +154,14 @@ typedef struct ctl {
     uint64_t shutdown_deadline;
     volatile sig_atomic_t stop;
 } ctl;
+
+/* Exit 2: this node's own identity is wrong (operator error), not a crash. */
+static void fatal_config(const char *msg)
+{
+    fprintf(stderr, "kq-controller: %s\n", msg);
+    KQ_ERROR("controller", "stopping: wrong identity", "detail=\"%s\"", msg);
+    _exit(EXIT_CONFIG);
+}
 
 static void fatal(const char *what, const char *detail)
 {
@@ -568,6 +578,29 @@ out:
     kq_request_free(&r);
 }
 
+/* A directory formatted with another cluster id: every peer rejects our requests. When a
+ * majority of the voters (this node excluded) has said so, this node is the odd one out: stop
+ * with exit 2 instead of disturbing the quorum. A correctly formatted node hears it from the
+ * odd node only, which is never a majority. */
+static void note_inconsistent_cluster(ctl *c, int32_t peer_id, const char *detail)
+{
+    for (int i = 0; i < c->n_inconsistent; i++)
+        if (c->inconsistent[i] == peer_id)
+            return;
+    if (c->n_inconsistent < KQ_RAFT_MAX_VOTERS)
+        c->inconsistent[c->n_inconsistent++] = peer_id;
+    KQ_WARN("controller", "peer rejected our cluster id", "peer=%d detail=\"%s\"", peer_id, detail);
+    if (c->n_inconsistent >= c->cfg.n_voters / 2 + 1) {
+        char msg[1200];
+        snprintf(msg, sizeof(msg),
+                 "cluster id %s in %.300s does not match the cluster id of the other controllers "
+                 "(%.256s); re-format this node's metadata.log.dir with the quorum's cluster id "
+                 "(kq storage format --cluster-id <id>)",
+                 kq_store_identity_of(c->store)->cluster_id, c->cfg.log_dir, detail);
+        fatal_config(msg);
+    }
+}
+
 static kq_raft_msg_type response_type(kq_raft_msg_type req)
 {
     switch (req) {
@@ -598,6 +631,8 @@ static void handle_response(ctl *c, resp_ev *ev)
         else if (r.raft.type != response_type(ev->req_type) && r.error == 0)
             rc = KQ_ERR_NETWORK_EXCEPTION;
     }
+    if (rc == 0 && r.error == KQ_ERR_INCONSISTENT_CLUSTER_ID)
+        note_inconsistent_cluster(c, ev->peer, r.error_message);
     if (rc == 0 && r.error == 0) {
         m = r.raft;
     } else {

@@ -294,7 +294,7 @@ static void test_bind_errors(void **state)
     kq_metrics *m = kq_metrics_new();
     kq_http *h = NULL, *h2 = NULL;
     char errbuf[256], want[64];
-    int port, busy, rc;
+    int port = 0, busy, rc;
 
     assert_non_null(m);
     /* a port taken by another socket */
