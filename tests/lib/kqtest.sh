@@ -1,0 +1,487 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # the KT_ globals are read by the tests that source this file
+# kqtest.sh: helpers for the integration tests (sourced, not run).
+#
+# A test does:
+#     source "$(dirname "$0")/../lib/kqtest.sh"
+#     kt_init "$1" election 24100      # bin dir, test name, first port of its range
+#     kt_cluster 3                     # write configs for 3 voters, format them
+#     kt_start_all
+#     kt_wait_for_leader 30
+#     kt_assert_eq "leader id" 1 "$KT_LEADER"
+#     kt_pass
+#
+# Node i (1-based) listens on 127.0.0.1:$((KT_BASE_PORT + i)). Everything lives in a fresh
+# temporary directory ($KT_DIR): node-i.properties, node-i/ (metadata.log.dir), node-i.log.
+# On exit, every process the test started is resumed (if paused) and killed with SIGKILL; the
+# directory is removed when the test passed and kept (its path printed) when it failed, or
+# always kept with KQ_KEEP=1.
+#
+# Nothing here decides pass/fail on elapsed time: waits poll a condition until a generous
+# timeout and report what they last saw.
+
+set -euo pipefail
+
+KT_NAME=""
+KT_DIR=""
+KT_BIN=""
+KT_KQ=""
+KT_CTL=""
+KT_BASE_PORT=0
+KT_NODES=0
+KT_CLUSTER_ID=""
+KT_PASSED=0
+declare -a KT_PID=()
+# Results of the last successful wait / describe.
+KT_LEADER=-1
+KT_EPOCH=-1
+KT_HW=-1
+KT_OUT=""
+
+kt_log() {
+    printf '[%s %s] %s\n' "$(date +%H:%M:%S.%3N)" "$KT_NAME" "$*" >&2
+}
+
+kt_now_ms() {
+    date +%s%3N
+}
+
+# ---------------------------------------------------------------------------------------
+# Setup and teardown
+
+# kt_init BIN_DIR NAME BASE_PORT
+kt_init() {
+    if [[ $# -ne 3 ]]; then
+        echo "usage: kt_init BIN_DIR NAME BASE_PORT" >&2
+        exit 2
+    fi
+    KT_BIN=$(cd "$1" && pwd)
+    KT_NAME=$2
+    KT_KQ=$KT_BIN/kq
+    KT_CTL=$KT_BIN/kq-controller
+    local b
+    for b in "$KT_KQ" "$KT_CTL"; do
+        if [[ ! -x $b ]]; then
+            echo "FAIL: $b is missing or not executable (build the kq and kq-controller targets)" >&2
+            exit 1
+        fi
+    done
+    KT_DIR=$(mktemp -d "${TMPDIR:-/tmp}/kq-it-$KT_NAME.XXXXXX")
+    trap kt_cleanup EXIT
+    trap 'kt_log "interrupted"; exit 130' INT TERM
+    kt_claim_ports "$3"
+    kt_log "bin=$KT_BIN dir=$KT_DIR ports=$((KT_BASE_PORT + 1))..$((KT_BASE_PORT + 9))"
+}
+
+# kt_claim_ports BASE: several test runs may share a machine (two build trees, two people), so
+# a test claims its range BASE+1..BASE+9 with an atomic mkdir under /tmp/kq-it-ports and moves
+# up by 1000 (at most 7 times, staying below the ephemeral range) when the range is claimed by
+# a live process or a port in it is busy. KQ_TEST_BASE_PORT forces a range.
+KT_PORT_LOCK=""
+kt_claim_ports() {
+    local base=$1 b try p pid busy root=${TMPDIR:-/tmp}/kq-it-ports
+    if [[ -n ${KQ_TEST_BASE_PORT:-} ]]; then
+        KT_BASE_PORT=$KQ_TEST_BASE_PORT
+        return 0
+    fi
+    mkdir -p "$root"
+    for ((try = 0; try < 8; try++)); do
+        b=$((base + try * 1000))
+        if ! mkdir "$root/$b" 2>/dev/null; then
+            pid=$(cat "$root/$b/pid" 2>/dev/null || true)
+            if [[ $pid =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null; then
+                rm -rf "${root:?}/$b" # left behind by a test that was killed
+                mkdir "$root/$b" 2>/dev/null || continue
+            else
+                continue
+            fi
+        fi
+        echo $$ >"$root/$b/pid"
+        busy=0
+        for ((p = b + 1; p <= b + 9; p++)); do
+            if kt_port_in_use "$p"; then
+                busy=1
+                break
+            fi
+        done
+        if [[ $busy -eq 1 ]]; then
+            rm -rf "${root:?}/$b"
+            continue
+        fi
+        KT_BASE_PORT=$b
+        KT_PORT_LOCK=$root/$b
+        return 0
+    done
+    kt_fail "no free port range among $base, $((base + 1000)) .. $((base + 7000)) (+1..+9)"
+}
+
+kt_cleanup() {
+    local rc=$? i pid
+    set +e
+    for i in "${!KT_PID[@]}"; do
+        pid=${KT_PID[$i]}
+        [[ -n $pid ]] || continue
+        kill -CONT "$pid" 2>/dev/null
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+    [[ -n $KT_PORT_LOCK ]] && rm -rf "$KT_PORT_LOCK"
+    if [[ $KT_PASSED -eq 1 && $rc -eq 0 && ${KQ_KEEP:-0} != 1 ]]; then
+        rm -rf "$KT_DIR"
+    elif [[ -n $KT_DIR ]]; then
+        kt_log "kept $KT_DIR for inspection"
+    fi
+    exit "$rc"
+}
+
+kt_pass() {
+    KT_PASSED=1
+    kt_log "PASS"
+    exit 0
+}
+
+# kt_fail MESSAGE...: print the message and the tail of every node log, then exit 1.
+kt_fail() {
+    local i
+    echo "FAIL: [$KT_NAME] $*" >&2
+    for ((i = 1; i <= KT_NODES; i++)); do
+        if [[ -s $KT_DIR/node-$i.log ]]; then
+            echo "---- tail of node-$i.log ----" >&2
+            tail -n 25 "$KT_DIR/node-$i.log" >&2
+        fi
+    done
+    exit 1
+}
+
+# ---------------------------------------------------------------------------------------
+# Assertions: each prints what was expected and what was seen.
+
+kt_assert_eq() { # WHAT EXPECTED SEEN
+    if [[ "$2" != "$3" ]]; then
+        kt_fail "$1: expected '$2', saw '$3'"
+    fi
+    kt_log "ok: $1 = '$3'"
+}
+
+kt_assert_ne() { # WHAT UNEXPECTED SEEN
+    if [[ "$2" == "$3" ]]; then
+        kt_fail "$1: expected anything but '$2', saw '$3'"
+    fi
+    kt_log "ok: $1 = '$3' (not '$2')"
+}
+
+kt_assert_gt() { # WHAT SEEN BOUND  (integers: SEEN > BOUND)
+    if ! [[ $2 =~ ^-?[0-9]+$ ]] || ((${2} <= ${3})); then
+        kt_fail "$1: expected a value greater than $3, saw '$2'"
+    fi
+    kt_log "ok: $1 = $2 (> $3)"
+}
+
+kt_assert_ge() { # WHAT SEEN BOUND
+    if ! [[ $2 =~ ^-?[0-9]+$ ]] || ((${2} < ${3})); then
+        kt_fail "$1: expected a value >= $3, saw '$2'"
+    fi
+    kt_log "ok: $1 = $2 (>= $3)"
+}
+
+kt_assert_contains() { # WHAT NEEDLE HAYSTACK
+    if [[ "$3" != *"$2"* ]]; then
+        kt_fail "$1: expected to contain '$2', saw: $3"
+    fi
+    kt_log "ok: $1 contains '$2'"
+}
+
+# ---------------------------------------------------------------------------------------
+# Configuration and processes
+
+kt_port() { # NODE
+    echo $((KT_BASE_PORT + $1))
+}
+
+# kt_voters N: "1@127.0.0.1:p1,2@127.0.0.1:p2,..."
+kt_voters() {
+    local i s=""
+    for ((i = 1; i <= $1; i++)); do
+        s+="${s:+,}$i@127.0.0.1:$(kt_port "$i")"
+    done
+    echo "$s"
+}
+
+# kt_bootstrap NODE...: "127.0.0.1:p,127.0.0.1:q"
+kt_bootstrap() {
+    local i s=""
+    for i in "$@"; do
+        s+="${s:+,}127.0.0.1:$(kt_port "$i")"
+    done
+    echo "$s"
+}
+
+# kt_write_config NODE VOTER_COUNT [key=value...]: extra lines are appended (later wins).
+kt_write_config() {
+    local i=$1 n=$2
+    shift 2
+    {
+        echo "# kq integration test $KT_NAME, node $i"
+        echo "process.roles=controller"
+        echo "node.id=$i"
+        echo "controller.quorum.voters=$(kt_voters "$n")"
+        echo "listeners=CONTROLLER://127.0.0.1:$(kt_port "$i")"
+        echo "advertised.listeners=CONTROLLER://127.0.0.1:$(kt_port "$i")"
+        echo "metadata.log.dir=$KT_DIR/node-$i"
+        echo "log.level=${KQ_TEST_LOG_LEVEL:-info}"
+        local kv
+        for kv in "$@"; do
+            echo "$kv"
+        done
+    } >"$KT_DIR/node-$i.properties"
+}
+
+kt_config() { # NODE -> path of its config
+    echo "$KT_DIR/node-$1.properties"
+}
+
+# kt_format NODE [CLUSTER_ID]
+kt_format() {
+    local i=$1 id=${2:-$KT_CLUSTER_ID} out
+    if ! out=$("$KT_KQ" storage format --config "$(kt_config "$i")" --cluster-id "$id" 2>&1); then
+        kt_fail "kq storage format of node $i failed: $out"
+    fi
+}
+
+# kt_cluster N [key=value...]: configs for N voters, one random cluster id, all formatted.
+kt_cluster() {
+    local n=$1 i
+    shift
+    KT_NODES=$n
+    if ! KT_CLUSTER_ID=$("$KT_KQ" storage random-uuid); then
+        kt_fail "kq storage random-uuid failed"
+    fi
+    kt_assert_eq "random-uuid length" 22 "${#KT_CLUSTER_ID}"
+    for ((i = 1; i <= n; i++)); do
+        kt_write_config "$i" "$n" "$@"
+        kt_format "$i"
+    done
+    kt_log "cluster $KT_CLUSTER_ID with $n voters formatted"
+}
+
+kt_port_in_use() { # PORT
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+kt_alive() { # NODE: running or stopped, not exited (a zombie counts as dead)
+    local pid=${KT_PID[$1]:-} state
+    [[ -n $pid ]] || return 1
+    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+    [[ -n $state && $state != Z && $state != X ]]
+}
+
+kt_start() { # NODE
+    local i=$1
+    if kt_alive "$i"; then
+        kt_fail "kt_start: node $i is already running (pid ${KT_PID[$i]})"
+    fi
+    if kt_port_in_use "$(kt_port "$i")"; then
+        kt_fail "port $(kt_port "$i") for node $i is already in use by another process"
+    fi
+    echo "---- start $(date +%T.%3N) ----" >>"$KT_DIR/node-$i.log"
+    "$KT_CTL" --config "$(kt_config "$i")" >>"$KT_DIR/node-$i.log" 2>&1 &
+    KT_PID[i]=$!
+    kt_log "started node $i (pid ${KT_PID[$i]}, port $(kt_port "$i"))"
+}
+
+kt_start_all() {
+    local i
+    for ((i = 1; i <= KT_NODES; i++)); do
+        kt_start "$i"
+    done
+}
+
+# kt_wait_exit NODE TIMEOUT_S: 0 if the process exited within the timeout; sets KT_RC.
+KT_RC=-1
+kt_wait_exit() {
+    local i=$1 deadline=$(($(date +%s) + $2)) pid=${KT_PID[$1]:-}
+    [[ -n $pid ]] || return 0
+    while kt_alive "$i"; do
+        if (($(date +%s) >= deadline)); then
+            return 1
+        fi
+        sleep 0.1
+    done
+    KT_RC=0
+    { wait "$pid"; } 2>/dev/null || KT_RC=$?
+    KT_PID[i]=""
+    return 0
+}
+
+kt_stop() { # NODE: SIGTERM (graceful resignation), expects exit 0
+    local i=$1
+    kt_alive "$i" || kt_fail "kt_stop: node $i is not running"
+    kill -TERM "${KT_PID[$i]}"
+    if ! kt_wait_exit "$i" 30; then
+        kt_fail "node $i did not exit within 30 s of SIGTERM"
+    fi
+    kt_assert_eq "exit status of node $i after SIGTERM" 0 "$KT_RC"
+}
+
+kt_kill() { # NODE: SIGKILL
+    local i=$1
+    kt_alive "$i" || kt_fail "kt_kill: node $i is not running"
+    kill -CONT "${KT_PID[$i]}" 2>/dev/null || true
+    kill -KILL "${KT_PID[$i]}"
+    kt_wait_exit "$i" 30 || kt_fail "node $i survived SIGKILL for 30 s"
+    kt_log "killed node $i"
+}
+
+kt_pause() { # NODE: SIGSTOP
+    kill -STOP "${KT_PID[$1]}"
+    kt_log "paused node $1 (SIGSTOP)"
+}
+
+kt_resume() { # NODE: SIGCONT
+    kill -CONT "${KT_PID[$1]}"
+    kt_log "resumed node $1 (SIGCONT)"
+}
+
+# ---------------------------------------------------------------------------------------
+# Describe helpers
+
+# kt_describe NODE... [-- EXTRA ARGS]: runs describe --status against those nodes; output in
+# KT_OUT (stdout and stderr); returns the tool's exit status (124 if it hung for 20 s).
+kt_describe() {
+    local nodes=() extra=(--status) rc=0
+    while [[ $# -gt 0 ]]; do
+        if [[ $1 == -- ]]; then
+            shift
+            extra=("$@")
+            break
+        fi
+        nodes+=("$1")
+        shift
+    done
+    KT_OUT=$(timeout 20 "$KT_KQ" metadata-quorum --bootstrap-controller \
+        "$(kt_bootstrap "${nodes[@]}")" describe "${extra[@]}" 2>&1) || rc=$?
+    return "$rc"
+}
+
+# kt_field NAME: value of "NAME:" in describe --status output on stdin ("" if absent).
+kt_field() {
+    awk -v f="$1:" '$1 == f { sub(/^[^:]*:[ \t]*/, ""); print; exit }'
+}
+
+# kt_status NODE...: describe --status; on success sets KT_LEADER, KT_EPOCH, KT_HW from the
+# answer (LeaderId -1 or absent means no leader). Returns non-zero when nobody answered.
+kt_status() {
+    KT_LEADER=-1
+    KT_EPOCH=-1
+    KT_HW=-1
+    kt_describe "$@" || return 1
+    local l e h
+    l=$(kt_field LeaderId <<<"$KT_OUT")
+    e=$(kt_field LeaderEpoch <<<"$KT_OUT")
+    h=$(kt_field HighWatermark <<<"$KT_OUT")
+    [[ $l =~ ^-?[0-9]+$ ]] && KT_LEADER=$l
+    [[ $e =~ ^-?[0-9]+$ ]] && KT_EPOCH=$e
+    [[ $h =~ ^-?[0-9]+$ ]] && KT_HW=$h
+    return 0
+}
+
+# kt_wait_for_leader TIMEOUT_S [--min-epoch E] [--not ID] [NODE...]
+# Polls each listed node (default: all running nodes) alone until one reports a leader that
+# is among the listed nodes, with an epoch > E and an id != ID. Sets KT_LEADER, KT_EPOCH,
+# KT_HW and KT_WAITED_MS.
+KT_WAITED_MS=0
+kt_wait_for_leader() {
+    local timeout=$1 min_epoch=-1 not=-999 nodes=() i start deadline last="nothing"
+    shift
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+        --min-epoch) min_epoch=$2 && shift 2 ;;
+        --not) not=$2 && shift 2 ;;
+        *) nodes+=("$1") && shift ;;
+        esac
+    done
+    if [[ ${#nodes[@]} -eq 0 ]]; then
+        for ((i = 1; i <= KT_NODES; i++)); do
+            kt_alive "$i" && nodes+=("$i")
+        done
+    fi
+    start=$(kt_now_ms)
+    deadline=$((start + timeout * 1000))
+    while (($(kt_now_ms) < deadline)); do
+        for i in "${nodes[@]}"; do
+            if kt_status "$i"; then
+                last="node $i: LeaderId=$KT_LEADER LeaderEpoch=$KT_EPOCH"
+                if ((KT_LEADER >= 0 && KT_EPOCH > min_epoch && KT_LEADER != not)) &&
+                    [[ " ${nodes[*]} " == *" $KT_LEADER "* ]]; then
+                    KT_WAITED_MS=$(($(kt_now_ms) - start))
+                    return 0
+                fi
+            else
+                last="node $i: no answer: $(head -c 300 <<<"$KT_OUT")"
+            fi
+        done
+        sleep 0.1
+    done
+    kt_fail "no leader (epoch > $min_epoch, not $not) among nodes ${nodes[*]} within ${timeout} s; last seen: $last"
+}
+
+# kt_wait_hw_above TIMEOUT_S BOUND NODE...: waits until describe reports HighWatermark > BOUND.
+kt_wait_hw_above() {
+    local timeout=$1 bound=$2 deadline last=-1
+    shift 2
+    deadline=$(($(date +%s) + timeout))
+    while (($(date +%s) < deadline)); do
+        if kt_status "$@" && ((KT_HW > bound)); then
+            return 0
+        fi
+        ((KT_HW > last)) && last=$KT_HW
+        sleep 0.2
+    done
+    kt_fail "HighWatermark did not rise above $bound within ${timeout} s (highest seen: $last)"
+}
+
+# kt_write NODE... [-- ARGS]: kq metadata-write; prints the offsets written, one per line.
+kt_write() {
+    local nodes=() extra=() out rc=0
+    while [[ $# -gt 0 ]]; do
+        if [[ $1 == -- ]]; then
+            shift
+            extra=("$@")
+            break
+        fi
+        nodes+=("$1")
+        shift
+    done
+    out=$(timeout 60 "$KT_KQ" metadata-write --bootstrap-controller "$(kt_bootstrap "${nodes[@]}")" \
+        "${extra[@]}" 2>&1) || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        kt_fail "kq metadata-write ${extra[*]} failed (exit $rc): $out"
+    fi
+    sed -n 's/.*written at offset \([0-9][0-9]*\) epoch \([0-9][0-9]*\).*/\1/p' <<<"$out"
+}
+
+# kt_log_dump NODE OUTFILE: the record lines (offset=...) of kq log-dump of the node's
+# directory (the node must not be running); returns the log_end from the summary line.
+kt_log_dump() {
+    local i=$1 file=$2 out
+    if ! out=$(timeout 60 "$KT_KQ" log-dump --dir "$KT_DIR/node-$i" 2>&1); then
+        kt_fail "kq log-dump --dir $KT_DIR/node-$i failed: $(tail -n 5 <<<"$out")"
+    fi
+    grep '^offset=' <<<"$out" >"$file" || true
+    sed -n 's/.*log_end=\([0-9][0-9]*\).*/\1/p' <<<"$out" | tail -n 1
+}
+
+# kt_records_below FILE BOUND: record lines with offset < BOUND.
+kt_records_below() {
+    awk -v b="$2" '{ split($1, kv, "="); if (kv[1] == "offset" && kv[2] + 0 < b + 0) print }' "$1"
+}
+
+# kt_set_prop FILE KEY VALUE: replaces KEY's line in a .properties file, or appends it.
+kt_set_prop() {
+    local file=$1 key=$2 value=$3 tmp
+    tmp=$(mktemp "$KT_DIR/prop.XXXXXX")
+    awk -v k="$key" -v v="$value" '
+        { split($0, a, "="); if (a[1] == k) { if (!done) print k "=" v; done = 1; next } print }
+        END { if (!done) print k "=" v }' "$file" >"$tmp"
+    mv "$tmp" "$file"
+}
