@@ -1,0 +1,893 @@
+/*
+ * kq_rpc: request/response transport over nng 1.5.2 REQ/REP (see include/kq/rpc.h).
+ *
+ * Server: a REP socket with a fixed pool of contexts. Each context slot *is* the kq_rpc_req
+ * handed to the application, and runs RECV -> WAIT (application owns it) -> SEND -> RECV.
+ * The server carries a reference count: one for the owner (dropped by kq_rpc_server_stop) and
+ * one per request in WAIT, so replies that arrive after stop find live memory and are simply
+ * released. Stop never holds the lock while it closes the socket or stops aios. Every call
+ * into nng_ctx_* (from reply/drop or from a callback re-arming) is counted in "entering", and
+ * stop/close wait for those to finish before nng_close: nng 1.5.2 does not survive nng_ctx_*
+ * racing nng_close (observed as a panic on a destroyed lock).
+ *
+ * Client: a REQ socket dialed non-blocking, resend disabled. Every call borrows a slot (REQ
+ * context + aio) from a pool, sends with the call's timeout and receives with whatever remains
+ * of it. Slots go back to the pool after the callback returned; close waits for threads inside
+ * nng_ctx_*, fails every pending operation by closing the socket, waits until no call is
+ * outstanding, then frees the pool.
+ */
+#include "kq/rpc.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "kq/error.h"
+#include "kq/log.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* helpers */
+
+static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (errbuf == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static nng_duration clamp_ms(uint64_t ms)
+{
+    return ms > (uint64_t)INT32_MAX ? (nng_duration)INT32_MAX : (nng_duration)ms;
+}
+
+/* nng 1.5.2 can wedge inside nng_close: when a TCP pipe is closed while a receive on it is
+ * completing, the pipe's receive never finishes and nng's single reaper thread waits for it
+ * forever (fixed upstream after 1.5.2: nanomsg/nng#1636, commit a1bc737b). nng destroys every
+ * context before it waits for pipes, so by then all of our aios have completed. We therefore
+ * close on a helper thread and stop waiting after CLOSE_WAIT_MS: shutdown goes on, the socket
+ * is leaked and an error is logged, instead of the process hanging. */
+#define CLOSE_WAIT_MS 10000
+
+struct closer {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    nng_socket sock;
+    bool done;
+    int refs; /* the waiter and the helper thread */
+};
+
+static void closer_unref(struct closer *cl)
+{
+    bool last;
+
+    pthread_mutex_lock(&cl->mu);
+    last = (--cl->refs == 0);
+    pthread_mutex_unlock(&cl->mu);
+    if (last) {
+        pthread_cond_destroy(&cl->cv);
+        pthread_mutex_destroy(&cl->mu);
+        free(cl);
+    }
+}
+
+static void *closer_main(void *p)
+{
+    struct closer *cl = p;
+
+    nng_close(cl->sock);
+    pthread_mutex_lock(&cl->mu);
+    cl->done = true;
+    pthread_cond_broadcast(&cl->cv);
+    pthread_mutex_unlock(&cl->mu);
+    closer_unref(cl);
+    return NULL;
+}
+
+static void close_socket_bounded(nng_socket sock, const char *what, const char *url)
+{
+    struct closer *cl = calloc(1, sizeof(*cl));
+    pthread_condattr_t ca;
+    pthread_attr_t ta;
+    pthread_t th;
+    struct timespec dl;
+    bool done;
+
+    if (cl == NULL)
+        goto direct;
+    if (pthread_mutex_init(&cl->mu, NULL) != 0) {
+        free(cl);
+        goto direct;
+    }
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (pthread_cond_init(&cl->cv, &ca) != 0) {
+        pthread_condattr_destroy(&ca);
+        pthread_mutex_destroy(&cl->mu);
+        free(cl);
+        goto direct;
+    }
+    pthread_condattr_destroy(&ca);
+    cl->sock = sock;
+    cl->refs = 2;
+    pthread_attr_init(&ta);
+    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &ta, closer_main, cl) != 0) {
+        pthread_attr_destroy(&ta);
+        pthread_cond_destroy(&cl->cv);
+        pthread_mutex_destroy(&cl->mu);
+        free(cl);
+        goto direct;
+    }
+    pthread_attr_destroy(&ta);
+
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += CLOSE_WAIT_MS / 1000;
+    pthread_mutex_lock(&cl->mu);
+    while (!cl->done && pthread_cond_timedwait(&cl->cv, &cl->mu, &dl) != ETIMEDOUT) {
+    }
+    done = cl->done;
+    pthread_mutex_unlock(&cl->mu);
+    if (!done)
+        KQ_ERROR("rpc", "socket close did not finish; abandoning it (nng 1.5.2 reaper stall)",
+                 "side=%s url=%s waited_ms=%d", what, url, CLOSE_WAIT_MS);
+    closer_unref(cl);
+    return;
+direct:
+    nng_close(sock);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* server */
+
+enum srv_state {
+    SRV_IDLE = 0, /* no operation pending (not started, or finished because of closing) */
+    SRV_RECV,     /* nng_ctx_recv pending */
+    SRV_WAIT,     /* delivered to the application; msg holds the request */
+    SRV_SEND,     /* nng_ctx_send pending */
+};
+
+/* One context slot. Owned by the server (array s->slots); lent to the application while in
+ * SRV_WAIT, during which it holds one server reference. */
+struct kq_rpc_req {
+    kq_rpc_server *srv;
+    nng_ctx ctx;
+    nng_aio *aio;
+    bool ctx_open;
+    enum srv_state state;
+    nng_msg *msg; /* request (SRV_WAIT only); owned by the slot */
+};
+
+struct kq_rpc_server {
+    nng_socket sock;
+    bool sock_open;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool closing;
+    int refs;     /* owner + requests in SRV_WAIT */
+    int entering; /* threads inside nng_ctx_send/recv for this socket */
+    int n_slots;
+    struct kq_rpc_req *slots; /* owned */
+    kq_rpc_on_request cb;
+    void *arg;
+    char url[128];
+};
+
+static void server_free(kq_rpc_server *s)
+{
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s->slots);
+    free(s);
+}
+
+/* Drops one reference (lock not held); frees the server on the last one. */
+static void server_unref(kq_rpc_server *s)
+{
+    bool last;
+
+    pthread_mutex_lock(&s->mu);
+    last = (--s->refs == 0);
+    pthread_mutex_unlock(&s->mu);
+    if (last)
+        server_free(s);
+}
+
+/* Ends a section started (under the lock) with s->entering++: a call into nng on one of the
+ * server's contexts. Stop waits for all of them before it closes the socket, because nng 1.5.2
+ * does not tolerate nng_ctx_* calls racing nng_close (observed: a panic on a destroyed lock). */
+static void srv_leave(kq_rpc_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    if (--s->entering == 0 && s->closing)
+        pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Arms a receive on the slot unless the server is closing. Called from the slot's own aio
+ * callback. */
+static void srv_rearm_from_cb(struct kq_rpc_req *r)
+{
+    kq_rpc_server *s = r->srv;
+
+    pthread_mutex_lock(&s->mu);
+    if (s->closing) {
+        r->state = SRV_IDLE;
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    r->state = SRV_RECV;
+    s->entering++;
+    pthread_mutex_unlock(&s->mu);
+    nng_ctx_recv(r->ctx, r->aio);
+    srv_leave(s);
+}
+
+static void srv_aio_cb(void *p)
+{
+    struct kq_rpc_req *r = p;
+    kq_rpc_server *s = r->srv;
+    int rv = nng_aio_result(r->aio);
+    nng_msg *msg;
+
+    switch (r->state) {
+    case SRV_RECV:
+        if (rv != 0) {
+            if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
+                r->state = SRV_IDLE;
+                return;
+            }
+            /* Anything else is about one pipe or message; keep serving. */
+            KQ_WARN("rpc", "receive failed", "url=%s err=\"%s\"", s->url, nng_strerror(rv));
+            srv_rearm_from_cb(r);
+            return;
+        }
+        msg = nng_aio_get_msg(r->aio);
+        nng_aio_set_msg(r->aio, NULL);
+        pthread_mutex_lock(&s->mu);
+        if (s->closing) {
+            r->state = SRV_IDLE;
+            pthread_mutex_unlock(&s->mu);
+            nng_msg_free(msg);
+            return;
+        }
+        r->msg = msg;
+        r->state = SRV_WAIT;
+        s->refs++;
+        pthread_mutex_unlock(&s->mu);
+        /* The application owns r from here; it may reply inline. Touch nothing after this. */
+        s->cb(s->arg, r);
+        return;
+    case SRV_SEND:
+        if (rv != 0) {
+            /* The message is still ours after a failed send. */
+            msg = nng_aio_get_msg(r->aio);
+            nng_aio_set_msg(r->aio, NULL);
+            if (msg != NULL)
+                nng_msg_free(msg);
+            if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
+                r->state = SRV_IDLE;
+                return;
+            }
+            /* e.g. the requester went away: nothing to report to anyone. */
+        }
+        srv_rearm_from_cb(r);
+        return;
+    case SRV_IDLE:
+    case SRV_WAIT:
+        /* Not reachable: no operation is pending in these states. */
+        return;
+    }
+}
+
+int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes, kq_rpc_on_request cb,
+                        void *arg, kq_rpc_server **out, char *errbuf, size_t errlen)
+{
+    kq_rpc_server *s = NULL;
+    int rv;
+    int err = KQ_ERR_IO;
+    bool mu_init = false, cv_init = false;
+
+    if (out != NULL)
+        *out = NULL;
+    if (url == NULL || cb == NULL || out == NULL) {
+        set_err(errbuf, errlen, "rpc server: url, callback and out are required");
+        return KQ_ERR_CONFIG;
+    }
+    if (n_contexts <= 0)
+        n_contexts = KQ_RPC_DEFAULT_CONTEXTS;
+    if (max_msg_bytes == 0)
+        max_msg_bytes = KQ_RPC_DEFAULT_MAX_MSG;
+
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        err = KQ_ERR_NOMEM;
+        set_err(errbuf, errlen, "rpc server %s: out of memory", url);
+        goto out;
+    }
+    s->slots = calloc((size_t)n_contexts, sizeof(*s->slots));
+    if (s->slots == NULL) {
+        err = KQ_ERR_NOMEM;
+        set_err(errbuf, errlen, "rpc server %s: out of memory", url);
+        goto out;
+    }
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        set_err(errbuf, errlen, "rpc server %s: cannot initialise lock", url);
+        goto out;
+    }
+    mu_init = true;
+    if (pthread_cond_init(&s->cv, NULL) != 0) {
+        set_err(errbuf, errlen, "rpc server %s: cannot initialise condition", url);
+        goto out;
+    }
+    cv_init = true;
+    s->n_slots = n_contexts;
+    s->cb = cb;
+    s->arg = arg;
+    s->refs = 1;
+    snprintf(s->url, sizeof(s->url), "%s", url);
+
+    if ((rv = nng_rep0_open(&s->sock)) != 0) {
+        set_err(errbuf, errlen, "rpc server %s: cannot open REP socket: %s", url, nng_strerror(rv));
+        goto out;
+    }
+    s->sock_open = true;
+    if ((rv = nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, max_msg_bytes)) != 0) {
+        set_err(errbuf, errlen, "rpc server %s: cannot set receive size limit: %s", url,
+                nng_strerror(rv));
+        goto out;
+    }
+    for (int i = 0; i < n_contexts; i++) {
+        struct kq_rpc_req *r = &s->slots[i];
+
+        r->srv = s;
+        if ((rv = nng_aio_alloc(&r->aio, srv_aio_cb, r)) != 0) {
+            set_err(errbuf, errlen, "rpc server %s: cannot allocate aio: %s", url,
+                    nng_strerror(rv));
+            goto out;
+        }
+        if ((rv = nng_ctx_open(&r->ctx, s->sock)) != 0) {
+            set_err(errbuf, errlen, "rpc server %s: cannot open context: %s", url,
+                    nng_strerror(rv));
+            goto out;
+        }
+        r->ctx_open = true;
+    }
+    if ((rv = nng_listen(s->sock, url, NULL, 0)) != 0) {
+        set_err(errbuf, errlen, "rpc server: cannot listen on %s: %s", url, nng_strerror(rv));
+        goto out;
+    }
+    for (int i = 0; i < n_contexts; i++) {
+        s->slots[i].state = SRV_RECV;
+        nng_ctx_recv(s->slots[i].ctx, s->slots[i].aio);
+    }
+    *out = s;
+    s = NULL;
+    err = 0;
+out:
+    if (s != NULL) {
+        /* Nothing was armed yet, so no callback can be running. */
+        if (s->sock_open)
+            nng_close(s->sock);
+        if (s->slots != NULL) {
+            for (int i = 0; i < s->n_slots; i++) {
+                if (s->slots[i].aio != NULL)
+                    nng_aio_free(s->slots[i].aio);
+            }
+        }
+        if (cv_init)
+            pthread_cond_destroy(&s->cv);
+        if (mu_init)
+            pthread_mutex_destroy(&s->mu);
+        free(s->slots);
+        free(s);
+    }
+    return err;
+}
+
+void kq_rpc_server_stop(kq_rpc_server *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->closing = true;
+    while (s->entering > 0)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+
+    /* No new operation starts from now on (closing is set and nobody is inside nng_ctx_*).
+     * Closing the socket fails every pending operation; then wait for the callbacks. */
+    close_socket_bounded(s->sock, "server", s->url);
+    for (int i = 0; i < s->n_slots; i++)
+        nng_aio_stop(s->slots[i].aio);
+    for (int i = 0; i < s->n_slots; i++) {
+        struct kq_rpc_req *r = &s->slots[i];
+        nng_msg *m = nng_aio_get_msg(r->aio);
+
+        if (m != NULL)
+            nng_msg_free(m);
+        nng_aio_free(r->aio);
+        r->aio = NULL;
+    }
+    /* Requests still held by the application keep the memory alive until released. */
+    server_unref(s);
+}
+
+const uint8_t *kq_rpc_req_data(const kq_rpc_req *req)
+{
+    if (req == NULL || req->msg == NULL)
+        return NULL;
+    return nng_msg_body(req->msg);
+}
+
+size_t kq_rpc_req_len(const kq_rpc_req *req)
+{
+    if (req == NULL || req->msg == NULL)
+        return 0;
+    return nng_msg_len(req->msg);
+}
+
+/* Ends the application's ownership of r. If `reply` is non-NULL it is sent, else the slot
+ * goes back to receiving. Consumes `reply` in every case. */
+static int srv_release(struct kq_rpc_req *r, nng_msg *reply)
+{
+    kq_rpc_server *s = r->srv;
+    nng_msg *req_msg;
+    bool last;
+
+    pthread_mutex_lock(&s->mu);
+    if (r->state != SRV_WAIT) {
+        /* Released twice: a caller bug; do not touch the slot. */
+        pthread_mutex_unlock(&s->mu);
+        if (reply != NULL)
+            nng_msg_free(reply);
+        KQ_ERROR("rpc", "request released twice", "url=%s", s->url);
+        return KQ_ERR_INTERNAL;
+    }
+    req_msg = r->msg;
+    r->msg = NULL;
+    if (s->closing) {
+        r->state = SRV_IDLE;
+        last = (--s->refs == 0);
+        pthread_mutex_unlock(&s->mu);
+        nng_msg_free(req_msg);
+        if (reply != NULL)
+            nng_msg_free(reply);
+        if (last)
+            server_free(s);
+        return KQ_ERR_CLOSED;
+    }
+    s->refs--; /* the owner still holds one, so this is never the last */
+    s->entering++;
+    r->state = reply != NULL ? SRV_SEND : SRV_RECV;
+    pthread_mutex_unlock(&s->mu);
+
+    nng_msg_free(req_msg);
+    if (reply != NULL) {
+        nng_aio_set_msg(r->aio, reply);
+        nng_ctx_send(r->ctx, r->aio);
+    } else {
+        nng_ctx_recv(r->ctx, r->aio);
+    }
+    srv_leave(s);
+    return 0;
+}
+
+int kq_rpc_reply(kq_rpc_req *req, const uint8_t *data, size_t len)
+{
+    nng_msg *reply = NULL;
+    int rv;
+
+    if (req == NULL)
+        return KQ_ERR_INTERNAL;
+    if (data == NULL && len > 0) {
+        srv_release(req, NULL);
+        return KQ_ERR_INTERNAL;
+    }
+    if ((rv = nng_msg_alloc(&reply, len)) != 0) {
+        srv_release(req, NULL);
+        return KQ_ERR_NOMEM;
+    }
+    if (len > 0)
+        memcpy(nng_msg_body(reply), data, len);
+    return srv_release(req, reply);
+}
+
+void kq_rpc_req_drop(kq_rpc_req *req)
+{
+    if (req != NULL)
+        srv_release(req, NULL);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* client */
+
+enum call_state {
+    CALL_FREE = 0,
+    CALL_SEND,
+    CALL_RECV,
+};
+
+/* One pooled call slot: a REQ context and its aio. Owned by the client (list `all`). */
+struct rpc_call {
+    kq_rpc_client *cli;
+    nng_ctx ctx;
+    nng_aio *aio;
+    enum call_state state;
+    uint64_t deadline_ms;
+    kq_rpc_on_response cb;
+    void *arg;
+    struct rpc_call *next_free;
+    struct rpc_call *next_all;
+};
+
+struct kq_rpc_client {
+    nng_socket sock;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool closing;
+    int outstanding;            /* calls whose callback has not yet returned */
+    int entering;               /* threads inside nng_ctx_* / nng_ctx_open for this socket */
+    struct rpc_call *free_list; /* idle slots */
+    struct rpc_call *all;       /* every slot, owned */
+    char url[128];
+};
+
+static int map_nng_err(int rv)
+{
+    return rv == NNG_ETIMEDOUT ? KQ_ERR_REQUEST_TIMED_OUT : KQ_ERR_NETWORK_EXCEPTION;
+}
+
+/* Ends a section started (under the lock, closing false) with c->entering++. Close waits for
+ * these before it closes the socket (see srv_leave). */
+static void cli_leave(kq_rpc_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    if (--c->entering == 0 && c->closing)
+        pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Runs the callback, then returns the slot to the pool. Must be the last use of `call`. */
+static void call_finish(struct rpc_call *call, int err, nng_msg *resp)
+{
+    kq_rpc_client *c = call->cli;
+
+    if (resp != NULL)
+        call->cb(call->arg, 0, nng_msg_body(resp), nng_msg_len(resp));
+    else
+        call->cb(call->arg, err, NULL, 0);
+    if (resp != NULL)
+        nng_msg_free(resp);
+
+    pthread_mutex_lock(&c->mu);
+    call->state = CALL_FREE;
+    call->cb = NULL;
+    call->arg = NULL;
+    call->next_free = c->free_list;
+    c->free_list = call;
+    if (--c->outstanding == 0 && c->closing)
+        pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void call_aio_cb(void *p)
+{
+    struct rpc_call *call = p;
+    int rv = nng_aio_result(call->aio);
+    nng_msg *msg;
+    uint64_t now;
+
+    switch (call->state) {
+    case CALL_SEND:
+        if (rv != 0) {
+            msg = nng_aio_get_msg(call->aio);
+            nng_aio_set_msg(call->aio, NULL);
+            if (msg != NULL)
+                nng_msg_free(msg);
+            call_finish(call, map_nng_err(rv), NULL);
+            return;
+        }
+        now = mono_ms();
+        if (now >= call->deadline_ms) {
+            call_finish(call, KQ_ERR_REQUEST_TIMED_OUT, NULL);
+            return;
+        }
+        pthread_mutex_lock(&call->cli->mu);
+        if (call->cli->closing) {
+            pthread_mutex_unlock(&call->cli->mu);
+            call_finish(call, KQ_ERR_NETWORK_EXCEPTION, NULL);
+            return;
+        }
+        call->cli->entering++;
+        pthread_mutex_unlock(&call->cli->mu);
+        call->state = CALL_RECV;
+        nng_aio_set_timeout(call->aio, clamp_ms(call->deadline_ms - now));
+        nng_ctx_recv(call->ctx, call->aio);
+        cli_leave(call->cli);
+        return;
+    case CALL_RECV:
+        if (rv != 0) {
+            call_finish(call, map_nng_err(rv), NULL);
+            return;
+        }
+        msg = nng_aio_get_msg(call->aio);
+        nng_aio_set_msg(call->aio, NULL);
+        call_finish(call, 0, msg);
+        return;
+    case CALL_FREE:
+        return;
+    }
+}
+
+int kq_rpc_client_open(const char *url, size_t max_msg_bytes, kq_rpc_client **out, char *errbuf,
+                       size_t errlen)
+{
+    kq_rpc_client *c = NULL;
+    bool sock_open = false, mu_init = false, cv_init = false;
+    int rv;
+    int err = KQ_ERR_IO;
+
+    if (out != NULL)
+        *out = NULL;
+    if (url == NULL || out == NULL) {
+        set_err(errbuf, errlen, "rpc client: url and out are required");
+        return KQ_ERR_CONFIG;
+    }
+    if (max_msg_bytes == 0)
+        max_msg_bytes = KQ_RPC_DEFAULT_MAX_MSG;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        err = KQ_ERR_NOMEM;
+        set_err(errbuf, errlen, "rpc client %s: out of memory", url);
+        goto out;
+    }
+    snprintf(c->url, sizeof(c->url), "%s", url);
+    if (pthread_mutex_init(&c->mu, NULL) != 0) {
+        set_err(errbuf, errlen, "rpc client %s: cannot initialise lock", url);
+        goto out;
+    }
+    mu_init = true;
+    if (pthread_cond_init(&c->cv, NULL) != 0) {
+        set_err(errbuf, errlen, "rpc client %s: cannot initialise condition", url);
+        goto out;
+    }
+    cv_init = true;
+    if ((rv = nng_req0_open(&c->sock)) != 0) {
+        set_err(errbuf, errlen, "rpc client %s: cannot open REQ socket: %s", url, nng_strerror(rv));
+        goto out;
+    }
+    sock_open = true;
+    if ((rv = nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE)) != 0 ||
+        (rv = nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, max_msg_bytes)) != 0 ||
+        (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 100)) != 0 ||
+        (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 2000)) != 0) {
+        set_err(errbuf, errlen, "rpc client %s: cannot set socket options: %s", url,
+                nng_strerror(rv));
+        goto out;
+    }
+    if ((rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
+        set_err(errbuf, errlen, "rpc client: cannot dial %s: %s", url, nng_strerror(rv));
+        goto out;
+    }
+    *out = c;
+    c = NULL;
+    err = 0;
+out:
+    if (c != NULL) {
+        if (sock_open)
+            nng_close(c->sock);
+        if (cv_init)
+            pthread_cond_destroy(&c->cv);
+        if (mu_init)
+            pthread_mutex_destroy(&c->mu);
+        free(c);
+    }
+    return err;
+}
+
+void kq_rpc_client_close(kq_rpc_client *c)
+{
+    struct rpc_call *call, *next;
+
+    if (c == NULL)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->closing = true;
+    while (c->entering > 0)
+        pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+
+    /* Nobody is inside nng_ctx_* for this socket and nobody starts anything new. Closing the
+     * socket fails every pending operation on every context with NNG_ECLOSED. */
+    close_socket_bounded(c->sock, "client", c->url);
+
+    pthread_mutex_lock(&c->mu);
+    while (c->outstanding > 0)
+        pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+
+    for (call = c->all; call != NULL; call = call->next_all)
+        nng_aio_stop(call->aio);
+    for (call = c->all; call != NULL; call = next) {
+        next = call->next_all;
+        nng_aio_free(call->aio);
+        free(call);
+    }
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+/* Allocates a new pool slot (lock not held). */
+static int call_new(kq_rpc_client *c, struct rpc_call **out)
+{
+    struct rpc_call *call;
+    int rv;
+
+    *out = NULL;
+    call = calloc(1, sizeof(*call));
+    if (call == NULL)
+        return KQ_ERR_NOMEM;
+    call->cli = c;
+    if ((rv = nng_aio_alloc(&call->aio, call_aio_cb, call)) != 0) {
+        free(call);
+        return KQ_ERR_NOMEM;
+    }
+    if ((rv = nng_ctx_open(&call->ctx, c->sock)) != 0) {
+        nng_aio_free(call->aio);
+        free(call);
+        return rv == NNG_ENOMEM ? KQ_ERR_NOMEM : KQ_ERR_CLOSED;
+    }
+    /* Contexts copy the socket's resend time when opened; set it explicitly anyway. */
+    nng_ctx_set_ms(call->ctx, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+    *out = call;
+    return 0;
+}
+
+int kq_rpc_call_async(kq_rpc_client *c, const uint8_t *req, size_t len, uint32_t timeout_ms,
+                      kq_rpc_on_response cb, void *arg)
+{
+    struct rpc_call *call = NULL;
+    nng_msg *msg = NULL;
+    int err;
+
+    if (c == NULL || cb == NULL || (req == NULL && len > 0))
+        return KQ_ERR_INTERNAL;
+    if (nng_msg_alloc(&msg, len) != 0)
+        return KQ_ERR_NOMEM;
+    if (len > 0)
+        memcpy(nng_msg_body(msg), req, len);
+
+    pthread_mutex_lock(&c->mu);
+    if (c->closing) {
+        pthread_mutex_unlock(&c->mu);
+        err = KQ_ERR_CLOSED;
+        goto out;
+    }
+    call = c->free_list;
+    if (call != NULL)
+        c->free_list = call->next_free;
+    c->outstanding++; /* keeps close from freeing the pool while we work outside the lock */
+    c->entering++;    /* keeps close from closing the socket under nng_ctx_open/send */
+    pthread_mutex_unlock(&c->mu);
+
+    if (call == NULL) {
+        err = call_new(c, &call);
+        pthread_mutex_lock(&c->mu);
+        if (err != 0) {
+            if (--c->outstanding == 0 && c->closing)
+                pthread_cond_broadcast(&c->cv);
+            pthread_mutex_unlock(&c->mu);
+            cli_leave(c);
+            goto out;
+        }
+        call->next_all = c->all;
+        c->all = call;
+        pthread_mutex_unlock(&c->mu);
+    }
+
+    call->cb = cb;
+    call->arg = arg;
+    call->state = CALL_SEND;
+    call->deadline_ms = mono_ms() + timeout_ms;
+    nng_aio_set_timeout(call->aio, clamp_ms(timeout_ms));
+    nng_aio_set_msg(call->aio, msg);
+    msg = NULL;
+    nng_ctx_send(call->ctx, call->aio);
+    cli_leave(c);
+    err = 0;
+out:
+    if (msg != NULL)
+        nng_msg_free(msg);
+    return err;
+}
+
+struct sync_call {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int err;
+    uint8_t *data;
+    size_t len;
+};
+
+static void sync_cb(void *arg, int err, const uint8_t *data, size_t len)
+{
+    struct sync_call *sc = arg;
+    uint8_t *copy = NULL;
+
+    if (err == 0) {
+        copy = malloc(len > 0 ? len : 1);
+        if (copy == NULL)
+            err = KQ_ERR_NOMEM;
+        else if (len > 0)
+            memcpy(copy, data, len);
+    }
+    pthread_mutex_lock(&sc->mu);
+    sc->err = err;
+    sc->data = copy;
+    sc->len = err == 0 ? len : 0;
+    sc->done = true;
+    pthread_cond_signal(&sc->cv);
+    pthread_mutex_unlock(&sc->mu);
+}
+
+int kq_rpc_call(kq_rpc_client *c, const uint8_t *req, size_t len, uint32_t timeout_ms,
+                uint8_t **resp, size_t *resp_len)
+{
+    struct sync_call sc;
+    int err;
+
+    if (resp == NULL || resp_len == NULL)
+        return KQ_ERR_INTERNAL;
+    *resp = NULL;
+    *resp_len = 0;
+    memset(&sc, 0, sizeof(sc));
+    if (pthread_mutex_init(&sc.mu, NULL) != 0)
+        return KQ_ERR_INTERNAL;
+    if (pthread_cond_init(&sc.cv, NULL) != 0) {
+        pthread_mutex_destroy(&sc.mu);
+        return KQ_ERR_INTERNAL;
+    }
+    err = kq_rpc_call_async(c, req, len, timeout_ms, sync_cb, &sc);
+    if (err != 0)
+        goto out;
+    pthread_mutex_lock(&sc.mu);
+    while (!sc.done)
+        pthread_cond_wait(&sc.cv, &sc.mu);
+    pthread_mutex_unlock(&sc.mu);
+    err = sc.err;
+    if (err == 0) {
+        *resp = sc.data;
+        *resp_len = sc.len;
+    }
+out:
+    pthread_cond_destroy(&sc.cv);
+    pthread_mutex_destroy(&sc.mu);
+    return err;
+}
