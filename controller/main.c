@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl_config.h"
@@ -1186,6 +1187,22 @@ static void run(ctl *c)
     }
 }
 
+/* nng 1.5.2 can hang closing a socket whose peer vanished mid-message (upstream #1636, fixed
+ * after 1.5.2). Everything durable is committed before teardown starts, so if teardown takes
+ * longer than this, exiting is safe. */
+#define TEARDOWN_WATCHDOG_MS 3000
+
+static void *teardown_watchdog(void *arg)
+{
+    (void)arg;
+    struct timespec ts = {TEARDOWN_WATCHDOG_MS / 1000, (TEARDOWN_WATCHDOG_MS % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    KQ_WARN("controller", "shutdown: network teardown is stuck, exiting anyway", "after_ms=%d",
+            TEARDOWN_WATCHDOG_MS);
+    _exit(0);
+    return NULL;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kq-controller --config FILE\n"
@@ -1249,6 +1266,9 @@ int main(int argc, char **argv)
     flush_outbox(&c);
     /* Give the EndQuorumEpoch requests a moment on the wire before the sockets close. */
     usleep(50 * 1000);
+    pthread_t wd;
+    if (pthread_create(&wd, NULL, teardown_watchdog, NULL) == 0)
+        pthread_detach(wd);
     kq_http_stop(c.http);
     kq_rpc_server_stop(c.server);
     for (int i = 0; i < c.n_peers; i++)
