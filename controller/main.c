@@ -1269,11 +1269,11 @@ int main(int argc, char **argv)
     pthread_t wd;
     if (pthread_create(&wd, NULL, teardown_watchdog, NULL) == 0)
         pthread_detach(wd);
+    kq_store_close(c.store); /* everything is committed; close it before the network */
     kq_http_stop(c.http);
     kq_rpc_server_stop(c.server);
     for (int i = 0; i < c.n_peers; i++)
         kq_rpc_client_close(c.peers[i].client);
-    kq_store_close(c.store);
     KQ_INFO("controller", "stopped", "%s", "reason=signal");
     return 0;
 }
