@@ -20,6 +20,7 @@
     X(REQUEST_TIMED_OUT, 7, 1, "request timed out")                                             \
     X(BROKER_NOT_AVAILABLE, 8, 1, "broker not available")                                       \
     X(MESSAGE_TOO_LARGE, 10, 0, "message too large")                                            \
+    X(INVALID_TOPIC_EXCEPTION, 17, 0, "invalid topic name")                                     \
     X(NETWORK_EXCEPTION, 13, 1, "network exception")                                            \
     X(NOT_ENOUGH_REPLICAS, 19, 1, "not enough in-sync replicas")                                \
     X(NOT_ENOUGH_REPLICAS_AFTER_APPEND, 20, 1, "not enough in-sync replicas after append")      \
