@@ -110,7 +110,7 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
         (rc = get_ms(c, "metadata.max.idle.interval.ms", 500, 0, &out->idle_interval_ms,
                      errbuf, errlen)) != 0)
         goto out;
-    if ((rc = kq_config_int(c, "socket.request.max.bytes", 104857600, 1048576, 1073741824, &v,
+    if ((rc = kq_config_int(c, "socket.request.max.bytes", 16777216, 16777216, 1073741824, &v,
                             errbuf, errlen)) != 0)
         goto out;
     out->max_request_bytes = (uint32_t)v;

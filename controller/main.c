@@ -45,6 +45,10 @@
  * starve the follower Fetches that commit them). */
 #define SERVER_CONTEXTS 1024
 #define MAX_WAITING_WRITES 768
+/* One write request's records, and one proposed batch: a batch must fit in a Fetch response
+ * (FETCH_MAX_BYTES) and well inside a peer's receive limit. */
+#define MAX_WRITE_BYTES (1u * 1024u * 1024u)
+#define MAX_BATCH_BYTES (4u * 1024u * 1024u)
 
 enum { EV_REQUEST = 1, EV_RESPONSE, EV_SIGNAL };
 
@@ -407,14 +411,20 @@ static void apply_update(ctl *c, const kq_raft_update *u)
     kq_raft_get_status(c->raft, &c->st);
 }
 
-static void step(ctl *c, kq_raft_event *ev, kq_raft_update *u)
+/* Returns 0, or the core's error for an event it rejected (then *u is empty). */
+static int step(ctl *c, kq_raft_event *ev, kq_raft_update *u)
 {
     ev->now_ms = c->now;
-    if (kq_raft_step(c->raft, ev, u) != 0) {
-        KQ_WARN("raft", "event rejected by the core", "type=%d", (int)ev->type);
-        return;
+    int rc = kq_raft_step(c->raft, ev, u);
+    if (rc != 0) {
+        KQ_WARN("raft", "event rejected by the core", "type=%d error=%s", (int)ev->type,
+                kq_err_name(rc));
+        if (ev->type == KQ_RAFT_EV_PROPOSE)
+            u->propose_error = rc;
+        return rc;
     }
     apply_update(c, u);
+    return 0;
 }
 
 /* ---------- requests ---------- */
@@ -475,6 +485,8 @@ static void describe(ctl *c, kq_rpc_req *req)
     free(d);
 }
 
+static void flush_writes(ctl *c);
+
 static void queue_write(ctl *c, kq_rpc_req *req, const kq_request *r)
 {
     if (!is_leader(c)) {
@@ -490,6 +502,18 @@ static void queue_write(ctl *c, kq_rpc_req *req, const kq_request *r)
         reply_error(c, req, KQ_API_WRITE, KQ_ERR_INVALID_REQUEST, "write has no records");
         return;
     }
+    size_t bytes = 0;
+    for (size_t i = 0; i < r->n_records; i++)
+        bytes += r->record_lens[i] + 16;
+    if (bytes > MAX_WRITE_BYTES) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "write of %zu bytes exceeds the limit of %u bytes", bytes,
+                 MAX_WRITE_BYTES);
+        reply_error(c, req, KQ_API_WRITE, KQ_ERR_MESSAGE_TOO_LARGE, msg);
+        return;
+    }
+    if (c->batch.len + bytes > MAX_BATCH_BYTES)
+        flush_writes(c); /* close the current batch; this write starts the next one */
     if (c->n_pending == c->cap_pending) {
         size_t cap = c->cap_pending ? c->cap_pending * 2 : 64;
         pending_write *p = realloc(c->pending, cap * sizeof(*p));
@@ -562,7 +586,12 @@ static void handle_request(ctl *c, kq_rpc_req *req)
         m.to = c->cfg.node_id;
         kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &m};
         kq_raft_update u;
-        step(c, &ev, &u);
+        if (step(c, &ev, &u) != 0) {
+            kq_rpc_req *back = token_take(c, token);
+            if (back != NULL)
+                reply_error(c, back, r.api_key, KQ_ERR_INVALID_REQUEST,
+                            "request rejected by the Raft core");
+        }
         break;
     }
     case KQ_API_DESCRIBE_QUORUM:
@@ -702,6 +731,14 @@ static void send_response(ctl *c, const kq_raft_msg *m)
         if (from < c->durable_end) {
             int rc = kq_store_read(c->store, from, to < c->durable_end ? to : c->durable_end,
                                    FETCH_MAX_BYTES, collect_batch, &v);
+            if (rc == KQ_ERR_INVALID_REQUEST || rc == KQ_ERR_OFFSET_OUT_OF_RANGE) {
+                /* A fetch offset inside a batch: only a broken or hostile client sends it. */
+                KQ_WARN("raft", "fetch offset is not a batch boundary", "replica=%d offset=%lld",
+                        m->to, (long long)from);
+                reply_error(c, req, KQ_API_FETCH, KQ_ERR_INVALID_REQUEST,
+                            "fetch offset is not a batch boundary");
+                goto out;
+            }
             if (rc != 0)
                 fatal("store read", kq_err_message(rc));
             if (v.n > 0)
@@ -718,11 +755,19 @@ static void send_response(ctl *c, const kq_raft_msg *m)
                 break;
             next += t->count;
         }
+        if (v.n == 0 && from >= c->durable_end) {
+            KQ_WARN("raft", "fetch offset is not a batch boundary", "replica=%d offset=%lld",
+                    m->to, (long long)from);
+            reply_error(c, req, KQ_API_FETCH, KQ_ERR_INVALID_REQUEST,
+                        "fetch offset is not a batch boundary");
+            goto out;
+        }
     }
     if (kq_codec_encode_raft_response(m, v.b, v.n, &b) != 0)
         kq_rpc_req_drop(req);
     else
         reply_buf(req, &b);
+out:
     for (size_t i = 0; i < v.n; i++)
         free(v.bufs[i]);
     free(v.bufs);
@@ -1106,8 +1151,15 @@ static int start(ctl *c, char *err, size_t errlen)
     ev.u.start.epochs = rec.epochs;
     ev.u.start.n_epochs = rec.n_epochs;
     kq_raft_update up;
-    step(c, &ev, &up);
+    rc = step(c, &ev, &up);
     free(rec.epochs);
+    if (rc != 0) {
+        snprintf(err, errlen,
+                 "the Raft core rejected the state recovered from %.900s (%s); the directory "
+                 "may be damaged",
+                 c->cfg.log_dir, kq_err_name(rc));
+        return KQ_ERR_IO;
+    }
     return 0;
 }
 
@@ -1138,6 +1190,8 @@ static void run(ctl *c)
             deadline = c->last_append_ms + c->cfg.idle_interval_ms;
         if (c->shutting_down && c->shutdown_deadline < deadline)
             deadline = c->shutdown_deadline;
+        if (c->n_outbox > 0)
+            deadline = 0; /* messages left from the last iteration: do not sleep */
         size_t n = kq_loopq_pop(c->q, items, 256, deadline);
         c->now = kq_now_ms();
         for (size_t i = 0; i < n; i++) {

@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,6 +69,7 @@ struct kq_store {
     int64_t txn_end_offset;
     int32_t txn_last_entry_epoch;
     char dir[PATH_MAX];
+    int lock_fd; /* writable opens hold an exclusive flock on <dir>/.lock; -1 if none */
 };
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -407,6 +409,8 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
         return KQ_ERR_IO;
     }
     s = calloc(1, sizeof(*s));
+    if (s != NULL)
+        s->lock_fd = -1;
     if (s == NULL) {
         seterr(errbuf, errlen, "out of memory");
         return KQ_ERR_NOMEM;
@@ -530,10 +534,44 @@ not_formatted:
     return KQ_ERR_NOT_FORMATTED;
 }
 
+/* Two daemons writing one environment would each believe they own the log (and could vote
+ * twice in one epoch): a writable open holds an exclusive lock for the life of the store. */
+static int lock_dir(kq_store *s, const char *dir, char *errbuf, size_t errlen)
+{
+    char path[PATH_MAX + 16], pid[32] = "";
+    snprintf(path, sizeof(path), "%s/.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        seterr(errbuf, errlen, "cannot create the lock file %s: %s", path, strerror(errno));
+        return KQ_ERR_IO;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        seterr(errbuf, errlen,
+               "metadata directory %s is in use by another process (pid %s); stop it first",
+               dir, pid[0] ? pid : "unknown");
+        close(fd);
+        return KQ_ERR_IO;
+    }
+    int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+        /* The lock is what matters; the pid is only a hint for the message above. */
+    }
+    s->lock_fd = fd;
+    return 0;
+}
+
 int kq_store_open(const char *dir, const char *expect_cluster_id, int32_t expect_node_id,
                   kq_store **out, char *errbuf, size_t errlen)
 {
-    return store_open(dir, 0, expect_cluster_id, expect_node_id, out, errbuf, errlen);
+    int rc = store_open(dir, 0, expect_cluster_id, expect_node_id, out, errbuf, errlen);
+    if (rc == 0 && (rc = lock_dir(*out, dir, errbuf, errlen)) != 0) {
+        kq_store_close(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 int kq_store_open_readonly(const char *dir, kq_store **out, char *errbuf, size_t errlen)
@@ -549,6 +587,8 @@ void kq_store_close(kq_store *s)
         mdb_txn_abort(s->txn);
     if (s->env != NULL)
         mdb_env_close(s->env);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
     free(s);
 }
 

@@ -159,6 +159,8 @@ controller.quorum.voters=$v
 listeners=CONTROLLER://127.0.0.1:$p
 advertised.listeners=CONTROLLER://127.0.0.1:$p
 metadata.log.dir=$LOCAL_DIR/node-$i
+# Prometheus /metrics, /healthz, /readyz (docs/metrics.md)
+metrics.listener=127.0.0.1:$((p + 1))
 log.level=info
 EOF
     done
