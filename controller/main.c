@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ctl_config.h"
+#include "meta.h"
 #include "kq/codec.h"
 #include "kq/error.h"
 #include "kq/log.h"
@@ -115,6 +116,7 @@ typedef struct proposal_time {
 
 typedef struct ctl {
     kq_ctl_config cfg;
+    kq_meta meta; /* the metadata image (controller/meta.h) */
     ctl_metrics m;
     kq_http *http;
     _Atomic int ready; /* read by the HTTP thread */
@@ -133,7 +135,7 @@ typedef struct ctl {
 
     /* writes accumulated in this iteration */
     kq_buf batch;
-    size_t batch_count;
+    int32_t batch_count;
     pending_write *pending;
     size_t n_pending, cap_pending;
     const kq_buf *propose_payload; /* payload for the PROPOSED batch of the current step */
@@ -329,6 +331,7 @@ static void write_leader_change(ctl *c, const kq_raft_batch *b)
     if (kq_store_append(c->store, b->base_offset, b->epoch, b->count, rec.data, rec.len) != 0)
         fatal("store append", "LeaderChange batch");
     tail_add(c, b, rec.data, rec.len);
+    kq_meta_became_leader(&c->meta, b->base_offset);
     kq_buf_free(&rec);
 }
 
@@ -400,6 +403,11 @@ static void apply_update(ctl *c, const kq_raft_update *u)
         if (u->role == KQ_RAFT_CANDIDATE)
             kq_metric_inc(c->m.elections);
         if (u->role != KQ_RAFT_LEADER) {
+            char why[512];
+            if (c->meta.active)
+                KQ_INFO("controller", "no longer the active controller", "epoch=%d", u->epoch);
+            if (kq_meta_deactivate(&c->meta, why, sizeof(why)) != 0)
+                fatal("metadata image", why);
             fail_parked_writes(c, KQ_ERR_NOT_CONTROLLER);
             c->lat_n = 0;
         }
@@ -487,6 +495,38 @@ static void describe(ctl *c, kq_rpc_req *req)
 
 static void flush_writes(ctl *c);
 
+/* Offset the next record added to the proposal being built will get. */
+static int64_t batch_next_offset(const ctl *c)
+{
+    return c->st.log_end_offset + c->batch_count;
+}
+
+/* Add one record to this iteration's proposal. On the active controller the image applies it
+ * at once (so the next decision sees it); otherwise it is applied when it commits. */
+static void batch_add_record(ctl *c, const kq_record *r)
+{
+    char err[512];
+    if (c->meta.active) {
+        if (kq_meta_add(&c->meta, r, &c->batch, c->st.log_end_offset, &c->batch_count, err,
+                        sizeof(err)) != 0)
+            fatal("metadata image", err);
+        return;
+    }
+    if (kq_record_append(&c->batch, r, err, sizeof(err)) != 0)
+        fatal("encode", err);
+    c->batch_count++;
+}
+
+static void batch_add_opaque(ctl *c, const uint8_t *data, size_t len)
+{
+    kq_record r;
+    memset(&r, 0, sizeof(r));
+    r.type = KQ_REC_OPAQUE;
+    r.opaque.data = (uint8_t *)data;
+    r.opaque.len = len;
+    batch_add_record(c, &r);
+}
+
 static void queue_write(ctl *c, kq_rpc_req *req, const kq_request *r)
 {
     if (!is_leader(c)) {
@@ -524,12 +564,10 @@ static void queue_write(ctl *c, kq_rpc_req *req, const kq_request *r)
         c->pending = p;
         c->cap_pending = cap;
     }
-    for (size_t i = 0; i < r->n_records; i++) {
-        if (kq_codec_append_opaque(&c->batch, r->records[i], r->record_lens[i]) != 0)
-            fatal("encode", "opaque record");
-    }
-    c->pending[c->n_pending++] = (pending_write){req, c->batch_count, r->n_records};
-    c->batch_count += r->n_records;
+    size_t first = (size_t)c->batch_count;
+    for (size_t i = 0; i < r->n_records; i++)
+        batch_add_opaque(c, r->records[i], r->record_lens[i]);
+    c->pending[c->n_pending++] = (pending_write){req, first, r->n_records};
 }
 
 static void count_request(ctl *c, uint32_t api)
@@ -877,7 +915,10 @@ static void flush_writes(ctl *c)
     int err = 0;
     if (c->n_pending == 0)
         return;
-    propose(c, &c->batch, (int32_t)c->batch_count, &base, &epoch, &err);
+    int64_t expected = batch_next_offset(c) - c->batch_count;
+    propose(c, &c->batch, c->batch_count, &base, &epoch, &err);
+    if (err == 0 && base != expected)
+        fatal("internal", "proposal landed at another offset than its records were applied at");
     if (err == 0 && c->lat_n < LATENCY_RING) {
         c->lat[(c->lat_head + c->lat_n++) % LATENCY_RING] =
             (proposal_time){base + (int64_t)c->batch_count - 1, kq_now_ns()};
@@ -918,10 +959,47 @@ static void maybe_noop(ctl *c)
         return;
     if (c->now < c->last_append_ms + c->cfg.idle_interval_ms)
         return;
-    if (kq_codec_append_noop(&b) != 0)
-        fatal("encode", "NoOp record");
+    kq_record r;
+    memset(&r, 0, sizeof(r));
+    r.type = KQ_REC_NOOP;
+    int32_t n = 0;
+    char why[512];
+    if (c->meta.active) {
+        if (kq_meta_add(&c->meta, &r, &b, c->st.log_end_offset, &n, why, sizeof(why)) != 0)
+            fatal("metadata image", why);
+    } else if (kq_record_append(&b, &r, why, sizeof(why)) != 0) {
+        fatal("encode", why);
+    }
     propose(c, &b, 1, &base, &epoch, &err);
     kq_buf_free(&b);
+}
+
+static int apply_committed_batch(void *arg, int64_t base, int32_t epoch, int32_t count,
+                                 uint32_t crc, const uint8_t *records, size_t len)
+{
+    ctl *c = arg;
+    char why[512];
+    if (kq_meta_apply_batch(&c->meta, base, count, records, len, why, sizeof(why)) != 0)
+        fatal("metadata image: a committed record cannot apply", why);
+    return 0;
+}
+
+/* Replay committed batches into the image, then activate the leader once it has caught up. */
+static void apply_committed(ctl *c)
+{
+    while (c->hw > 0 && c->meta.applied_end < c->hw) {
+        int64_t before = c->meta.applied_end;
+        int rc = kq_store_read(c->store, before, c->hw, FETCH_MAX_BYTES, apply_committed_batch, c);
+        if (rc != 0)
+            fatal("store read (replaying committed records)", kq_err_message(rc));
+        if (c->meta.applied_end == before)
+            fatal("internal", "no progress replaying committed records");
+    }
+    kq_meta_committed(&c->meta, c->hw);
+    if (kq_meta_try_activate(&c->meta, is_leader(c), c->hw, c->st.log_end_offset,
+                             (int64_t)c->now))
+        KQ_INFO("controller", "became the active controller", "epoch=%d applied_end=%lld",
+                c->st.epoch, (long long)c->meta.applied_end);
 }
 
 static void observe_commits(ctl *c)
@@ -1099,6 +1177,15 @@ static int start(ctl *c, char *err, size_t errlen)
         free(rec.epochs);
         return KQ_ERR_CONFIG;
     }
+    kq_decide_settings ds;
+    kq_decide_settings_default(&ds);
+    if (kq_meta_init(&c->meta, &ds, kq_store_identity_of(c->store)->cluster_id,
+                     kq_now_ns() ^ (uint64_t)getpid()) != 0) {
+        free(rec.epochs);
+        snprintf(err, errlen, "out of memory");
+        return KQ_ERR_NOMEM;
+    }
+    c->meta.applied_end = rec.log_start_offset;
     rc = metrics_init(c, err, errlen);
     if (rc != 0) {
         free(rec.epochs);
@@ -1234,6 +1321,7 @@ static void run(ctl *c)
             last_hw = c->hw;
             complete_writes(c);
         }
+        apply_committed(c);
         expire_tokens(c);
         metrics_update(c);
         if (c->shutting_down && c->now >= c->shutdown_deadline)
