@@ -19,11 +19,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PRESET=release
 BUILD_DIR=""
 JOBS=2
-LABELS='unit|raft|sim|integration'
+LABELS='unit|raft|sim|integration|chaos'
 NO_INSTALL=${KQ_NO_INSTALL:-0}
 # Build and test dependencies (Debian 12 package names).
 PACKAGES=(cmake ninja-build gcc libc6-dev pkgconf libprotobuf-c-dev protobuf-c-compiler
-    libnng-dev liblmdb-dev libcmocka-dev python3 iproute2 procps coreutils)
+    libnng-dev liblmdb-dev libcmocka-dev python3 iproute2 iptables procps coreutils)
 
 while [[ $# -gt 0 ]]; do
     case $1 in
