@@ -7,7 +7,7 @@
 #   --asan          use the asan preset (ASan + UBSan, build/asan) instead of release
 #   --build-dir DIR configure a plain build tree in DIR (e.g. build/ci) instead of a preset's
 #   --jobs N        parallel tests (default 2)
-#   --label REGEX   ctest label regex (default 'unit|raft|sim|integration')
+#   --label REGEX   ctest label regex (default 'unit|raft|sim|integration|chaos')
 #   --no-install    never call apt-get (also KQ_NO_INSTALL=1)
 #
 # Runs from any directory, without a terminal and as root (CI calls it through .ci/run).
