@@ -55,5 +55,6 @@ CFG
 }
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nproc) cores, $(uname -r), build $build"
+"$bin/kq-bench" --fsync-probe "$work"
 run_quorum 3 $((20000 + RANDOM % 1000 * 10))
 run_quorum 5 $((30000 + RANDOM % 1000 * 10))
