@@ -115,6 +115,40 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
         goto out;
     out->max_request_bytes = (uint32_t)v;
 
+    /* Cluster defaults the active controller applies (dynamic configs in the log override). */
+    kq_decide_settings_default(&out->decide);
+    int b = 0;
+    if ((rc = kq_config_int(c, "broker.session.timeout.ms", 9000, 100, 3600000, &v, errbuf,
+                            errlen)) != 0)
+        goto out;
+    out->decide.session_timeout_ms = v;
+    if ((rc = kq_config_int(c, "num.partitions", 1, 1, 100000, &v, errbuf, errlen)) != 0)
+        goto out;
+    out->decide.num_partitions = (int32_t)v;
+    if ((rc = kq_config_int(c, "default.replication.factor", 1, 1, 32767, &v, errbuf,
+                            errlen)) != 0)
+        goto out;
+    out->decide.default_replication_factor = (int32_t)v;
+    if ((rc = kq_config_int(c, "min.insync.replicas", 1, 1, 32767, &v, errbuf, errlen)) != 0)
+        goto out;
+    out->decide.min_insync_replicas = (int32_t)v;
+    if ((rc = kq_config_bool(c, "unclean.leader.election.enable", 0, &b, errbuf, errlen)) != 0)
+        goto out;
+    out->decide.unclean_leader_election = b;
+    if ((rc = kq_config_bool(c, "eligible.leader.replicas.enable", 1, &b, errbuf, errlen)) != 0)
+        goto out;
+    out->decide.elr_enabled = b;
+    if ((rc = kq_config_bool(c, "auto.leader.rebalance.enable", 1, &b, errbuf, errlen)) != 0)
+        goto out;
+    out->decide.auto_leader_rebalance = b;
+    if ((rc = kq_config_int(c, "leader.imbalance.check.interval.seconds", 300, 1, 86400, &v,
+                            errbuf, errlen)) != 0)
+        goto out;
+    out->rebalance_interval_ms = (uint32_t)v * 1000u;
+    if ((rc = get_ms(c, "unclean.leader.election.interval.ms", 300000, 1,
+                     &out->unclean_interval_ms, errbuf, errlen)) != 0)
+        goto out;
+
     if ((rc = kq_config_string(c, "log.level", "info", &s, errbuf, errlen)) != 0)
         goto out;
     int lvl = kq_log_level_parse(s);

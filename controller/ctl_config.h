@@ -11,6 +11,7 @@
 #include "kq/config.h"
 #include "kq/log.h"
 #include "kq/raft.h"
+#include "decide.h"
 
 typedef struct kq_ctl_config {
     int32_t node_id;
@@ -25,6 +26,9 @@ typedef struct kq_ctl_config {
     uint32_t max_request_bytes;  /* socket.request.max.bytes */
     kq_log_level log_level;      /* log.level */
     char metrics_host[256];      /* metrics.listener host ("" = no HTTP endpoint) */
+    kq_decide_settings decide;   /* broker.session.timeout.ms, num.partitions, ... */
+    uint32_t rebalance_interval_ms; /* leader.imbalance.check.interval.seconds * 1000 */
+    uint32_t unclean_interval_ms;   /* unclean.leader.election.interval.ms */
     int metrics_port;
 } kq_ctl_config;
 

@@ -1177,9 +1177,7 @@ static int start(ctl *c, char *err, size_t errlen)
         free(rec.epochs);
         return KQ_ERR_CONFIG;
     }
-    kq_decide_settings ds;
-    kq_decide_settings_default(&ds);
-    if (kq_meta_init(&c->meta, &ds, kq_store_identity_of(c->store)->cluster_id,
+    if (kq_meta_init(&c->meta, &c->cfg.decide, kq_store_identity_of(c->store)->cluster_id,
                      kq_now_ns() ^ (uint64_t)getpid()) != 0) {
         free(rec.epochs);
         snprintf(err, errlen, "out of memory");
