@@ -82,6 +82,9 @@ struct kq_raft {
     size_t n_epochs;
     size_t cap_epochs;
     int64_t hw;
+    /* Highest HW this node has known since it started, kept when a new leader's HW goes back
+     * to unknown: committed, so never truncated and a batch boundary. -1 unknown. */
+    int64_t committed;
 
     /* elections */
     uint32_t round;
@@ -258,9 +261,25 @@ static uint64_t random_election_timeout(kq_raft *r)
     return t + prng_below(r, t);
 }
 
+/* The leader this node names in messages and status. A node that led its epoch and stepped
+ * down (Resigned, or Prospective after that) keeps leader_id == self internally, so it never
+ * grants a vote or follows another node in that epoch, but it no longer claims to lead. */
 static int32_t advertised_leader(const kq_raft *r)
 {
-    return r->role == KQ_RAFT_RESIGNED ? KQ_RAFT_NO_ID : r->leader_id;
+    if (r->role == KQ_RAFT_LEADER)
+        return r->leader_id;
+    if (r->role == KQ_RAFT_RESIGNED || r->leader_id == r->cfg.node_id)
+        return KQ_RAFT_NO_ID;
+    return r->leader_id;
+}
+
+/* May this node follow `leader` in its current epoch? Only a voter other than itself, and only
+ * if it knows no other leader of the epoch (a voter leaves a known leader only for a higher
+ * epoch). */
+static bool can_follow_in_epoch(const kq_raft *r, int32_t leader)
+{
+    return leader >= 0 && leader != r->cfg.node_id && voter_index(r, leader) >= 0 &&
+           (r->leader_id < 0 || r->leader_id == leader);
 }
 
 static kq_raft_msg *emit(kq_raft *r, kq_raft_msg_type type, int32_t to)
@@ -377,6 +396,8 @@ static void leader_update_hw(kq_raft *r)
         cand = r->leo;
     if (cand > r->epoch_start && cand > r->hw)
         r->hw = cand;
+    if (r->hw > r->committed)
+        r->committed = r->hw;
 }
 
 /* ---------------------------------------------------------------- transitions */
@@ -468,8 +489,11 @@ static void become_prospective(kq_raft *r)
 
 static void become_candidate(kq_raft *r)
 {
+    int32_t le = last_epoch(r);
     r->role = KQ_RAFT_CANDIDATE;
     r->epoch++;
+    if (r->epoch <= le)
+        r->epoch = le + 1; /* a candidate epoch is always above the last log epoch */
     r->voted_id = r->cfg.node_id;
     r->leader_id = KQ_RAFT_NO_ID;
     persist(r);
@@ -539,8 +563,8 @@ static void become_resigned(kq_raft *r)
         r->preferred[i] = (int32_t)pairs[i][1];
 
     leave_role(r);
-    r->role = KQ_RAFT_RESIGNED; /* in memory only: qstate keeps leader = self */
-    r->leader_id = KQ_RAFT_NO_ID;
+    r->role = KQ_RAFT_RESIGNED;    /* in memory only: qstate keeps leader = self, and so does */
+    r->leader_id = r->cfg.node_id; /* leader_id (advertised as none, see advertised_leader) */
     for (int i = 0; i < r->cfg.n_voters; i++)
         r->peers[i].end_acked = (i == r->self_idx);
     r->end_retry_at = 0;
@@ -657,8 +681,7 @@ static void on_vote_resp(kq_raft *r, const kq_raft_msg *m)
     bool granted =
         m->error == KQ_ERR_NONE && m->u.vote_resp.granted && (was_pre || m->epoch == r->epoch);
     p->vote = granted ? 1 : -1;
-    if (!granted && m->epoch == r->epoch && m->leader_id >= 0 && m->leader_id != r->cfg.node_id &&
-        voter_index(r, m->leader_id) >= 0) {
+    if (!granted && m->epoch == r->epoch && can_follow_in_epoch(r, m->leader_id)) {
         become_follower(r, r->epoch, m->leader_id); /* a leader at our epoch is alive */
         return;
     }
@@ -677,14 +700,11 @@ static void on_begin_req(kq_raft *r, const kq_raft_msg *m)
         err = KQ_ERR_FENCED_LEADER_EPOCH;
     else if (m->epoch > r->epoch)
         become_follower(r, m->epoch, leader);
-    else if (r->role == KQ_RAFT_FOLLOWER) {
-        if (r->leader_id != leader)
-            err = KQ_ERR_INVALID_REQUEST; /* two leaders in one epoch: a bug somewhere */
-    } else if (r->role == KQ_RAFT_LEADER || r->role == KQ_RAFT_RESIGNED) {
-        err = KQ_ERR_INVALID_REQUEST;
-    } else {
+    else if (r->role == KQ_RAFT_LEADER || r->role == KQ_RAFT_RESIGNED ||
+             !can_follow_in_epoch(r, leader))
+        err = KQ_ERR_INVALID_REQUEST; /* two leaders in one epoch: a bug somewhere */
+    else if (r->role != KQ_RAFT_FOLLOWER)
         become_follower(r, m->epoch, leader);
-    }
     emit_resp(r, m, KQ_RAFT_BEGIN_EPOCH_RESP, err);
 }
 
@@ -921,6 +941,61 @@ static void follower_update_hw(kq_raft *r)
     int64_t h = r->leader_hw < r->durable_end ? r->leader_hw : r->durable_end;
     if (h > r->hw)
         r->hw = h;
+    if (r->hw > r->committed)
+        r->committed = r->hw;
+}
+
+/* Is `t` an offset this node knows is a batch boundary of its own log: its LEO, its log start,
+ * a start offset in its epoch cache, or its high watermark (a committed boundary; the highest
+ * HW it has known since it started, which it keeps when a new leader's HW is unknown again)? */
+static bool known_boundary(const kq_raft *r, int64_t t)
+{
+    if (t == r->leo || t == r->log_start || (r->hw >= 0 && t == r->hw) ||
+        (r->committed >= 0 && t == r->committed))
+        return true;
+    for (size_t i = 0; i < r->n_epochs; i++)
+        if (r->epochs[i].start_offset == t)
+            return true;
+    return false;
+}
+
+/*
+ * Where a follower truncates on DivergingEpoch(epoch, end): T = min(end, own end for epoch,
+ * LEO), where the own end is per the epoch cache (the largest own epoch E' <= epoch, ending at
+ * the start of its next epoch or the LEO) or, when no cached epoch is <= epoch, the start of
+ * its first cached epoch (its log start: nothing it holds belongs to `epoch` or earlier).
+ *
+ * The store truncates only at batch boundaries, so the result is always a boundary:
+ * - T in the known set (known_boundary) is used as is;
+ * - E' == epoch: T is a boundary of both logs. Every replica's epoch-E' entries are a prefix
+ *   of the one sequence of batches that epoch's leader wrote, so the leader's end of E' (its
+ *   next epoch's start or its LEO, both its batch boundaries) and ours are boundaries of it;
+ * - E' < epoch: T (the leader's end of `epoch`) may fall inside one of our epoch-E' batches.
+ *   We truncate to our own end of E' instead, the start of our next epoch: a known boundary,
+ *   and every entry above it is of an epoch in (epoch, last fetched epoch] that the leader does
+ *   not hold (its largest epoch <= our last fetched epoch is `epoch`), so none is committed.
+ *   The next Fetch carries last epoch E' and the leader answers the exact end of E'.
+ * Truncating deeper than T to the start of our epoch segment would not be safe: entries there
+ * may be committed by the leader although this node has not learnt the HW yet.
+ */
+static int64_t truncation_point(const kq_raft *r, int32_t epoch, int64_t leader_end)
+{
+    int32_t own_epoch = -1;
+    int64_t own_end;
+    bool holds = end_offset_for_epoch(r, epoch, &own_epoch, &own_end);
+    if (!holds) {
+        own_end = r->n_epochs > 0 ? r->epochs[0].start_offset : r->log_start;
+        if (own_end < r->log_start)
+            own_end = r->log_start;
+    }
+    int64_t t = leader_end < own_end ? leader_end : own_end;
+    if (t > r->leo)
+        t = r->leo;
+    if (t < r->log_start)
+        t = r->log_start;
+    if (known_boundary(r, t) || (holds && own_epoch == epoch))
+        return t;
+    return own_end < r->leo ? own_end : r->leo; /* E' < epoch: own end of E', see above */
 }
 
 static bool is_transport_error(int err)
@@ -989,8 +1064,7 @@ static void on_fetch_resp(kq_raft *r, const kq_raft_msg *m)
     if (r->role != KQ_RAFT_FOLLOWER) {
         if ((r->role == KQ_RAFT_UNATTACHED || r->role == KQ_RAFT_PROSPECTIVE ||
              r->role == KQ_RAFT_CANDIDATE) &&
-            m->leader_id >= 0 && m->leader_id != r->cfg.node_id &&
-            voter_index(r, m->leader_id) >= 0)
+            can_follow_in_epoch(r, m->leader_id))
             become_follower(r, r->epoch, m->leader_id);
         else
             fetch_backoff(r);
@@ -1015,16 +1089,8 @@ static void on_fetch_resp(kq_raft *r, const kq_raft_msg *m)
     r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
 
     if (f->diverging) {
-        int64_t t = f->diverging_end_offset;
-        int32_t own_epoch;
-        int64_t own_end;
-        if (end_offset_for_epoch(r, f->diverging_epoch, &own_epoch, &own_end) && own_end < t)
-            t = own_end;
-        if (t > r->leo)
-            t = r->leo;
-        if (t < r->log_start)
-            t = r->log_start;
-        if (t < r->hw) {
+        int64_t t = truncation_point(r, f->diverging_epoch, f->diverging_end_offset);
+        if (t < r->hw || t < r->committed) {
             set_fatal(r, "leader asked to truncate the log below the high watermark");
             return;
         }
@@ -1156,6 +1222,33 @@ static void pump_fetch(kq_raft *r)
     m->u.fetch_req.last_fetched_epoch = last_epoch(r);
     m->u.fetch_req.max_wait_ms = wait;
     r->peers[t].fetch_inflight = true;
+}
+
+/* Graceful shutdown of a Prospective or Candidate voter: stop campaigning without changing
+ * the stored election state. The in-memory role becomes the one a restart from that state
+ * would pick: Resigned if it led this epoch, Follower if it knows the epoch's leader, else
+ * Unattached with its vote. Nothing is persisted. */
+static void stop_campaign(kq_raft *r)
+{
+    r->backoff_deadline = 0;
+    r->vote_retry_at = 0;
+    if (r->leader_id == r->cfg.node_id) {
+        r->role = KQ_RAFT_RESIGNED;
+        for (int i = 0; i < r->cfg.n_voters; i++)
+            r->peers[i].end_acked = true; /* EndQuorumEpoch went out when it resigned */
+        r->end_retry_at = 0;
+        r->n_preferred = 0;
+    } else if (r->leader_id >= 0 && voter_index(r, r->leader_id) >= 0) {
+        r->role = KQ_RAFT_FOLLOWER;
+        r->leader_hw = -1;
+        r->fetched_ok = false;
+        r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
+        r->fetch_retry_at = 0;
+    } else {
+        r->role = KQ_RAFT_UNATTACHED;
+        r->leader_id = KQ_RAFT_NO_ID;
+        r->discovery_idx = -1;
+    }
 }
 
 /* ---------------------------------------------------------------- timers */
@@ -1319,6 +1412,18 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
         become_resigned(r);
         for (int i = 0; i < r->cfg.n_voters; i++)
             r->peers[i].end_acked = true; /* nothing to announce after a restart */
+    } else if (q->voted_id == self && is_voter(r) && le >= q->epoch) {
+        /* Its log already holds entries of the epoch it voted for itself in: it led that
+         * epoch (the stored leader was lost). It must not campaign in that epoch again (a
+         * VoteRequest needs last epoch < candidate epoch): Resigned, and its next candidacy
+         * is at a higher epoch. No leader is known. */
+        r->role = KQ_RAFT_RESIGNED;
+        r->leader_id = KQ_RAFT_NO_ID;
+        for (int i = 0; i < r->cfg.n_voters; i++)
+            r->peers[i].end_acked = true;
+        r->end_retry_at = 0;
+        r->n_preferred = 0;
+        r->election_deadline = r->now + random_election_timeout(r);
     } else if (q->voted_id == self && is_voter(r)) {
         r->role = KQ_RAFT_CANDIDATE;
         r->leader_id = KQ_RAFT_NO_ID;
@@ -1399,6 +1504,7 @@ kq_raft *kq_raft_new(const kq_raft_config *cfg, char *errbuf, size_t errlen)
     r->voted_id = KQ_RAFT_NO_ID;
     r->leader_id = KQ_RAFT_NO_ID;
     r->hw = -1;
+    r->committed = -1;
     r->leader_hw = -1;
     r->discovery_idx = -1;
     for (int i = 0; i < cfg->n_voters; i++) {
@@ -1526,7 +1632,7 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
         if (r->role == KQ_RAFT_LEADER)
             resign(r);
         else if (r->role == KQ_RAFT_PROSPECTIVE || r->role == KQ_RAFT_CANDIDATE)
-            become_unattached(r, r->epoch, r->voted_id); /* stop campaigning */
+            stop_campaign(r);
         break;
     }
 

@@ -8,7 +8,8 @@
  *     kq_raft_update u;
  *     kq_raft_step(r, &ev, &u);
  *     1. if u.persist_qstate: write u.qstate durably;
- *     2. if u.truncate_to >= 0: remove every log entry at offset >= u.truncate_to;
+ *     2. if u.truncate_to >= 0: remove every log entry at offset >= u.truncate_to (always a
+ *        batch boundary of this node's log, see kq_raft_update.truncate_to);
  *     3. for each of u.append[0..nappend): write the batch (payload: see kq_raft_batch.kind);
  *     4. queue u.msgs[0..nmsgs) for sending; they may only be sent once 1.-3. of this step
  *        (and every earlier step) are durable;
@@ -187,7 +188,8 @@ typedef enum kq_raft_event_type {
     KQ_RAFT_EV_RECEIVE,   /* a request or a response arrived */
     KQ_RAFT_EV_PERSISTED, /* the log is durable up to `persisted_end` (and qstate written) */
     KQ_RAFT_EV_PROPOSE,   /* leader: append `propose_count` records as one batch */
-    KQ_RAFT_EV_RESIGN,    /* graceful shutdown: resign (leader) and stop voting */
+    KQ_RAFT_EV_RESIGN,    /* graceful shutdown: resign (leader) and stop voting; a non-leader
+                           * stops campaigning and voting without changing its qstate */
 } kq_raft_event_type;
 
 typedef struct kq_raft_event {
@@ -205,7 +207,18 @@ typedef struct kq_raft_update {
     bool persist_qstate;
     kq_raft_qstate qstate;
 
-    int64_t truncate_to; /* -1: none */
+    /* -1: none. Otherwise a batch boundary of this node's own log. On DivergingEpoch(E, end)
+     * the target is T = min(end, own end for E, LEO); the own end for an epoch the node does
+     * not hold, with no cached epoch <= E, is the start of its first cached epoch (its log
+     * start). T is used when it is a boundary the core knows (its LEO, log start, a start
+     * offset in its epoch cache, or the highest HW it has known since it started), or when the
+     * node holds epoch E itself (both logs hold a prefix of the same epoch-E batches, so the
+     * leader's end of E is a boundary of ours). Otherwise (own largest epoch E' < E) it
+     * truncates less deep, to its own end of E' (the start of its next epoch: everything above
+     * is of epochs the leader does not hold), and the next Fetch gets the exact end of E'. It
+     * never truncates deeper than T: that could drop entries committed without its knowledge.
+     * A target below the HW is never truncated: the update is fatal instead. */
+    int64_t truncate_to;
     kq_raft_batch append[KQ_RAFT_MAX_BATCHES];
     size_t n_append;
 

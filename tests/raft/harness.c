@@ -201,10 +201,14 @@ static void apply_update(harness *h, h_node *nd, const kq_raft_update *u)
     }
     bool changed = false;
     if (u->truncate_to >= 0) {
+        /* The store (kq_store_truncate) rejects a truncation inside a batch: count it (the
+         * harness still splits the batch so the core and the log stay comparable). */
         while (nd->n_log > 0 && nd->log[nd->n_log - 1].base >= u->truncate_to)
             nd->n_log--;
-        if (nd->n_log > 0 && log_end(nd) > u->truncate_to)
+        if (nd->n_log > 0 && log_end(nd) > u->truncate_to) {
+            nd->truncate_errors++;
             nd->log[nd->n_log - 1].count = (int32_t)(u->truncate_to - nd->log[nd->n_log - 1].base);
+        }
         if (nd->n_durable > nd->n_log)
             nd->n_durable = nd->n_log;
         changed = true;

@@ -62,6 +62,7 @@ typedef struct h_node {
     const char *fatal_reason;
     int step_errors;                  /* kq_raft_step returned non-zero */
     int append_errors;                /* non-contiguous append asked by the core */
+    int truncate_errors;              /* truncation inside a batch asked by the core */
     int sent[KQ_RAFT_FETCH_RESP + 1]; /* messages emitted, by type (tests may reset) */
     /* the last update, with its messages copied */
     kq_raft_update last;

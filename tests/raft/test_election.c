@@ -727,6 +727,125 @@ static void test_graceful_resign_sends_end_epoch_and_never_campaigns(void **stat
     h_free(&h);
 }
 
+/* Rule: a voter leaves a known leader only for a higher epoch. Graceful shutdown (RESIGN) of a
+ * voter that is not leader stops campaigning and voting without changing its stored state. */
+static void test_shutdown_of_non_leader_keeps_stored_leader_of_its_epoch(void **state)
+{
+    harness h;
+    one_node(&h, 3);
+    make_follower(&h, 3, 4); /* stored {e4, no vote, leader 3} */
+    expire(&h, 1);           /* fetch timeout: pre-vote round, leader 3 still known */
+    assert_int_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
+    int writes = h_node_of(&h, 1)->n_qstate_writes;
+    assert_int_equal(h_resign(&h, 1), 0);
+    assert_false(h_last(&h, 1)->persist_qstate);
+    assert_int_equal(h_node_of(&h, 1)->n_qstate_writes, writes);
+    assert_int_equal(h_node_of(&h, 1)->qs.epoch, 4);
+    assert_int_equal(h_node_of(&h, 1)->qs.leader_id, 3);
+    assert_int_not_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
+    assert_int_equal(h_epoch(&h, 1), 4);
+    /* it neither campaigns nor votes any more */
+    h_node_of(&h, 1)->sent[KQ_RAFT_VOTE_REQ] = 0;
+    h_run(&h, 20000);
+    assert_int_equal(h_node_of(&h, 1)->sent[KQ_RAFT_VOTE_REQ], 0);
+    assert_int_equal(h_epoch(&h, 1), 4);
+    assert_int_equal(h_node_of(&h, 1)->qs.leader_id, 3);
+    kq_raft_msg v = h_vote_req(2, 1, 4, 3, 100, false);
+    h_inject(&h, 1, &v);
+    assert_false(h_last_msg(&h, 1, KQ_RAFT_VOTE_RESP, 2)->u.vote_resp.granted);
+    h_free(&h);
+}
+
+/* Same rule for a former leader: Resigned, then a pre-vote round in the epoch it led, then
+ * shutdown. Its stored state still names itself leader, so a restart is Resigned again and
+ * never a Candidate in the epoch it led. */
+static void test_shutdown_of_former_leader_keeps_its_leadership_stored(void **state)
+{
+    harness h;
+    h_init(&h, 3, 0, 21);
+    h_node_of(&h, 1)->qs = (kq_raft_qstate){.epoch = 4, .voted_id = 1, .leader_id = 1};
+    disk_append(&h, 1, 4, 3);
+    h_start(&h, 1);
+    assert_int_equal(h_role(&h, 1), KQ_RAFT_RESIGNED);
+    expire(&h, 1); /* election timeout: pre-vote round from Resigned */
+    assert_int_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
+    assert_int_equal(h_last(&h, 1)->leader_id, -1); /* no longer claims to lead */
+    assert_int_equal(h_resign(&h, 1), 0);
+    assert_false(h_last(&h, 1)->persist_qstate);
+    assert_int_equal(h_node_of(&h, 1)->qs.leader_id, 1);
+    assert_int_equal(h_node_of(&h, 1)->qs.voted_id, 1);
+    assert_int_equal(h_role(&h, 1), KQ_RAFT_RESIGNED);
+    h_crash(&h, 1);
+    h_node_of(&h, 1)->sent[KQ_RAFT_VOTE_REQ] = 0;
+    h_start(&h, 1);
+    assert_int_equal(h_role(&h, 1), KQ_RAFT_RESIGNED);
+    assert_int_equal(h_epoch(&h, 1), 4);
+    assert_int_equal(h_node_of(&h, 1)->sent[KQ_RAFT_VOTE_REQ], 0);
+    h_free(&h);
+}
+
+/* A Prospective voter that led its epoch never follows another node in that epoch. */
+static void test_former_leader_never_follows_another_leader_in_its_epoch(void **state)
+{
+    harness h;
+    h_init(&h, 3, 0, 22);
+    h_node_of(&h, 1)->qs = (kq_raft_qstate){.epoch = 4, .voted_id = 1, .leader_id = 1};
+    disk_append(&h, 1, 4, 3);
+    h_start(&h, 1);
+    expire(&h, 1);
+    assert_int_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
+    kq_raft_msg b;
+    memset(&b, 0, sizeof(b));
+    b.type = KQ_RAFT_BEGIN_EPOCH_REQ;
+    b.from = 2;
+    b.epoch = 4;
+    b.leader_id = 2;
+    h_inject(&h, 1, &b);
+    assert_int_equal(h_last_msg(&h, 1, KQ_RAFT_BEGIN_EPOCH_RESP, 2)->error, KQ_ERR_INVALID_REQUEST);
+    assert_int_not_equal(h_role(&h, 1), KQ_RAFT_FOLLOWER);
+    assert_int_equal(h_node_of(&h, 1)->qs.leader_id, 1);
+    h_free(&h);
+}
+
+/* Rule: a candidate epoch is always above the last log epoch. A node restarting with
+ * {epoch e, voted self} whose log already ends in epoch e (it led e, the stored leader was
+ * lost) does not campaign in e: it is Resigned and its next candidacy is at e + 1. */
+static void test_restart_with_self_vote_and_log_of_that_epoch_never_campaigns_in_it(void **state)
+{
+    harness h;
+    h_init(&h, 3, 0, 23);
+    h_node_of(&h, 1)->qs = (kq_raft_qstate){.epoch = 4, .voted_id = 1, .leader_id = -1};
+    disk_append(&h, 1, 2, 2);
+    disk_append(&h, 1, 4, 3);
+    h_start(&h, 1);
+    assert_int_not_equal(h_role(&h, 1), KQ_RAFT_CANDIDATE);
+    assert_int_equal(h_epoch(&h, 1), 4);
+    assert_null(h_last_msg(&h, 1, KQ_RAFT_VOTE_REQ, 0));
+    /* it still never grants a vote in epoch 4 to anyone else */
+    kq_raft_msg v = h_vote_req(2, 1, 4, 3, 100, false);
+    h_inject(&h, 1, &v);
+    assert_false(h_last_msg(&h, 1, KQ_RAFT_VOTE_RESP, 2)->u.vote_resp.granted);
+    /* after its election timeout: pre-vote, then real votes at epoch 5 > last log epoch 4 */
+    expire(&h, 1);
+    assert_int_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
+    kq_raft_msg g;
+    memset(&g, 0, sizeof(g));
+    g.type = KQ_RAFT_VOTE_RESP;
+    g.from = 2;
+    g.epoch = 4;
+    g.leader_id = -1;
+    g.u.vote_resp.granted = true;
+    h_inject(&h, 1, &g);
+    assert_int_equal(h_role(&h, 1), KQ_RAFT_CANDIDATE);
+    assert_int_equal(h_epoch(&h, 1), 5);
+    const kq_raft_msg *m = h_last_msg(&h, 1, KQ_RAFT_VOTE_REQ, 2);
+    assert_non_null(m);
+    assert_false(m->u.vote_req.pre_vote);
+    assert_int_equal(m->u.vote_req.last_epoch, 4);
+    assert_true(m->u.vote_req.last_epoch < m->epoch);
+    h_free(&h);
+}
+
 static void test_end_epoch_preferred_successors_sorted_by_end_offset(void **state)
 {
     harness h;
@@ -865,6 +984,10 @@ int main(void)
         cmocka_unit_test(test_stale_begin_epoch_is_fenced),
         cmocka_unit_test(test_end_quorum_epoch_preferred_successor_campaigns_first),
         cmocka_unit_test(test_graceful_resign_sends_end_epoch_and_never_campaigns),
+        cmocka_unit_test(test_shutdown_of_non_leader_keeps_stored_leader_of_its_epoch),
+        cmocka_unit_test(test_shutdown_of_former_leader_keeps_its_leadership_stored),
+        cmocka_unit_test(test_former_leader_never_follows_another_leader_in_its_epoch),
+        cmocka_unit_test(test_restart_with_self_vote_and_log_of_that_epoch_never_campaigns_in_it),
         cmocka_unit_test(test_end_epoch_preferred_successors_sorted_by_end_offset),
         cmocka_unit_test(test_check_quorum_resigns_leader),
         cmocka_unit_test(test_check_quorum_keeps_leader_with_majority_fetching),

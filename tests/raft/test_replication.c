@@ -507,6 +507,176 @@ static void test_truncation_below_hw_is_fatal(void **state)
     h_free(&h);
 }
 
+static kq_raft_msg diverging_resp(int32_t leader, int32_t epoch, int64_t hw, int32_t div_epoch,
+                                  int64_t div_end)
+{
+    kq_raft_msg r;
+    memset(&r, 0, sizeof(r));
+    r.type = KQ_RAFT_FETCH_RESP;
+    r.from = leader;
+    r.epoch = epoch;
+    r.leader_id = leader;
+    r.u.fetch_resp.high_watermark = hw;
+    r.u.fetch_resp.diverging = true;
+    r.u.fetch_resp.diverging_epoch = div_epoch;
+    r.u.fetch_resp.diverging_end_offset = div_end;
+    return r;
+}
+
+/* Rule: the follower's own end offset for a diverging epoch it does not hold, when it has no
+ * cached epoch <= that epoch, is the start of its first cached epoch (its log start); it
+ * truncates to min(leader's end, own end, LEO). */
+static void test_diverging_epoch_older_than_whole_log_truncates_to_log_start(void **state)
+{
+    harness h;
+    h_init(&h, 3, 0, 40);
+    disk_append(&h, 1, 2, 20); /* epoch 2 only: 0..19, 20..34 */
+    disk_append(&h, 1, 2, 15);
+    h_start(&h, 1);
+    make_follower(&h, 1, 2, 3);
+    /* the leader holds epoch 1 at [0,15), then epoch 3 */
+    kq_raft_msg r = diverging_resp(2, 3, -1, 1, 15);
+    h_inject(&h, 1, &r);
+    const kq_raft_update *u = h_last(&h, 1);
+    assert_false(u->fatal);
+    assert_int_equal(u->truncate_to, 0);
+    assert_int_equal(h_leo(&h, 1), 0);
+    assert_int_equal(h_node_of(&h, 1)->truncate_errors, 0);
+    const kq_raft_msg *m = h_last_msg(&h, 1, KQ_RAFT_FETCH_REQ, 2);
+    assert_non_null(m);
+    assert_int_equal(m->u.fetch_req.fetch_offset, 0);
+    assert_int_equal(m->u.fetch_req.last_fetched_epoch, 0);
+    /* the public lookup keeps its documented meaning: no cached epoch <= 1 */
+    int32_t oe = -1;
+    int64_t oend = -1;
+    disk_append(&h, 3, 2, 4);
+    h_start(&h, 3);
+    assert_false(kq_raft_end_offset_for_epoch(h_node_of(&h, 3)->r, 1, &oe, &oend));
+    h_free(&h);
+}
+
+/* The same situation end to end: the follower converges on the leader's log instead of
+ * refetching the same diverging offset forever. */
+static void test_follower_holding_only_a_later_epoch_converges(void **state)
+{
+    harness h;
+    h_init(&h, 3, 0, 41);
+    for (int32_t id = 2; id <= 3; id++) {
+        disk_append(&h, id, 1, 15); /* epoch 1 at [0,15), epoch 3 at [15,20) */
+        disk_append(&h, id, 3, 5);
+    }
+    disk_append(&h, 1, 2, 20); /* node 1: epoch 2 only, [0,35) */
+    disk_append(&h, 1, 2, 15);
+    h_start_all(&h);
+    assert_true(h_run_until(&h, 30000, has_leader));
+    int32_t l = h_leader(&h);
+    assert_int_not_equal(l, 1);
+    h_propose(&h, l, 2);
+    h_run(&h, 5000);
+    assert_int_equal(h_role(&h, 1), KQ_RAFT_FOLLOWER);
+    assert_int_equal(h_leo(&h, 1), h_leo(&h, l));
+    assert_int_equal(h_node_of(&h, 1)->hw, h_node_of(&h, l)->hw);
+    assert_int_equal(h_node_of(&h, 1)->truncate_errors, 0);
+    assert_false(h_node_of(&h, 1)->fatal);
+    assert_true(h_committed_prefix_matches(&h));
+    h_free(&h);
+}
+
+/* Rule: the core only asks to truncate at batch boundaries of its own log. When the follower
+ * does not hold the diverging epoch, the leader's end of that epoch may fall inside one of the
+ * follower's batches of an earlier epoch: it truncates to the start of its next epoch instead
+ * (nothing above it is on the leader) and the next Fetch gets the exact end. */
+static void test_truncation_target_inside_a_batch_goes_to_a_known_boundary(void **state)
+{
+    harness h;
+    h_init(&h, 3, 0, 42);
+    disk_append(&h, 1, 1, 3); /* epoch 1: 0..2, 3..7; epoch 3: 8..9 */
+    disk_append(&h, 1, 1, 5);
+    disk_append(&h, 1, 3, 2);
+    h_start(&h, 1);
+    make_follower(&h, 1, 2, 4);
+    /* the leader holds epoch 1 at [0,3), epoch 2 at [3,5), then epoch 4: for our last epoch 3
+     * it answers its end of epoch 2, offset 5, inside our epoch-1 batch 3..7 */
+    kq_raft_msg r = diverging_resp(2, 4, -1, 2, 5);
+    h_inject(&h, 1, &r);
+    const kq_raft_update *u = h_last(&h, 1);
+    assert_false(u->fatal);
+    assert_int_equal(u->truncate_to, 8);
+    assert_int_equal(h_node_of(&h, 1)->truncate_errors, 0);
+    const kq_raft_msg *m = h_last_msg(&h, 1, KQ_RAFT_FETCH_REQ, 2);
+    assert_non_null(m);
+    assert_int_equal(m->u.fetch_req.fetch_offset, 8);
+    assert_int_equal(m->u.fetch_req.last_fetched_epoch, 1);
+    /* the leader's end of epoch 1 is a boundary of both logs: taken exactly */
+    r = diverging_resp(2, 4, -1, 1, 3);
+    h_inject(&h, 1, &r);
+    u = h_last(&h, 1);
+    assert_false(u->fatal);
+    assert_int_equal(u->truncate_to, 3);
+    assert_int_equal(h_leo(&h, 1), 3);
+    assert_int_equal(h_node_of(&h, 1)->truncate_errors, 0);
+    m = h_last_msg(&h, 1, KQ_RAFT_FETCH_REQ, 2);
+    assert_non_null(m);
+    assert_int_equal(m->u.fetch_req.fetch_offset, 3);
+    assert_int_equal(m->u.fetch_req.last_fetched_epoch, 1);
+    h_free(&h);
+}
+
+/* Rule: the follower never truncates deeper than the diverging point into an epoch it shares
+ * with the leader: entries there may be committed although it has not learnt the HW yet. */
+static void test_truncation_never_goes_below_the_diverging_point_of_a_shared_epoch(void **state)
+{
+    harness h;
+    h_init(&h, 3, 0, 43);
+    disk_append(&h, 1, 1, 3); /* epoch 1: 0..2, 3..7; epoch 2: 8..9 */
+    disk_append(&h, 1, 1, 5);
+    disk_append(&h, 1, 2, 2);
+    h_start(&h, 1);
+    make_follower(&h, 1, 2, 3);
+    kq_raft_msg r = diverging_resp(2, 3, -1, 1, 3); /* the leader's epoch 1 ends at 3 */
+    h_inject(&h, 1, &r);
+    const kq_raft_update *u = h_last(&h, 1);
+    assert_false(u->fatal);
+    assert_int_equal(u->truncate_to, 3); /* not 0, the start of our epoch-1 segment */
+    assert_int_equal(h_leo(&h, 1), 3);
+    assert_int_equal(h_node_of(&h, 1)->truncate_errors, 0);
+    h_free(&h);
+}
+
+/* Rule: a truncation below the HW is fatal, also for the HW a node knew before it led an epoch
+ * (a new leader's HW is unknown again, the committed offset it knew is not). */
+static void test_former_leader_never_truncates_below_the_hw_it_knew(void **state)
+{
+    harness h;
+    h_init(&h, 3, 0, 45);
+    disk_append(&h, 1, 1, 3); /* epoch 1: 0..2, 3..7, 8..11 */
+    disk_append(&h, 1, 1, 5);
+    disk_append(&h, 1, 1, 4);
+    h_start(&h, 1);
+    make_follower(&h, 1, 2, 1);
+    fetch_resp(&h, 2, 1, 8, NULL, 0);
+    assert_int_equal(hw_of(&h, 1), 8);
+    /* it wins epoch 2 (LeaderChange at 12) and its HW is unknown again */
+    expire(&h, 1);
+    kq_raft_msg g = vote_resp(2, 1, true);
+    h_inject(&h, 1, &g);
+    g = vote_resp(2, 2, true);
+    h_inject(&h, 1, &g);
+    assert_int_equal(h_role(&h, 1), KQ_RAFT_LEADER);
+    assert_int_equal(h_epoch(&h, 1), 2);
+    assert_int_equal(hw_of(&h, 1), -1);
+    /* a leader of epoch 3 claims epoch 1 ended at 3: offsets 3..7 were committed */
+    make_follower(&h, 1, 3, 3);
+    kq_raft_msg r = diverging_resp(3, 3, -1, 1, 3);
+    h_inject(&h, 1, &r);
+    const kq_raft_update *u = h_last(&h, 1);
+    assert_true(u->fatal);
+    assert_non_null(u->fatal_reason);
+    assert_int_equal(u->truncate_to, -1);
+    assert_int_equal(h_leo(&h, 1), 13);
+    h_free(&h);
+}
+
 static void test_follower_rejects_non_contiguous_batches(void **state)
 {
     harness h;
@@ -774,6 +944,7 @@ static void test_random_faults_keep_committed_prefix(void **state)
             for (int32_t id = 1; id <= 6; id++) {
                 assert_false(h_node_of(&h, id)->fatal);
                 assert_int_equal(h_node_of(&h, id)->append_errors, 0);
+                assert_int_equal(h_node_of(&h, id)->truncate_errors, 0);
                 assert_int_equal(h_node_of(&h, id)->step_errors, 0);
             }
         }
@@ -817,6 +988,11 @@ int main(void)
         cmocka_unit_test(test_follower_hw_never_decreases),
         cmocka_unit_test(test_diverging_epoch_truncates_follower),
         cmocka_unit_test(test_truncation_below_hw_is_fatal),
+        cmocka_unit_test(test_diverging_epoch_older_than_whole_log_truncates_to_log_start),
+        cmocka_unit_test(test_follower_holding_only_a_later_epoch_converges),
+        cmocka_unit_test(test_truncation_target_inside_a_batch_goes_to_a_known_boundary),
+        cmocka_unit_test(test_truncation_never_goes_below_the_diverging_point_of_a_shared_epoch),
+        cmocka_unit_test(test_former_leader_never_truncates_below_the_hw_it_knew),
         cmocka_unit_test(test_follower_rejects_non_contiguous_batches),
         cmocka_unit_test(test_follower_retries_after_transport_error),
         cmocka_unit_test(test_stale_epoch_fetch_response_is_ignored),
