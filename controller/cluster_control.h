@@ -21,13 +21,7 @@
 #include <stdint.h>
 
 #include "decide.h"
-
-typedef enum kq_broker_state {
-    KQ_BROKER_FENCED = 0,
-    KQ_BROKER_UNFENCED = 1,
-    KQ_BROKER_CONTROLLED_SHUTDOWN = 2,
-    KQ_BROKER_SHUTDOWN_NOW = 3,
-} kq_broker_state;
+#include "kq/ctlapi.h" /* request and result types */
 
 typedef struct kq_cc kq_cc;
 
@@ -51,22 +45,6 @@ bool kq_cc_soft_state(const kq_cc *cc, int32_t id, int64_t *last_contact_ms,
                       int64_t *metadata_offset, int64_t *controlled_shutdown_offset);
 
 /* ---- registration ------------------------------------------------------------------------ */
-typedef struct kq_broker_registration {
-    int32_t broker_id;
-    const char *cluster_id;
-    uint8_t incarnation_id[16];
-    const kq_rec_endpoint *endpoints;
-    int32_t n_endpoints;
-    const char *rack; /* NULL: none */
-} kq_broker_registration;
-
-typedef struct kq_registration_result {
-    int error;            /* 0 or a kq error code */
-    int64_t broker_epoch; /* on success */
-    bool new_incarnation; /* a new epoch was assigned */
-    char message[256];
-} kq_registration_result;
-
 /* Returns res->error: 0, KQ_ERR_INVALID_REQUEST (bad id, endpoints, rack, zero incarnation),
  * KQ_ERR_INCONSISTENT_CLUSTER_ID, KQ_ERR_DUPLICATE_BROKER_REGISTRATION (live lease, other
  * incarnation), KQ_ERR_NOMEM. A new incarnation gets epoch = next_offset (the offset the first
@@ -78,24 +56,6 @@ int kq_cc_register(kq_cc *cc, const kq_image *img, const kq_broker_registration 
                    kq_registration_result *res);
 
 /* ---- heartbeat --------------------------------------------------------------------------- */
-typedef struct kq_heartbeat {
-    int32_t broker_id;
-    int64_t broker_epoch;
-    int64_t current_metadata_offset;
-    bool want_fence;
-    bool want_shutdown;
-} kq_heartbeat;
-
-typedef struct kq_heartbeat_result {
-    int error;
-    bool is_caught_up; /* current metadata offset >= its RegisterBroker record offset */
-    bool is_fenced;    /* next state FENCED or SHUTDOWN_NOW */
-    bool should_shutdown;
-    bool in_controlled_shutdown;
-    kq_broker_state state, next;
-    char message[256];
-} kq_heartbeat_result;
-
 /* Returns res->error: 0, KQ_ERR_STALE_BROKER_EPOCH, KQ_ERR_NOMEM. Updates the soft state and
  * appends the records of the transition (fence / unfence / enter controlled shutdown). */
 int kq_cc_heartbeat(kq_cc *cc, const kq_image *img, const kq_heartbeat *req, int64_t next_offset,

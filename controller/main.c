@@ -24,6 +24,8 @@
 
 #include "ctl_config.h"
 #include "meta.h"
+#include "ops.h"
+#include "kq/ctl_codec.h"
 #include "kq/codec.h"
 #include "kq/error.h"
 #include "kq/log.h"
@@ -50,6 +52,8 @@
  * (FETCH_MAX_BYTES) and well inside a peer's receive limit. */
 #define MAX_WRITE_BYTES (1u * 1024u * 1024u)
 #define MAX_BATCH_BYTES (4u * 1024u * 1024u)
+/* The active controller checks for expired broker sessions at least this often. */
+#define FENCE_CHECK_MAX_MS 500
 
 enum { EV_REQUEST = 1, EV_RESPONSE, EV_SIGNAL };
 
@@ -84,7 +88,11 @@ typedef struct token_slot {
 } token_slot;
 
 /* A client write parked until its last record commits. */
+/* A response parked until its last record commits: a client write (resp empty: encoded at
+ * completion from base_offset/epoch) or a controller API (resp pre-encoded). */
 typedef struct parked_write {
+    uint32_t api;
+    kq_buf resp;
     kq_rpc_req *req;
     int64_t base_offset;
     int64_t last_offset;
@@ -142,6 +150,8 @@ typedef struct ctl {
 
     parked_write *parked_head, *parked_tail;
     size_t n_parked;
+    /* Active-controller timers (kq_now_ms scale). */
+    uint64_t next_fence_ms, next_leaderless_ms, next_rebalance_ms;
     int32_t inconsistent[KQ_RAFT_MAX_VOTERS]; /* peers that said INCONSISTENT_CLUSTER_ID */
     int n_inconsistent;
 
@@ -346,7 +356,8 @@ static void fail_parked_writes(ctl *c, int err)
     parked_write *p = c->parked_head;
     while (p != NULL) {
         parked_write *next = p->next;
-        reply_error(c, p->req, KQ_API_WRITE, err, "leadership changed before the write committed");
+        reply_error(c, p->req, p->api, err, "leadership changed before the change committed");
+        kq_buf_free(&p->resp);
         free(p);
         p = next;
     }
@@ -580,6 +591,101 @@ static void count_request(ctl *c, uint32_t api)
     kq_metric_inc(c->m.requests[i]);
 }
 
+/* Keep the parked list ordered by offset: responses complete in order. */
+static void park_insert(ctl *c, parked_write *p)
+{
+    if (c->parked_tail == NULL || c->parked_tail->last_offset <= p->last_offset) {
+        if (c->parked_tail)
+            c->parked_tail->next = p;
+        else
+            c->parked_head = p;
+        c->parked_tail = p;
+    } else {
+        parked_write **pp = &c->parked_head;
+        while (*pp != NULL && (*pp)->last_offset <= p->last_offset)
+            pp = &(*pp)->next;
+        p->next = *pp;
+        *pp = p;
+    }
+    c->n_parked++;
+}
+
+/* Park a response until the high watermark passes wait_offset (or send it now). Takes resp. */
+static void park_response(ctl *c, kq_rpc_req *req, uint32_t api, int64_t wait_offset,
+                          kq_buf *resp)
+{
+    if (c->hw > wait_offset) {
+        reply_buf(req, resp);
+        return;
+    }
+    parked_write *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        fatal("memory", "parking a response");
+    p->req = req;
+    p->api = api;
+    p->resp = *resp;
+    p->last_offset = wait_offset;
+    park_insert(c, p);
+}
+
+static void flush_cb(void *arg)
+{
+    flush_writes(arg);
+}
+
+/* The proposal being built starts at the log end offset, which every proposal (including one
+ * made by a flush in the middle of an operation) moves forward. */
+static kq_op_ctx op_ctx(ctl *c)
+{
+    return (kq_op_ctx){.meta = &c->meta,
+                       .batch = &c->batch,
+                       .batch_base = &c->st.log_end_offset,
+                       .batch_count = &c->batch_count,
+                       .now_ms = (int64_t)c->now,
+                       .controller_id = c->cfg.node_id,
+                       .flush = flush_cb,
+                       .flush_arg = c,
+                       .max_batch_bytes = MAX_BATCH_BYTES};
+}
+
+/* A controller API: only the active controller answers; others point at the leader. */
+static void handle_ctl(ctl *c, kq_rpc_req *req, const kq_request *env)
+{
+    kq_ctl_request cr;
+    char err[512] = "";
+    kq_buf resp = {0};
+    int64_t wait = -1;
+    memset(&cr, 0, sizeof(cr));
+    if (!c->meta.active) {
+        reply_error(c, req, env->api_key, KQ_ERR_NOT_CONTROLLER,
+                    is_leader(c) ? "this controller is still catching up; retry"
+                                 : "not the active controller");
+        return;
+    }
+    if (c->n_pending + c->n_parked >= MAX_WAITING_WRITES) {
+        reply_error(c, req, env->api_key, KQ_ERR_BROKER_NOT_AVAILABLE,
+                    "too many requests waiting for commit; retry");
+        return;
+    }
+    int rc = kq_ctl_request_from_envelope(env, &cr, err, sizeof(err));
+    if (rc != 0) {
+        kq_metric_inc(c->m.invalid);
+        reply_error(c, req, env->api_key, rc == KQ_ERR_MALFORMED ? KQ_ERR_INVALID_REQUEST : rc,
+                    err);
+        return;
+    }
+    kq_op_ctx ctx = op_ctx(c);
+    rc = kq_op_run(&ctx, &cr, &resp, &wait, err, sizeof(err));
+    kq_ctl_request_free(&cr);
+    if (rc == KQ_ERR_FATAL)
+        fatal("metadata image", err);
+    if (rc != 0) {
+        reply_error(c, req, env->api_key, rc, err);
+        return;
+    }
+    park_response(c, req, env->api_key, wait, &resp);
+}
+
 static void handle_request(ctl *c, kq_rpc_req *req)
 {
     kq_request r;
@@ -639,7 +745,10 @@ static void handle_request(ctl *c, kq_rpc_req *req)
         queue_write(c, req, &r);
         break;
     default:
-        reply_error(c, req, r.api_key, KQ_ERR_INVALID_REQUEST, "unsupported api");
+        if (kq_ctl_is_controller_api(r.api_key))
+            handle_ctl(c, req, &r);
+        else
+            reply_error(c, req, r.api_key, KQ_ERR_INVALID_REQUEST, "unsupported api");
         break;
     }
 out:
@@ -913,7 +1022,7 @@ static void flush_writes(ctl *c)
     int64_t base = -1;
     int32_t epoch = -1;
     int err = 0;
-    if (c->n_pending == 0)
+    if (c->batch_count == 0)
         return;
     int64_t expected = batch_next_offset(c) - c->batch_count;
     propose(c, &c->batch, c->batch_count, &base, &epoch, &err);
@@ -934,15 +1043,11 @@ static void flush_writes(ctl *c)
         if (p == NULL)
             fatal("memory", "parking a write");
         p->req = pw->req;
+        p->api = KQ_API_WRITE;
         p->base_offset = base + (int64_t)pw->first;
         p->last_offset = p->base_offset + (int64_t)pw->count - 1;
         p->epoch = epoch;
-        if (c->parked_tail)
-            c->parked_tail->next = p;
-        else
-            c->parked_head = p;
-        c->parked_tail = p;
-        c->n_parked++;
+        park_insert(c, p);
     }
     c->n_pending = 0;
     c->batch_count = 0;
@@ -997,9 +1102,60 @@ static void apply_committed(ctl *c)
     }
     kq_meta_committed(&c->meta, c->hw);
     if (kq_meta_try_activate(&c->meta, is_leader(c), c->hw, c->st.log_end_offset,
-                             (int64_t)c->now))
+                             (int64_t)c->now)) {
         KQ_INFO("controller", "became the active controller", "epoch=%d applied_end=%lld",
                 c->st.epoch, (long long)c->meta.applied_end);
+        /* Fresh broker sessions start now (kq_cc_activate); first checks soon. */
+        c->next_fence_ms = c->now + FENCE_CHECK_MAX_MS;
+        c->next_leaderless_ms = c->now;
+        c->next_rebalance_ms = c->now + c->cfg.rebalance_interval_ms;
+    }
+}
+
+/* Periodic work of the active controller: fence brokers whose session expired (one at a time,
+ * each seeing the previous one's records), elect leaders for leaderless partitions, move
+ * leadership back to preferred replicas. */
+static void run_timers(ctl *c)
+{
+    char err[512] = "";
+    kq_op_ctx ctx = op_ctx(c);
+    if (!c->meta.active || c->shutting_down)
+        return;
+    if (c->now >= c->next_fence_ms) {
+        int64_t next = -1;
+        for (int i = 0; i < 100; i++) {
+            int32_t fenced = -1;
+            if (kq_op_fence_stale(&ctx, &next, &fenced, err, sizeof(err)) != 0)
+                fatal("metadata image", err);
+            if (fenced < 0)
+                break;
+            KQ_WARN("controller", "fencing broker: session expired", "broker=%d", fenced);
+        }
+        uint64_t cap = c->now + FENCE_CHECK_MAX_MS;
+        c->next_fence_ms = next >= 0 && (uint64_t)next < cap ? (uint64_t)next : cap;
+    }
+    if (c->now >= c->next_leaderless_ms) {
+        bool more = false;
+        if (kq_op_elect_leaderless(&ctx, &more, err, sizeof(err)) != 0)
+            fatal("metadata image", err);
+        c->next_leaderless_ms = c->now + (more ? 10 : c->cfg.unclean_interval_ms);
+    }
+    if (c->now >= c->next_rebalance_ms) {
+        bool more = false;
+        if (kq_op_rebalance(&ctx, &more, err, sizeof(err)) != 0)
+            fatal("metadata image", err);
+        c->next_rebalance_ms = c->now + (more ? 10 : c->cfg.rebalance_interval_ms);
+    }
+}
+
+static uint64_t timers_deadline(const ctl *c)
+{
+    uint64_t d = c->next_fence_ms;
+    if (c->next_leaderless_ms < d)
+        d = c->next_leaderless_ms;
+    if (c->next_rebalance_ms < d)
+        d = c->next_rebalance_ms;
+    return d;
 }
 
 static void observe_commits(ctl *c)
@@ -1022,7 +1178,9 @@ static void complete_writes(ctl *c)
         if (c->parked_head == NULL)
             c->parked_tail = NULL;
         c->n_parked--;
-        if (kq_codec_encode_write_response(p->base_offset, p->epoch, &b) == 0)
+        if (p->resp.data != NULL)
+            reply_buf(p->req, &p->resp);
+        else if (kq_codec_encode_write_response(p->base_offset, p->epoch, &b) == 0)
             reply_buf(p->req, &b);
         else
             kq_rpc_req_drop(p->req);
@@ -1277,6 +1435,8 @@ static void run(ctl *c)
             deadline = c->shutdown_deadline;
         if (c->n_outbox > 0)
             deadline = 0; /* messages left from the last iteration: do not sleep */
+        if (c->meta.active && timers_deadline(c) < deadline)
+            deadline = timers_deadline(c);
         size_t n = kq_loopq_pop(c->q, items, 256, deadline);
         c->now = kq_now_ms();
         for (size_t i = 0; i < n; i++) {
@@ -1306,6 +1466,7 @@ static void run(ctl *c)
             kq_raft_update u;
             step(c, &ev, &u);
         }
+        run_timers(c);
         flush_writes(c);
         maybe_noop(c);
         flush_fetch_responses(c);

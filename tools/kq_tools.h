@@ -103,7 +103,57 @@ void kq_tools_format_addr(const kq_tools_addr *a, char *out, size_t outlen);
 /* getopt reported an unknown option or a missing value: name it ("-x" or "--foo"). */
 const char *kq_tools_bad_option(char **argv, char *buf, size_t buflen);
 
+/* ---- controller metadata output (ctl_format.c) ------------------------------------------- */
+
+#include "kq/ctl_codec.h"
+
+/* `kq topics --describe` partition filters (kraft-semantics.md 5). Any filter turns off the
+ * topic line. */
+typedef enum kq_tools_topic_filter {
+    KQ_TOPIC_FILTER_NONE = 0,
+    KQ_TOPIC_FILTER_UNDER_REPLICATED,  /* RF - |ISR| > 0 */
+    KQ_TOPIC_FILTER_UNDER_MIN_ISR,     /* no leader, or |ISR| < min.insync.replicas */
+    KQ_TOPIC_FILTER_AT_MIN_ISR,        /* |ISR| == min.insync.replicas */
+    KQ_TOPIC_FILTER_UNAVAILABLE,       /* no leader, or the leader is not a live broker */
+} kq_tools_topic_filter;
+
+/* 1 if partition p of topic t passes filter. `cluster` (may be NULL: every leader counts as
+ * live) says which brokers are live (registered and unfenced). min ISR: the topic's
+ * min_insync_replicas, 1 when unknown. */
+bool kq_tools_partition_selected(const kq_ctl_topic_desc *t, const kq_ctl_partition_desc *p,
+                                 kq_tools_topic_filter filter, const kq_ctl_cluster_desc *cluster);
+
+/* `kq topics --describe`: Kafka's topic and partition lines (topics with an error are
+ * skipped: the caller reports them), or with json one object {"topics": [...]}. */
+void kq_tools_print_topics(FILE *f, const kq_ctl_topics_desc *d, kq_tools_topic_filter filter,
+                           const kq_ctl_cluster_desc *cluster, bool json);
+/* `kq topics --list`: names, sorted, one per line. */
+void kq_tools_print_topic_list(FILE *f, const kq_ctl_topics_desc *d);
+/* `kq cluster describe`: one line per broker, or {"brokers": [...]}. */
+void kq_tools_print_cluster(FILE *f, const kq_ctl_cluster_desc *d, bool json);
+/* `kq configs --describe` for one resource: header and the dynamic entries (all entries with
+ * all), or one JSON object. */
+void kq_tools_print_configs(FILE *f, const kq_ctl_config_result *r, bool all, bool json);
+/* `kq features describe`: Kafka's lines (metadata.version as a release string), or JSON. */
+void kq_tools_print_features(FILE *f, const kq_ctl_features_desc *d, bool json);
+/* metadata.version level as Kafka's release string ("3.9-IV0"); NULL if unknown. */
+const char *kq_tools_metadata_version_name(int level);
+/* `kq leader-election` result lines (`type` "PREFERRED" / "UNCLEAN"); returns the number of
+ * partitions that could not be elected. */
+int kq_tools_print_election(FILE *f, const kq_ctl_item_results *r, const char *type);
+
+/* "1:2:3,2:3:1": one partition per comma, broker ids by colon. On success *ids is a malloc'd
+ * array of n_partitions * rf ids (caller frees). KQ_ERR_CONFIG with errbuf naming the problem
+ * (empty entry, bad id, partitions with different replica counts, a duplicate broker). */
+int kq_tools_parse_replica_assignment(const char *s, int32_t **ids, int32_t *n_partitions,
+                                      int32_t *rf, char *errbuf, size_t errlen);
+
 /* ---- commands (kq executable) ------------------------------------------------------------ */
+int kq_cmd_topics(int argc, char **argv);
+int kq_cmd_cluster(int argc, char **argv);
+int kq_cmd_leader_election(int argc, char **argv);
+int kq_cmd_configs(int argc, char **argv);
+int kq_cmd_features(int argc, char **argv);
 
 /* Each takes the arguments after the command name (argv[0] is the command name) and returns
  * a KQ_EXIT_* code. */

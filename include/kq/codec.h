@@ -30,6 +30,21 @@ enum {
     KQ_API_DESCRIBE_QUORUM = 55,
     KQ_API_FETCH_SNAPSHOT = 59,
     KQ_API_WRITE = 1000,
+    /* Controller RPCs (proto/kq_ctl.proto; bodies decoded by include/kq/ctl_codec.h). */
+    KQ_API_CREATE_TOPICS = 19,
+    KQ_API_DELETE_TOPICS = 20,
+    KQ_API_DESCRIBE_CONFIGS = 32,
+    KQ_API_CREATE_PARTITIONS = 37,
+    KQ_API_ELECT_LEADERS = 43,
+    KQ_API_INCREMENTAL_ALTER_CONFIGS = 44,
+    KQ_API_ALTER_PARTITION = 56,
+    KQ_API_UPDATE_FEATURES = 57,
+    KQ_API_DESCRIBE_CLUSTER = 60,
+    KQ_API_BROKER_REGISTRATION = 62,
+    KQ_API_BROKER_HEARTBEAT = 63,
+    KQ_API_UNREGISTER_BROKER = 64,
+    KQ_API_DESCRIBE_TOPICS = 75, /* Kafka's DescribeTopicPartitions */
+    KQ_API_DESCRIBE_FEATURES = 1001,
 };
 
 typedef struct kq_buf {
@@ -76,7 +91,11 @@ typedef struct kq_quorum_description {
     int n_nodes;
 } kq_quorum_description;
 
-/* A decoded request. */
+/* A decoded request. For a controller API (KQ_API_CREATE_TOPICS ...) kq_codec_decode_request
+ * checks only the envelope (version, cluster id, sender, NUL-free strings, that the matching
+ * body is present); kq_ctl_request_from_envelope (include/kq/ctl_codec.h) decodes and
+ * validates the body. Likewise kq_codec_decode_response checks only the envelope of a
+ * controller API response; the kq_ctl_decode_*_response functions read the body. */
 typedef struct kq_request {
     uint32_t api_key;
     uint32_t api_version;

@@ -98,6 +98,21 @@ static inline void check_request_ok(const kq_request *r)
         assert_true(r->raft.u.fetch_req.last_fetched_epoch >= 0);
         assert_true(r->raft.u.fetch_req.max_wait_ms >= 0);
         break;
+    case KQ_API_CREATE_TOPICS:
+    case KQ_API_DELETE_TOPICS:
+    case KQ_API_DESCRIBE_CONFIGS:
+    case KQ_API_CREATE_PARTITIONS:
+    case KQ_API_ELECT_LEADERS:
+    case KQ_API_INCREMENTAL_ALTER_CONFIGS:
+    case KQ_API_ALTER_PARTITION:
+    case KQ_API_UPDATE_FEATURES:
+    case KQ_API_DESCRIBE_CLUSTER:
+    case KQ_API_BROKER_REGISTRATION:
+    case KQ_API_BROKER_HEARTBEAT:
+    case KQ_API_UNREGISTER_BROKER:
+    case KQ_API_DESCRIBE_TOPICS:
+    case KQ_API_DESCRIBE_FEATURES:
+        /* controller APIs: only the envelope is checked here (ctl_codec decodes bodies) */
     case KQ_API_DESCRIBE_QUORUM:
         assert_int_equal(r->raft.type, 0);
         break;
@@ -148,6 +163,21 @@ static inline void check_response_ok(const kq_response *r, int32_t from)
         assert_true(r->raft.leader_id >= -1);
         assert_true(r->raft.epoch >= -1);
         break;
+    case KQ_API_CREATE_TOPICS:
+    case KQ_API_DELETE_TOPICS:
+    case KQ_API_DESCRIBE_CONFIGS:
+    case KQ_API_CREATE_PARTITIONS:
+    case KQ_API_ELECT_LEADERS:
+    case KQ_API_INCREMENTAL_ALTER_CONFIGS:
+    case KQ_API_ALTER_PARTITION:
+    case KQ_API_UPDATE_FEATURES:
+    case KQ_API_DESCRIBE_CLUSTER:
+    case KQ_API_BROKER_REGISTRATION:
+    case KQ_API_BROKER_HEARTBEAT:
+    case KQ_API_UNREGISTER_BROKER:
+    case KQ_API_DESCRIBE_TOPICS:
+    case KQ_API_DESCRIBE_FEATURES:
+        /* controller APIs: only the envelope is checked here (ctl_codec decodes bodies) */
     case KQ_API_DESCRIBE_QUORUM:
     case KQ_API_WRITE:
         assert_int_equal(r->raft.type, 0);

@@ -1,0 +1,345 @@
+#include "ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_control.h"
+#include "kq/error.h"
+#include "replication_control.h"
+
+/* Features this controller supports (kq_ctl_encode_describe_features, UpdateFeatures). */
+static const kq_ctl_feature_range SUPPORTED_FEATURES[] = {
+    {"eligible.leader.replicas.version", 0, 1},
+    {"kraft.version", 0, 0},
+    {"metadata.version", 1, 1},
+};
+#define N_SUPPORTED_FEATURES ((int32_t)(sizeof(SUPPORTED_FEATURES) / sizeof(SUPPORTED_FEATURES[0])))
+
+static int add_record(const kq_op_ctx *ctx, const kq_record *r, char *errbuf, size_t errlen)
+{
+    if (kq_meta_add(ctx->meta, r, ctx->batch, *ctx->batch_base, ctx->batch_count, errbuf,
+                    errlen) != 0)
+        return KQ_ERR_FATAL;
+    if (ctx->flush != NULL && ctx->batch->len >= ctx->max_batch_bytes)
+        ctx->flush(ctx->flush_arg);
+    return 0;
+}
+
+static int add_records(const kq_op_ctx *ctx, kq_reclist *l, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    for (size_t i = 0; i < l->n && rc == 0; i++)
+        rc = add_record(ctx, &l->v[i], errbuf, errlen);
+    kq_reclist_free(l);
+    return rc;
+}
+
+/* Offset the next appended record gets (a new broker epoch is that offset). */
+static int64_t log_next(const kq_op_ctx *ctx)
+{
+    return *ctx->batch_base + *ctx->batch_count;
+}
+
+static int op_register(const kq_op_ctx *ctx, const kq_broker_registration *req, kq_buf *resp,
+                       char *errbuf, size_t errlen)
+{
+    kq_reclist out;
+    kq_registration_result res;
+    memset(&res, 0, sizeof(res));
+    kq_reclist_init(&out);
+    kq_cc_register(ctx->meta->cc, ctx->meta->img, req, log_next(ctx), ctx->now_ms, &out, &res);
+    int rc = add_records(ctx, &out, errbuf, errlen);
+    if (rc != 0)
+        return rc;
+    return kq_ctl_encode_broker_registration_response(&res, resp);
+}
+
+static int op_heartbeat(const kq_op_ctx *ctx, const kq_heartbeat *req, kq_buf *resp,
+                        char *errbuf, size_t errlen)
+{
+    kq_reclist out;
+    kq_heartbeat_result res;
+    memset(&res, 0, sizeof(res));
+    kq_reclist_init(&out);
+    kq_cc_heartbeat(ctx->meta->cc, ctx->meta->img, req, log_next(ctx), ctx->now_ms, &out, &res);
+    int rc = add_records(ctx, &out, errbuf, errlen);
+    if (rc != 0)
+        return rc;
+    return kq_ctl_encode_broker_heartbeat_response(&res, resp);
+}
+
+static int op_unregister(const kq_op_ctx *ctx, int32_t id, kq_buf *resp, char *errbuf,
+                         size_t errlen)
+{
+    kq_reclist out;
+    kq_reclist_init(&out);
+    int err = kq_cc_unregister(ctx->meta->cc, ctx->meta->img, id, &out);
+    int rc = add_records(ctx, &out, errbuf, errlen);
+    if (rc != 0)
+        return rc;
+    return kq_ctl_encode_unregister_broker_response(err, err ? kq_err_message(err) : NULL, resp);
+}
+
+static int op_alter_partition(const kq_op_ctx *ctx, const kq_alter_partition *req, kq_buf *resp,
+                              char *errbuf, size_t errlen)
+{
+    kq_reclist out;
+    kq_alter_partition_result res;
+    kq_ap_ctx apc = {.s = &ctx->meta->settings, .active = true};
+    memset(&res, 0, sizeof(res));
+    kq_reclist_init(&out);
+    kq_rc_alter_partition(&apc, ctx->meta->img, req, &out, &res);
+    int rc = add_records(ctx, &out, errbuf, errlen);
+    if (rc == 0)
+        rc = kq_ctl_encode_alter_partition_response(req, &res, resp);
+    kq_alter_partition_result_free(&res);
+    return rc;
+}
+
+static int op_create_topics(const kq_op_ctx *ctx, const kq_create_topic *reqs, int32_t n,
+                            kq_buf *resp, char *errbuf, size_t errlen)
+{
+    kq_reclist out;
+    kq_create_topic_result *res = calloc(n > 0 ? (size_t)n : 1, sizeof(*res));
+    if (res == NULL)
+        return KQ_ERR_NOMEM;
+    kq_reclist_init(&out);
+    kq_rc_create_topics(&ctx->meta->settings, ctx->meta->img, reqs, n, &ctx->meta->rng, &out,
+                        res);
+    int rc = add_records(ctx, &out, errbuf, errlen);
+    if (rc == 0)
+        rc = kq_ctl_encode_create_topics_response(reqs, res, n, resp);
+    free(res);
+    return rc;
+}
+
+/* Per-item operations whose later items must see the earlier items' records. */
+static int op_delete_topics(const kq_op_ctx *ctx, const kq_delete_topic *reqs, int32_t n,
+                            kq_buf *resp, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    kq_simple_result *res = calloc(n > 0 ? (size_t)n : 1, sizeof(*res));
+    if (res == NULL)
+        return KQ_ERR_NOMEM;
+    for (int32_t i = 0; i < n && rc == 0; i++) {
+        kq_reclist out;
+        kq_reclist_init(&out);
+        kq_rc_delete_topic(ctx->meta->img, reqs[i].name, reqs[i].topic_id, &out, &res[i]);
+        rc = add_records(ctx, &out, errbuf, errlen);
+    }
+    if (rc == 0)
+        rc = kq_ctl_encode_delete_topics_response(reqs, res, n, resp);
+    free(res);
+    return rc;
+}
+
+static int op_create_partitions(const kq_op_ctx *ctx, const kq_create_partitions *reqs, int32_t n,
+                                kq_buf *resp, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    kq_simple_result *res = calloc(n > 0 ? (size_t)n : 1, sizeof(*res));
+    if (res == NULL)
+        return KQ_ERR_NOMEM;
+    for (int32_t i = 0; i < n && rc == 0; i++) {
+        kq_reclist out;
+        kq_reclist_init(&out);
+        kq_rc_create_partitions(&ctx->meta->settings, ctx->meta->img, &reqs[i], 1,
+                                &ctx->meta->rng, &out, &res[i]);
+        rc = add_records(ctx, &out, errbuf, errlen);
+    }
+    if (rc == 0)
+        rc = kq_ctl_encode_create_partitions_response(reqs, res, n, resp);
+    free(res);
+    return rc;
+}
+
+static int op_elect_leaders(const kq_op_ctx *ctx, const kq_elect_leaders *req, kq_buf *resp,
+                            char *errbuf, size_t errlen)
+{
+    kq_reclist out;
+    kq_elect_result *results = NULL;
+    int32_t n_results = 0;
+    kq_reclist_init(&out);
+    int err = kq_rc_elect_leaders(&ctx->meta->settings, ctx->meta->img, req->election_type,
+                                  req->all_partitions ? NULL : req->targets,
+                                  req->all_partitions ? 0 : req->n_targets, &out, &results,
+                                  &n_results);
+    if (err != 0) {
+        kq_reclist_free(&out);
+        free(results);
+        snprintf(errbuf, errlen, "%s", kq_err_message(err));
+        return err;
+    }
+    int rc = add_records(ctx, &out, errbuf, errlen);
+    if (rc == 0)
+        rc = kq_ctl_encode_elect_leaders_response(ctx->meta->img, req, results, n_results, resp);
+    free(results);
+    return rc;
+}
+
+static int op_alter_configs(const kq_op_ctx *ctx, const kq_alter_config_resource *reqs, int32_t n,
+                            kq_buf *resp, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    kq_simple_result *res = calloc(n > 0 ? (size_t)n : 1, sizeof(*res));
+    if (res == NULL)
+        return KQ_ERR_NOMEM;
+    for (int32_t i = 0; i < n && rc == 0; i++) {
+        kq_reclist out;
+        kq_reclist_init(&out);
+        kq_rc_alter_configs(ctx->meta->img, reqs[i].resource_type, reqs[i].resource_name,
+                            reqs[i].ops, reqs[i].n_ops, &out, &res[i]);
+        rc = add_records(ctx, &out, errbuf, errlen);
+    }
+    if (rc == 0)
+        rc = kq_ctl_encode_alter_configs_response(reqs, res, n, resp);
+    free(res);
+    return rc;
+}
+
+static int op_update_features(const kq_op_ctx *ctx, const kq_feature_update *reqs, int32_t n,
+                              bool validate_only, kq_buf *resp, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    kq_simple_result *res = calloc(n > 0 ? (size_t)n : 1, sizeof(*res));
+    if (res == NULL)
+        return KQ_ERR_NOMEM;
+    for (int32_t i = 0; i < n && rc == 0; i++) {
+        const kq_ctl_feature_range *f = NULL;
+        for (int32_t j = 0; j < N_SUPPORTED_FEATURES; j++)
+            if (strcmp(SUPPORTED_FEATURES[j].name, reqs[i].name) == 0)
+                f = &SUPPORTED_FEATURES[j];
+        int16_t cur = kq_image_feature(ctx->meta->img, reqs[i].name);
+        if (f == NULL) {
+            res[i].error = KQ_ERR_INVALID_REQUEST;
+            snprintf(res[i].message, sizeof(res[i].message), "unknown feature %s", reqs[i].name);
+        } else if (reqs[i].max_version_level < f->min_version ||
+                   reqs[i].max_version_level > f->max_version) {
+            res[i].error = KQ_ERR_INVALID_REQUEST;
+            snprintf(res[i].message, sizeof(res[i].message),
+                     "%s level %d is outside the supported range %d..%d", reqs[i].name,
+                     reqs[i].max_version_level, f->min_version, f->max_version);
+        } else if (reqs[i].max_version_level < cur && reqs[i].upgrade_type == KQ_FEATURE_UPGRADE) {
+            res[i].error = KQ_ERR_INVALID_REQUEST;
+            snprintf(res[i].message, sizeof(res[i].message),
+                     "%s is at level %d; lowering it needs a downgrade", reqs[i].name, cur);
+        } else if (!validate_only && reqs[i].max_version_level != cur) {
+            kq_record r;
+            memset(&r, 0, sizeof(r));
+            r.type = KQ_REC_FEATURE_LEVEL;
+            r.feature_level.name = (char *)reqs[i].name;
+            r.feature_level.level = reqs[i].max_version_level;
+            rc = add_record(ctx, &r, errbuf, errlen);
+        }
+    }
+    if (rc == 0)
+        rc = kq_ctl_encode_update_features_response(reqs, res, n, resp);
+    free(res);
+    return rc;
+}
+
+int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp,
+              int64_t *wait_offset, char *errbuf, size_t errlen)
+{
+    int rc;
+    const kq_image *img = ctx->meta->img;
+    memset(resp, 0, sizeof(*resp));
+    switch (req->api_key) {
+    case KQ_API_BROKER_REGISTRATION:
+        rc = op_register(ctx, &req->broker_registration, resp, errbuf, errlen);
+        break;
+    case KQ_API_BROKER_HEARTBEAT:
+        rc = op_heartbeat(ctx, &req->broker_heartbeat, resp, errbuf, errlen);
+        break;
+    case KQ_API_UNREGISTER_BROKER:
+        rc = op_unregister(ctx, req->unregister_broker_id, resp, errbuf, errlen);
+        break;
+    case KQ_API_ALTER_PARTITION:
+        rc = op_alter_partition(ctx, &req->alter_partition, resp, errbuf, errlen);
+        break;
+    case KQ_API_CREATE_TOPICS:
+        rc = op_create_topics(ctx, req->create_topics.topics, req->create_topics.n, resp, errbuf,
+                              errlen);
+        break;
+    case KQ_API_DELETE_TOPICS:
+        rc = op_delete_topics(ctx, req->delete_topics.topics, req->delete_topics.n, resp, errbuf,
+                              errlen);
+        break;
+    case KQ_API_CREATE_PARTITIONS:
+        rc = op_create_partitions(ctx, req->create_partitions.topics, req->create_partitions.n,
+                                  resp, errbuf, errlen);
+        break;
+    case KQ_API_ELECT_LEADERS:
+        rc = op_elect_leaders(ctx, &req->elect_leaders, resp, errbuf, errlen);
+        break;
+    case KQ_API_INCREMENTAL_ALTER_CONFIGS:
+        rc = op_alter_configs(ctx, req->alter_configs.resources, req->alter_configs.n, resp,
+                              errbuf, errlen);
+        break;
+    case KQ_API_UPDATE_FEATURES:
+        rc = op_update_features(ctx, req->update_features.updates, req->update_features.n,
+                                req->update_features.validate_only, resp, errbuf, errlen);
+        break;
+    case KQ_API_DESCRIBE_CLUSTER:
+        rc = kq_ctl_encode_describe_cluster(img, ctx->meta->cluster_id, ctx->controller_id, resp);
+        break;
+    case KQ_API_DESCRIBE_TOPICS:
+        rc = kq_ctl_encode_describe_topics(img, req->describe_topics.names,
+                                           req->describe_topics.n,
+                                           ctx->meta->settings.min_insync_replicas, resp);
+        break;
+    case KQ_API_DESCRIBE_CONFIGS: {
+        char mis[16], ule[8];
+        snprintf(mis, sizeof(mis), "%d", ctx->meta->settings.min_insync_replicas);
+        snprintf(ule, sizeof(ule), "%s",
+                 ctx->meta->settings.unclean_leader_election ? "true" : "false");
+        kq_config_kv statics[] = {{"min.insync.replicas", mis},
+                                  {"unclean.leader.election.enable", ule}};
+        rc = kq_ctl_encode_describe_configs(img, req->describe_configs.resources,
+                                            req->describe_configs.n, statics, 2, resp);
+        break;
+    }
+    case KQ_API_DESCRIBE_FEATURES:
+        rc = kq_ctl_encode_describe_features(img, SUPPORTED_FEATURES, N_SUPPORTED_FEATURES, resp);
+        break;
+    default:
+        snprintf(errbuf, errlen, "api %u is not a controller api", req->api_key);
+        return KQ_ERR_INVALID_REQUEST;
+    }
+    if (rc != 0 && rc != KQ_ERR_FATAL && errbuf[0] == '\0')
+        snprintf(errbuf, errlen, "%s", kq_err_message(rc));
+    /* Everything the answer reflects has been applied below applied_end. */
+    *wait_offset = ctx->meta->applied_end - 1;
+    return rc;
+}
+
+int kq_op_fence_stale(const kq_op_ctx *ctx, int64_t *next_ms, int32_t *fenced_id, char *errbuf,
+                      size_t errlen)
+{
+    kq_reclist out;
+    kq_reclist_init(&out);
+    *fenced_id = -1;
+    kq_cc_fence_stale(ctx->meta->cc, ctx->meta->img, ctx->now_ms, &out, fenced_id, next_ms);
+    return add_records(ctx, &out, errbuf, errlen);
+}
+
+int kq_op_elect_leaderless(const kq_op_ctx *ctx, bool *more, char *errbuf, size_t errlen)
+{
+    kq_reclist out;
+    kq_reclist_init(&out);
+    *more = false;
+    kq_rc_elect_leaderless(&ctx->meta->settings, ctx->meta->img, 1000, &out, more);
+    return add_records(ctx, &out, errbuf, errlen);
+}
+
+int kq_op_rebalance(const kq_op_ctx *ctx, bool *more, char *errbuf, size_t errlen)
+{
+    kq_reclist out;
+    kq_reclist_init(&out);
+    *more = false;
+    if (!kq_decide_auto_rebalance(&ctx->meta->settings, ctx->meta->img))
+        return 0;
+    kq_rc_preferred_rebalance(&ctx->meta->settings, ctx->meta->img, 1000, &out, more);
+    return add_records(ctx, &out, errbuf, errlen);
+}

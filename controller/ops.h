@@ -1,0 +1,51 @@
+/*
+ * The controller APIs on the active controller: run the pure decision for one decoded
+ * request, append its records to the proposal being built (applying them to the image at
+ * once, controller/meta.h) and encode the response. The daemon sends the response once the
+ * high watermark passes `*wait_offset` (everything the answer depends on has committed).
+ *
+ * Ownership: the context is borrowed; *resp is filled with malloc'd bytes (kq_buf_free).
+ */
+#ifndef KQ_CTL_OPS_H
+#define KQ_CTL_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kq/codec.h"
+#include "kq/ctl_codec.h"
+#include "meta.h"
+
+typedef struct kq_op_ctx {
+    kq_meta *meta;
+    kq_buf *batch;          /* the proposal being built this loop iteration */
+    int64_t *batch_base;    /* offset its first record will get (the log end offset) */
+    int32_t *batch_count;   /* records in it so far */
+    int64_t now_ms;
+    int32_t controller_id;  /* this node */
+    /* Called when the proposal reaches max_batch_bytes: the daemon proposes it and starts a
+     * new one (updating *batch_base and *batch_count). One operation's records may so span
+     * several batches. */
+    void (*flush)(void *arg);
+    void *flush_arg;
+    size_t max_batch_bytes;
+} kq_op_ctx;
+
+/* Run one controller API (the caller checked that this node is the active controller).
+ * Returns 0 with *resp and *wait_offset set (-1: nothing to wait for), or a top-level error
+ * code with errbuf set (nothing appended, *resp empty). A record that cannot apply to the
+ * image is a bug: KQ_ERR_FATAL, the daemon stops. */
+int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp,
+              int64_t *wait_offset, char *errbuf, size_t errlen);
+
+/* Timers of the active controller. Each appends records (if any) like kq_op_run and returns
+ * KQ_ERR_FATAL only when a record cannot apply. */
+/* Fence brokers whose session expired, one per call; *next_ms: when to call again. */
+int kq_op_fence_stale(const kq_op_ctx *ctx, int64_t *next_ms, int32_t *fenced_id, char *errbuf,
+                      size_t errlen);
+/* Leaderless-partition scan and preferred-leader rebalance (at most 1000 changes each);
+ * *more: call again soon. */
+int kq_op_elect_leaderless(const kq_op_ctx *ctx, bool *more, char *errbuf, size_t errlen);
+int kq_op_rebalance(const kq_op_ctx *ctx, bool *more, char *errbuf, size_t errlen);
+
+#endif

@@ -1,0 +1,303 @@
+/*
+ * kq_ctlcodec: the controller RPCs (proto/kq_ctl.proto, carried in the kq_rpc.proto envelope)
+ * <-> the plain structs of include/kq/ctlapi.h. Pure functions; protobuf-c types never appear
+ * here.
+ *
+ *   - Requests: kq_ctl_decode_request (bytes) or kq_ctl_request_from_envelope (after
+ *     kq_codec_decode_request) fill a tagged union, validated: counts, string lengths, enum
+ *     values, id ranges -> KQ_ERR_INVALID_REQUEST with errbuf naming the field. Semantic checks
+ *     (topic name rules, partition counts, known configs, epochs) are left to the decisions so
+ *     they can answer per item. kq_ctl_encode_request is the inverse (tools, tests).
+ *   - Responses: kq_ctl_encode_*_response from the decisions' results; the describe responses
+ *     are built directly from a const kq_image * (DescribeCluster, DescribeTopics,
+ *     DescribeConfigs, DescribeFeatures). A top-level error (NOT_CONTROLLER with a leader hint,
+ *     INVALID_REQUEST, ...) is sent with kq_codec_encode_error_response.
+ *   - Response decoders for the tool and tests: kq_ctl_decode_*_response read the body of a
+ *     kq_response decoded by kq_codec_decode_response into plain structs.
+ *
+ * Ownership:
+ *   - kq_ctl_request: the decoded union points into memory owned by the kq_ctl_request
+ *     (released by kq_ctl_request_free). kq_ctl_request_from_envelope BORROWS `env` too: free
+ *     the kq_ctl_request before kq_request_free(env).
+ *   - Encoders borrow their inputs and fill a kq_buf with malloc'd data (kq_buf_free).
+ *   - Decoded response structs own every array and string inside them; release each with its
+ *     *_free function (which leaves it empty; NULL is fine). They do not borrow `env`.
+ */
+#ifndef KQ_CTL_CODEC_H
+#define KQ_CTL_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kq/codec.h"
+#include "kq/ctlapi.h"
+#include "kq/image.h"
+
+/* Decode limits (per request). */
+#define KQ_CTL_MAX_ITEMS 10000           /* topics, resources, features, names, targets */
+#define KQ_CTL_MAX_PARTITIONS 1000000    /* partitions or assignments in one request */
+#define KQ_CTL_MAX_CONFIGS 1000          /* configs per topic / resource */
+#define KQ_CTL_MAX_TOPIC_NAME_BYTES 1024 /* longer names are rejected outright */
+
+/* 1 if api_key is one of the controller APIs of this header. */
+bool kq_ctl_is_controller_api(uint32_t api_key);
+
+/* ---- requests ---------------------------------------------------------------------------- */
+
+typedef struct kq_ctl_request {
+    uint32_t api_key; /* KQ_API_* */
+    char cluster_id[KQ_CODEC_MAX_CLUSTER_ID + 1];
+    int32_t sender_id;
+    union {
+        kq_broker_registration broker_registration; /* cluster_id points at the body's */
+        kq_heartbeat broker_heartbeat;
+        int32_t unregister_broker_id;
+        kq_alter_partition alter_partition;
+        struct {
+            const kq_create_topic *topics;
+            int32_t n;
+        } create_topics;
+        struct {
+            const kq_delete_topic *topics;
+            int32_t n;
+        } delete_topics;
+        struct {
+            const kq_create_partitions *topics;
+            int32_t n;
+        } create_partitions;
+        kq_elect_leaders elect_leaders;
+        struct {
+            const kq_alter_config_resource *resources;
+            int32_t n;
+        } alter_configs;
+        struct {
+            const kq_describe_config_resource *resources;
+            int32_t n;
+        } describe_configs;
+        struct {
+            const kq_feature_update *updates;
+            int32_t n;
+            bool validate_only;
+        } update_features;
+        struct {
+            const char *const *names; /* n == 0: every topic */
+            int32_t n;
+        } describe_topics;
+        /* DescribeCluster, DescribeFeatures: no fields */
+    };
+    void *priv_; /* private: allocations and, for kq_ctl_decode_request, the envelope */
+} kq_ctl_request;
+
+/* Decode one Request whose api key is a controller API. Errors: KQ_ERR_MALFORMED (does not
+ * parse), KQ_ERR_UNSUPPORTED_VERSION, KQ_ERR_INVALID_REQUEST (not a controller API, missing or
+ * wrong body, bad field: errbuf says which), KQ_ERR_NOMEM. On error *out is empty. */
+int kq_ctl_decode_request(const uint8_t *buf, size_t len, kq_ctl_request *out, char *errbuf,
+                          size_t errlen);
+/* Same from an envelope already decoded by kq_codec_decode_request (borrowed; see above). */
+int kq_ctl_request_from_envelope(const kq_request *env, kq_ctl_request *out, char *errbuf,
+                                 size_t errlen);
+void kq_ctl_request_free(kq_ctl_request *r);
+
+/* Encode req (api_key and the matching union member; cluster_id and sender_id from the
+ * arguments, NULL cluster id = ""). KQ_ERR_INVALID_REQUEST for an unknown api key or counts /
+ * pointers that do not fit, KQ_ERR_NOMEM. */
+int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ctl_request *req,
+                          kq_buf *out);
+
+/* ---- responses from the decisions' results ----------------------------------------------- */
+/* Each returns 0, KQ_ERR_INVALID_REQUEST (inconsistent arguments) or KQ_ERR_NOMEM. A result
+ * whose top-level error is set is encoded as an error response (error_code + message, no
+ * body). */
+
+int kq_ctl_encode_broker_registration_response(const kq_registration_result *res, kq_buf *out);
+int kq_ctl_encode_broker_heartbeat_response(const kq_heartbeat_result *res, kq_buf *out);
+/* error 0 or a code (message may be NULL). */
+int kq_ctl_encode_unregister_broker_response(int error, const char *message, kq_buf *out);
+/* res->results are in request order (one per request partition). */
+int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
+                                           const kq_alter_partition_result *res, kq_buf *out);
+/* reqs[i] <-> res[i], n of each. */
+int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
+                                         const kq_create_topic_result *res, int32_t n, kq_buf *out);
+int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_simple_result *res,
+                                         int32_t n, kq_buf *out);
+int kq_ctl_encode_create_partitions_response(const kq_create_partitions *reqs,
+                                             const kq_simple_result *res, int32_t n, kq_buf *out);
+/* results from kq_rc_elect_leaders for `req`; topic names come from req->targets[index], or
+ * from `img` (by topic id) for an all-partitions election. */
+int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_leaders *req,
+                                         const kq_elect_result *res, int32_t n_res, kq_buf *out);
+int kq_ctl_encode_alter_configs_response(const kq_alter_config_resource *reqs,
+                                         const kq_simple_result *res, int32_t n, kq_buf *out);
+int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
+                                           const kq_simple_result *res, int32_t n, kq_buf *out);
+
+/* ---- describe responses built from the image (pure) -------------------------------------- */
+
+/* Every registered broker in id order. controller_id: the active controller (-1 unknown). */
+int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
+                                   int32_t controller_id, kq_buf *out);
+/* The topics named (n > 0; unknown names get UNKNOWN_TOPIC_OR_PARTITION, duplicates are
+ * listed once), or every topic (n == 0), sorted by name, with their partitions, dynamic topic
+ * configs and effective min.insync.replicas (topic config, else the cluster default config in
+ * the image, else default_min_isr). */
+int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names, int32_t n,
+                                  int32_t default_min_isr, kq_buf *out);
+/* For each resource: a topic's dynamic configs (DYNAMIC_TOPIC), then the cluster defaults of
+ * the image (DYNAMIC_DEFAULT_BROKER) and then `static_defaults` (DEFAULT) for keys not set
+ * above; a broker's ("<id>") dynamic configs (DYNAMIC_BROKER), then the same fallbacks; ""
+ * (brokers): the cluster defaults only. Restricted to keys[] when given. Per-resource errors:
+ * UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (bad type or broker name). */
+int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config_resource *reqs,
+                                   int32_t n, const kq_config_kv *static_defaults, int32_t n_static,
+                                   kq_buf *out);
+
+typedef struct kq_ctl_feature_range {
+    const char *name;
+    int16_t min_version, max_version;
+} kq_ctl_feature_range;
+/* Features the controller supports (their finalized level from the image, 0 if unset) plus
+ * any finalized in the image but not listed (supported 0..0), sorted by name. Epoch: the
+ * image's committed offset. */
+int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_range *supported,
+                                    int32_t n, kq_buf *out);
+
+/* ---- decoded responses (tool, tests) ----------------------------------------------------- */
+/* Each checks env->api_key and that the body is present (else KQ_ERR_INVALID_REQUEST naming
+ * the problem), validates what it copies, and fills *out (owned; free with the *_free). An
+ * envelope carrying an error (env->error != 0) has no body: check env->error first. */
+
+typedef struct kq_ctl_endpoint {
+    char *name;
+    char *host;
+    int32_t port;
+} kq_ctl_endpoint;
+
+typedef struct kq_ctl_broker_desc {
+    int32_t id;
+    int64_t epoch;
+    bool fenced;
+    bool in_controlled_shutdown;
+    char *rack; /* NULL: none */
+    kq_ctl_endpoint *endpoints;
+    int32_t n_endpoints;
+} kq_ctl_broker_desc;
+
+typedef struct kq_ctl_cluster_desc {
+    char *cluster_id;
+    int32_t controller_id;
+    kq_ctl_broker_desc *brokers;
+    int32_t n_brokers;
+} kq_ctl_cluster_desc;
+int kq_ctl_decode_describe_cluster_response(const kq_response *env, kq_ctl_cluster_desc *out,
+                                            char *errbuf, size_t errlen);
+void kq_ctl_cluster_desc_free(kq_ctl_cluster_desc *d);
+
+typedef struct kq_ctl_ids {
+    int32_t *ids;
+    int32_t n;
+} kq_ctl_ids;
+
+typedef struct kq_ctl_partition_desc {
+    int32_t partition;
+    int32_t leader; /* -1: none */
+    int32_t leader_epoch;
+    int32_t partition_epoch;
+    kq_ctl_ids replicas, isr, elr, last_known_elr;
+    int8_t leader_recovery_state;
+} kq_ctl_partition_desc;
+
+typedef struct kq_ctl_config_entry {
+    char *name;
+    char *value; /* NULL: no value */
+    int source;  /* KQ_CONFIG_SOURCE_* */
+} kq_ctl_config_entry;
+
+typedef struct kq_ctl_topic_desc {
+    char *name;
+    int error; /* UNKNOWN_TOPIC_OR_PARTITION for an unknown name */
+    bool has_id;
+    uint8_t topic_id[16];
+    int32_t min_insync_replicas;  /* -1: unknown */
+    kq_ctl_config_entry *configs; /* the topic's dynamic configs, by name */
+    int32_t n_configs;
+    kq_ctl_partition_desc *partitions;
+    int32_t n_partitions;
+} kq_ctl_topic_desc;
+
+typedef struct kq_ctl_topics_desc {
+    kq_ctl_topic_desc *topics;
+    int32_t n_topics;
+} kq_ctl_topics_desc;
+int kq_ctl_decode_describe_topics_response(const kq_response *env, kq_ctl_topics_desc *out,
+                                           char *errbuf, size_t errlen);
+void kq_ctl_topics_desc_free(kq_ctl_topics_desc *d);
+
+typedef struct kq_ctl_config_result {
+    int8_t resource_type;
+    char *resource_name;
+    int error;
+    char *message; /* NULL: none */
+    kq_ctl_config_entry *entries;
+    int32_t n_entries;
+} kq_ctl_config_result;
+
+typedef struct kq_ctl_configs_desc {
+    kq_ctl_config_result *results;
+    int32_t n_results;
+} kq_ctl_configs_desc;
+int kq_ctl_decode_describe_configs_response(const kq_response *env, kq_ctl_configs_desc *out,
+                                            char *errbuf, size_t errlen);
+void kq_ctl_configs_desc_free(kq_ctl_configs_desc *d);
+
+typedef struct kq_ctl_feature_desc {
+    char *name;
+    int16_t min_version, max_version, finalized_level;
+} kq_ctl_feature_desc;
+
+typedef struct kq_ctl_features_desc {
+    int64_t epoch; /* -1 unknown */
+    kq_ctl_feature_desc *features;
+    int32_t n_features;
+} kq_ctl_features_desc;
+int kq_ctl_decode_describe_features_response(const kq_response *env, kq_ctl_features_desc *out,
+                                             char *errbuf, size_t errlen);
+void kq_ctl_features_desc_free(kq_ctl_features_desc *d);
+
+/* One per-item result of CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders (one per
+ * partition), IncrementalAlterConfigs, UpdateFeatures. */
+typedef struct kq_ctl_item_result {
+    char *name;           /* topic, resource or feature name ("" if none was sent) */
+    int32_t partition;    /* ElectLeaders; else -1 */
+    int8_t resource_type; /* IncrementalAlterConfigs; else 0 */
+    bool has_id;
+    uint8_t topic_id[16];   /* CreateTopics, DeleteTopics, ElectLeaders when sent */
+    int32_t num_partitions; /* CreateTopics; else -1 */
+    int32_t replication_factor;
+    int error;
+    char *message; /* NULL: none */
+} kq_ctl_item_result;
+
+typedef struct kq_ctl_item_results {
+    kq_ctl_item_result *items;
+    int32_t n;
+} kq_ctl_item_results;
+/* For env->api_key CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, ELECT_LEADERS,
+ * INCREMENTAL_ALTER_CONFIGS or UPDATE_FEATURES. */
+int kq_ctl_decode_item_results(const kq_response *env, kq_ctl_item_results *out, char *errbuf,
+                               size_t errlen);
+void kq_ctl_item_results_free(kq_ctl_item_results *r);
+
+/* Broker side (integration tests). */
+int kq_ctl_decode_broker_registration_response(const kq_response *env, int64_t *broker_epoch,
+                                               char *errbuf, size_t errlen);
+/* Fills is_caught_up, is_fenced, should_shutdown, in_controlled_shutdown (error = 0). */
+int kq_ctl_decode_broker_heartbeat_response(const kq_response *env, kq_heartbeat_result *out,
+                                            char *errbuf, size_t errlen);
+/* Flat results in response order; free with kq_ctl_alter_partition_response_free. */
+int kq_ctl_decode_alter_partition_response(const kq_response *env, kq_alter_partition_result *out,
+                                           char *errbuf, size_t errlen);
+void kq_ctl_alter_partition_response_free(kq_alter_partition_result *r);
+
+#endif

@@ -1,0 +1,852 @@
+/* kq topics, kq cluster, kq leader-election, kq configs, kq features: the controller metadata
+ * commands. Each sends one controller RPC (include/kq/ctl_codec.h) through
+ * kq_tools_call_controller, which follows NOT_CONTROLLER leader hints. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kq/ctl_codec.h"
+#include "kq/error.h"
+#include "kq_tools.h"
+
+#define DEFAULT_TIMEOUT_MS 5000
+#define MAX_TIMEOUT_MS 86400000
+#define MAX_HOPS 3
+#define MAX_CONFIGS 256
+
+enum {
+    OPT_BOOTSTRAP = 1000,
+    OPT_TIMEOUT,
+    OPT_JSON,
+    OPT_HELP,
+    OPT_CREATE,
+    OPT_LIST,
+    OPT_DESCRIBE,
+    OPT_DELETE,
+    OPT_ALTER,
+    OPT_TOPIC,
+    OPT_PARTITIONS,
+    OPT_RF,
+    OPT_ASSIGNMENT,
+    OPT_CONFIG,
+    OPT_UNDER_REPLICATED,
+    OPT_UNDER_MIN_ISR,
+    OPT_AT_MIN_ISR,
+    OPT_UNAVAILABLE,
+    OPT_ELECTION_TYPE,
+    OPT_PARTITION,
+    OPT_ALL_PARTITIONS,
+    OPT_ENTITY_TYPE,
+    OPT_ENTITY_NAME,
+    OPT_ENTITY_DEFAULT,
+    OPT_ADD_CONFIG,
+    OPT_DELETE_CONFIG,
+    OPT_ALL,
+};
+
+#define CONN_OPTIONS                                                                               \
+    {"bootstrap-controller", required_argument, NULL, OPT_BOOTSTRAP},                              \
+        {"bootstrap-server", required_argument, NULL, OPT_BOOTSTRAP},                              \
+        {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},                                      \
+        {"json", no_argument, NULL, OPT_JSON},                                                     \
+    {                                                                                              \
+        "help", no_argument, NULL, OPT_HELP                                                        \
+    }
+
+#define CONN_USAGE                                                                                 \
+    "  --bootstrap-controller LIST  controllers to ask (HOST:PORT[,...]); leader hints are\n"      \
+    "                               followed (--bootstrap-server is accepted too)\n"               \
+    "  --timeout-ms MS              wait per controller (default 5000)\n"
+
+typedef struct conn {
+    kq_tools_addr addrs[KQ_TOOLS_MAX_ADDRS];
+    int n_addrs;
+    int64_t timeout_ms;
+    bool json;
+} conn;
+
+static int next_opt(const char *cmd, const char *usage, int argc, char **argv,
+                    const struct option *opts)
+{
+    char ob[64];
+    int c = getopt_long(argc, argv, ":h", opts, NULL);
+
+    if (c == '?') {
+        kq_tools_usage_error(cmd, usage, "unknown option '%s'",
+                             kq_tools_bad_option(argv, ob, sizeof ob));
+        return '?';
+    }
+    if (c == ':') {
+        kq_tools_usage_error(cmd, usage, "option '%s' needs a value",
+                             kq_tools_bad_option(argv, ob, sizeof ob));
+        return '?';
+    }
+    return c;
+}
+
+/* Handle a connection option; 1 if handled, 0 if not, -1 on a usage error (printed). */
+static int conn_opt(const char *cmd, const char *usage, conn *c, int opt, const char *v)
+{
+    char errbuf[256];
+
+    switch (opt) {
+    case OPT_BOOTSTRAP:
+        if (kq_tools_parse_addrs(v, c->addrs, KQ_TOOLS_MAX_ADDRS, &c->n_addrs, errbuf,
+                                 sizeof errbuf) != 0) {
+            kq_tools_usage_error(cmd, usage, "--bootstrap-controller: %s", errbuf);
+            return -1;
+        }
+        return 1;
+    case OPT_TIMEOUT:
+        if (!kq_tools_parse_int(v, 1, MAX_TIMEOUT_MS, &c->timeout_ms)) {
+            kq_tools_usage_error(cmd, usage, "--timeout-ms: '%s' is not an integer in [1, %d]", v,
+                                 MAX_TIMEOUT_MS);
+            return -1;
+        }
+        return 1;
+    case OPT_JSON:
+        c->json = true;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Send req to the active controller; on success *resp holds the answer (free it). */
+static int call(const conn *c, const kq_ctl_request *req, kq_response *resp)
+{
+    kq_tools_call_opts o = {.bootstrap = c->addrs,
+                            .n_bootstrap = c->n_addrs,
+                            .timeout_ms = (uint32_t)c->timeout_ms,
+                            .max_hops = MAX_HOPS};
+    kq_buf b = {NULL, 0};
+    int rc = kq_ctl_encode_request("", -1, req, &b);
+
+    if (rc) {
+        kq_tools_errorf("cannot encode the request: %s", kq_err_message(rc));
+        return KQ_EXIT_FAILURE;
+    }
+    rc = kq_tools_call_controller(&o, req->api_key, &b, resp);
+    kq_buf_free(&b);
+    return rc;
+}
+
+static int describe_topics(const conn *c, const char *const *names, int32_t n,
+                           kq_ctl_topics_desc *out)
+{
+    kq_ctl_request req = {.api_key = KQ_API_DESCRIBE_TOPICS};
+    kq_response resp;
+    char err[256] = "";
+    int rc;
+
+    req.describe_topics.names = names;
+    req.describe_topics.n = n;
+    if (call(c, &req, &resp) != KQ_EXIT_OK)
+        return KQ_EXIT_FAILURE;
+    rc = kq_ctl_decode_describe_topics_response(&resp, out, err, sizeof err);
+    kq_response_free(&resp);
+    if (rc) {
+        kq_tools_errorf("malformed DescribeTopics response: %s", err);
+        return KQ_EXIT_FAILURE;
+    }
+    return KQ_EXIT_OK;
+}
+
+static int describe_cluster(const conn *c, kq_ctl_cluster_desc *out)
+{
+    kq_ctl_request req = {.api_key = KQ_API_DESCRIBE_CLUSTER};
+    kq_response resp;
+    char err[256] = "";
+    int rc;
+
+    if (call(c, &req, &resp) != KQ_EXIT_OK)
+        return KQ_EXIT_FAILURE;
+    rc = kq_ctl_decode_describe_cluster_response(&resp, out, err, sizeof err);
+    kq_response_free(&resp);
+    if (rc) {
+        kq_tools_errorf("malformed DescribeCluster response: %s", err);
+        return KQ_EXIT_FAILURE;
+    }
+    return KQ_EXIT_OK;
+}
+
+/* Per-item results of a write RPC; prints "Error while executing <what> command : <msg>"
+ * for each failed item. Returns the exit code. */
+static int call_items(const conn *c, const kq_ctl_request *req, kq_ctl_item_results *items)
+{
+    kq_response resp;
+    char err[256] = "";
+    int rc;
+
+    if (call(c, req, &resp) != KQ_EXIT_OK)
+        return KQ_EXIT_FAILURE;
+    rc = kq_ctl_decode_item_results(&resp, items, err, sizeof err);
+    kq_response_free(&resp);
+    if (rc) {
+        kq_tools_errorf("malformed response: %s", err);
+        return KQ_EXIT_FAILURE;
+    }
+    return KQ_EXIT_OK;
+}
+
+static const char *item_message(const kq_ctl_item_result *it)
+{
+    return it->message && it->message[0] ? it->message : kq_err_message(it->error);
+}
+
+/* ---- kq topics ----------------------------------------------------------------------------- */
+
+static const char TOPICS_USAGE[] =
+    "Usage: kq topics --bootstrap-controller HOST:PORT[,...] ACTION [options]\n"
+    "  --create --topic T (--partitions N --replication-factor R |\n"
+    "           --replica-assignment 1:2:3,2:3:1,...) [--config k=v ...]\n"
+    "  --describe [--topic T] [--under-replicated-partitions | --under-min-isr-partitions |\n"
+    "             --at-min-isr-partitions | --unavailable-partitions] [--json]\n"
+    "  --list\n"
+    "  --delete --topic T\n" CONN_USAGE
+    "  --json                       describe: one JSON object\n";
+
+int kq_cmd_topics(int argc, char **argv)
+{
+    static const char cmd[] = "topics";
+    static const struct option opts[] = {
+        CONN_OPTIONS,
+        {"create", no_argument, NULL, OPT_CREATE},
+        {"list", no_argument, NULL, OPT_LIST},
+        {"describe", no_argument, NULL, OPT_DESCRIBE},
+        {"delete", no_argument, NULL, OPT_DELETE},
+        {"topic", required_argument, NULL, OPT_TOPIC},
+        {"partitions", required_argument, NULL, OPT_PARTITIONS},
+        {"replication-factor", required_argument, NULL, OPT_RF},
+        {"replica-assignment", required_argument, NULL, OPT_ASSIGNMENT},
+        {"config", required_argument, NULL, OPT_CONFIG},
+        {"under-replicated-partitions", no_argument, NULL, OPT_UNDER_REPLICATED},
+        {"under-min-isr-partitions", no_argument, NULL, OPT_UNDER_MIN_ISR},
+        {"at-min-isr-partitions", no_argument, NULL, OPT_AT_MIN_ISR},
+        {"unavailable-partitions", no_argument, NULL, OPT_UNAVAILABLE},
+        {NULL, 0, NULL, 0},
+    };
+    conn c = {.timeout_ms = DEFAULT_TIMEOUT_MS};
+    int action = 0, n_actions = 0, n_filters = 0;
+    kq_tools_topic_filter filter = KQ_TOPIC_FILTER_NONE;
+    const char *topic = NULL, *assignment = NULL;
+    int64_t partitions = -1, rf = -1;
+    kq_config_kv configs[MAX_CONFIGS];
+    int n_configs = 0;
+    int32_t *ids = NULL;
+    kq_partition_assignment *as = NULL;
+    kq_ctl_topics_desc td = {0};
+    kq_ctl_cluster_desc cd = {0};
+    kq_ctl_item_results items = {0};
+    int ret = KQ_EXIT_OK;
+
+    optind = 0;
+    for (;;) {
+        int o = next_opt(cmd, TOPICS_USAGE, argc, argv, opts), h;
+
+        if (o == -1)
+            break;
+        h = conn_opt(cmd, TOPICS_USAGE, &c, o, optarg);
+        if (h < 0) {
+            ret = KQ_EXIT_USAGE;
+            goto out;
+        }
+        if (h)
+            continue;
+        switch (o) {
+        case OPT_CREATE:
+        case OPT_LIST:
+        case OPT_DESCRIBE:
+        case OPT_DELETE:
+            if (action != o)
+                n_actions++;
+            action = o;
+            break;
+        case OPT_TOPIC:
+            topic = optarg;
+            break;
+        case OPT_PARTITIONS:
+            if (!kq_tools_parse_int(optarg, INT32_MIN, INT32_MAX, &partitions) || partitions < 1) {
+                ret = kq_tools_usage_error(cmd, TOPICS_USAGE,
+                                           "The partitions must be greater than 0");
+                goto out;
+            }
+            break;
+        case OPT_RF:
+            if (!kq_tools_parse_int(optarg, INT32_MIN, INT32_MAX, &rf) || rf < 1 || rf > 32767) {
+                ret = kq_tools_usage_error(
+                    cmd, TOPICS_USAGE,
+                    "The replication factor must be between 1 and 32767 inclusive");
+                goto out;
+            }
+            break;
+        case OPT_ASSIGNMENT:
+            assignment = optarg;
+            break;
+        case OPT_CONFIG: {
+            char *eq = strchr(optarg, '=');
+
+            if (!eq || eq == optarg) {
+                ret = kq_tools_usage_error(cmd, TOPICS_USAGE,
+                                           "--config: '%s' is not of the form key=value", optarg);
+                goto out;
+            }
+            if (n_configs >= MAX_CONFIGS) {
+                ret = kq_tools_usage_error(cmd, TOPICS_USAGE, "too many --config options");
+                goto out;
+            }
+            *eq = '\0';
+            configs[n_configs].name = optarg;
+            configs[n_configs].value = eq + 1;
+            n_configs++;
+            break;
+        }
+        case OPT_UNDER_REPLICATED:
+        case OPT_UNDER_MIN_ISR:
+        case OPT_AT_MIN_ISR:
+        case OPT_UNAVAILABLE:
+            n_filters++;
+            filter = o == OPT_UNDER_REPLICATED ? KQ_TOPIC_FILTER_UNDER_REPLICATED
+                     : o == OPT_UNDER_MIN_ISR  ? KQ_TOPIC_FILTER_UNDER_MIN_ISR
+                     : o == OPT_AT_MIN_ISR     ? KQ_TOPIC_FILTER_AT_MIN_ISR
+                                               : KQ_TOPIC_FILTER_UNAVAILABLE;
+            break;
+        case 'h':
+        case OPT_HELP:
+            fputs(TOPICS_USAGE, stdout);
+            goto out;
+        default:
+            ret = KQ_EXIT_USAGE;
+            goto out;
+        }
+    }
+    if (optind < argc) {
+        ret = kq_tools_usage_error(cmd, TOPICS_USAGE, "unexpected argument '%s'", argv[optind]);
+        goto out;
+    }
+    if (n_actions != 1) {
+        ret = kq_tools_usage_error(cmd, TOPICS_USAGE,
+                                   "exactly one of --create, --list, --describe or --delete is "
+                                   "required");
+        goto out;
+    }
+    if (c.n_addrs == 0) {
+        ret = kq_tools_usage_error(cmd, TOPICS_USAGE, "missing --bootstrap-controller");
+        goto out;
+    }
+    if (n_filters > 1 || (n_filters && action != OPT_DESCRIBE)) {
+        ret = kq_tools_usage_error(cmd, TOPICS_USAGE,
+                                   "at most one partition filter, and only with --describe");
+        goto out;
+    }
+    if ((action == OPT_CREATE || action == OPT_DELETE) && !topic) {
+        ret = kq_tools_usage_error(cmd, TOPICS_USAGE, "--topic is required with --%s",
+                                   action == OPT_CREATE ? "create" : "delete");
+        goto out;
+    }
+    if (action != OPT_CREATE && (partitions >= 0 || rf >= 0 || assignment || n_configs)) {
+        ret = kq_tools_usage_error(cmd, TOPICS_USAGE,
+                                   "--partitions, --replication-factor, --replica-assignment and "
+                                   "--config go with --create");
+        goto out;
+    }
+
+    if (action == OPT_CREATE) {
+        kq_create_topic ct = {.name = topic,
+                              .num_partitions = (int32_t)partitions,
+                              .replication_factor = (int32_t)rf,
+                              .configs = n_configs ? configs : NULL,
+                              .n_configs = n_configs};
+        kq_ctl_request req = {.api_key = KQ_API_CREATE_TOPICS};
+
+        if (assignment) {
+            char err[256];
+            int32_t np, w;
+
+            if (partitions >= 0 || rf >= 0) {
+                ret = kq_tools_usage_error(cmd, TOPICS_USAGE,
+                                           "--replica-assignment excludes --partitions and "
+                                           "--replication-factor");
+                goto out;
+            }
+            if (kq_tools_parse_replica_assignment(assignment, &ids, &np, &w, err, sizeof err)) {
+                ret = kq_tools_usage_error(cmd, TOPICS_USAGE, "%s", err);
+                goto out;
+            }
+            as = calloc((size_t)np, sizeof *as);
+            if (!as) {
+                kq_tools_errorf("out of memory");
+                ret = KQ_EXIT_FAILURE;
+                goto out;
+            }
+            for (int32_t i = 0; i < np; i++)
+                as[i] = (kq_partition_assignment){i, ids + (size_t)i * (size_t)w, w};
+            ct.assignments = as;
+            ct.n_assignments = np;
+        }
+        if (strchr(topic, '.') && strchr(topic, '_'))
+            fprintf(stderr, "WARNING: Due to limitations in metric names, topics with a period "
+                            "('.') or underscore ('_') could collide. To avoid issues it is best "
+                            "to use either, but not both.\n");
+        req.create_topics.topics = &ct;
+        req.create_topics.n = 1;
+        ret = call_items(&c, &req, &items);
+        if (ret)
+            goto out;
+        if (items.n != 1) {
+            kq_tools_errorf("the controller answered %d results for one topic", items.n);
+            ret = KQ_EXIT_FAILURE;
+        } else if (items.items[0].error) {
+            printf("Error while executing topic command : %s\n", item_message(&items.items[0]));
+            ret = KQ_EXIT_FAILURE;
+        } else {
+            printf("Created topic %s.\n", topic);
+        }
+        goto out;
+    }
+    if (action == OPT_DELETE) {
+        kq_delete_topic dt = {.name = topic};
+        kq_ctl_request req = {.api_key = KQ_API_DELETE_TOPICS};
+
+        req.delete_topics.topics = &dt;
+        req.delete_topics.n = 1;
+        ret = call_items(&c, &req, &items);
+        if (ret)
+            goto out;
+        if (items.n != 1 || items.items[0].error) {
+            printf("Error while executing topic command : %s\n",
+                   items.n == 1 ? item_message(&items.items[0]) : "unexpected response");
+            ret = KQ_EXIT_FAILURE;
+        }
+        goto out;
+    }
+    /* --list / --describe */
+    ret = describe_topics(&c, topic ? &topic : NULL, topic ? 1 : 0, &td);
+    if (ret)
+        goto out;
+    if (topic && (td.n_topics < 1 || td.topics[0].error)) {
+        printf("Error while executing topic command : Topic '%s' does not exist as expected\n",
+               topic);
+        ret = KQ_EXIT_FAILURE;
+        goto out;
+    }
+    if (action == OPT_LIST) {
+        kq_tools_print_topic_list(stdout, &td);
+        goto out;
+    }
+    if (filter == KQ_TOPIC_FILTER_UNAVAILABLE) {
+        ret = describe_cluster(&c, &cd);
+        if (ret)
+            goto out;
+    }
+    kq_tools_print_topics(stdout, &td, filter, filter == KQ_TOPIC_FILTER_UNAVAILABLE ? &cd : NULL,
+                          c.json);
+out:
+    kq_ctl_item_results_free(&items);
+    kq_ctl_topics_desc_free(&td);
+    kq_ctl_cluster_desc_free(&cd);
+    free(as);
+    free(ids);
+    return ret;
+}
+
+/* ---- kq cluster ---------------------------------------------------------------------------- */
+
+static const char CLUSTER_USAGE[] =
+    "Usage: kq cluster --bootstrap-controller HOST:PORT[,...] describe [--json]\n"
+    "  describe                     every registered broker: id, epoch, fenced, in controlled\n"
+    "                               shutdown, rack, endpoints\n" CONN_USAGE;
+
+int kq_cmd_cluster(int argc, char **argv)
+{
+    static const char cmd[] = "cluster";
+    static const struct option opts[] = {CONN_OPTIONS, {NULL, 0, NULL, 0}};
+    conn c = {.timeout_ms = DEFAULT_TIMEOUT_MS};
+    kq_ctl_cluster_desc cd = {0};
+    bool describe = false;
+    int ret;
+
+    optind = 0;
+    for (;;) {
+        int o = next_opt(cmd, CLUSTER_USAGE, argc, argv, opts), h;
+
+        if (o == -1)
+            break;
+        h = conn_opt(cmd, CLUSTER_USAGE, &c, o, optarg);
+        if (h < 0)
+            return KQ_EXIT_USAGE;
+        if (h)
+            continue;
+        if (o == 'h' || o == OPT_HELP) {
+            fputs(CLUSTER_USAGE, stdout);
+            return KQ_EXIT_OK;
+        }
+        return KQ_EXIT_USAGE;
+    }
+    for (; optind < argc; optind++) {
+        if (strcmp(argv[optind], "describe") == 0 && !describe)
+            describe = true;
+        else
+            return kq_tools_usage_error(cmd, CLUSTER_USAGE, "unexpected argument '%s'",
+                                        argv[optind]);
+    }
+    if (!describe)
+        return kq_tools_usage_error(cmd, CLUSTER_USAGE, "missing subcommand 'describe'");
+    if (c.n_addrs == 0)
+        return kq_tools_usage_error(cmd, CLUSTER_USAGE, "missing --bootstrap-controller");
+    ret = describe_cluster(&c, &cd);
+    if (ret == KQ_EXIT_OK)
+        kq_tools_print_cluster(stdout, &cd, c.json);
+    kq_ctl_cluster_desc_free(&cd);
+    return ret;
+}
+
+/* ---- kq leader-election -------------------------------------------------------------------- */
+
+static const char ELECT_USAGE[] =
+    "Usage: kq leader-election --bootstrap-controller HOST:PORT[,...]\n"
+    "                          --election-type PREFERRED|UNCLEAN\n"
+    "                          (--topic T --partition P | --all-topic-partitions)\n" CONN_USAGE;
+
+int kq_cmd_leader_election(int argc, char **argv)
+{
+    static const char cmd[] = "leader-election";
+    static const struct option opts[] = {
+        CONN_OPTIONS,
+        {"election-type", required_argument, NULL, OPT_ELECTION_TYPE},
+        {"topic", required_argument, NULL, OPT_TOPIC},
+        {"partition", required_argument, NULL, OPT_PARTITION},
+        {"all-topic-partitions", no_argument, NULL, OPT_ALL_PARTITIONS},
+        {NULL, 0, NULL, 0},
+    };
+    conn c = {.timeout_ms = DEFAULT_TIMEOUT_MS};
+    const char *type = NULL, *topic = NULL;
+    int64_t partition = -1;
+    bool all = false;
+    kq_ctl_item_results items = {0};
+    kq_ctl_request req = {.api_key = KQ_API_ELECT_LEADERS};
+    kq_elect_target target;
+    int ret, failed;
+
+    optind = 0;
+    for (;;) {
+        int o = next_opt(cmd, ELECT_USAGE, argc, argv, opts), h;
+
+        if (o == -1)
+            break;
+        h = conn_opt(cmd, ELECT_USAGE, &c, o, optarg);
+        if (h < 0)
+            return KQ_EXIT_USAGE;
+        if (h)
+            continue;
+        switch (o) {
+        case OPT_ELECTION_TYPE:
+            if (strcasecmp(optarg, "PREFERRED") == 0)
+                type = "PREFERRED";
+            else if (strcasecmp(optarg, "UNCLEAN") == 0)
+                type = "UNCLEAN";
+            else
+                return kq_tools_usage_error(
+                    cmd, ELECT_USAGE, "--election-type: '%s' is not PREFERRED or UNCLEAN", optarg);
+            break;
+        case OPT_TOPIC:
+            topic = optarg;
+            break;
+        case OPT_PARTITION:
+            if (!kq_tools_parse_int(optarg, 0, INT32_MAX, &partition))
+                return kq_tools_usage_error(cmd, ELECT_USAGE,
+                                            "--partition: '%s' is not an integer >= 0", optarg);
+            break;
+        case OPT_ALL_PARTITIONS:
+            all = true;
+            break;
+        case 'h':
+        case OPT_HELP:
+            fputs(ELECT_USAGE, stdout);
+            return KQ_EXIT_OK;
+        default:
+            return KQ_EXIT_USAGE;
+        }
+    }
+    if (optind < argc)
+        return kq_tools_usage_error(cmd, ELECT_USAGE, "unexpected argument '%s'", argv[optind]);
+    if (!type)
+        return kq_tools_usage_error(cmd, ELECT_USAGE, "missing --election-type");
+    if (all == (topic != NULL) || (topic && partition < 0) || (all && partition >= 0))
+        return kq_tools_usage_error(cmd, ELECT_USAGE,
+                                    "give either --all-topic-partitions or --topic with "
+                                    "--partition");
+    if (c.n_addrs == 0)
+        return kq_tools_usage_error(cmd, ELECT_USAGE, "missing --bootstrap-controller");
+    req.elect_leaders.election_type =
+        strcmp(type, "PREFERRED") == 0 ? KQ_ELECTION_TYPE_PREFERRED : KQ_ELECTION_TYPE_UNCLEAN;
+    req.elect_leaders.all_partitions = all;
+    if (!all) {
+        target.topic = topic;
+        target.partition = (int32_t)partition;
+        req.elect_leaders.targets = &target;
+        req.elect_leaders.n_targets = 1;
+    }
+    ret = call_items(&c, &req, &items);
+    if (ret)
+        return ret;
+    failed = kq_tools_print_election(stdout, &items, type);
+    kq_ctl_item_results_free(&items);
+    if (failed) {
+        kq_tools_errorf("%d replica(s) could not be elected", failed);
+        return KQ_EXIT_FAILURE;
+    }
+    return KQ_EXIT_OK;
+}
+
+/* ---- kq configs ---------------------------------------------------------------------------- */
+
+static const char CONFIGS_USAGE[] =
+    "Usage: kq configs --bootstrap-controller HOST:PORT[,...] --entity-type topics|brokers\n"
+    "                  (--entity-name N | --entity-default)\n"
+    "                  (--describe [--all] [--json] |\n"
+    "                   --alter [--add-config k=v[,k=v...]] [--delete-config "
+    "k[,k...]])\n" CONN_USAGE "  --entity-default             brokers: the cluster-wide default\n";
+
+/* Split "a,b,c" in place into ops. */
+static int split_ops(char *s, int8_t op, kq_config_op *ops, int *n, const char *cmd)
+{
+    for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n >= MAX_CONFIGS)
+            return kq_tools_usage_error(cmd, CONFIGS_USAGE, "too many configs");
+        ops[*n].op = op;
+        if (op == KQ_CONFIG_OP_SET) {
+            char *eq = strchr(tok, '=');
+
+            if (!eq || eq == tok)
+                return kq_tools_usage_error(cmd, CONFIGS_USAGE,
+                                            "--add-config: '%s' is not of the form key=value", tok);
+            *eq = '\0';
+            ops[*n].value = eq + 1;
+        } else {
+            ops[*n].value = NULL;
+        }
+        ops[*n].name = tok;
+        (*n)++;
+    }
+    return 0;
+}
+
+int kq_cmd_configs(int argc, char **argv)
+{
+    static const char cmd[] = "configs";
+    static const struct option opts[] = {
+        CONN_OPTIONS,
+        {"entity-type", required_argument, NULL, OPT_ENTITY_TYPE},
+        {"entity-name", required_argument, NULL, OPT_ENTITY_NAME},
+        {"entity-default", no_argument, NULL, OPT_ENTITY_DEFAULT},
+        {"describe", no_argument, NULL, OPT_DESCRIBE},
+        {"alter", no_argument, NULL, OPT_ALTER},
+        {"add-config", required_argument, NULL, OPT_ADD_CONFIG},
+        {"delete-config", required_argument, NULL, OPT_DELETE_CONFIG},
+        {"all", no_argument, NULL, OPT_ALL},
+        {NULL, 0, NULL, 0},
+    };
+    conn c = {.timeout_ms = DEFAULT_TIMEOUT_MS};
+    int8_t type = 0;
+    const char *name = NULL;
+    bool dflt = false, describe = false, alter = false, all = false;
+    char *add = NULL, *del = NULL;
+    kq_config_op ops[MAX_CONFIGS];
+    int n_ops = 0, ret = KQ_EXIT_OK;
+    kq_ctl_item_results items = {0};
+    kq_ctl_configs_desc cd = {0};
+
+    optind = 0;
+    for (;;) {
+        int o = next_opt(cmd, CONFIGS_USAGE, argc, argv, opts), h;
+
+        if (o == -1)
+            break;
+        h = conn_opt(cmd, CONFIGS_USAGE, &c, o, optarg);
+        if (h < 0)
+            return KQ_EXIT_USAGE;
+        if (h)
+            continue;
+        switch (o) {
+        case OPT_ENTITY_TYPE:
+            if (strcmp(optarg, "topics") == 0)
+                type = KQ_CONFIG_RESOURCE_TOPIC;
+            else if (strcmp(optarg, "brokers") == 0)
+                type = KQ_CONFIG_RESOURCE_BROKER;
+            else
+                return kq_tools_usage_error(cmd, CONFIGS_USAGE,
+                                            "--entity-type: '%s' is not topics or brokers", optarg);
+            break;
+        case OPT_ENTITY_NAME:
+            name = optarg;
+            break;
+        case OPT_ENTITY_DEFAULT:
+            dflt = true;
+            break;
+        case OPT_DESCRIBE:
+            describe = true;
+            break;
+        case OPT_ALTER:
+            alter = true;
+            break;
+        case OPT_ADD_CONFIG:
+            add = optarg;
+            break;
+        case OPT_DELETE_CONFIG:
+            del = optarg;
+            break;
+        case OPT_ALL:
+            all = true;
+            break;
+        case 'h':
+        case OPT_HELP:
+            fputs(CONFIGS_USAGE, stdout);
+            return KQ_EXIT_OK;
+        default:
+            return KQ_EXIT_USAGE;
+        }
+    }
+    if (optind < argc)
+        return kq_tools_usage_error(cmd, CONFIGS_USAGE, "unexpected argument '%s'", argv[optind]);
+    if (!type)
+        return kq_tools_usage_error(cmd, CONFIGS_USAGE, "missing --entity-type");
+    if ((name != NULL) == dflt)
+        return kq_tools_usage_error(cmd, CONFIGS_USAGE,
+                                    "give exactly one of --entity-name or --entity-default");
+    if (dflt && type == KQ_CONFIG_RESOURCE_TOPIC)
+        return kq_tools_usage_error(cmd, CONFIGS_USAGE,
+                                    "--entity-default is only for --entity-type brokers");
+    if (describe == alter)
+        return kq_tools_usage_error(cmd, CONFIGS_USAGE,
+                                    "give exactly one of --describe or --alter");
+    if (alter && !add && !del)
+        return kq_tools_usage_error(cmd, CONFIGS_USAGE,
+                                    "--alter needs --add-config and/or --delete-config");
+    if (describe && (add || del))
+        return kq_tools_usage_error(cmd, CONFIGS_USAGE,
+                                    "--add-config and --delete-config go with --alter");
+    if (c.n_addrs == 0)
+        return kq_tools_usage_error(cmd, CONFIGS_USAGE, "missing --bootstrap-controller");
+    if (!name)
+        name = "";
+
+    if (alter) {
+        kq_alter_config_resource r = {.resource_type = type, .resource_name = name};
+        kq_ctl_request req = {.api_key = KQ_API_INCREMENTAL_ALTER_CONFIGS};
+
+        if ((add && split_ops(add, KQ_CONFIG_OP_SET, ops, &n_ops, cmd)) ||
+            (del && split_ops(del, KQ_CONFIG_OP_DELETE, ops, &n_ops, cmd)))
+            return KQ_EXIT_USAGE;
+        if (n_ops == 0)
+            return kq_tools_usage_error(cmd, CONFIGS_USAGE, "no configs to change");
+        r.ops = ops;
+        r.n_ops = n_ops;
+        req.alter_configs.resources = &r;
+        req.alter_configs.n = 1;
+        ret = call_items(&c, &req, &items);
+        if (ret)
+            return ret;
+        if (items.n != 1 || items.items[0].error) {
+            kq_tools_errorf("%s",
+                            items.n == 1 ? item_message(&items.items[0]) : "unexpected response");
+            ret = KQ_EXIT_FAILURE;
+        } else if (!name[0]) {
+            printf("Completed updating default config for brokers in the cluster.\n");
+        } else {
+            printf("Completed updating config for %s %s.\n",
+                   type == KQ_CONFIG_RESOURCE_TOPIC ? "topic" : "broker", name);
+        }
+        kq_ctl_item_results_free(&items);
+        return ret;
+    }
+
+    kq_describe_config_resource r = {.resource_type = type, .resource_name = name};
+    kq_ctl_request req = {.api_key = KQ_API_DESCRIBE_CONFIGS};
+    kq_response resp;
+    char err[256] = "";
+
+    req.describe_configs.resources = &r;
+    req.describe_configs.n = 1;
+    if (call(&c, &req, &resp) != KQ_EXIT_OK)
+        return KQ_EXIT_FAILURE;
+    ret = kq_ctl_decode_describe_configs_response(&resp, &cd, err, sizeof err);
+    kq_response_free(&resp);
+    if (ret) {
+        kq_tools_errorf("malformed DescribeConfigs response: %s", err);
+        return KQ_EXIT_FAILURE;
+    }
+    if (cd.n_results != 1) {
+        kq_tools_errorf("the controller answered %d results for one resource", cd.n_results);
+        ret = KQ_EXIT_FAILURE;
+    } else if (cd.results[0].error) {
+        kq_tools_errorf("%s: %s", kq_err_name(cd.results[0].error),
+                        cd.results[0].message ? cd.results[0].message
+                                              : kq_err_message(cd.results[0].error));
+        ret = KQ_EXIT_FAILURE;
+    } else {
+        kq_tools_print_configs(stdout, &cd.results[0], all, c.json);
+    }
+    kq_ctl_configs_desc_free(&cd);
+    return ret;
+}
+
+/* ---- kq features --------------------------------------------------------------------------- */
+
+static const char FEATURES_USAGE[] =
+    "Usage: kq features --bootstrap-controller HOST:PORT[,...] describe [--json]\n"
+    "  describe                     supported and finalized feature levels\n" CONN_USAGE;
+
+int kq_cmd_features(int argc, char **argv)
+{
+    static const char cmd[] = "features";
+    static const struct option opts[] = {CONN_OPTIONS, {NULL, 0, NULL, 0}};
+    conn c = {.timeout_ms = DEFAULT_TIMEOUT_MS};
+    kq_ctl_request req = {.api_key = KQ_API_DESCRIBE_FEATURES};
+    kq_ctl_features_desc fd = {0};
+    kq_response resp;
+    char err[256] = "";
+    bool describe = false;
+    int rc;
+
+    optind = 0;
+    for (;;) {
+        int o = next_opt(cmd, FEATURES_USAGE, argc, argv, opts), h;
+
+        if (o == -1)
+            break;
+        h = conn_opt(cmd, FEATURES_USAGE, &c, o, optarg);
+        if (h < 0)
+            return KQ_EXIT_USAGE;
+        if (h)
+            continue;
+        if (o == 'h' || o == OPT_HELP) {
+            fputs(FEATURES_USAGE, stdout);
+            return KQ_EXIT_OK;
+        }
+        return KQ_EXIT_USAGE;
+    }
+    for (; optind < argc; optind++) {
+        if (strcmp(argv[optind], "describe") == 0 && !describe)
+            describe = true;
+        else
+            return kq_tools_usage_error(cmd, FEATURES_USAGE, "unexpected argument '%s'",
+                                        argv[optind]);
+    }
+    if (!describe)
+        return kq_tools_usage_error(cmd, FEATURES_USAGE, "missing subcommand 'describe'");
+    if (c.n_addrs == 0)
+        return kq_tools_usage_error(cmd, FEATURES_USAGE, "missing --bootstrap-controller");
+    if (call(&c, &req, &resp) != KQ_EXIT_OK)
+        return KQ_EXIT_FAILURE;
+    rc = kq_ctl_decode_describe_features_response(&resp, &fd, err, sizeof err);
+    kq_response_free(&resp);
+    if (rc) {
+        kq_tools_errorf("malformed DescribeFeatures response: %s", err);
+        return KQ_EXIT_FAILURE;
+    }
+    kq_tools_print_features(stdout, &fd, c.json);
+    kq_ctl_features_desc_free(&fd);
+    return KQ_EXIT_OK;
+}
