@@ -11,7 +11,11 @@ typedef struct rack {
     const char *name; /* NULL: no rack */
     int32_t *unfenced, *fenced;
     int32_t n_unfenced, n_fenced;
-    uint32_t cur_unfenced, cur_fenced; /* round-robin cursors */
+    uint32_t cur_unfenced, cur_fenced; /* round-robin cursors within one partition */
+    /* Each partition starts one broker further than the previous one that used this rack
+     * (StripedReplicaPlacer's per-rack offset): 1,2,3 / 2,3,1 / 3,1,2 in a single rack. */
+    uint32_t next_start_unfenced, next_start_fenced;
+    int32_t partition_unfenced, partition_fenced; /* last partition that used each cursor */
 } rack;
 
 static int rack_cmp(const void *a, const void *b)
@@ -39,17 +43,25 @@ static void shuffle(rack *racks, int32_t nr, kq_prng *prng)
         racks[j] = t;
     }
     for (int32_t i = 0; i < nr; i++) {
-        racks[i].cur_unfenced = (uint32_t)kq_prng_below(prng, 1u << 16);
-        racks[i].cur_fenced = (uint32_t)kq_prng_below(prng, 1u << 16);
+        racks[i].next_start_unfenced = (uint32_t)kq_prng_below(prng, 1u << 16);
+        racks[i].next_start_fenced = (uint32_t)kq_prng_below(prng, 1u << 16);
+        racks[i].partition_unfenced = racks[i].partition_fenced = -1;
     }
 }
 
 /* Next broker of `r` (fenced or not) not already in chosen[0..n); -1 if none. */
-static int32_t take(rack *r, bool fenced, const int32_t *chosen, int32_t n)
+static int32_t take(rack *r, bool fenced, int32_t partition, const int32_t *chosen, int32_t n)
 {
     int32_t *ids = fenced ? r->fenced : r->unfenced;
     int32_t cnt = fenced ? r->n_fenced : r->n_unfenced;
     uint32_t *cur = fenced ? &r->cur_fenced : &r->cur_unfenced;
+    int32_t *last = fenced ? &r->partition_fenced : &r->partition_unfenced;
+    uint32_t *next_start = fenced ? &r->next_start_fenced : &r->next_start_unfenced;
+
+    if (*last != partition) {
+        *last = partition;
+        *cur = (*next_start)++;
+    }
 
     for (int32_t k = 0; k < cnt; k++) {
         int32_t id = ids[(*cur + (uint32_t)k) % (uint32_t)cnt];
@@ -162,7 +174,7 @@ int kq_place_replicas(const kq_image *img, int32_t n_partitions, int32_t rf, kq_
 
             /* One replica per rack per round; stop after a full round that found nothing. */
             while (n < rf && misses < nr) {
-                int32_t id = take(&racks[r % (uint32_t)nr], fenced, chosen, n);
+                int32_t id = take(&racks[r % (uint32_t)nr], fenced, p, chosen, n);
 
                 r++;
                 if (id < 0) {

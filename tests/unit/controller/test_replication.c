@@ -273,6 +273,38 @@ static void test_placement_rules(void **st)
 }
 
 /* CreatePartitions and DeleteTopics. */
+/* 3.4 StripedReplicaPlacer: within one rack each partition starts one broker further, so with
+ * three brokers and RF 3 the partitions are rotations (1,2,3 / 2,3,1 / 3,1,2) and leadership
+ * is spread over every broker. */
+static void test_placement_single_rack_is_striped(void **st)
+{
+    fx *f = fx_new();
+    int32_t *p = NULL;
+    kq_prng a;
+    char err[256];
+    (void)st;
+    for (int32_t id = 1; id <= 3; id++) {
+        fx_register(f, id, 1, NULL, 0);
+        fx_broker_change(f, id, KQ_FENCE_UNFENCE, 0);
+    }
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        kq_prng_seed(&a, seed);
+        assert_int_equal(kq_place_replicas(f->img, 3, 3, &a, &p, err, sizeof err), 0);
+        bool led[4] = {false};
+        for (int i = 0; i < 3; i++) {
+            led[p[i * 3]] = true;
+            /* partition i+1 is partition i rotated left by one */
+            if (i > 0)
+                for (int j = 0; j < 3; j++)
+                    assert_int_equal(p[i * 3 + j], p[(i - 1) * 3 + (j + 1) % 3]);
+        }
+        assert_true(led[1] && led[2] && led[3]);
+        free(p);
+        p = NULL;
+    }
+    fx_free(f);
+}
+
 static void test_create_partitions_and_delete(void **st)
 {
     fx *f = fx_new();
@@ -483,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_create_topic_errors),
         cmocka_unit_test(test_manual_assignment),
         cmocka_unit_test(test_placement_rules),
+        cmocka_unit_test(test_placement_single_rack_is_striped),
         cmocka_unit_test(test_create_partitions_and_delete),
         cmocka_unit_test(test_elect_leaders),
         cmocka_unit_test(test_rebalance_and_leaderless_scans),
