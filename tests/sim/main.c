@@ -3,6 +3,7 @@
  *
  *   kq-sim --seed S [--seeds N] [--voters K] [--observers M] [--trace] [--max-time-ms T]
  *          [--liveness-ms L] [--check-determinism] [--bug NAME] [--quiet]
+ *          [--controller [--brokers B]]
  *
  * Prints one line per failing seed (and its last trace lines on stderr) and a summary line
  * "sim: N seeds, F failed". Exit status: 0 all passed, 1 some failed, 2 usage error.
@@ -21,7 +22,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: kq-sim --seed S [--seeds N] [--voters K] [--observers M] [--trace]\n"
             "              [--max-time-ms T] [--liveness-ms L] [--check-determinism]\n"
-            "              [--bug none|early-ack|lose-synced] [--quiet]\n"
+            "              [--bug NAME] [--quiet] [--controller [--brokers B]]\n"
             "  --seed S             first seed (required)\n"
             "  --seeds N            run seeds S..S+N-1 (default 1)\n"
             "  --voters K           1..%d voters (default: drawn from each seed)\n"
@@ -30,9 +31,13 @@ static void usage(FILE *f)
             "  --max-time-ms T      virtual length of the fault phase (default: drawn)\n"
             "  --liveness-ms L      convergence budget after healing (default 60000)\n"
             "  --check-determinism  run every seed twice and compare trace hashes\n"
-            "  --bug NAME           run a deliberately broken host (checker self-test)\n"
-            "  --quiet              no trace dump for failing seeds\n",
-            KQ_SIM_MAX_VOTERS, KQ_SIM_MAX_OBSERVERS);
+            "  --bug NAME           run a deliberately broken host (checker self-test): none,\n"
+            "                       early-ack, lose-synced, ctl-early-reply, ctl-no-rollback\n"
+            "  --quiet              no trace dump for failing seeds\n"
+            "  --controller         also run the controller (metadata image, controller APIs)\n"
+            "                       with simulated brokers and check its invariants\n"
+            "  --brokers B          1..%d simulated brokers (default: drawn, 3..6)\n",
+            KQ_SIM_MAX_VOTERS, KQ_SIM_MAX_OBSERVERS, KQ_SIM_MAX_BROKERS);
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -92,6 +97,13 @@ int main(int argc, char **argv)
             if (parse_u64(a, val, 1, 100000000, &o.liveness_ms))
                 return 2;
             i++;
+        } else if (!strcmp(a, "--controller")) {
+            o.controller = true;
+        } else if (!strcmp(a, "--brokers")) {
+            if (parse_u64(a, val, 1, KQ_SIM_MAX_BROKERS, &v))
+                return 2;
+            o.brokers = (int)v;
+            i++;
         } else if (!strcmp(a, "--trace")) {
             o.trace = true;
         } else if (!strcmp(a, "--quiet")) {
@@ -101,7 +113,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--bug")) {
             int b = val ? kq_sim_bug_from_name(val) : -1;
             if (b < 0) {
-                fprintf(stderr, "kq-sim: --bug needs none, early-ack or lose-synced\n");
+                fprintf(stderr, "kq-sim: --bug needs none, early-ack, lose-synced, "
+                                "ctl-early-reply or ctl-no-rollback\n");
                 return 2;
             }
             o.bug = (kq_sim_bug)b;
@@ -160,6 +173,13 @@ int main(int argc, char **argv)
                    ", trace hash %016" PRIx64 "\n",
                    o.seed, r.voters, r.observers, r.events, r.end_ms, r.crashes, r.last_epoch,
                    r.high_watermark, r.trace_hash);
+            if (o.controller)
+                printf("sim: seed %" PRIu64 " controller: %d brokers, %" PRIu64
+                       " requests, %" PRIu64 " AlterPartitions acknowledged, %" PRIu64
+                       " rejected, %" PRIu64 " activations, %" PRIu64 " image checks, %" PRIu64
+                       " topics\n",
+                       o.seed, r.brokers, r.ctl_requests, r.ap_acked, r.ap_rejected, r.activations,
+                       r.image_checks, r.topics_created);
         }
         fflush(stdout);
     }

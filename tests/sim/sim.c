@@ -10,12 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kq/codec.h"
+#include "kq/ctl_codec.h"
 #include "kq/error.h"
 #include "kq/raft.h"
-#ifdef KQ_SIM_CODEC
-#include "kq/codec.h"
 #include "kq/util.h"
-#endif
+#include "meta.h"
+#include "ops.h"
+#include "sim_inv.h"
 
 #define MAX_NODES (KQ_SIM_MAX_VOTERS + KQ_SIM_MAX_OBSERVERS)
 #define TRACE_LINE 240
@@ -120,6 +122,26 @@ typedef struct sim_in { /* a request this node's core received and has not answe
     uint64_t at_ms;
 } sim_in;
 
+/* Controller mode: the controller process around one node's core (controller/main.c). */
+typedef struct ctl_parked {
+    struct ctl_pkt *p; /* the encoded response, sent once the HW passes p->wait */
+    struct ctl_parked *next;
+} ctl_parked;
+
+typedef struct ctl_host {
+    bool on;
+    kq_meta meta;
+    kq_buf batch; /* the proposal being built */
+    int32_t batch_count;
+    int64_t batch_base;
+    ctl_parked *parked; /* sorted by wait offset */
+    kq_sim_epochs *committed_epochs, *active_epochs;
+    uint64_t timer_gen;
+    uint32_t timer_rounds;
+    struct sim *s;
+    struct sim_node *n;
+} ctl_host;
+
 typedef struct sim_node {
     int idx;
     int32_t id;
@@ -154,9 +176,12 @@ typedef struct sim_node {
     uint64_t propose_seq;
 
     kq_raft_status st;
-    int32_t max_epoch;  /* this incarnation */
-    int64_t max_hw;     /* this incarnation, known values only */
-    int64_t oracle_end; /* offsets below this were checked against the oracle */
+    int32_t max_epoch;         /* this incarnation */
+    int64_t max_hw;            /* this incarnation, known values only */
+    int64_t oracle_end;        /* offsets below this were checked against the oracle */
+    int64_t last_propose_base; /* result of the last PROPOSE step */
+    int last_propose_err;
+    ctl_host ch;
 } sim_node;
 
 enum ev_type {
@@ -173,6 +198,12 @@ enum ev_type {
     EV_LIVE_CHECK,
     EV_LIVE_DEADLINE,
     EV_FAKE_PERSIST,
+    EV_CTL_NET,       /* controller-API packet between an actor and a controller node */
+    EV_CTL_TIMER,     /* active controller: fencing, leaderless scan, rebalance */
+    EV_ACTOR_TICK,    /* broker: register / heartbeat; admin: create topics */
+    EV_ACTOR_AP,      /* broker: maybe send an AlterPartition */
+    EV_ACTOR_TIMEOUT, /* an actor's request got no answer */
+    EV_ACTOR_START,   /* a crashed broker restarts (new incarnation) */
 };
 
 typedef struct sim_ev {
@@ -182,7 +213,9 @@ typedef struct sim_ev {
     int node;
     uint64_t inc;
     uint64_t a;
-    sim_packet *pkt; /* owned by the event while queued */
+    sim_packet *pkt;    /* owned by the event while queued */
+    struct ctl_pkt *cp; /* owned by the event while queued */
+    int actor;
 } sim_ev;
 
 typedef struct oracle_entry {
@@ -194,6 +227,11 @@ typedef struct lm_slot { /* every (epoch, batch hash) ever written at one offset
     oracle_entry *e;
     size_t n, cap;
 } lm_slot;
+
+struct ref_hash {
+    uint64_t hash;
+    bool set;
+};
 
 typedef struct link {
     uint32_t lat_min_ms;
@@ -254,6 +292,24 @@ typedef struct sim {
     lm_slot *lm;
     size_t n_lm;
     bool oom;
+
+    /* controller mode */
+    rng ctl;
+    uint32_t lat_min, lat_spread;
+    int n_brokers, n_actors; /* actors: the brokers, then the admin client */
+    struct sim_actor *actors;
+    bool bblocked[KQ_SIM_MAX_BROKERS + 1][MAX_NODES];
+    uint32_t p_bcrash, p_bisolate;
+    uint32_t n_topics_target;
+    size_t ctl_max_batch;
+    kq_decide_settings settings;
+    kq_image *ref; /* reference: the committed log replayed with checks before each record */
+    int64_t ref_end;
+    struct ref_hash *ref_hash; /* image hash after applying [0, end), indexed by end */
+    size_t cap_ref_hash;
+    kq_sim_epochs *ref_epochs;
+    struct ap_ack *acks;
+    size_t n_acks, cap_acks;
 } sim;
 
 /* ---------------------------------------------------------------- trace */
@@ -345,17 +401,26 @@ static bool ev_less(const sim_ev *a, const sim_ev *b)
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
-static void sched(sim *s, uint64_t t, int type, int node, uint64_t inc, uint64_t a, sim_packet *pkt)
+static void ctl_pkt_free(struct ctl_pkt *p);
+static void pkt_free(sim_packet *p);
+
+static void sched_ev(sim *s, uint64_t t, int type, int node, uint64_t inc, uint64_t a,
+                     sim_packet *pkt, struct ctl_pkt *cp, int actor)
 {
-    if (!grow(s, (void **)&s->heap, &s->cap_heap, s->n_heap + 1, sizeof(sim_ev)))
+    if (!grow(s, (void **)&s->heap, &s->cap_heap, s->n_heap + 1, sizeof(sim_ev))) {
+        pkt_free(pkt);
+        ctl_pkt_free(cp);
         return;
+    }
     sim_ev ev = {.t = t < s->now ? s->now : t,
                  .seq = s->seq++,
                  .type = type,
                  .node = node,
                  .inc = inc,
                  .a = a,
-                 .pkt = pkt};
+                 .pkt = pkt,
+                 .cp = cp,
+                 .actor = actor};
     size_t i = s->n_heap++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -365,6 +430,11 @@ static void sched(sim *s, uint64_t t, int type, int node, uint64_t inc, uint64_t
         i = p;
     }
     s->heap[i] = ev;
+}
+
+static void sched(sim *s, uint64_t t, int type, int node, uint64_t inc, uint64_t a, sim_packet *pkt)
+{
+    sched_ev(s, t, type, node, inc, a, pkt, NULL, -1);
 }
 
 static sim_ev heap_pop(sim *s)
@@ -700,6 +770,17 @@ static void net_send(sim *s, sim_packet *p);
 static void check_node(sim *s, sim_node *n);
 static void check_leaders(sim *s);
 static void lm_record(sim *s, sim_node *n, const sim_batch *b);
+static void ctl_after_step(sim *s, sim_node *n, const kq_raft_update *u);
+static void ctl_leader_change(sim *s, sim_node *n, int64_t base, kq_buf *payload);
+static void ref_advance(sim *s, sim_node *n);
+static bool ctl_host_start(sim *s, sim_node *n);
+static void ctl_host_free(ctl_host *h);
+static void ctl_noop(sim *s, sim_node *n);
+static void ctl_heal(sim *s);
+static void ctl_faults(sim *s);
+static void ctl_liveness_begin(sim *s);
+static void ctl_live_status(sim *s, char *why, size_t len);
+static void ctl_final_check(sim *s);
 
 static sim_node *node_by_id(sim *s, int32_t id)
 {
@@ -1031,6 +1112,7 @@ static void host_msgs(sim *s, sim_node *n, const kq_raft_update *u)
 static bool host_batch(sim *s, sim_node *n, const kq_raft_batch *b, int64_t expect_base, sim_op *op)
 {
     uint8_t lc[64];
+    kq_buf lcb = {0};
     const uint8_t *data = NULL;
     size_t len = 0;
     if (b->base_offset != expect_base) {
@@ -1058,6 +1140,12 @@ static bool host_batch(sim *s, sim_node *n, const kq_raft_batch *b, int64_t expe
         n->propose_data = NULL;
         break;
     case KQ_RAFT_BATCH_LEADER_CHANGE:
+        if (s->o.controller) { /* a real LeaderChange record, as controller/main.c writes */
+            ctl_leader_change(s, n, b->base_offset, &lcb);
+            data = lcb.data;
+            len = lcb.len;
+            break;
+        }
         payload_leader_change(n, b->epoch, lc, &len);
         data = lc;
         break;
@@ -1079,12 +1167,15 @@ static bool host_batch(sim *s, sim_node *n, const kq_raft_batch *b, int64_t expe
     if (b->kind != KQ_RAFT_BATCH_FETCHED)
         op->b.crc = kq_crc32c(0, data, len);
 #endif
-    op->b.data = xcalloc(s, len, 1);
-    if (!op->b.data)
+    if (s->failed) {
+        kq_buf_free(&lcb);
         return false;
-    if (len)
+    }
+    op->b.data = xcalloc(s, len, 1);
+    if (op->b.data && len)
         memcpy(op->b.data, data, len);
-    return true;
+    kq_buf_free(&lcb);
+    return op->b.data != NULL;
 }
 
 /* Log-matching oracle: the same (offset, epoch) must always carry the same durable batch. */
@@ -1225,6 +1316,8 @@ static void node_step(sim *s, sim_node *n, kq_raft_event *ev)
         trace(s, "  n%d hw %" PRId64, n->id, u.high_watermark);
     if (ev->type == KQ_RAFT_EV_PROPOSE) {
         bool leader = n->st.role == KQ_RAFT_LEADER;
+        n->last_propose_base = u.propose_base_offset;
+        n->last_propose_err = u.propose_error;
         if (u.propose_error == 0) {
             bool found = false;
             for (size_t i = 0; i < u.n_append; i++)
@@ -1252,6 +1345,8 @@ static void node_step(sim *s, sim_node *n, kq_raft_event *ev)
     n->propose_data = NULL;
     check_node(s, n);
     check_leaders(s);
+    if (s->o.controller && !s->failed)
+        ctl_after_step(s, n, &u);
 }
 
 /* ---------------------------------------------------------------- network */
@@ -1431,6 +1526,8 @@ static void check_node(sim *s, sim_node *n)
             n->oracle_end = b->base + b->count < hw ? b->base + b->count : hw;
         }
     }
+    if (s->o.controller)
+        ref_advance(s, n);
 }
 
 /* Every node that believes it leads: a majority of voters durably holds all below its HW. */
@@ -1482,6 +1579,7 @@ static void node_clear_volatile(sim_node *n)
     if (n->r)
         kq_raft_free(n->r);
     n->r = NULL;
+    ctl_host_free(&n->ch);
     n->up = false;
     n->stopping = false;
 }
@@ -1521,6 +1619,10 @@ static void node_start(sim *s, sim_node *n)
         if (ne == 0 || epochs[ne - 1].epoch != n->dlog.b[i].epoch)
             epochs[ne++] = (kq_raft_epoch_entry){.epoch = n->dlog.b[i].epoch,
                                                  .start_offset = n->dlog.b[i].base};
+    if (s->o.controller && !ctl_host_start(s, n)) {
+        free(epochs);
+        return;
+    }
     kq_raft_event ev = {.type = KQ_RAFT_EV_START};
     ev.u.start.qstate = n->dq;
     ev.u.start.log_start_offset = 0;
@@ -1561,6 +1663,10 @@ static void node_crash(sim *s, sim_node *n, bool graceful)
 
 static void propose(sim *s, sim_node *n)
 {
+    if (s->o.controller) {
+        ctl_noop(s, n);
+        return;
+    }
     uint8_t buf[160];
     int32_t count = (int32_t)rng_range(&s->work, 1, 5);
     int k = snprintf((char *)buf, sizeof buf, "P n%d s%" PRIu64 " c%d ", n->id, ++n->propose_seq,
@@ -1579,6 +1685,8 @@ static void propose(sim *s, sim_node *n)
 
 static void workload(sim *s)
 {
+    if (s->o.controller)
+        return; /* the brokers and the admin client are the workload */
     for (int i = 0; i < s->n_nodes && !s->failed; i++) {
         sim_node *n = &s->nodes[i];
         if (!n->up)
@@ -1597,6 +1705,8 @@ static void heal(sim *s)
             s->links[a][b].blocked = false;
             s->links[a][b].clog_until = 0;
         }
+    if (s->o.controller)
+        ctl_heal(s);
     trace(s, "net heal");
 }
 
@@ -1685,6 +1795,8 @@ static void fault_tick(sim *s)
         s->links[a][b].clog_until = s->now + d;
         trace(s, "net clog n%d>n%d for %" PRIu64 "ms", s->nodes[a].id, s->nodes[b].id, d);
     }
+    if (s->o.controller)
+        ctl_faults(s);
     sched(s, s->now + rng_range(&s->fault, 1, 2 * s->fault_every_ms), EV_FAULT, -1, 0, 0, NULL);
 }
 
@@ -1707,6 +1819,8 @@ static void liveness_begin(sim *s)
         if (!n->up)
             sched(s, s->now + rng_range(&s->fault, 0, 500), EV_START, i, 0, 0, NULL);
     }
+    if (s->o.controller)
+        ctl_liveness_begin(s);
     s->live_leader = -1;
     s->probe_end = -1;
     s->live_start_ms = s->now;
@@ -1780,6 +1894,8 @@ static void live_status(sim *s, char *why, size_t len)
             return;
         }
     }
+    if (s->o.controller)
+        ctl_live_status(s, why, len);
 }
 
 static void live_check(sim *s)
@@ -1787,6 +1903,10 @@ static void live_check(sim *s)
     char why[200];
     live_status(s, why, sizeof why);
     if (!why[0] && !s->failed) {
+        if (s->o.controller)
+            ctl_final_check(s);
+        if (s->failed)
+            return;
         sim_node *l = &s->nodes[s->live_leader];
         s->res->high_watermark = l->st.high_watermark;
         trace(s, "=== converged: leader n%d e%d, HW %" PRId64 " on all %d nodes ===", l->id,
@@ -1817,6 +1937,1216 @@ static void live_deadline(sim *s)
          why);
 }
 
+/* ---------------------------------------------------------------- controller mode */
+
+#define ADMIN_ACTOR KQ_SIM_MAX_BROKERS /* index of the admin client in s->actors */
+#define ACTOR_REQ_TIMEOUT_MS 5000
+#define HEARTBEAT_INTERVAL_MS 2000
+#define SESSION_TIMEOUT_MS 9000
+#define AP_MAX_ISR 16
+#define CTL_TIMER_MS 500
+#define CTL_REBALANCE_EVERY 10 /* timer rounds */
+
+enum { CHAN_MAIN = 0, CHAN_AP = 1 }; /* one request in flight per channel and actor */
+
+/* A controller-API message on the wire between an actor and a controller node. */
+typedef struct ctl_pkt {
+    int actor;
+    int node;
+    bool to_ctl;
+    uint64_t req_id;
+    uint32_t api;
+    int64_t wait; /* bookkeeping only (not on the wire): the offset the answer waited for */
+    kq_buf wire;
+} ctl_pkt;
+
+/* A simulated broker (or the admin client). */
+typedef struct sim_actor {
+    int idx;
+    int32_t id;
+    bool admin;
+    bool up;
+    uint64_t inc;
+    uint64_t tick_gen;
+    uint8_t incarnation[16];
+    int64_t epoch; /* -1: not registered */
+    bool fenced;
+    int ctl; /* node index it believes is the active controller */
+    uint64_t req_id[2];
+    uint32_t req_api[2];
+    int32_t drift_pm; /* its clock runs (1000 + drift_pm) / 1000 as fast */
+    int64_t meta_offset;
+    uint32_t ap_every_ms;
+    const char *rack;
+    /* the AlterPartition in flight */
+    uint8_t ap_topic[16];
+    int32_t ap_part;
+    /* admin */
+    uint32_t topics_done;
+    uint32_t admin_rounds;
+} sim_actor;
+
+/* An AlterPartition result a broker saw acknowledged: it must stay in the committed state. */
+typedef struct ap_ack {
+    uint8_t topic[16];
+    int32_t part;
+    int32_t partition_epoch;
+    int32_t isr[AP_MAX_ISR];
+    int n_isr;
+    int64_t offset; /* the answer was sent once everything up to here committed */
+    int32_t broker;
+} ap_ack;
+
+static void ctl_pkt_free(ctl_pkt *p)
+{
+    if (!p)
+        return;
+    kq_buf_free(&p->wire);
+    free(p);
+}
+
+static const char *api_name(uint32_t api)
+{
+    switch (api) {
+    case KQ_API_BROKER_REGISTRATION:
+        return "BrokerRegistration";
+    case KQ_API_BROKER_HEARTBEAT:
+        return "BrokerHeartbeat";
+    case KQ_API_ALTER_PARTITION:
+        return "AlterPartition";
+    case KQ_API_CREATE_TOPICS:
+        return "CreateTopics";
+    case KQ_API_ELECT_LEADERS:
+        return "ElectLeaders";
+    default:
+        return "ControllerApi";
+    }
+}
+
+static uint64_t actor_ms(const sim_actor *a, uint64_t ms)
+{
+    return (uint64_t)((int64_t)ms * (1000 + a->drift_pm) / 1000);
+}
+
+/* ---- transport ---- */
+
+static void ctl_send(sim *s, ctl_pkt *p)
+{
+    const char *why = NULL;
+    if (s->bblocked[p->actor][p->node])
+        why = "partition";
+    else if (!s->liveness && rng_permille(&s->ctl, s->base_loss_pm))
+        why = "loss";
+    if (why) {
+        trace(s, "  net drop %s%d%sn%d #%" PRIu64 " %s (%s)", p->to_ctl ? "b" : "n",
+              p->to_ctl ? s->actors[p->actor].id : s->nodes[p->node].id, ">",
+              p->to_ctl ? s->nodes[p->node].id : s->actors[p->actor].id, p->req_id,
+              api_name(p->api), why);
+        ctl_pkt_free(p);
+        return;
+    }
+    uint64_t t = s->now + s->lat_min + rng_below(&s->ctl, s->lat_spread + 1);
+    sched_ev(s, t, EV_CTL_NET, -1, 0, 0, NULL, p, p->actor);
+}
+
+/* Send an encoded response (takes resp). */
+static void ctl_reply(sim *s, sim_node *n, const ctl_pkt *req, kq_buf *resp, int64_t wait)
+{
+    ctl_pkt *p = xcalloc(s, 1, sizeof *p);
+    if (!p) {
+        kq_buf_free(resp);
+        return;
+    }
+    *p = (ctl_pkt){.actor = req->actor,
+                   .node = n->idx,
+                   .to_ctl = false,
+                   .req_id = req->req_id,
+                   .api = req->api,
+                   .wait = wait,
+                   .wire = *resp};
+    *resp = (kq_buf){0};
+    ctl_send(s, p);
+}
+
+/* An error answer with the leader hint, as controller/main.c reply_error. */
+static void ctl_reply_error(sim *s, sim_node *n, const ctl_pkt *req, int err, const char *msg)
+{
+    kq_buf b = {0};
+    int32_t leader = n->st.role == KQ_RAFT_LEADER ? n->id : n->st.leader_id;
+    char ep[32];
+    snprintf(ep, sizeof ep, "n%d:9093", leader);
+    if (kq_codec_encode_error_response(req->api, err, msg, leader, n->st.epoch,
+                                       leader >= 0 ? ep : NULL, &b) != 0) {
+        fail(s, "codec: n%d cannot encode a %s error response", n->id, kq_err_name(err));
+        return;
+    }
+    ctl_reply(s, n, req, &b, -1);
+}
+
+/* ---- the controller host ---- */
+
+static bool ctl_host_start(sim *s, sim_node *n)
+{
+    ctl_host *h = &n->ch;
+    memset(h, 0, sizeof *h);
+    h->s = s;
+    h->n = n;
+    if (kq_meta_init(&h->meta, &s->settings, CLUSTER_ID, rng_next(&s->ctl)) != 0) {
+        fail(s, "n%d: kq_meta_init failed", n->id);
+        return false;
+    }
+    h->committed_epochs = kq_sim_epochs_new();
+    if (!h->committed_epochs) {
+        kq_meta_free(&h->meta);
+        fail(s, "out of memory");
+        return false;
+    }
+    h->meta.applied_end = 0;
+    h->on = true;
+    return true;
+}
+
+static void ctl_host_free(ctl_host *h)
+{
+    if (!h->on)
+        return;
+    kq_meta_free(&h->meta);
+    kq_buf_free(&h->batch);
+    while (h->parked) {
+        ctl_parked *p = h->parked;
+        h->parked = p->next;
+        ctl_pkt_free(p->p);
+        free(p);
+    }
+    kq_sim_epochs_free(h->committed_epochs);
+    kq_sim_epochs_free(h->active_epochs);
+    memset(h, 0, sizeof *h);
+}
+
+/* host_batch: the LeaderChange record of a new leader (controller/main.c write_leader_change). */
+static void ctl_leader_change(sim *s, sim_node *n, int64_t base, kq_buf *payload)
+{
+    int32_t voters[KQ_SIM_MAX_VOTERS];
+    for (int i = 0; i < s->n_voters; i++)
+        voters[i] = s->nodes[i].id;
+    if (kq_codec_append_leader_change(payload, n->id, voters, s->n_voters, NULL, 0) != 0) {
+        fail(s, "n%d: cannot encode its LeaderChange record", n->id);
+        return;
+    }
+    if (n->ch.on)
+        kq_meta_became_leader(&n->ch.meta, base);
+}
+
+/* Propose the batch being built (controller/main.c flush_writes). */
+static void ctl_flush(void *arg)
+{
+    ctl_host *h = arg;
+    sim *s = h->s;
+    sim_node *n = h->n;
+    if (h->batch_count == 0 || s->failed)
+        return;
+    int64_t expect = h->batch_base;
+    int32_t count = h->batch_count;
+    n->propose_data = h->batch.data;
+    n->propose_len = h->batch.len;
+    trace(s, "n%d > propose %d controller records (%zu bytes)", n->id, count, h->batch.len);
+    h->batch_count = 0;
+    h->batch.len = 0;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_PROPOSE};
+    ev.u.propose_count = count;
+    node_step(s, n, &ev);
+    n->propose_data = NULL;
+    if (!s->failed && n->last_propose_err == 0 && n->last_propose_base != expect)
+        fail(s, "n%d: proposal landed at %" PRId64 " but its records were applied at %" PRId64,
+             n->id, n->last_propose_base, expect);
+    h->batch_base = n->st.log_end_offset;
+}
+
+static kq_op_ctx ctl_ctx(sim *s, sim_node *n)
+{
+    ctl_host *h = &n->ch;
+    h->batch_base = n->st.log_end_offset;
+    return (kq_op_ctx){.meta = &h->meta,
+                       .batch = &h->batch,
+                       .batch_base = &h->batch_base,
+                       .batch_count = &h->batch_count,
+                       .now_ms = (int64_t)s->now,
+                       .controller_id = n->id,
+                       .flush = ctl_flush,
+                       .flush_arg = h,
+                       .max_batch_bytes = s->ctl_max_batch};
+}
+
+/* The active controller's (uncommitted) image: well formed, epochs monotonic while active. */
+static void ctl_check_active(sim *s, sim_node *n)
+{
+    char why[400];
+    ctl_host *h = &n->ch;
+    if (s->failed || !h->meta.active)
+        return;
+    if (kq_sim_check_partitions(h->meta.img, why, sizeof why))
+        fail(s, "n%d (active controller, applied to %" PRId64 "): %s", n->id, h->meta.applied_end,
+             why);
+    else if (h->active_epochs &&
+             kq_sim_epochs_check(h->active_epochs, h->meta.img, why, sizeof why))
+        fail(s, "n%d (active controller): %s", n->id, why);
+}
+
+static void ack_check_image(sim *s, const kq_image *img, int64_t end, const char *who)
+{
+    for (size_t i = 0; i < s->n_acks && !s->failed; i++) {
+        const ap_ack *a = &s->acks[i];
+        if (a->offset >= end)
+            continue;
+        const kq_partition *p = kq_image_partition(img, a->topic, a->part);
+        const kq_topic *t = kq_image_topic_by_id(img, a->topic);
+        const char *name = t && t->name ? t->name : "?";
+        if (!p) {
+            fail(s,
+                 "%s: AlterPartition acknowledged to b%d (partition %d, partition epoch %d, "
+                 "offset %" PRId64 ") lost: the partition is gone",
+                 who, a->broker, a->part, a->partition_epoch, a->offset);
+        } else if (p->partition_epoch < a->partition_epoch) {
+            fail(s,
+                 "%s: AlterPartition acknowledged to b%d for %s-%d lost: partition epoch %d "
+                 "below the acknowledged %d (offset %" PRId64 ")",
+                 who, a->broker, name, a->part, p->partition_epoch, a->partition_epoch, a->offset);
+        } else if (p->partition_epoch == a->partition_epoch &&
+                   !kq_sim_same_set(kq_partition_isr(p), p->n_isr, a->isr, a->n_isr)) {
+            fail(s,
+                 "%s: AlterPartition acknowledged to b%d for %s-%d lost: ISR differs at the "
+                 "acknowledged partition epoch %d",
+                 who, a->broker, name, a->part, a->partition_epoch);
+        }
+    }
+}
+
+/* A committed image (a standby's, or a leader's at activation) covering [0, applied_end). */
+static void ctl_check_committed(sim *s, sim_node *n)
+{
+    ctl_host *h = &n->ch;
+    char why[400], who[64];
+    int64_t end = h->meta.applied_end;
+    snprintf(who, sizeof who, "n%d committed image at offset %" PRId64, n->id, end);
+    if (kq_sim_check_partitions(h->meta.img, why, sizeof why)) {
+        fail(s, "%s: %s", who, why);
+        return;
+    }
+    if (kq_sim_epochs_check(h->committed_epochs, h->meta.img, why, sizeof why)) {
+        fail(s, "%s: %s", who, why);
+        return;
+    }
+    if (end > 0 && (size_t)end < s->cap_ref_hash && s->ref_hash[end].set) {
+        uint64_t mine = kq_image_hash(h->meta.img);
+        s->res->image_checks++;
+        if (mine != s->ref_hash[end].hash) {
+            fail(s,
+                 "%s: image hash %016" PRIx64 " differs from the committed reference %016" PRIx64
+                 " at the same offset",
+                 who, mine, s->ref_hash[end].hash);
+            return;
+        }
+    }
+    ack_check_image(s, h->meta.img, end, who);
+}
+
+/* Replay committed batches into the image, then activate (controller/main.c
+ * apply_committed). */
+static void ctl_apply_committed(sim *s, sim_node *n)
+{
+    ctl_host *h = &n->ch;
+    kq_meta *m = &h->meta;
+    int64_t hw = n->st.high_watermark;
+    while (hw > 0 && m->applied_end < hw && !s->failed) {
+        long i = log_find(&n->mlog, m->applied_end);
+        if (i < 0) {
+            fail(s, "n%d: committed offset %" PRId64 " is not in its log", n->id, m->applied_end);
+            return;
+        }
+        const sim_batch *b = &n->mlog.b[i];
+        if (b->base + b->count > hw)
+            break;
+        char why[512];
+        if (kq_meta_apply_batch(m, b->base, b->count, b->data, b->len, why, sizeof why) != 0) {
+            fail(s, "n%d: a committed record cannot apply: %s", n->id, why);
+            return;
+        }
+        if (!m->active)
+            ctl_check_committed(s, n);
+    }
+    kq_meta_committed(m, hw);
+    if (kq_meta_try_activate(m, n->st.role == KQ_RAFT_LEADER, hw, n->st.log_end_offset,
+                             (int64_t)s->now)) {
+        s->res->activations++;
+        trace(s, "  n%d became the active controller at e%d (applied to %" PRId64 ")", n->id,
+              n->st.epoch, m->applied_end);
+        ctl_check_committed(s, n);
+        kq_sim_epochs_free(h->active_epochs);
+        h->active_epochs = kq_sim_epochs_new();
+        h->timer_gen++;
+        sched(s, s->now + rng_range(&s->ctl, 10, 200), EV_CTL_TIMER, n->idx, n->inc, h->timer_gen,
+              NULL);
+    }
+}
+
+static void ctl_park(sim *s, sim_node *n, ctl_pkt *p)
+{
+    ctl_host *h = &n->ch;
+    if (s->o.bug == KQ_SIM_BUG_CTL_EARLY_REPLY || n->st.high_watermark > p->wait) {
+        ctl_send(s, p);
+        return;
+    }
+    ctl_parked *e = xcalloc(s, 1, sizeof *e);
+    if (!e) {
+        ctl_pkt_free(p);
+        return;
+    }
+    e->p = p;
+    ctl_parked **pp = &h->parked;
+    while (*pp && (*pp)->p->wait <= p->wait)
+        pp = &(*pp)->next;
+    e->next = *pp;
+    *pp = e;
+}
+
+/* Send the parked answers whose records committed (controller/main.c complete_writes). */
+static void ctl_release(sim *s, sim_node *n)
+{
+    ctl_host *h = &n->ch;
+    while (h->parked && n->st.high_watermark > h->parked->p->wait && !s->failed) {
+        ctl_parked *e = h->parked;
+        h->parked = e->next;
+        ctl_send(s, e->p);
+        free(e);
+    }
+}
+
+/* Leadership lost: answer everything parked with NOT_CONTROLLER (fail_parked_writes). */
+static void ctl_fail_parked(sim *s, sim_node *n)
+{
+    ctl_host *h = &n->ch;
+    while (h->parked) {
+        ctl_parked *e = h->parked;
+        h->parked = e->next;
+        ctl_reply_error(s, n, e->p, KQ_ERR_NOT_CONTROLLER,
+                        "leadership changed before the change committed");
+        ctl_pkt_free(e->p);
+        free(e);
+    }
+}
+
+static void ctl_after_step(sim *s, sim_node *n, const kq_raft_update *u)
+{
+    ctl_host *h = &n->ch;
+    if (!n->up || !h->on)
+        return;
+    if (u->role_changed && u->role != KQ_RAFT_LEADER) {
+        bool was = h->meta.active;
+        if (s->o.bug == KQ_SIM_BUG_CTL_NO_ROLLBACK) {
+            h->meta.active = false;
+            h->meta.epoch_start = -1;
+        } else {
+            char why[512];
+            if (kq_meta_deactivate(&h->meta, why, sizeof why) != 0) {
+                fail(s, "n%d: %s", n->id, why);
+                return;
+            }
+        }
+        if (was)
+            trace(s, "  n%d no longer the active controller (image back to %" PRId64 ")", n->id,
+                  h->meta.applied_end);
+        ctl_fail_parked(s, n);
+        h->batch_count = 0;
+        h->batch.len = 0;
+        kq_sim_epochs_free(h->active_epochs);
+        h->active_epochs = NULL;
+    }
+    ctl_apply_committed(s, n);
+    ctl_release(s, n);
+}
+
+/* A NoOp (the liveness probe; controller/main.c maybe_noop). */
+static void ctl_noop(sim *s, sim_node *n)
+{
+    ctl_host *h = &n->ch;
+    kq_record r;
+    char why[256];
+    memset(&r, 0, sizeof r);
+    r.type = KQ_REC_NOOP;
+    if (!h->on)
+        return;
+    trace(s, "n%d > NoOp (%s)", n->id, kq_raft_role_name(n->st.role));
+    if (h->meta.active) {
+        ctl_ctx(s, n);
+        if (kq_meta_add(&h->meta, &r, &h->batch, h->batch_base, &h->batch_count, why, sizeof why) !=
+            0) {
+            fail(s, "n%d: NoOp cannot apply: %s", n->id, why);
+            return;
+        }
+        ctl_flush(h);
+        return;
+    }
+    kq_buf b = {0};
+    if (kq_record_append(&b, &r, why, sizeof why) != 0) {
+        fail(s, "NoOp does not encode: %s", why);
+        return;
+    }
+    n->propose_data = b.data;
+    n->propose_len = b.len;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_PROPOSE};
+    ev.u.propose_count = 1;
+    node_step(s, n, &ev);
+    n->propose_data = NULL;
+    kq_buf_free(&b);
+}
+
+/* A controller-API request reached node n (controller/main.c handle_request + handle_ctl). */
+static void ctl_on_request(sim *s, sim_node *n, const ctl_pkt *p)
+{
+    ctl_host *h = &n->ch;
+    char err[512] = "";
+    kq_request env;
+    memset(&env, 0, sizeof env);
+    int rc = kq_codec_decode_request(p->wire.data, p->wire.len, &env, err, sizeof err);
+    if (rc) {
+        fail(s, "codec: n%d cannot decode a %s envelope: %s: %s", n->id, api_name(p->api),
+             kq_err_name(rc), err);
+        return;
+    }
+    bool api_ok = env.api_key == p->api && kq_ctl_is_controller_api(env.api_key);
+    kq_request_free(&env);
+    if (!api_ok) {
+        fail(s, "codec: a %s decoded as another api", api_name(p->api));
+        return;
+    }
+    if (!h->on || !h->meta.active) {
+        trace(s, "n%d < b%d #%" PRIu64 " %s: not the active controller", n->id,
+              s->actors[p->actor].id, p->req_id, api_name(p->api));
+        ctl_reply_error(s, n, p, KQ_ERR_NOT_CONTROLLER,
+                        n->st.role == KQ_RAFT_LEADER ? "this controller is still catching up"
+                                                     : "not the active controller");
+        return;
+    }
+    kq_ctl_request cr;
+    memset(&cr, 0, sizeof cr);
+    rc = kq_ctl_decode_request(p->wire.data, p->wire.len, &cr, err, sizeof err);
+    if (rc) {
+        fail(s, "codec: n%d cannot decode a %s body: %s: %s", n->id, api_name(p->api),
+             kq_err_name(rc), err);
+        return;
+    }
+    s->res->ctl_requests++;
+    trace(s, "n%d < b%d #%" PRIu64 " %s", n->id, s->actors[p->actor].id, p->req_id,
+          api_name(p->api));
+    kq_op_ctx ctx = ctl_ctx(s, n);
+    kq_buf resp = {0};
+    int64_t wait = -1;
+    rc = kq_op_run(&ctx, &cr, &resp, &wait, err, sizeof err);
+    kq_ctl_request_free(&cr);
+    if (rc == KQ_ERR_FATAL) {
+        fail(s, "n%d: %s produced a record that cannot apply: %s", n->id, api_name(p->api), err);
+        kq_buf_free(&resp);
+        return;
+    }
+    if (rc) {
+        kq_buf_free(&resp);
+        ctl_reply_error(s, n, p, rc, err);
+        return;
+    }
+    ctl_flush(h);
+    ctl_check_active(s, n);
+    if (s->failed || !n->up) {
+        kq_buf_free(&resp);
+        return;
+    }
+    ctl_pkt *r = xcalloc(s, 1, sizeof *r);
+    if (!r) {
+        kq_buf_free(&resp);
+        return;
+    }
+    *r = (ctl_pkt){.actor = p->actor,
+                   .node = n->idx,
+                   .req_id = p->req_id,
+                   .api = p->api,
+                   .wait = wait,
+                   .wire = resp};
+    ctl_park(s, n, r);
+}
+
+/* Active controller timers: session expiry, leaderless partitions, preferred leaders. */
+static void ctl_timer(sim *s, sim_node *n)
+{
+    ctl_host *h = &n->ch;
+    char why[512] = "";
+    if (!h->on || !h->meta.active)
+        return;
+    kq_op_ctx ctx = ctl_ctx(s, n);
+    int64_t next = -1;
+    for (int k = 0; k < 100 && !s->failed; k++) { /* as controller/main.c run_timers */
+        int32_t fenced = -1;
+        if (kq_op_fence_stale(&ctx, &next, &fenced, why, sizeof why) != 0) {
+            fail(s, "n%d: fencing produced a record that cannot apply: %s", n->id, why);
+            return;
+        }
+        if (fenced < 0)
+            break;
+        trace(s, "  n%d fences broker %d (session expired)", n->id, fenced);
+    }
+    bool more = false;
+    if (!s->failed && kq_op_elect_leaderless(&ctx, &more, why, sizeof why) != 0) {
+        fail(s, "n%d: leaderless election produced a record that cannot apply: %s", n->id, why);
+        return;
+    }
+    if (!s->failed && ++h->timer_rounds % CTL_REBALANCE_EVERY == 0 &&
+        kq_op_rebalance(&ctx, &more, why, sizeof why) != 0) {
+        fail(s, "n%d: rebalance produced a record that cannot apply: %s", n->id, why);
+        return;
+    }
+    ctl_flush(h);
+    ctl_check_active(s, n);
+    if (s->failed || !n->up || !h->meta.active)
+        return;
+    uint64_t at = s->now + CTL_TIMER_MS + rng_below(&s->ctl, 100);
+    if (next > (int64_t)s->now && (uint64_t)next < at)
+        at = (uint64_t)next;
+    if (more)
+        at = s->now + 10;
+    sched(s, at, EV_CTL_TIMER, n->idx, n->inc, h->timer_gen, NULL);
+}
+
+/* ---- the reference image ---- */
+
+static void ref_apply(sim *s, const sim_batch *b)
+{
+    size_t pos = 0;
+    char why[400];
+    for (int32_t i = 0; i < b->count && !s->failed; i++) {
+        kq_record r;
+        memset(&r, 0, sizeof r);
+        int64_t off = b->base + i;
+        if (kq_record_decode_next(b->data, b->len, &pos, &r, why, sizeof why) != 0) {
+            fail(s, "committed record at %" PRId64 " does not decode: %s", off, why);
+            return;
+        }
+        if (kq_sim_check_isr_additions(s->ref, &r, why, sizeof why))
+            fail(s, "committed record at %" PRId64 ": %s", off, why);
+        else if (kq_image_apply(s->ref, off, &r) != 0)
+            fail(s, "committed record at %" PRId64 " cannot apply to the reference image: %s", off,
+                 kq_image_error(s->ref));
+        kq_record_free(&r);
+    }
+    if (s->failed)
+        return;
+    if (pos != b->len) {
+        fail(s, "committed batch at %" PRId64 " has %zu bytes after its %d records", b->base,
+             b->len - pos, b->count);
+        return;
+    }
+    int64_t end = b->base + b->count;
+    kq_image_commit(s->ref, end - 1);
+    s->ref_end = end;
+    if (!grow(s, (void **)&s->ref_hash, &s->cap_ref_hash, (size_t)end + 1, sizeof(struct ref_hash)))
+        return;
+    s->ref_hash[end] = (struct ref_hash){.hash = kq_image_hash(s->ref), .set = true};
+    if (kq_sim_check_partitions(s->ref, why, sizeof why))
+        fail(s, "committed state at offset %" PRId64 ": %s", end, why);
+    else if (kq_sim_epochs_check(s->ref_epochs, s->ref, why, sizeof why))
+        fail(s, "committed state at offset %" PRId64 ": %s", end, why);
+    else
+        ack_check_image(s, s->ref, end, "committed state");
+}
+
+/* Apply the batches the committed oracle now holds, read from node n's log. */
+static void ref_advance(sim *s, sim_node *n)
+{
+    while (!s->failed && (size_t)s->ref_end < s->n_committed && s->committed_set[s->ref_end]) {
+        long i = log_find(&n->mlog, s->ref_end);
+        if (i < 0)
+            return;
+        const sim_batch *b = &n->mlog.b[i];
+        int64_t end = b->base + b->count;
+        if (b->base != s->ref_end) {
+            fail(s, "committed offset %" PRId64 " is inside n%d's batch at %" PRId64, s->ref_end,
+                 n->id, b->base);
+            return;
+        }
+        if ((size_t)end > s->n_committed || !s->committed_set[end - 1])
+            return;
+        ref_apply(s, b);
+    }
+}
+
+/* ---- actors ---- */
+
+static void actor_tick_at(sim *s, sim_actor *a, uint64_t at)
+{
+    a->tick_gen++;
+    sched_ev(s, at, EV_ACTOR_TICK, -1, a->inc, a->tick_gen, NULL, NULL, a->idx);
+}
+
+static void actor_send(sim *s, sim_actor *a, int chan, const kq_ctl_request *req)
+{
+    kq_buf b = {0};
+    int rc = kq_ctl_encode_request(CLUSTER_ID, a->id, req, &b);
+    if (rc) {
+        fail(s, "codec: b%d cannot encode a %s: %s", a->id, api_name(req->api_key),
+             kq_err_name(rc));
+        return;
+    }
+    ctl_pkt *p = xcalloc(s, 1, sizeof *p);
+    if (!p) {
+        kq_buf_free(&b);
+        return;
+    }
+    *p = (ctl_pkt){.actor = a->idx,
+                   .node = a->ctl,
+                   .to_ctl = true,
+                   .req_id = ++s->next_req_id,
+                   .api = req->api_key,
+                   .wait = -1,
+                   .wire = b};
+    a->req_id[chan] = p->req_id;
+    a->req_api[chan] = req->api_key;
+    trace(s, "  %s%d > n%d #%" PRIu64 " %s", a->admin ? "admin" : "b", a->id, s->nodes[a->ctl].id,
+          p->req_id, api_name(req->api_key));
+    sched_ev(s, s->now + ACTOR_REQ_TIMEOUT_MS, EV_ACTOR_TIMEOUT, -1, a->inc, p->req_id, NULL, NULL,
+             a->idx);
+    ctl_send(s, p);
+}
+
+static void actor_other_ctl(sim *s, sim_actor *a)
+{
+    if (s->n_nodes > 1)
+        a->ctl = (a->ctl + 1 + (int)rng_below(&s->ctl, (uint64_t)s->n_nodes - 1)) % s->n_nodes;
+}
+
+static void broker_register(sim *s, sim_actor *a)
+{
+    char host[32];
+    snprintf(host, sizeof host, "broker%d", a->id);
+    kq_rec_endpoint ep = {.name = "PLAINTEXT", .host = host, .port = 9092};
+    kq_ctl_request r;
+    memset(&r, 0, sizeof r);
+    r.api_key = KQ_API_BROKER_REGISTRATION;
+    r.broker_registration.broker_id = a->id;
+    r.broker_registration.cluster_id = CLUSTER_ID;
+    memcpy(r.broker_registration.incarnation_id, a->incarnation, 16);
+    r.broker_registration.endpoints = &ep;
+    r.broker_registration.n_endpoints = 1;
+    r.broker_registration.rack = a->rack;
+    actor_send(s, a, CHAN_MAIN, &r);
+}
+
+static void broker_heartbeat(sim *s, sim_actor *a)
+{
+    kq_ctl_request r;
+    memset(&r, 0, sizeof r);
+    r.api_key = KQ_API_BROKER_HEARTBEAT;
+    r.broker_heartbeat.broker_id = a->id;
+    r.broker_heartbeat.broker_epoch = a->epoch;
+    r.broker_heartbeat.current_metadata_offset = a->meta_offset;
+    actor_send(s, a, CHAN_MAIN, &r);
+}
+
+static void admin_tick(sim *s, sim_actor *a)
+{
+    kq_ctl_request r;
+    memset(&r, 0, sizeof r);
+    char name[32];
+    if (a->topics_done < s->n_topics_target) {
+        snprintf(name, sizeof name, "t%u", a->topics_done);
+        kq_config_kv cfg = {"min.insync.replicas", "2"};
+        int32_t rf = (int32_t)rng_range(&s->ctl, 1, s->n_brokers < 3 ? (uint64_t)s->n_brokers : 3);
+        kq_create_topic t = {.name = name,
+                             .num_partitions = (int32_t)rng_range(&s->ctl, 1, 4),
+                             .replication_factor = rf,
+                             .configs = &cfg,
+                             .n_configs = rf == 3 && rng_permille(&s->ctl, 300) ? 1 : 0};
+        r.api_key = KQ_API_CREATE_TOPICS;
+        r.create_topics.topics = &t;
+        r.create_topics.n = 1;
+        actor_send(s, a, CHAN_MAIN, &r);
+        return;
+    }
+    if (++a->admin_rounds % 4 != 0)
+        return;
+    r.api_key = KQ_API_ELECT_LEADERS;
+    r.elect_leaders.election_type = KQ_ELECTION_TYPE_PREFERRED;
+    r.elect_leaders.all_partitions = true;
+    actor_send(s, a, CHAN_MAIN, &r);
+}
+
+static void actor_tick(sim *s, sim_actor *a)
+{
+    uint64_t next = HEARTBEAT_INTERVAL_MS;
+    if (a->admin) {
+        if (!s->liveness && a->req_id[CHAN_MAIN] == 0)
+            admin_tick(s, a);
+        next = 1000 + rng_below(&s->ctl, 1000);
+    } else if (a->req_id[CHAN_MAIN] == 0) {
+        if (a->epoch < 0) {
+            broker_register(s, a);
+            next = 500;
+        } else {
+            broker_heartbeat(s, a);
+        }
+    }
+    actor_tick_at(s, a, s->now + actor_ms(a, next));
+}
+
+typedef struct led_pick {
+    sim *s;
+    int seen;
+    uint8_t topic[16];
+    int32_t part;
+} led_pick;
+
+static int pick_led(void *arg, const kq_topic *t, int32_t pid, const kq_partition *p)
+{
+    led_pick *lp = arg;
+    (void)p;
+    if (rng_below(&lp->s->ctl, (uint64_t)++lp->seen) == 0) {
+        memcpy(lp->topic, t->id, 16);
+        lp->part = pid;
+    }
+    return 0;
+}
+
+/* A partition leader changes its ISR: shrink or expand, usually with the current epochs. */
+static void broker_alter_partition(sim *s, sim_actor *a)
+{
+    led_pick lp = {.s = s};
+    kq_image_foreach_broker_partition(s->ref, a->id, KQ_ROLE_LEADER, pick_led, &lp);
+    if (!lp.seen)
+        return;
+    const kq_partition *p = kq_image_partition(s->ref, lp.topic, lp.part);
+    if (!p || p->n_isr > AP_MAX_ISR - 1)
+        return;
+    int32_t isr[AP_MAX_ISR];
+    int n = 0;
+    const int32_t *cur = kq_partition_isr(p), *rep = kq_partition_replicas(p);
+    int32_t out_of_isr[AP_MAX_ISR];
+    int n_out = 0;
+    for (int i = 0; i < p->n_replicas && n_out < AP_MAX_ISR; i++)
+        if (!kq_ids_contain(cur, p->n_isr, rep[i]))
+            out_of_isr[n_out++] = rep[i];
+    bool shrink = p->n_isr > 1 && (n_out == 0 || rng_permille(&s->ctl, 500));
+    if (shrink) {
+        int victim;
+        do
+            victim = (int)rng_below(&s->ctl, p->n_isr);
+        while (cur[victim] == a->id);
+        for (int i = 0; i < p->n_isr; i++)
+            if (i != victim)
+                isr[n++] = cur[i];
+    } else if (n_out > 0) {
+        for (int i = 0; i < p->n_isr; i++)
+            isr[n++] = cur[i];
+        isr[n++] = out_of_isr[rng_below(&s->ctl, (uint64_t)n_out)];
+    } else {
+        return;
+    }
+    int16_t version = rng_permille(&s->ctl, 700) ? 3 : 2;
+    kq_ap_isr_member members[AP_MAX_ISR];
+    for (int i = 0; i < n; i++) {
+        const kq_broker *b = kq_image_broker(s->ref, isr[i]);
+        members[i].broker_id = isr[i];
+        members[i].broker_epoch = version >= 3 && b ? b->epoch : -1;
+    }
+    kq_ap_partition part = {.partition_index = lp.part,
+                            .leader_epoch = p->leader_epoch,
+                            .partition_epoch = p->partition_epoch,
+                            .leader_recovery_state = KQ_RECOVERY_RECOVERED,
+                            .new_isr = members,
+                            .n_new_isr = n};
+    const char *stale = "";
+    uint32_t r = (uint32_t)rng_below(&s->ctl, 1000);
+    if (r < 80 && part.partition_epoch > 0) {
+        part.partition_epoch--;
+        stale = " (stale partition epoch)";
+    } else if (r < 130 && part.leader_epoch > 0) {
+        part.leader_epoch--;
+        stale = " (stale leader epoch)";
+    }
+    kq_ap_topic topic = {.partitions = &part, .n_partitions = 1};
+    memcpy(topic.topic_id, lp.topic, 16);
+    kq_ctl_request req;
+    memset(&req, 0, sizeof req);
+    req.api_key = KQ_API_ALTER_PARTITION;
+    req.alter_partition = (kq_alter_partition){.version = version,
+                                               .broker_id = a->id,
+                                               .broker_epoch = a->epoch,
+                                               .topics = &topic,
+                                               .n_topics = 1};
+    memcpy(a->ap_topic, lp.topic, 16);
+    a->ap_part = lp.part;
+    const kq_topic *t = kq_image_topic_by_id(s->ref, lp.topic);
+    trace(s, "b%d > %s ISR of %s-%d: %d -> %d members, epochs %d/%d%s", a->id,
+          shrink ? "shrink" : "expand", t && t->name ? t->name : "?", lp.part, p->n_isr, n,
+          part.leader_epoch, part.partition_epoch, stale);
+    actor_send(s, a, CHAN_AP, &req);
+}
+
+static void actor_ap_tick(sim *s, sim_actor *a)
+{
+    if (!s->liveness && a->epoch >= 0 && !a->fenced && a->req_id[CHAN_AP] == 0)
+        broker_alter_partition(s, a);
+    sched_ev(s, s->now + actor_ms(a, a->ap_every_ms / 2 + rng_below(&s->ctl, a->ap_every_ms)),
+             EV_ACTOR_AP, -1, a->inc, 0, NULL, NULL, a->idx);
+}
+
+static void actor_follow(sim *s, sim_actor *a, const kq_response *env)
+{
+    sim_node *l = env->leader_id >= 0 ? node_by_id(s, env->leader_id) : NULL;
+    if (l && l->idx != a->ctl)
+        a->ctl = l->idx;
+    else
+        actor_other_ctl(s, a);
+}
+
+static void on_ap_response(sim *s, sim_actor *a, const ctl_pkt *p, const kq_response *env)
+{
+    kq_alter_partition_result res;
+    char err[256];
+    memset(&res, 0, sizeof res);
+    int rc = kq_ctl_decode_alter_partition_response(env, &res, err, sizeof err);
+    if (rc || res.n_results != 1) {
+        fail(s, "codec: b%d cannot decode an AlterPartition response: %s (%d results)", a->id,
+             rc ? err : "ok", res.n_results);
+        kq_ctl_alter_partition_response_free(&res);
+        return;
+    }
+    const kq_ap_result *r = &res.results[0];
+    if (r->error) {
+        s->res->ap_rejected++;
+        trace(s, "b%d < AlterPartition partition %d: %s", a->id, a->ap_part, kq_err_name(r->error));
+    } else if (r->n_isr > AP_MAX_ISR) {
+        fail(s, "b%d: AlterPartition answered with %d ISR members", a->id, r->n_isr);
+    } else {
+        ap_ack k = {.part = a->ap_part,
+                    .partition_epoch = r->partition_epoch,
+                    .n_isr = r->n_isr,
+                    .offset = p->wait,
+                    .broker = a->id};
+        memcpy(k.topic, a->ap_topic, 16);
+        memcpy(k.isr, r->isr, (size_t)r->n_isr * sizeof(int32_t));
+        s->res->ap_acked++;
+        trace(s,
+              "b%d < AlterPartition partition %d acknowledged: partition epoch %d, ISR size %d, "
+              "leader %d, offset %" PRId64,
+              a->id, a->ap_part, r->partition_epoch, r->n_isr, r->leader_id, p->wait);
+        if (p->wait >= s->ref_end)
+            fail(s,
+                 "b%d: AlterPartition acknowledged before its records committed (answer waited "
+                 "for offset %" PRId64 ", committed end %" PRId64 ")",
+                 a->id, p->wait, s->ref_end);
+        else if (grow(s, (void **)&s->acks, &s->cap_acks, s->n_acks + 1, sizeof(ap_ack))) {
+            s->acks[s->n_acks++] = k;
+            ack_check_image(s, s->ref, s->ref_end, "committed state");
+        }
+    }
+    kq_ctl_alter_partition_response_free(&res);
+}
+
+static void on_main_response(sim *s, sim_actor *a, const kq_response *env)
+{
+    char err[256];
+    int rc = 0;
+    if (a->req_api[CHAN_MAIN] == KQ_API_BROKER_REGISTRATION) {
+        int64_t epoch = -1;
+        rc = kq_ctl_decode_broker_registration_response(env, &epoch, err, sizeof err);
+        if (!rc) {
+            trace(s, "b%d < registered with epoch %" PRId64, a->id, epoch);
+            a->epoch = epoch;
+            a->fenced = true;
+            actor_tick_at(s, a, s->now + 1);
+        }
+    } else if (a->req_api[CHAN_MAIN] == KQ_API_BROKER_HEARTBEAT) {
+        kq_heartbeat_result hr;
+        memset(&hr, 0, sizeof hr);
+        rc = kq_ctl_decode_broker_heartbeat_response(env, &hr, err, sizeof err);
+        if (!rc && hr.is_fenced != a->fenced)
+            trace(s, "b%d < heartbeat: now %s", a->id, hr.is_fenced ? "fenced" : "unfenced");
+        if (!rc)
+            a->fenced = hr.is_fenced;
+    } else {
+        kq_ctl_item_results ir;
+        memset(&ir, 0, sizeof ir);
+        rc = kq_ctl_decode_item_results(env, &ir, err, sizeof err);
+        if (!rc && a->req_api[CHAN_MAIN] == KQ_API_CREATE_TOPICS && ir.n == 1) {
+            int e = ir.items[0].error;
+            trace(s, "admin < CreateTopics %s: %s", ir.items[0].name, e ? kq_err_name(e) : "ok");
+            if (e == 0 || e == KQ_ERR_TOPIC_ALREADY_EXISTS)
+                a->topics_done++;
+        } else if (!rc) {
+            trace(s, "admin < %s: %d results", api_name(a->req_api[CHAN_MAIN]), ir.n);
+        }
+        kq_ctl_item_results_free(&ir);
+    }
+    if (rc)
+        fail(s, "codec: %s%d cannot decode a %s response: %s: %s", a->admin ? "admin" : "b", a->id,
+             api_name(a->req_api[CHAN_MAIN]), kq_err_name(rc), err);
+}
+
+static void ctl_on_response(sim *s, sim_actor *a, const ctl_pkt *p)
+{
+    int chan = a->req_id[CHAN_MAIN] == p->req_id ? CHAN_MAIN
+               : a->req_id[CHAN_AP] == p->req_id ? CHAN_AP
+                                                 : -1;
+    if (!a->up || chan < 0) {
+        trace(s, "b%d < #%" PRIu64 " %s dropped (not waiting for it)", a->id, p->req_id,
+              api_name(p->api));
+        return;
+    }
+    a->req_id[chan] = 0;
+    kq_response env;
+    char err[256];
+    memset(&env, 0, sizeof env);
+    int rc = kq_codec_decode_response(p->wire.data, p->wire.len, s->nodes[p->node].id, &env, err,
+                                      sizeof err);
+    if (rc) {
+        fail(s, "codec: b%d cannot decode a %s response: %s: %s", a->id, api_name(p->api),
+             kq_err_name(rc), err);
+        return;
+    }
+    if (env.api_key != p->api) {
+        fail(s, "codec: a %s response decoded as api %u", api_name(p->api), env.api_key);
+    } else if (env.error) {
+        trace(s, "b%d < n%d #%" PRIu64 " %s: %s (leader hint %d)", a->id, s->nodes[p->node].id,
+              p->req_id, api_name(p->api), kq_err_name(env.error), env.leader_id);
+        if (env.error == KQ_ERR_NOT_CONTROLLER) {
+            actor_follow(s, a, &env);
+            if (chan == CHAN_MAIN)
+                actor_tick_at(s, a, s->now + 20 + rng_below(&s->ctl, 80));
+        } else if (env.error == KQ_ERR_STALE_BROKER_EPOCH && !a->admin) {
+            a->epoch = -1; /* register again (same incarnation) */
+            if (chan == CHAN_MAIN)
+                actor_tick_at(s, a, s->now + 20);
+        } else if (env.error == KQ_ERR_INCONSISTENT_CLUSTER_ID) {
+            fail(s, "b%d: controller rejected the cluster id: %s", a->id, env.error_message);
+        }
+    } else {
+        a->meta_offset = kq_image_offset(s->ref);
+        if (chan == CHAN_AP)
+            on_ap_response(s, a, p, &env);
+        else
+            on_main_response(s, a, &env);
+    }
+    kq_response_free(&env);
+}
+
+static void ctl_deliver(sim *s, const ctl_pkt *p)
+{
+    if (p->to_ctl) {
+        sim_node *n = &s->nodes[p->node];
+        if (!n->up) {
+            trace(s, "net b%d>n%d #%" PRIu64 " %s: n%d is down", s->actors[p->actor].id, n->id,
+                  p->req_id, api_name(p->api), n->id);
+            return;
+        }
+        ctl_on_request(s, n, p);
+        return;
+    }
+    ctl_on_response(s, &s->actors[p->actor], p);
+}
+
+static void actor_timeout(sim *s, sim_actor *a, uint64_t req_id)
+{
+    for (int c = 0; c < 2; c++) {
+        if (a->req_id[c] != req_id)
+            continue;
+        a->req_id[c] = 0;
+        trace(s, "%s%d: #%" PRIu64 " %s timed out at n%d", a->admin ? "admin" : "b", a->id, req_id,
+              api_name(a->req_api[c]), s->nodes[a->ctl].id);
+        if (rng_permille(&s->ctl, 500))
+            actor_other_ctl(s, a);
+    }
+}
+
+static void broker_start(sim *s, sim_actor *a)
+{
+    if (a->up)
+        return;
+    a->up = true;
+    a->inc++;
+    do
+        for (int i = 0; i < 16; i += 8) {
+            uint64_t v = rng_next(&s->ctl);
+            memcpy(a->incarnation + i, &v, 8);
+        }
+    while (a->incarnation[0] == 0);
+    a->epoch = -1;
+    a->fenced = true;
+    a->req_id[0] = a->req_id[1] = 0;
+    a->ctl = (int)rng_below(&s->ctl, (uint64_t)s->n_nodes);
+    trace(s, "%s%d > start #%" PRIu64, a->admin ? "admin" : "b", a->id, a->inc);
+    actor_tick_at(s, a, s->now + rng_below(&s->ctl, 200));
+    if (!a->admin)
+        sched_ev(s, s->now + actor_ms(a, a->ap_every_ms), EV_ACTOR_AP, -1, a->inc, 0, NULL, NULL,
+                 a->idx);
+}
+
+static void broker_crash(sim *s, sim_actor *a)
+{
+    if (!a->up)
+        return;
+    a->up = false;
+    a->inc++;
+    uint64_t down = rng_range(&s->fault, 500, 15000);
+    trace(s, "b%d > CRASH (back in %" PRIu64 "ms)", a->id, down);
+    sched_ev(s, s->now + down, EV_ACTOR_START, -1, 0, 0, NULL, NULL, a->idx);
+}
+
+static void ctl_heal(sim *s)
+{
+    memset(s->bblocked, 0, sizeof s->bblocked);
+}
+
+static void ctl_faults(sim *s)
+{
+    uint32_t r = (uint32_t)rng_below(&s->fault, 1000);
+    int b = (int)rng_below(&s->fault, (uint64_t)s->n_brokers);
+    if (r < s->p_bcrash) {
+        broker_crash(s, &s->actors[b]);
+    } else if ((r -= s->p_bcrash) < s->p_bisolate) {
+        int k = 0;
+        for (int n = 0; n < s->n_nodes; n++) {
+            s->bblocked[b][n] = rng_permille(&s->fault, 700);
+            k += s->bblocked[b][n];
+        }
+        trace(s, "net isolate b%d from %d of %d controllers", s->actors[b].id, k, s->n_nodes);
+    }
+}
+
+static void ctl_liveness_begin(sim *s)
+{
+    for (int i = 0; i < s->n_actors; i++)
+        if (!s->actors[i].up)
+            broker_start(s, &s->actors[i]);
+}
+
+/* Controller-mode convergence: every node applied its whole log, one of them is active. */
+static void ctl_live_status(sim *s, char *why, size_t len)
+{
+    int active = 0;
+    for (int i = 0; i < s->n_nodes; i++) {
+        sim_node *n = &s->nodes[i];
+        if (!n->ch.on || n->ch.meta.applied_end != log_end(&n->mlog)) {
+            snprintf(why, len, "n%d applied %" PRId64 " of %" PRId64, n->id, n->ch.meta.applied_end,
+                     log_end(&n->mlog));
+            return;
+        }
+        active += n->ch.meta.active;
+    }
+    if (active != 1)
+        snprintf(why, len, "%d active controllers", active);
+}
+
+/* End of a run: every image identical to the reference, every acknowledged change in it. */
+static void ctl_final_check(sim *s)
+{
+    uint64_t ref = kq_image_hash(s->ref);
+    for (int i = 0; i < s->n_nodes && !s->failed; i++) {
+        sim_node *n = &s->nodes[i];
+        uint64_t h = kq_image_hash(n->ch.meta.img);
+        if (n->ch.meta.applied_end != s->ref_end || h != ref)
+            fail(s,
+                 "end: n%d image (applied to %" PRId64 ", hash %016" PRIx64 ") differs from the "
+                 "committed state (%" PRId64 ", hash %016" PRIx64 ")",
+                 n->id, n->ch.meta.applied_end, h, s->ref_end, ref);
+    }
+    ack_check_image(s, s->ref, s->ref_end, "end");
+    kq_image_counts c;
+    kq_image_get_counts(s->ref, &c);
+    s->res->topics_created = c.topics;
+    trace(s,
+          "=== controller: %u brokers (%u fenced), %u topics, %" PRIu64 " partitions, %zu acks ===",
+          c.brokers, c.fenced_brokers, c.topics, c.partitions, s->n_acks);
+}
+
+static void ctl_setup(sim *s, rng *master)
+{
+    s->ctl.s = rng_next(master);
+    kq_decide_settings_default(&s->settings);
+    s->settings.session_timeout_ms = SESSION_TIMEOUT_MS;
+    s->settings.elr_enabled = rng_permille(&s->ctl, 800);
+    s->settings.unclean_leader_election = rng_permille(&s->ctl, 200);
+    s->settings.min_insync_replicas = rng_permille(&s->ctl, 300) ? 2 : 1;
+    s->n_brokers = s->o.brokers ? s->o.brokers : (int)rng_range(&s->ctl, 3, KQ_SIM_MAX_BROKERS);
+    s->n_actors = s->n_brokers + 1;
+    s->p_bcrash = (uint32_t)rng_range(&s->ctl, 20, 120);
+    s->p_bisolate = rng_permille(&s->ctl, 600) ? (uint32_t)rng_range(&s->ctl, 10, 80) : 0;
+    s->n_topics_target = (uint32_t)rng_range(&s->ctl, 1, 4);
+    s->ctl_max_batch = rng_permille(&s->ctl, 300) ? (size_t)rng_range(&s->ctl, 64, 512) : 1u << 20;
+    s->res->brokers = s->n_brokers;
+    s->actors = xcalloc(s, KQ_SIM_MAX_BROKERS + 1, sizeof(sim_actor));
+    s->ref = kq_image_new();
+    s->ref_epochs = kq_sim_epochs_new();
+    if (!s->actors || !s->ref || !s->ref_epochs) {
+        fail(s, "out of memory");
+        return;
+    }
+    static const char *racks[] = {"r0", "r1", "r2"};
+    bool use_racks = rng_permille(&s->ctl, 500);
+    for (int i = 0; i < s->n_actors; i++) {
+        sim_actor *a = &s->actors[i];
+        a->idx = i;
+        a->admin = i == s->n_brokers;
+        a->id = a->admin ? 0 : i + 1;
+        a->epoch = -1;
+        a->drift_pm = (int32_t)rng_range(&s->ctl, 0, 100) - 50;
+        a->ap_every_ms = (uint32_t)rng_range(&s->ctl, 100, 1500);
+        a->rack = use_racks ? racks[i % 3] : NULL;
+        sched_ev(s, rng_below(&s->ctl, 1500), EV_ACTOR_START, -1, 0, 0, NULL, NULL, i);
+    }
+    trace(s,
+          "controller: %d brokers, %u topics, elr %d, unclean %d, min isr %d, batch cap %zu, "
+          "broker crash %u isolate %u",
+          s->n_brokers, s->n_topics_target, s->settings.elr_enabled,
+          s->settings.unclean_leader_election, s->settings.min_insync_replicas, s->ctl_max_batch,
+          s->p_bcrash, s->p_bisolate);
+}
+
+static void ctl_dispatch(sim *s, sim_ev *ev)
+{
+    sim_actor *a = ev->actor >= 0 && s->actors ? &s->actors[ev->actor] : NULL;
+    switch (ev->type) {
+    case EV_CTL_NET:
+        ctl_deliver(s, ev->cp);
+        break;
+    case EV_CTL_TIMER: {
+        sim_node *n = &s->nodes[ev->node];
+        if (n->up && ev->inc == n->inc && ev->a == n->ch.timer_gen)
+            ctl_timer(s, n);
+        break;
+    }
+    case EV_ACTOR_TICK:
+        if (a->up && ev->inc == a->inc && ev->a == a->tick_gen)
+            actor_tick(s, a);
+        break;
+    case EV_ACTOR_AP:
+        if (a->up && ev->inc == a->inc)
+            actor_ap_tick(s, a);
+        break;
+    case EV_ACTOR_TIMEOUT:
+        if (a->up && ev->inc == a->inc)
+            actor_timeout(s, a, ev->a);
+        break;
+    case EV_ACTOR_START:
+        broker_start(s, a);
+        break;
+    }
+}
+
+static void ctl_free(sim *s)
+{
+    free(s->actors);
+    kq_image_free(s->ref);
+    kq_sim_epochs_free(s->ref_epochs);
+    free(s->ref_hash);
+    free(s->acks);
+}
+
 /* ---------------------------------------------------------------- setup */
 
 void kq_sim_opts_defaults(kq_sim_opts *o)
@@ -1834,6 +3164,10 @@ int kq_sim_bug_from_name(const char *name)
         return KQ_SIM_BUG_EARLY_ACK;
     if (!strcmp(name, "lose-synced"))
         return KQ_SIM_BUG_LOSE_SYNCED;
+    if (!strcmp(name, "ctl-early-reply"))
+        return KQ_SIM_BUG_CTL_EARLY_REPLY;
+    if (!strcmp(name, "ctl-no-rollback"))
+        return KQ_SIM_BUG_CTL_NO_ROLLBACK;
     return -1;
 }
 
@@ -1858,6 +3192,8 @@ static void setup(sim *s)
         s->o.observers >= 0 ? s->o.observers : (int)rng_range(&cfg, 0, KQ_SIM_MAX_OBSERVERS);
     s->n_nodes = s->n_voters + s->n_observers;
     s->safety_ms = s->o.safety_ms ? s->o.safety_ms : rng_range(&cfg, 10000, 25000);
+    if (s->o.controller && !s->o.safety_ms)
+        s->safety_ms *= 2; /* brokers need a few commits to register and unfence */
     s->liveness_ms = s->o.liveness_ms ? s->o.liveness_ms : 60000;
 
     kq_raft_config base;
@@ -1879,9 +3215,13 @@ static void setup(sim *s)
     s->base_reorder_pm = net_faults ? (uint32_t)rng_below(&cfg, 100) : 0;
     uint32_t lat_min = (uint32_t)rng_range(&cfg, 1, 10);
     uint32_t lat_spread = (uint32_t)rng_range(&cfg, 0, 60);
+    s->lat_min = lat_min;
+    s->lat_spread = lat_spread;
     s->disk_lat_min = (uint32_t)rng_range(&cfg, 0, 5);
     s->disk_lat_spread = (uint32_t)rng_range(&cfg, 0, 40);
     s->fault_every_ms = (uint32_t)rng_range(&cfg, 200, 2000);
+    if (s->o.controller)
+        s->fault_every_ms *= 2; /* leave the active controller some time between failovers */
     s->p_crash = rng_permille(&cfg, 700) ? (uint32_t)rng_range(&cfg, 20, 150) : 0;
     s->p_restart = (uint32_t)rng_range(&cfg, 20, 150);
     s->p_graceful = rng_permille(&cfg, 500) ? (uint32_t)rng_range(&cfg, 10, 100) : 0;
@@ -1928,6 +3268,8 @@ static void setup(sim *s)
           s->p_partition, s->p_heal, s->p_clog, s->workload_every_ms, s->fetch_cap_batches,
           s->fetch_cap_bytes);
 
+    if (s->o.controller)
+        ctl_setup(s, &master);
     for (int i = 0; i < s->n_nodes; i++)
         sched(s, rng_below(&s->fault, 100), EV_START, i, 0, 0, NULL);
     sched(s, 100, EV_WORKLOAD, -1, 0, 0, NULL);
@@ -2004,6 +3346,9 @@ static void dispatch(sim *s, sim_ev *ev)
     case EV_LIVE_DEADLINE:
         live_deadline(s);
         break;
+    default:
+        ctl_dispatch(s, ev);
+        break;
     }
 }
 
@@ -2012,6 +3357,7 @@ static void sim_free(sim *s)
     while (s->n_heap) {
         sim_ev ev = heap_pop(s);
         pkt_free(ev.pkt);
+        ctl_pkt_free(ev.cp);
     }
     free(s->heap);
     for (int i = 0; i < s->n_nodes; i++) {
@@ -2028,6 +3374,7 @@ static void sim_free(sim *s)
     free(s->committed);
     free(s->committed_set);
     free(s->epoch_leader);
+    ctl_free(s);
 }
 
 int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res)
@@ -2041,6 +3388,11 @@ int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res)
     if (o->observers < -1 || o->observers > KQ_SIM_MAX_OBSERVERS) {
         snprintf(res->reason, sizeof res->reason, "observers must be 0..%d, got %d",
                  KQ_SIM_MAX_OBSERVERS, o->observers);
+        return KQ_ERR_INVALID_CONFIG;
+    }
+    if (o->controller && (o->brokers < 0 || o->brokers > KQ_SIM_MAX_BROKERS)) {
+        snprintf(res->reason, sizeof res->reason, "brokers must be 1..%d, got %d",
+                 KQ_SIM_MAX_BROKERS, o->brokers);
         return KQ_ERR_INVALID_CONFIG;
     }
     sim *s = calloc(1, sizeof *s);
@@ -2059,10 +3411,12 @@ int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res)
         if (++s->events > MAX_EVENTS) {
             fail(s, "event budget of %llu exhausted", MAX_EVENTS);
             pkt_free(ev.pkt);
+            ctl_pkt_free(ev.cp);
             break;
         }
         dispatch(s, &ev);
         pkt_free(ev.pkt);
+        ctl_pkt_free(ev.cp);
     }
     if (!s->failed && !s->done)
         fail(s, "sim: the event queue ran dry");

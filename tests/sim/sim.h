@@ -12,6 +12,19 @@
  * are required within a time budget). Invariants are checked after every core step; the first
  * violation stops the run.
  *
+ * Controller mode (opts.controller): every node hosts a kq_meta replaying the committed log
+ * (the same calls as controller/main.c); the leader activates and runs the controller APIs
+ * (kq_op_run) and timers (fencing, leaderless scan, rebalance). 3-6 simulated brokers, each
+ * with its own drifting clock, register, heartbeat every 2 s, crash and restart as new
+ * incarnations, and send AlterPartition (ISR shrink/expand, sometimes with stale epochs) for
+ * the partitions they lead; an admin client creates topics. All of it is encoded with the
+ * controller codec (include/kq/ctl_codec.h) and travels over the lossy, partitionable
+ * network, following NOT_CONTROLLER hints. A reference image replays the committed log with
+ * checks before every record; after every event: partition invariants (sim_inv.h), epochs
+ * never decrease, no fenced broker added to an ISR, every controller's committed image hash
+ * equals the reference at the same offset, and every AlterPartition a broker saw
+ * acknowledged stays in the committed state. At the end all images must be identical.
+ *
  * Ownership: kq_sim_run borrows opts (and opts->out) for the duration of the call and fills
  * the caller's result; it allocates nothing that outlives the call.
  */
@@ -25,12 +38,16 @@
 #define KQ_SIM_MAX_VOTERS 5
 #define KQ_SIM_MAX_OBSERVERS 3
 #define KQ_SIM_TRACE_KEEP 200 /* trace lines dumped on failure */
+#define KQ_SIM_MAX_BROKERS 6
 
 /* Deliberately broken hosts, to prove the checkers catch what they claim to catch. */
 typedef enum kq_sim_bug {
     KQ_SIM_BUG_NONE = 0,
     KQ_SIM_BUG_EARLY_ACK,   /* report writes PERSISTED (and send) before they are durable */
     KQ_SIM_BUG_LOSE_SYNCED, /* a crash also loses the last durable batch (lying fsync) */
+    /* controller mode */
+    KQ_SIM_BUG_CTL_EARLY_REPLY, /* answer controller requests before their records commit */
+    KQ_SIM_BUG_CTL_NO_ROLLBACK, /* keep uncommitted records in the image after losing leadership */
 } kq_sim_bug;
 
 typedef struct kq_sim_opts {
@@ -43,6 +60,10 @@ typedef struct kq_sim_opts {
     bool dump_on_failure; /* print the last KQ_SIM_TRACE_KEEP trace lines on failure */
     FILE *out;            /* borrowed; NULL means stderr */
     kq_sim_bug bug;
+    /* Controller mode: every node also hosts the controller's metadata image (controller/meta.h)
+     * and, when active, runs the controller APIs (controller/ops.h) for simulated brokers. */
+    bool controller;
+    int brokers; /* 1..KQ_SIM_MAX_BROKERS; 0 = drawn (3..6) */
 } kq_sim_opts;
 
 typedef struct kq_sim_result {
@@ -57,6 +78,14 @@ typedef struct kq_sim_result {
     int32_t last_epoch;     /* highest epoch any node reached */
     uint64_t crashes;
     uint64_t commits_checked; /* offsets the committed-prefix oracle recorded */
+    /* controller mode */
+    int brokers;
+    uint64_t ctl_requests;   /* controller API requests that reached an active controller */
+    uint64_t ap_acked;       /* AlterPartition changes a broker saw acknowledged (NONE) */
+    uint64_t ap_rejected;    /* AlterPartition partitions answered with an error */
+    uint64_t image_checks;   /* committed images compared with the reference image */
+    uint64_t activations;    /* times a node became the active controller */
+    uint64_t topics_created; /* topics in the final image */
 } kq_sim_result;
 
 void kq_sim_opts_defaults(kq_sim_opts *o);
@@ -66,7 +95,8 @@ void kq_sim_opts_defaults(kq_sim_opts *o);
  * names the option), or KQ_ERR_NOMEM. */
 int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res);
 
-/* "none", "early-ack", "lose-synced"; returns -1 for an unknown name. */
+/* "none", "early-ack", "lose-synced", "ctl-early-reply", "ctl-no-rollback"; returns -1 for an
+ * unknown name. */
 int kq_sim_bug_from_name(const char *name);
 
 #endif
