@@ -123,6 +123,8 @@ static int body_case_for_api(uint32_t key)
         return KQ__REQUEST__BODY_DESCRIBE_QUORUM;
     case KQ_API_WRITE:
         return KQ__REQUEST__BODY_WRITE;
+    case KQ_API_FETCH_SNAPSHOT:
+        return KQ__REQUEST__BODY_FETCH_SNAPSHOT;
     case KQ_API_CREATE_TOPICS:
         return KQ__REQUEST__BODY_CREATE_TOPICS;
     case KQ_API_DELETE_TOPICS:
@@ -171,6 +173,8 @@ static const char *body_name(int body_case)
         return "describe_quorum";
     case KQ__REQUEST__BODY_WRITE:
         return "write";
+    case KQ__REQUEST__BODY_FETCH_SNAPSHOT:
+        return "fetch_snapshot";
     case KQ__REQUEST__BODY_CREATE_TOPICS:
         return "create_topics";
     case KQ__REQUEST__BODY_DELETE_TOPICS:
@@ -333,6 +337,8 @@ int kq_codec_encode_raft_request(const kq_raft_msg *m, const char *cluster_id, k
     Kq__BeginQuorumEpochRequest begin = KQ__BEGIN_QUORUM_EPOCH_REQUEST__INIT;
     Kq__EndQuorumEpochRequest end = KQ__END_QUORUM_EPOCH_REQUEST__INIT;
     Kq__FetchRequest fetch = KQ__FETCH_REQUEST__INIT;
+    Kq__FetchSnapshotRequest fsnap = KQ__FETCH_SNAPSHOT_REQUEST__INIT;
+    Kq__EpochEndOffset snap_id = KQ__EPOCH_END_OFFSET__INIT;
 
     if (!out)
         return KQ_ERR_INVALID_REQUEST;
@@ -344,7 +350,7 @@ int kq_codec_encode_raft_request(const kq_raft_msg *m, const char *cluster_id, k
     rq.api_version = 0;
     rq.cluster_id = (char *)(cluster_id ? cluster_id : "");
     rq.sender_id = m->from;
-    switch (m->type) {
+    switch ((int)m->type) {
     case KQ_RAFT_VOTE_REQ:
         vote.candidate_epoch = m->epoch;
         vote.candidate_id = m->u.vote_req.candidate_id;
@@ -383,6 +389,22 @@ int kq_codec_encode_raft_request(const kq_raft_msg *m, const char *cluster_id, k
         rq.api_key = KQ_API_FETCH;
         rq.body_case = KQ__REQUEST__BODY_FETCH;
         rq.fetch = &fetch;
+        break;
+    case (int)KQ_RAFT_FETCH_SNAPSHOT_REQ:
+        if (m->u.fetch_snapshot_req.position < 0 || m->u.fetch_snapshot_req.max_bytes < 0 ||
+            m->u.fetch_snapshot_req.snapshot_id.end_offset < 0 ||
+            m->u.fetch_snapshot_req.snapshot_id.epoch < 0)
+            return KQ_ERR_INVALID_REQUEST;
+        snap_id.end_offset = m->u.fetch_snapshot_req.snapshot_id.end_offset;
+        snap_id.epoch = m->u.fetch_snapshot_req.snapshot_id.epoch;
+        fsnap.replica_id = m->from;
+        fsnap.current_leader_epoch = m->epoch;
+        fsnap.snapshot_id = &snap_id;
+        fsnap.position = m->u.fetch_snapshot_req.position;
+        fsnap.max_bytes = m->u.fetch_snapshot_req.max_bytes;
+        rq.api_key = KQ_API_FETCH_SNAPSHOT;
+        rq.body_case = KQ__REQUEST__BODY_FETCH_SNAPSHOT;
+        rq.fetch_snapshot = &fsnap;
         break;
     default:
         return KQ_ERR_INVALID_REQUEST;
@@ -481,6 +503,8 @@ int kq_codec_encode_raft_response(const kq_raft_msg *m, const kq_codec_batch *ba
     Kq__EndQuorumEpochResponse end = KQ__END_QUORUM_EPOCH_RESPONSE__INIT;
     Kq__FetchResponse fetch = KQ__FETCH_RESPONSE__INIT;
     Kq__EpochEndOffset diverging = KQ__EPOCH_END_OFFSET__INIT;
+    Kq__EpochEndOffset snap_id = KQ__EPOCH_END_OFFSET__INIT;
+    Kq__FetchSnapshotResponse fsnap = KQ__FETCH_SNAPSHOT_RESPONSE__INIT;
     Kq__Batch wire[KQ_RAFT_MAX_BATCHES];
     Kq__Batch *wire_ptrs[KQ_RAFT_MAX_BATCHES];
     size_t i;
@@ -503,7 +527,7 @@ int kq_codec_encode_raft_response(const kq_raft_msg *m, const kq_codec_batch *ba
         rs.has_leader_epoch = 1;
         rs.leader_epoch = m->epoch;
     }
-    switch (m->type) {
+    switch ((int)m->type) {
     case KQ_RAFT_VOTE_RESP:
         vote.leader_id = m->leader_id;
         vote.leader_epoch = m->epoch;
@@ -536,6 +560,14 @@ int kq_codec_encode_raft_response(const kq_raft_msg *m, const kq_codec_batch *ba
             diverging.end_offset = m->u.fetch_resp.diverging_end_offset;
             fetch.diverging_epoch = &diverging;
         }
+        if (m->u.fetch_resp.snapshot) {
+            if (n_batches > 0 || m->u.fetch_resp.diverging ||
+                m->u.fetch_resp.snapshot_id.end_offset < 0 || m->u.fetch_resp.snapshot_id.epoch < 0)
+                return KQ_ERR_INVALID_REQUEST;
+            snap_id.end_offset = m->u.fetch_resp.snapshot_id.end_offset;
+            snap_id.epoch = m->u.fetch_resp.snapshot_id.epoch;
+            fetch.snapshot_id = &snap_id;
+        }
         for (i = 0; i < n_batches; i++) {
             if (!batches[i].records && batches[i].len > 0)
                 return KQ_ERR_INVALID_REQUEST;
@@ -554,6 +586,27 @@ int kq_codec_encode_raft_response(const kq_raft_msg *m, const kq_codec_batch *ba
         rs.body_case = KQ__RESPONSE__BODY_FETCH;
         rs.fetch = &fetch;
         break;
+    case (int)KQ_RAFT_FETCH_SNAPSHOT_RESP: {
+        const __typeof__(m->u.fetch_snapshot_resp) *f = &m->u.fetch_snapshot_resp;
+        if (f->len > KQ_CODEC_MAX_SNAPSHOT_CHUNK || (!f->data && f->len > 0) ||
+            f->snapshot_id.end_offset < 0 || f->snapshot_id.epoch < 0 || f->position < 0 ||
+            f->size < -1 ||
+            (m->error == 0 && (f->size <= 0 || f->position > f->size - (int64_t)f->len)))
+            return KQ_ERR_INVALID_REQUEST;
+        snap_id.end_offset = f->snapshot_id.end_offset;
+        snap_id.epoch = f->snapshot_id.epoch;
+        fsnap.leader_id = m->leader_id;
+        fsnap.leader_epoch = m->epoch;
+        fsnap.snapshot_id = &snap_id;
+        fsnap.size = f->size;
+        fsnap.position = f->position;
+        fsnap.unaligned_records.data = (uint8_t *)f->data;
+        fsnap.unaligned_records.len = f->data ? f->len : 0;
+        rs.api_key = KQ_API_FETCH_SNAPSHOT;
+        rs.body_case = KQ__RESPONSE__BODY_FETCH_SNAPSHOT;
+        rs.fetch_snapshot = &fsnap;
+        break;
+    }
     default:
         return KQ_ERR_INVALID_REQUEST;
     }
@@ -786,6 +839,32 @@ static int decode_fetch_req(const Kq__FetchRequest *f, int32_t sender_id, kq_raf
     return 0;
 }
 
+static int decode_fetch_snapshot_req(const Kq__FetchSnapshotRequest *f, int32_t sender_id,
+                                     kq_raft_msg *m, char *errbuf, size_t errlen)
+{
+    if (f->replica_id != sender_id)
+        return BAD("fetch_snapshot replica_id %d does not match sender_id %d", f->replica_id,
+                   sender_id);
+    if (f->current_leader_epoch < 0)
+        return BAD("fetch_snapshot current_leader_epoch %d is negative", f->current_leader_epoch);
+    if (!f->snapshot_id)
+        return BAD("fetch_snapshot request has no snapshot_id");
+    if (f->snapshot_id->end_offset < 0 || f->snapshot_id->epoch < 0)
+        return BAD("fetch_snapshot snapshot_id %lld-%d is negative",
+                   (long long)f->snapshot_id->end_offset, f->snapshot_id->epoch);
+    if (f->position < 0)
+        return BAD("fetch_snapshot position %lld is negative", (long long)f->position);
+    if (f->max_bytes < 0)
+        return BAD("fetch_snapshot max_bytes %d is negative", f->max_bytes);
+    m->type = KQ_RAFT_FETCH_SNAPSHOT_REQ;
+    m->epoch = f->current_leader_epoch;
+    m->u.fetch_snapshot_req.snapshot_id.end_offset = f->snapshot_id->end_offset;
+    m->u.fetch_snapshot_req.snapshot_id.epoch = f->snapshot_id->epoch;
+    m->u.fetch_snapshot_req.position = f->position;
+    m->u.fetch_snapshot_req.max_bytes = f->max_bytes;
+    return 0;
+}
+
 static int decode_write_req(const Kq__WriteRequest *w, kq_request *out, char *errbuf, size_t errlen)
 {
     size_t i;
@@ -888,6 +967,10 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
         break;
     case KQ__REQUEST__BODY_FETCH:
         rc = decode_fetch_req(rq->fetch, rq->sender_id, &out->raft, errbuf, errlen);
+        break;
+    case KQ__REQUEST__BODY_FETCH_SNAPSHOT:
+        rc = decode_fetch_snapshot_req(rq->fetch_snapshot, rq->sender_id, &out->raft, errbuf,
+                                       errlen);
         break;
     case KQ__REQUEST__BODY_DESCRIBE_QUORUM:
         out->raft.from = KQ_RAFT_NO_ID;
@@ -1003,8 +1086,17 @@ static int decode_fetch_resp(const Kq__FetchResponse *f, kq_response *out, char 
             return BAD("fetch response diverging end_offset %lld is negative",
                        (long long)f->diverging_epoch->end_offset);
     }
-    if (f->snapshot_id)
-        return BAD("fetch response points at a snapshot, which this node does not support");
+    if (f->snapshot_id) {
+        if (f->snapshot_id->end_offset <= 0 || f->snapshot_id->epoch < 0)
+            return BAD("fetch response snapshot_id %lld-%d is invalid",
+                       (long long)f->snapshot_id->end_offset, f->snapshot_id->epoch);
+        if (f->diverging_epoch || f->n_batches > 0)
+            return BAD("fetch response with a snapshot_id also carries %s",
+                       f->diverging_epoch ? "a diverging epoch" : "records");
+        m->u.fetch_resp.snapshot = true;
+        m->u.fetch_resp.snapshot_id.end_offset = f->snapshot_id->end_offset;
+        m->u.fetch_resp.snapshot_id.epoch = f->snapshot_id->epoch;
+    }
     rc = decode_batches(f, out, errbuf, errlen);
     if (rc)
         return rc;
@@ -1026,6 +1118,45 @@ static int decode_fetch_resp(const Kq__FetchResponse *f, kq_response *out, char 
     }
     m->u.fetch_resp.batches = out->batches;
     m->u.fetch_resp.n_batches = out->n_batches;
+    return 0;
+}
+
+static int decode_fetch_snapshot_resp(const Kq__FetchSnapshotResponse *f, kq_response *out,
+                                      char *errbuf, size_t errlen)
+{
+    kq_raft_msg *m = &out->raft;
+    int rc = check_leader("fetch_snapshot response", f->leader_id, f->leader_epoch, errbuf, errlen);
+
+    if (rc)
+        return rc;
+    if (!f->snapshot_id)
+        return BAD("fetch_snapshot response has no snapshot_id");
+    if (f->snapshot_id->end_offset < 0 || f->snapshot_id->epoch < 0)
+        return BAD("fetch_snapshot response snapshot_id %lld-%d is negative",
+                   (long long)f->snapshot_id->end_offset, f->snapshot_id->epoch);
+    if (f->unaligned_records.len > KQ_CODEC_MAX_SNAPSHOT_CHUNK)
+        return BAD("fetch_snapshot response chunk of %zu bytes is over the %d byte limit",
+                   f->unaligned_records.len, KQ_CODEC_MAX_SNAPSHOT_CHUNK);
+    if (f->position < 0)
+        return BAD("fetch_snapshot response position %lld is negative", (long long)f->position);
+    if (out->error == 0) {
+        if (f->size <= 0)
+            return BAD("fetch_snapshot response size %lld is not positive", (long long)f->size);
+        if (f->position > f->size - (int64_t)f->unaligned_records.len)
+            return BAD("fetch_snapshot response chunk at %lld + %zu bytes runs past size %lld",
+                       (long long)f->position, f->unaligned_records.len, (long long)f->size);
+    } else if (f->size < -1) {
+        return BAD("fetch_snapshot response size %lld is invalid", (long long)f->size);
+    }
+    m->type = KQ_RAFT_FETCH_SNAPSHOT_RESP;
+    m->leader_id = f->leader_id;
+    m->epoch = f->leader_epoch;
+    m->u.fetch_snapshot_resp.snapshot_id.end_offset = f->snapshot_id->end_offset;
+    m->u.fetch_snapshot_resp.snapshot_id.epoch = f->snapshot_id->epoch;
+    m->u.fetch_snapshot_resp.size = f->size;
+    m->u.fetch_snapshot_resp.position = f->position;
+    m->u.fetch_snapshot_resp.data = f->unaligned_records.len ? f->unaligned_records.data : NULL;
+    m->u.fetch_snapshot_resp.len = f->unaligned_records.len;
     return 0;
 }
 
@@ -1131,6 +1262,8 @@ static kq_raft_msg_type raft_resp_type(uint32_t api_key)
         return KQ_RAFT_END_EPOCH_RESP;
     case KQ_API_FETCH:
         return KQ_RAFT_FETCH_RESP;
+    case KQ_API_FETCH_SNAPSHOT:
+        return KQ_RAFT_FETCH_SNAPSHOT_RESP;
     default:
         return 0;
     }
@@ -1244,6 +1377,9 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
         break;
     case KQ__RESPONSE__BODY_FETCH:
         rc = decode_fetch_resp(rs->fetch, out, errbuf, errlen);
+        break;
+    case KQ__RESPONSE__BODY_FETCH_SNAPSHOT:
+        rc = decode_fetch_snapshot_resp(rs->fetch_snapshot, out, errbuf, errlen);
         break;
     case KQ__RESPONSE__BODY_DESCRIBE_QUORUM:
         rc = decode_describe_resp(rs->describe_quorum, &out->describe, errbuf, errlen);

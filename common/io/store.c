@@ -20,6 +20,11 @@
  *           contiguous: the next base offset is base + count.
  *   epochs  4-byte BE epoch -> 8-byte BE start offset (first offset written in that epoch),
  *           epochs strictly ascending with ascending start offsets.
+ *   meta    "log_start"      -> 12 bytes: offset i64 BE, epoch i32 BE of the record at
+ *                               offset - 1; absent means {0, 0}. The first batch, if any,
+ *                               starts there.
+ * <dir>/snapshots/<end:20>-<epoch:10>.checkpoint[.part|.deleted]: snapshot files, see
+ *           include/kq/store.h for their header.
  *
  * A store is "formatted" exactly when meta holds format_version; format writes every meta key
  * and creates the log and epochs databases in one synchronous transaction, so a crash during
@@ -40,6 +45,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <stdbool.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,6 +60,10 @@
 #define BATCH_HDR_LEN 12
 #define QSTATE_LEN 13
 #define QSTATE_VERSION 1
+#define LOG_START_LEN 12
+#define SNAP_MAGIC "KQSNAP01"
+#define SNAP_HDR KQ_STORE_SNAPSHOT_HEADER_LEN
+#define SNAP_NAME_LEN 42 /* 20 + 1 + 10 + strlen(".checkpoint") */
 
 struct kq_store {
     MDB_env *env;
@@ -68,6 +79,8 @@ struct kq_store {
     /* state including the current txn's uncommitted writes */
     int64_t txn_end_offset;
     int32_t txn_last_entry_epoch;
+    int64_t log_start, txn_log_start;
+    int32_t log_start_epoch, txn_log_start_epoch;
     char dir[PATH_MAX];
     int lock_fd; /* writable opens hold an exclusive flock on <dir>/.lock; -1 if none */
 };
@@ -242,6 +255,36 @@ static int last_entry_epoch(MDB_txn *txn, MDB_dbi epochs, int32_t *out)
     mdb_cursor_close(c);
     return rc;
 }
+
+/* meta "log_start", {0, 0} when absent. */
+static int read_log_start(MDB_txn *txn, MDB_dbi meta, int64_t *off, int32_t *epoch)
+{
+    MDB_val k = {strlen("log_start"), (void *)"log_start"}, v;
+    int rc = mdb_get(txn, meta, &k, &v);
+    *off = 0;
+    *epoch = 0;
+    if (rc == MDB_NOTFOUND)
+        return 0;
+    if (rc != 0)
+        return rc;
+    if (v.mv_size != LOG_START_LEN)
+        return MDB_CORRUPTED;
+    *off = (int64_t)get_be64(v.mv_data);
+    *epoch = (int32_t)get_be32((const uint8_t *)v.mv_data + 8);
+    if (*off < 0 || *epoch < 0)
+        return MDB_CORRUPTED;
+    return 0;
+}
+
+static int write_log_start(MDB_txn *txn, MDB_dbi meta, int64_t off, int32_t epoch)
+{
+    uint8_t buf[LOG_START_LEN];
+    put_be64(buf, (uint64_t)off);
+    put_be32(buf + 8, (uint32_t)epoch);
+    return meta_put(txn, meta, "log_start", buf, sizeof(buf));
+}
+
+static int snapshots_fixup(kq_store *s);
 
 /* ---- format / open ---------------------------------------------------------------------- */
 
@@ -488,9 +531,11 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
     }
     int64_t base;
     int32_t epoch, count;
-    rc = last_batch(txn, s->log, &base, &epoch, &count);
+    rc = read_log_start(txn, s->meta, &s->log_start, &s->log_start_epoch);
+    if (rc == 0)
+        rc = last_batch(txn, s->log, &base, &epoch, &count);
     if (rc == MDB_NOTFOUND) {
-        s->end_offset = 0;
+        s->end_offset = s->log_start;
         rc = 0;
     } else if (rc == 0) {
         s->end_offset = base + count;
@@ -504,6 +549,8 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
     }
     s->txn_end_offset = s->end_offset;
     s->txn_last_entry_epoch = s->last_entry_epoch;
+    s->txn_log_start = s->log_start;
+    s->txn_log_start_epoch = s->log_start_epoch;
     /* Commit (not abort) the read txn: database handles opened in a txn that is aborted are
      * closed again. */
     rc = mdb_txn_commit(txn);
@@ -550,8 +597,8 @@ static int lock_dir(kq_store *s, const char *dir, char *errbuf, size_t errlen)
         pid[n > 0 ? n : 0] = '\0';
         pid[strcspn(pid, "\n")] = '\0';
         seterr(errbuf, errlen,
-               "metadata directory %s is in use by another process (pid %s); stop it first",
-               dir, pid[0] ? pid : "unknown");
+               "metadata directory %s is in use by another process (pid %s); stop it first", dir,
+               pid[0] ? pid : "unknown");
         close(fd);
         return KQ_ERR_IO;
     }
@@ -568,6 +615,14 @@ int kq_store_open(const char *dir, const char *expect_cluster_id, int32_t expect
 {
     int rc = store_open(dir, 0, expect_cluster_id, expect_node_id, out, errbuf, errlen);
     if (rc == 0 && (rc = lock_dir(*out, dir, errbuf, errlen)) != 0) {
+        kq_store_close(*out);
+        *out = NULL;
+    }
+    if (rc == 0 && (rc = snapshots_fixup(*out)) != 0) {
+        seterr(errbuf, errlen,
+               "cannot recover the snapshots in %s/snapshots (%s); check the directory's "
+               "permissions and free space",
+               dir, kq_err_message(rc));
         kq_store_close(*out);
         *out = NULL;
     }
@@ -635,19 +690,23 @@ int kq_store_recover(kq_store *s, kq_store_recovered *out)
         goto mdb_fail;
     }
 
+    int64_t ls;
+    int32_t lse;
+    if ((rc = read_log_start(txn, s->meta, &ls, &lse)) != 0)
+        goto mdb_fail;
+    out->log_start_offset = ls;
+    out->log_start_epoch = lse;
     if ((rc = mdb_cursor_open(txn, s->log, &c)) != 0)
         goto mdb_fail;
     rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
     if (rc == MDB_NOTFOUND) {
-        out->log_start_offset = 0;
-        out->log_end_offset = 0;
-        out->last_epoch = 0;
+        out->log_end_offset = ls;
+        out->last_epoch = lse;
     } else if (rc != 0) {
         goto mdb_fail;
     } else {
-        if (k.mv_size != 8)
-            goto corrupt;
-        out->log_start_offset = (int64_t)get_be64(k.mv_data);
+        if (k.mv_size != 8 || (int64_t)get_be64(k.mv_data) != ls)
+            goto corrupt; /* the first batch must start at the recorded log start */
         if ((rc = mdb_cursor_get(c, &k, &v, MDB_LAST)) != 0)
             goto mdb_fail;
         if (k.mv_size != 8 || v.mv_size < BATCH_HDR_LEN)
@@ -684,6 +743,17 @@ int kq_store_recover(kq_store *s, kq_store_recovered *out)
     out->epochs = eps;
     out->n_epochs = n;
     eps = NULL;
+    {
+        int src = kq_store_snapshot_latest(s, &out->snapshot, &out->snapshot_size);
+        if (src == KQ_ERR_NOT_FOUND) {
+            out->snapshot.end_offset = 0;
+            out->snapshot.epoch = 0;
+            out->snapshot_size = 0;
+        } else if (src != 0) {
+            ret = src;
+            goto out;
+        }
+    }
     goto out;
 
 corrupt:
@@ -739,6 +809,8 @@ int kq_store_begin(kq_store *s)
     s->txn_bad = 0;
     s->txn_end_offset = s->end_offset;
     s->txn_last_entry_epoch = s->last_entry_epoch;
+    s->txn_log_start = s->log_start;
+    s->txn_log_start_epoch = s->log_start_epoch;
     return 0;
 }
 
@@ -766,7 +838,7 @@ int kq_store_truncate(kq_store *s, int64_t offset)
         return ret;
     if (offset == s->txn_end_offset)
         return 0;
-    if (offset < 0 || offset > s->txn_end_offset)
+    if (offset < s->txn_log_start || offset > s->txn_end_offset)
         return KQ_ERR_INVALID_REQUEST;
     put_be64(key, (uint64_t)offset);
     k.mv_size = sizeof(key);
@@ -878,6 +950,8 @@ int kq_store_commit(kq_store *s)
     }
     s->end_offset = s->txn_end_offset;
     s->last_entry_epoch = s->txn_last_entry_epoch;
+    s->log_start = s->txn_log_start;
+    s->log_start_epoch = s->txn_log_start_epoch;
     return 0;
 }
 
@@ -889,6 +963,8 @@ void kq_store_abort(kq_store *s)
     s->txn_bad = 0;
     s->txn_end_offset = s->end_offset;
     s->txn_last_entry_epoch = s->last_entry_epoch;
+    s->txn_log_start = s->log_start;
+    s->txn_log_start_epoch = s->log_start_epoch;
 }
 
 int kq_store_in_txn(const kq_store *s)
@@ -1027,4 +1103,680 @@ out:
     free(items);
     free(buf);
     return ret;
+}
+
+/* ---- log prefix deletion ------------------------------------------------------------------ */
+
+int kq_store_delete_prefix(kq_store *s, int64_t offset)
+{
+    MDB_cursor *c = NULL;
+    MDB_val k, v;
+    uint8_t key[8], eval[8];
+    int32_t epoch;
+    int rc = 0, ret = txn_check(s);
+    if (ret != 0)
+        return ret;
+    if (offset == s->txn_log_start)
+        return 0;
+    if (offset < s->txn_log_start || offset > s->txn_end_offset)
+        return KQ_ERR_INVALID_REQUEST;
+    if ((rc = mdb_cursor_open(s->txn, s->log, &c)) != 0)
+        goto fail;
+    /* The epoch of the record at offset - 1: the last batch below offset. */
+    put_be64(key, (uint64_t)offset);
+    k.mv_size = sizeof(key);
+    k.mv_data = key;
+    rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+    if (rc == 0 && (k.mv_size != 8 || (int64_t)get_be64(k.mv_data) != offset)) {
+        mdb_cursor_close(c);
+        return KQ_ERR_INVALID_REQUEST; /* not a batch boundary */
+    }
+    if (rc == MDB_NOTFOUND && offset != s->txn_end_offset) {
+        mdb_cursor_close(c);
+        return KQ_ERR_INVALID_REQUEST;
+    }
+    rc = mdb_cursor_get(c, &k, &v, rc == 0 ? MDB_PREV : MDB_LAST);
+    if (rc != 0)
+        goto fail;
+    if (k.mv_size != 8 || v.mv_size < BATCH_HDR_LEN) {
+        rc = MDB_CORRUPTED;
+        goto fail;
+    }
+    epoch = (int32_t)get_be32(v.mv_data);
+    while ((rc = mdb_cursor_get(c, &k, &v, MDB_FIRST)) == 0) {
+        if (k.mv_size != 8 || (int64_t)get_be64(k.mv_data) >= offset)
+            break;
+        if ((rc = mdb_cursor_del(c, 0)) != 0)
+            goto fail;
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        goto fail;
+    mdb_cursor_close(c);
+    c = NULL;
+
+    /* Epoch entries: drop those ending at or below offset; the one covering offset - 1 is
+     * clamped to start at offset (so the cache still answers for the snapshot's epoch). */
+    if ((rc = mdb_cursor_open(s->txn, s->epochs, &c)) != 0)
+        goto fail;
+    for (;;) {
+        MDB_val k2, v2;
+        rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+        if (rc != 0)
+            break;
+        if (k.mv_size != 4 || v.mv_size != 8) {
+            rc = MDB_CORRUPTED;
+            goto fail;
+        }
+        if ((int64_t)get_be64(v.mv_data) >= offset)
+            break;
+        rc = mdb_cursor_get(c, &k2, &v2, MDB_NEXT);
+        if (rc == 0 && v2.mv_size == 8 && (int64_t)get_be64(v2.mv_data) <= offset) {
+            /* the next entry starts at or below offset: this one ends below it */
+            if ((rc = mdb_cursor_get(c, &k, &v, MDB_FIRST)) != 0 ||
+                (rc = mdb_cursor_del(c, 0)) != 0)
+                goto fail;
+            continue;
+        }
+        if (rc != 0 && rc != MDB_NOTFOUND)
+            goto fail;
+        /* covers offset - 1: clamp (keys are epochs, so this is an overwrite in place) */
+        if ((rc = mdb_cursor_get(c, &k, &v, MDB_FIRST)) != 0)
+            goto fail;
+        uint8_t ekey[4];
+        memcpy(ekey, k.mv_data, sizeof(ekey));
+        put_be64(eval, (uint64_t)offset);
+        k.mv_size = sizeof(ekey);
+        k.mv_data = ekey;
+        v.mv_size = sizeof(eval);
+        v.mv_data = eval;
+        mdb_cursor_close(c);
+        c = NULL;
+        if ((rc = mdb_put(s->txn, s->epochs, &k, &v, 0)) != 0)
+            goto fail;
+        rc = MDB_NOTFOUND;
+        break;
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        goto fail;
+    if (c != NULL)
+        mdb_cursor_close(c);
+    c = NULL;
+    if ((rc = write_log_start(s->txn, s->meta, offset, epoch)) != 0)
+        goto fail;
+    s->txn_log_start = offset;
+    s->txn_log_start_epoch = epoch;
+    return 0;
+fail:
+    if (c != NULL)
+        mdb_cursor_close(c);
+    return txn_fail(s, rc, "delete_prefix");
+}
+
+/* ---- snapshots ----------------------------------------------------------------------------- */
+
+static void snap_path(const kq_store *s, kq_raft_snapshot_id id, const char *suffix, char *buf,
+                      size_t n)
+{
+    snprintf(buf, n, "%s/snapshots/%020lld-%010ld.checkpoint%s", s->dir, (long long)id.end_offset,
+             (long)id.epoch, suffix);
+}
+
+static int snap_dir_path(const kq_store *s, char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "%s/snapshots", s->dir);
+    return k < 0 || (size_t)k >= n ? KQ_ERR_CONFIG : 0;
+}
+
+static bool snap_id_ok(kq_raft_snapshot_id id)
+{
+    return id.end_offset > 0 && id.epoch > 0;
+}
+
+static int ensure_snap_dir(const kq_store *s)
+{
+    char d[PATH_MAX + 16];
+    if (snap_dir_path(s, d, sizeof(d)) != 0)
+        return KQ_ERR_CONFIG;
+    if (mkdir(d, 0750) == 0) {
+        if (fsync_path(s->dir, O_RDONLY | O_DIRECTORY) != 0)
+            return KQ_ERR_IO;
+        return 0;
+    }
+    return errno == EEXIST ? 0 : KQ_ERR_IO;
+}
+
+static int sync_snap_dir(const kq_store *s)
+{
+    char d[PATH_MAX + 16];
+    if (snap_dir_path(s, d, sizeof(d)) != 0)
+        return KQ_ERR_CONFIG;
+    return fsync_path(d, O_RDONLY | O_DIRECTORY) == 0 ? 0 : KQ_ERR_IO;
+}
+
+/* "<20 digits>-<10 digits>.checkpoint<suffix>" -> id and suffix. */
+static bool parse_snap_name(const char *name, kq_raft_snapshot_id *id, const char **suffix)
+{
+    int64_t end = 0;
+    int64_t epoch = 0;
+    for (int i = 0; i < 20; i++) {
+        if (name[i] < '0' || name[i] > '9')
+            return false;
+        end = end * 10 + (name[i] - '0');
+        if (end < 0)
+            return false;
+    }
+    if (name[20] != '-')
+        return false;
+    for (int i = 21; i < 31; i++) {
+        if (name[i] < '0' || name[i] > '9')
+            return false;
+        epoch = epoch * 10 + (name[i] - '0');
+    }
+    if (strncmp(name + 31, ".checkpoint", 11) != 0 || epoch > INT32_MAX)
+        return false;
+    id->end_offset = end;
+    id->epoch = (int32_t)epoch;
+    *suffix = name + 31 + 11;
+    return true;
+}
+
+static void snap_header(uint8_t *h, kq_raft_snapshot_id id, const uint8_t *payload, size_t len)
+{
+    memcpy(h, SNAP_MAGIC, 8);
+    put_be64(h + 8, (uint64_t)id.end_offset);
+    put_be32(h + 16, (uint32_t)id.epoch);
+    put_be64(h + 20, (uint64_t)len);
+    put_be32(h + 28, kq_crc32c(0, payload, len));
+    put_be32(h + 32, kq_crc32c(0, h, 32));
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len, off_t at)
+{
+    while (len > 0) {
+        ssize_t n = pwrite(fd, p, len, at);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return KQ_ERR_IO;
+        }
+        p += n;
+        len -= (size_t)n;
+        at += n;
+    }
+    return 0;
+}
+
+/* Read a whole snapshot file and check it names `id` and is intact. */
+static int verify_snap_file(const char *path, kq_raft_snapshot_id id, uint8_t **payload,
+                            size_t *plen, char *errbuf, size_t errlen)
+{
+    struct stat st;
+    uint8_t *buf = NULL;
+    int ret = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return KQ_ERR_SNAPSHOT_NOT_FOUND;
+        seterr(errbuf, errlen, "cannot open snapshot %s: %s", path, strerror(errno));
+        return KQ_ERR_IO;
+    }
+    if (fstat(fd, &st) != 0) {
+        seterr(errbuf, errlen, "cannot stat snapshot %s: %s", path, strerror(errno));
+        ret = KQ_ERR_IO;
+        goto out;
+    }
+    if (st.st_size < SNAP_HDR) {
+        seterr(errbuf, errlen, "snapshot %s is truncated (%lld bytes, header needs %d)", path,
+               (long long)st.st_size, SNAP_HDR);
+        ret = KQ_ERR_CORRUPT_MESSAGE;
+        goto out;
+    }
+    buf = malloc((size_t)st.st_size);
+    if (buf == NULL) {
+        ret = KQ_ERR_NOMEM;
+        goto out;
+    }
+    for (size_t got = 0; got < (size_t)st.st_size;) {
+        ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            seterr(errbuf, errlen, "cannot read snapshot %s: %s", path,
+                   n < 0 ? strerror(errno) : "unexpected end of file");
+            ret = KQ_ERR_IO;
+            goto out;
+        }
+        got += (size_t)n;
+    }
+    size_t len = (size_t)st.st_size - SNAP_HDR;
+    if (memcmp(buf, SNAP_MAGIC, 8) != 0 || get_be32(buf + 32) != kq_crc32c(0, buf, 32)) {
+        seterr(errbuf, errlen, "snapshot %s has a damaged header (bad magic or header CRC)", path);
+        ret = KQ_ERR_CORRUPT_MESSAGE;
+        goto out;
+    }
+    if ((int64_t)get_be64(buf + 8) != id.end_offset || (int32_t)get_be32(buf + 16) != id.epoch) {
+        seterr(errbuf, errlen, "snapshot %s holds snapshot %lld-%d, not the one its name says",
+               path, (long long)get_be64(buf + 8), (int)get_be32(buf + 16));
+        ret = KQ_ERR_CORRUPT_MESSAGE;
+        goto out;
+    }
+    if (get_be64(buf + 20) != (uint64_t)len) {
+        seterr(errbuf, errlen, "snapshot %s is %zu payload bytes, its header says %llu", path, len,
+               (unsigned long long)get_be64(buf + 20));
+        ret = KQ_ERR_CORRUPT_MESSAGE;
+        goto out;
+    }
+    if (get_be32(buf + 28) != kq_crc32c(0, buf + SNAP_HDR, len)) {
+        seterr(errbuf, errlen, "snapshot %s: payload CRC32C mismatch (the file is damaged)", path);
+        ret = KQ_ERR_CORRUPT_MESSAGE;
+        goto out;
+    }
+    if (payload != NULL) {
+        memmove(buf, buf + SNAP_HDR, len);
+        *payload = buf;
+        *plen = len;
+        buf = NULL;
+    }
+out:
+    free(buf);
+    close(fd);
+    return ret;
+}
+
+int kq_store_snapshot_write(kq_store *s, kq_raft_snapshot_id id, const uint8_t *payload, size_t len,
+                            int64_t *size_out, char *errbuf, size_t errlen)
+{
+    char part[PATH_MAX + 64], path[PATH_MAX + 64];
+    uint8_t hdr[SNAP_HDR];
+    int fd = -1, ret = 0;
+    seterr(errbuf, errlen, "%s", "");
+    if (s->failed)
+        return KQ_ERR_IO;
+    if (s->readonly || !snap_id_ok(id) || (payload == NULL && len > 0)) {
+        seterr(errbuf, errlen, "invalid snapshot id %lld-%d or payload", (long long)id.end_offset,
+               (int)id.epoch);
+        return KQ_ERR_INVALID_REQUEST;
+    }
+    if ((ret = ensure_snap_dir(s)) != 0) {
+        seterr(errbuf, errlen, "cannot create %s/snapshots: %s", s->dir, strerror(errno));
+        return ret;
+    }
+    snap_path(s, id, ".part", part, sizeof(part));
+    snap_path(s, id, "", path, sizeof(path));
+    snap_header(hdr, id, payload, len);
+    fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if (fd < 0 || write_all(fd, hdr, sizeof(hdr), 0) != 0 ||
+        (len > 0 && write_all(fd, payload, len, SNAP_HDR) != 0) || fsync(fd) != 0) {
+        seterr(errbuf, errlen, "cannot write snapshot %s: %s", part, strerror(errno));
+        ret = KQ_ERR_IO;
+        goto out;
+    }
+    close(fd);
+    fd = -1;
+    if (rename(part, path) != 0 || sync_snap_dir(s) != 0) {
+        seterr(errbuf, errlen, "cannot rename snapshot %s: %s", part, strerror(errno));
+        ret = KQ_ERR_IO;
+        goto out;
+    }
+    if (size_out != NULL)
+        *size_out = (int64_t)(SNAP_HDR + len);
+out:
+    if (fd >= 0)
+        close(fd);
+    if (ret != 0)
+        unlink(part);
+    return ret;
+}
+
+static int cmp_snap_id(const void *a, const void *b)
+{
+    const kq_raft_snapshot_id *x = a, *y = b;
+    if (x->end_offset != y->end_offset)
+        return x->end_offset < y->end_offset ? -1 : 1;
+    return x->epoch < y->epoch ? -1 : x->epoch > y->epoch;
+}
+
+/* All finished snapshot ids, ascending; *out malloc'd (NULL when none). */
+static int list_snaps(const kq_store *s, kq_raft_snapshot_id **out, size_t *n)
+{
+    char d[PATH_MAX + 16];
+    kq_raft_snapshot_id *ids = NULL;
+    size_t cnt = 0, cap = 0;
+    *out = NULL;
+    *n = 0;
+    if (snap_dir_path(s, d, sizeof(d)) != 0)
+        return KQ_ERR_CONFIG;
+    DIR *dir = opendir(d);
+    if (dir == NULL)
+        return errno == ENOENT ? 0 : KQ_ERR_IO;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        kq_raft_snapshot_id id;
+        const char *suffix;
+        if (!parse_snap_name(e->d_name, &id, &suffix) || suffix[0] != '\0')
+            continue;
+        if (cnt == cap) {
+            size_t ncap = cap ? cap * 2 : 8;
+            kq_raft_snapshot_id *ni = realloc(ids, ncap * sizeof(*ni));
+            if (ni == NULL) {
+                free(ids);
+                closedir(dir);
+                return KQ_ERR_NOMEM;
+            }
+            ids = ni;
+            cap = ncap;
+        }
+        ids[cnt++] = id;
+    }
+    closedir(dir);
+    if (cnt > 1)
+        qsort(ids, cnt, sizeof(*ids), cmp_snap_id);
+    *out = ids;
+    *n = cnt;
+    return 0;
+}
+
+int kq_store_snapshot_list(kq_store *s, kq_raft_snapshot_id *ids, size_t cap, size_t *n)
+{
+    kq_raft_snapshot_id *all = NULL;
+    size_t cnt = 0;
+    int rc = list_snaps(s, &all, &cnt);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < cnt && i < cap; i++)
+        ids[i] = all[i];
+    *n = cnt;
+    free(all);
+    return 0;
+}
+
+int kq_store_snapshot_size(kq_store *s, kq_raft_snapshot_id id, int64_t *size)
+{
+    char path[PATH_MAX + 64];
+    struct stat st;
+    snap_path(s, id, "", path, sizeof(path));
+    if (stat(path, &st) != 0)
+        return errno == ENOENT ? KQ_ERR_SNAPSHOT_NOT_FOUND : KQ_ERR_IO;
+    *size = (int64_t)st.st_size;
+    return 0;
+}
+
+int kq_store_snapshot_latest(kq_store *s, kq_raft_snapshot_id *id, int64_t *size)
+{
+    kq_raft_snapshot_id *all = NULL;
+    size_t cnt = 0;
+    int rc = list_snaps(s, &all, &cnt);
+    if (rc == 0 && cnt == 0)
+        rc = KQ_ERR_NOT_FOUND;
+    if (rc == 0) {
+        *id = all[cnt - 1];
+        rc = kq_store_snapshot_size(s, *id, size);
+    }
+    free(all);
+    return rc;
+}
+
+int kq_store_snapshot_read(kq_store *s, kq_raft_snapshot_id id, int64_t position, uint8_t *buf,
+                           size_t len, size_t *n_read)
+{
+    char path[PATH_MAX + 64];
+    struct stat st;
+    int ret = 0;
+    *n_read = 0;
+    snap_path(s, id, "", path, sizeof(path));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? KQ_ERR_SNAPSHOT_NOT_FOUND : KQ_ERR_IO;
+    if (fstat(fd, &st) != 0) {
+        ret = KQ_ERR_IO;
+        goto out;
+    }
+    if (position < 0 || position >= (int64_t)st.st_size) {
+        ret = KQ_ERR_POSITION_OUT_OF_RANGE;
+        goto out;
+    }
+    if ((int64_t)len > (int64_t)st.st_size - position)
+        len = (size_t)((int64_t)st.st_size - position);
+    while (*n_read < len) {
+        ssize_t n = pread(fd, buf + *n_read, len - *n_read, (off_t)(position + (int64_t)*n_read));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            ret = KQ_ERR_IO;
+            goto out;
+        }
+        *n_read += (size_t)n;
+    }
+out:
+    close(fd);
+    return ret;
+}
+
+int kq_store_snapshot_load(kq_store *s, kq_raft_snapshot_id id, uint8_t **payload, size_t *len,
+                           char *errbuf, size_t errlen)
+{
+    char path[PATH_MAX + 64];
+    seterr(errbuf, errlen, "%s", "");
+    *payload = NULL;
+    *len = 0;
+    snap_path(s, id, "", path, sizeof(path));
+    int rc = verify_snap_file(path, id, payload, len, errbuf, errlen);
+    if (rc == KQ_ERR_SNAPSHOT_NOT_FOUND)
+        seterr(errbuf, errlen, "snapshot %s does not exist", path);
+    if (rc == KQ_ERR_CORRUPT_MESSAGE)
+        KQ_ERROR("store", "snapshot is damaged", "dir=%s detail=\"%s\"", s->dir,
+                 errbuf ? errbuf : "");
+    return rc;
+}
+
+static int delete_snap_file(const kq_store *s, kq_raft_snapshot_id id)
+{
+    char path[PATH_MAX + 64], del[PATH_MAX + 64];
+    snap_path(s, id, "", path, sizeof(path));
+    snap_path(s, id, ".deleted", del, sizeof(del));
+    if (rename(path, del) != 0)
+        return errno == ENOENT ? 0 : KQ_ERR_IO;
+    return unlink(del) == 0 || errno == ENOENT ? 0 : KQ_ERR_IO;
+}
+
+int kq_store_snapshot_delete_older(kq_store *s, size_t keep)
+{
+    kq_raft_snapshot_id *all = NULL;
+    size_t cnt = 0;
+    if (s->readonly || keep < 1)
+        return KQ_ERR_INVALID_REQUEST;
+    int rc = list_snaps(s, &all, &cnt);
+    for (size_t i = 0; rc == 0 && i + keep < cnt; i++)
+        rc = delete_snap_file(s, all[i]);
+    if (rc == 0 && cnt > keep)
+        rc = sync_snap_dir(s);
+    free(all);
+    return rc;
+}
+
+int kq_store_snapshot_part_write(kq_store *s, kq_raft_snapshot_id id, int64_t position,
+                                 const uint8_t *data, size_t len)
+{
+    char part[PATH_MAX + 64];
+    struct stat st;
+    int ret = 0;
+    if (s->failed)
+        return KQ_ERR_IO;
+    if (s->readonly || !snap_id_ok(id) || position < 0 || (data == NULL && len > 0))
+        return KQ_ERR_INVALID_REQUEST;
+    if ((ret = ensure_snap_dir(s)) != 0)
+        return ret;
+    snap_path(s, id, ".part", part, sizeof(part));
+    int fd = open(part, O_WRONLY | O_CREAT | O_CLOEXEC | (position == 0 ? O_TRUNC : 0), 0640);
+    if (fd < 0)
+        return KQ_ERR_IO;
+    if (fstat(fd, &st) != 0) {
+        ret = KQ_ERR_IO;
+        goto out;
+    }
+    if ((int64_t)st.st_size != position) {
+        ret = KQ_ERR_POSITION_OUT_OF_RANGE; /* chunks arrive in order, without gaps */
+        goto out;
+    }
+    ret = write_all(fd, data, len, (off_t)position);
+out:
+    close(fd);
+    return ret;
+}
+
+int kq_store_snapshot_part_abort(kq_store *s, kq_raft_snapshot_id id)
+{
+    char part[PATH_MAX + 64];
+    if (s->readonly)
+        return KQ_ERR_INVALID_REQUEST;
+    snap_path(s, id, ".part", part, sizeof(part));
+    return unlink(part) == 0 || errno == ENOENT ? 0 : KQ_ERR_IO;
+}
+
+/* One synchronous transaction: the log becomes empty at id.end_offset, epochs {id.epoch}. */
+static int reset_log_to(kq_store *s, kq_raft_snapshot_id id)
+{
+    MDB_cursor *c = NULL;
+    MDB_val k, v;
+    uint8_t ekey[4], eval[8];
+    int rc, ret;
+    if ((ret = kq_store_begin(s)) != 0)
+        return ret;
+    MDB_dbi dbis[2] = {s->log, s->epochs};
+    for (int i = 0; i < 2; i++) {
+        if ((rc = mdb_cursor_open(s->txn, dbis[i], &c)) != 0)
+            goto fail;
+        while ((rc = mdb_cursor_get(c, &k, &v, MDB_FIRST)) == 0)
+            if ((rc = mdb_cursor_del(c, 0)) != 0)
+                goto fail;
+        if (rc != MDB_NOTFOUND)
+            goto fail;
+        mdb_cursor_close(c);
+        c = NULL;
+    }
+    put_be32(ekey, (uint32_t)id.epoch);
+    put_be64(eval, (uint64_t)id.end_offset);
+    k.mv_size = sizeof(ekey);
+    k.mv_data = ekey;
+    v.mv_size = sizeof(eval);
+    v.mv_data = eval;
+    if ((rc = mdb_put(s->txn, s->epochs, &k, &v, 0)) != 0 ||
+        (rc = write_log_start(s->txn, s->meta, id.end_offset, id.epoch)) != 0)
+        goto fail;
+    s->txn_end_offset = id.end_offset;
+    s->txn_last_entry_epoch = id.epoch;
+    s->txn_log_start = id.end_offset;
+    s->txn_log_start_epoch = id.epoch;
+    return kq_store_commit(s);
+fail:
+    if (c != NULL)
+        mdb_cursor_close(c);
+    txn_fail(s, rc, "install snapshot");
+    return kq_store_commit(s); /* refuses and marks the store failed */
+}
+
+int kq_store_install_snapshot(kq_store *s, kq_raft_snapshot_id id, char *errbuf, size_t errlen)
+{
+    char part[PATH_MAX + 64], path[PATH_MAX + 64];
+    int ret;
+    seterr(errbuf, errlen, "%s", "");
+    if (s->failed)
+        return KQ_ERR_IO;
+    if (s->readonly || s->txn != NULL || !snap_id_ok(id)) {
+        seterr(errbuf, errlen,
+               "cannot install snapshot %lld-%d now (read-only store, open "
+               "transaction or bad id)",
+               (long long)id.end_offset, (int)id.epoch);
+        return KQ_ERR_INVALID_REQUEST;
+    }
+    snap_path(s, id, ".part", part, sizeof(part));
+    snap_path(s, id, "", path, sizeof(path));
+    if (fsync_path(part, O_RDONLY) != 0) {
+        seterr(errbuf, errlen, "cannot sync fetched snapshot %s: %s", part, strerror(errno));
+        return errno == ENOENT ? KQ_ERR_SNAPSHOT_NOT_FOUND : KQ_ERR_IO;
+    }
+    ret = verify_snap_file(part, id, NULL, NULL, errbuf, errlen);
+    if (ret == KQ_ERR_CORRUPT_MESSAGE) {
+        KQ_ERROR("store", "fetched snapshot is damaged, discarded", "dir=%s detail=\"%s\"", s->dir,
+                 errbuf ? errbuf : "");
+        unlink(part);
+    }
+    if (ret != 0)
+        return ret;
+    if ((ret = reset_log_to(s, id)) != 0) {
+        seterr(errbuf, errlen, "cannot reset the log in %s to snapshot %lld-%d", s->dir,
+               (long long)id.end_offset, (int)id.epoch);
+        return ret;
+    }
+    if (rename(part, path) != 0 || sync_snap_dir(s) != 0) {
+        seterr(errbuf, errlen, "cannot rename fetched snapshot %s: %s", part, strerror(errno));
+        return KQ_ERR_IO;
+    }
+    return 0;
+}
+
+/* Writable open: remove .deleted leftovers and torn .part files, finish an install whose
+ * transaction committed before its rename, and reset a log that a snapshot overtook. */
+static int snapshots_fixup(kq_store *s)
+{
+    char d[PATH_MAX + 16];
+    int ret = ensure_snap_dir(s);
+    bool changed = false;
+    if (ret != 0)
+        return ret;
+    if (snap_dir_path(s, d, sizeof(d)) != 0)
+        return KQ_ERR_CONFIG;
+    DIR *dir = opendir(d);
+    if (dir == NULL)
+        return KQ_ERR_IO;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        kq_raft_snapshot_id id;
+        const char *suffix;
+        char path[PATH_MAX + 64], fin[PATH_MAX + 64];
+        if (!parse_snap_name(e->d_name, &id, &suffix) || suffix[0] == '\0')
+            continue;
+        snap_path(s, id, suffix, path, sizeof(path));
+        if (strcmp(suffix, ".part") == 0 && s->log_start > 0 && id.end_offset == s->log_start &&
+            id.epoch == s->log_start_epoch) {
+            struct stat st;
+            snap_path(s, id, "", fin, sizeof(fin));
+            if (stat(fin, &st) != 0 && verify_snap_file(path, id, NULL, NULL, NULL, 0) == 0) {
+                KQ_INFO("store", "finishing an interrupted snapshot install", "dir=%s end=%lld",
+                        s->dir, (long long)id.end_offset);
+                if (rename(path, fin) != 0) {
+                    ret = KQ_ERR_IO;
+                    break;
+                }
+                changed = true;
+                continue;
+            }
+        }
+        if (strcmp(suffix, ".part") == 0 || strcmp(suffix, ".deleted") == 0) {
+            if (unlink(path) != 0 && errno != ENOENT) {
+                ret = KQ_ERR_IO;
+                break;
+            }
+            changed = true;
+        }
+    }
+    closedir(dir);
+    if (ret == 0 && changed)
+        ret = sync_snap_dir(s);
+    if (ret != 0)
+        return ret;
+    kq_raft_snapshot_id latest;
+    int64_t size;
+    ret = kq_store_snapshot_latest(s, &latest, &size);
+    if (ret == KQ_ERR_NOT_FOUND)
+        return 0;
+    if (ret != 0)
+        return ret;
+    if (latest.end_offset > s->end_offset) {
+        KQ_WARN("store", "log ends below the latest snapshot; restarting the log there",
+                "dir=%s log_end=%lld snapshot_end=%lld", s->dir, (long long)s->end_offset,
+                (long long)latest.end_offset);
+        return reset_log_to(s, latest);
+    }
+    return 0;
 }

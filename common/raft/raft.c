@@ -28,6 +28,7 @@ typedef struct peer {
     bool begin_inflight;
     bool end_inflight;
     bool fetch_inflight;
+    bool snap_inflight; /* FETCH_SNAPSHOT_REQ */
     /* election round */
     int8_t vote; /* 0 unrecorded, 1 granted, -1 rejected */
     /* resigned: END_EPOCH answered */
@@ -76,6 +77,7 @@ struct kq_raft {
 
     /* log */
     int64_t log_start;
+    int32_t start_epoch; /* epoch of the record at log_start - 1 (0 when log_start is 0) */
     int64_t leo;
     int64_t durable_end;
     kq_raft_epoch_entry *epochs;
@@ -108,6 +110,17 @@ struct kq_raft {
     observer observers[KQ_RAFT_MAX_OBSERVERS];
     parked parked[KQ_RAFT_MAX_PARKED];
     size_t n_parked;
+
+    /* snapshots: [0] latest, [1] the one before (end_offset 0: none) */
+    kq_raft_snapshot_id snaps[2];
+    int64_t snap_sizes[2];
+    uint32_t chunk_bytes;
+    /* follower snapshot transfer */
+    bool snap_fetching;   /* sending FETCH_SNAPSHOT_REQ for snap_fetch_id */
+    bool snap_installing; /* install_snapshot emitted, waiting for SNAPSHOT_INSTALLED */
+    kq_raft_snapshot_id snap_fetch_id;
+    int64_t snap_fetch_pos;
+    int64_t snap_fetch_size; /* -1 until the first answer */
 
     /* resigned */
     uint64_t end_retry_at;
@@ -154,6 +167,7 @@ void kq_raft_config_defaults(kq_raft_config *cfg)
     cfg->retry_backoff_ms = 20;
     cfg->fetch_max_wait_ms = 500;
     cfg->seed = 0;
+    cfg->snapshot_chunk_bytes = KQ_RAFT_SNAPSHOT_CHUNK_DEFAULT;
 }
 
 static uint64_t prng_next(kq_raft *r)
@@ -183,12 +197,14 @@ static int voter_index(const kq_raft *r, int32_t id)
     return -1;
 }
 
+/* Epoch of the last entry: of the log, or of the snapshot at the log start when the log holds
+ * nothing above it. */
 static int32_t last_epoch(const kq_raft *r)
 {
     for (size_t i = r->n_epochs; i > 0; i--)
         if (r->epochs[i - 1].start_offset < r->leo)
             return r->epochs[i - 1].epoch;
-    return 0;
+    return r->log_start > 0 ? r->start_epoch : 0;
 }
 
 static bool log_up_to_date(const kq_raft *r, int32_t cand_epoch, int64_t cand_end)
@@ -199,6 +215,8 @@ static bool log_up_to_date(const kq_raft *r, int32_t cand_epoch, int64_t cand_en
     return cand_end >= r->leo;
 }
 
+/* The snapshot at the log start acts as an entry {start_epoch: log_start} below the cache (the
+ * cache may have lost it to a truncation down to the log start). */
 static bool end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epoch,
                                  int64_t *out_end)
 {
@@ -209,7 +227,28 @@ static bool end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_e
             return true;
         }
     }
+    if (r->log_start > 0 && r->start_epoch > 0 && r->start_epoch <= epoch) {
+        *out_epoch = r->start_epoch;
+        *out_end = r->n_epochs > 0 ? r->epochs[0].start_offset : r->leo;
+        return true;
+    }
     return false;
+}
+
+/* Epoch of the record at `off` (log_start - 1 <= off < leo), -1 if unknown. */
+static int32_t epoch_at(const kq_raft *r, int64_t off)
+{
+    for (size_t i = r->n_epochs; i > 0; i--)
+        if (r->epochs[i - 1].start_offset <= off)
+            return r->epochs[i - 1].epoch;
+    if (r->log_start > 0 && off >= r->log_start - 1)
+        return r->start_epoch; /* below the first cached epoch: the snapshot's epoch */
+    return -1;
+}
+
+static bool snap_id_eq(kq_raft_snapshot_id a, kq_raft_snapshot_id b)
+{
+    return a.end_offset == b.end_offset && a.epoch == b.epoch;
 }
 
 bool kq_raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epoch,
@@ -370,10 +409,21 @@ static void complete_all_parked(kq_raft *r, int err)
     }
 }
 
+/* Stop a FetchSnapshot transfer (not an install the host is doing): the host drops the .part. */
+static void abort_snapshot_fetch(kq_raft *r)
+{
+    if (!r->snap_fetching)
+        return;
+    r->snap_fetching = false;
+    r->u->snapshot_abort = true;
+    r->u->snapshot_id = r->snap_fetch_id;
+}
+
 static void leave_role(kq_raft *r)
 {
     if (r->role == KQ_RAFT_LEADER)
         complete_all_parked(r, KQ_ERR_NOT_LEADER_OR_FOLLOWER);
+    abort_snapshot_fetch(r);
 }
 
 static int cmp_desc_i64(const void *a, const void *b)
@@ -478,8 +528,8 @@ static void become_follower(kq_raft *r, int32_t epoch, int32_t leader)
 
 static void become_prospective(kq_raft *r)
 {
-    if (!is_voter(r) || r->shutdown)
-        return;
+    if (!is_voter(r) || r->shutdown || r->snap_installing)
+        return; /* a node installing a snapshot never campaigns: a leader never installs */
     leave_role(r);
     r->role = KQ_RAFT_PROSPECTIVE; /* same epoch, not durable; keeps vote and leader hint */
     reset_round(r);
@@ -869,7 +919,26 @@ static void on_fetch_req(kq_raft *r, const kq_raft_msg *m)
     if (vi >= 0)
         check_quorum_mark(r, vi);
 
-    /* validateOffsetAndEpoch (no snapshots yet) */
+    /* validateOffsetAndEpoch (kraft-semantics.md 1.5). Item 5 (KAFKA-15078): a fetch from
+     * offset 0 gets the snapshot whenever one exists. Item 2: with a snapshot at the log start
+     * (log_start > 0, epoch start_epoch), an offset below it, at it with another epoch, or a
+     * last fetched epoch older than it gets the latest snapshot. */
+    if (r->snaps[0].end_offset > 0 &&
+        (f->fetch_offset == 0 || (r->log_start > 0 && (f->fetch_offset < r->log_start ||
+                                                       (f->fetch_offset == r->log_start &&
+                                                        f->last_fetched_epoch != r->start_epoch) ||
+                                                       f->last_fetched_epoch < r->start_epoch)))) {
+        kq_raft_msg *resp = emit_resp(r, m, KQ_RAFT_FETCH_RESP, KQ_ERR_NONE);
+        if (resp) {
+            resp->u.fetch_resp.high_watermark = r->hw;
+            resp->u.fetch_resp.log_start_offset = r->log_start;
+            resp->u.fetch_resp.snapshot = true;
+            resp->u.fetch_resp.snapshot_id = r->snaps[0];
+            resp->u.fetch_resp.records_from = f->fetch_offset;
+            resp->u.fetch_resp.records_to = f->fetch_offset;
+        }
+        return;
+    }
     bool valid;
     int32_t div_epoch = 0;
     int64_t div_end = r->log_start;
@@ -930,6 +999,77 @@ static void on_fetch_req(kq_raft *r, const kq_raft_msg *m)
         }
     }
     send_fetch_resp_records(r, m->from, m->token, f->fetch_offset);
+}
+
+/* ---------------------------------------------------------------- FetchSnapshot (leader side) */
+
+static void send_fetch_snapshot_error(kq_raft *r, const kq_raft_msg *m, int err)
+{
+    kq_raft_msg *resp = emit_resp(r, m, KQ_RAFT_FETCH_SNAPSHOT_RESP, err);
+    if (resp) {
+        resp->u.fetch_snapshot_resp.snapshot_id = m->u.fetch_snapshot_req.snapshot_id;
+        resp->u.fetch_snapshot_resp.size = -1;
+        resp->u.fetch_snapshot_resp.position = m->u.fetch_snapshot_req.position;
+    }
+}
+
+static void on_fetch_snapshot_req(kq_raft *r, const kq_raft_msg *m)
+{
+    const __typeof__(m->u.fetch_snapshot_req) *f = &m->u.fetch_snapshot_req;
+    if (f->max_bytes < 0 || f->snapshot_id.end_offset < 0 || f->snapshot_id.epoch < 0) {
+        send_fetch_snapshot_error(r, m, KQ_ERR_INVALID_REQUEST);
+        return;
+    }
+    if (m->epoch < r->epoch) {
+        send_fetch_snapshot_error(r, m, KQ_ERR_FENCED_LEADER_EPOCH);
+        return;
+    }
+    if (m->epoch > r->epoch) {
+        send_fetch_snapshot_error(r, m, KQ_ERR_UNKNOWN_LEADER_EPOCH);
+        return;
+    }
+    if (r->role != KQ_RAFT_LEADER) {
+        send_fetch_snapshot_error(r, m, KQ_ERR_NOT_LEADER_OR_FOLLOWER);
+        return;
+    }
+    if (r->shutdown) {
+        send_fetch_snapshot_error(r, m, KQ_ERR_BROKER_NOT_AVAILABLE);
+        return;
+    }
+    int vi = voter_index(r, m->from);
+    if (vi >= 0)
+        check_quorum_mark(r, vi); /* FetchSnapshot counts toward check-quorum (1.7) */
+    else
+        observer_slot(r, m->from)->last_fetch_ms = r->now;
+
+    /* Any snapshot this node still has (the latest or the one before), never the bootstrap
+     * id {0, 0}. */
+    int k = -1;
+    for (int i = 0; i < 2; i++)
+        if (r->snaps[i].end_offset > 0 && snap_id_eq(r->snaps[i], f->snapshot_id))
+            k = i;
+    if (k < 0) {
+        send_fetch_snapshot_error(r, m, KQ_ERR_SNAPSHOT_NOT_FOUND);
+        return;
+    }
+    int64_t size = r->snap_sizes[k];
+    if (f->position < 0 || f->position >= size) {
+        send_fetch_snapshot_error(r, m, KQ_ERR_POSITION_OUT_OF_RANGE);
+        return;
+    }
+    int64_t len = size - f->position;
+    if (len > (int64_t)r->chunk_bytes)
+        len = r->chunk_bytes;
+    if (f->max_bytes > 0 && len > f->max_bytes)
+        len = f->max_bytes;
+    kq_raft_msg *resp = emit_resp(r, m, KQ_RAFT_FETCH_SNAPSHOT_RESP, KQ_ERR_NONE);
+    if (resp) {
+        resp->u.fetch_snapshot_resp.snapshot_id = r->snaps[k];
+        resp->u.fetch_snapshot_resp.size = size;
+        resp->u.fetch_snapshot_resp.position = f->position;
+        resp->u.fetch_snapshot_resp.data = NULL;
+        resp->u.fetch_snapshot_resp.len = (size_t)len;
+    }
 }
 
 /* ---------------------------------------------------------------- Fetch (follower side) */
@@ -1038,6 +1178,88 @@ static void follower_append(kq_raft *r, const kq_raft_msg *m)
     }
 }
 
+/* The leader answered SNAPSHOT: switch to FetchSnapshot (1.5, follower side). */
+static void begin_snapshot_fetch(kq_raft *r, kq_raft_snapshot_id id, int32_t leader_epoch)
+{
+    if (id.end_offset <= 0 || id.epoch <= 0 || id.epoch > leader_epoch) {
+        fetch_backoff(r); /* malformed */
+        return;
+    }
+    if (id.end_offset < r->committed || id.end_offset < r->hw ||
+        (r->snaps[0].end_offset > 0 && id.end_offset <= r->snaps[0].end_offset &&
+         id.end_offset <= r->leo)) {
+        /* Never go back below what this node knows is committed or already holds: a
+         * correct leader does not ask for that (our offset would have been valid). */
+        fetch_backoff(r);
+        return;
+    }
+    r->snap_fetching = true;
+    r->snap_fetch_id = id;
+    r->snap_fetch_pos = 0;
+    r->snap_fetch_size = -1;
+}
+
+static void on_fetch_snapshot_resp(kq_raft *r, const kq_raft_msg *m)
+{
+    int i = voter_index(r, m->from);
+    if (i < 0 || i == r->self_idx || !r->peers[i].snap_inflight)
+        return;
+    r->peers[i].snap_inflight = false;
+    const __typeof__(m->u.fetch_snapshot_resp) *f = &m->u.fetch_snapshot_resp;
+
+    if (is_transport_error(m->error)) {
+        fetch_backoff(r);
+        return;
+    }
+    if (m->epoch > r->epoch) {
+        on_higher_epoch(r, m->epoch, m->leader_id); /* aborts the transfer */
+        return;
+    }
+    if (m->epoch < r->epoch || r->role != KQ_RAFT_FOLLOWER || m->from != r->leader_id ||
+        !r->snap_fetching) {
+        fetch_backoff(r); /* stale */
+        return;
+    }
+    if (m->error == KQ_ERR_SNAPSHOT_NOT_FOUND || m->error == KQ_ERR_POSITION_OUT_OF_RANGE) {
+        /* The leader dropped that snapshot (a newer one exists) or our position is off:
+         * start over with a Fetch, which names the leader's latest snapshot. */
+        abort_snapshot_fetch(r);
+        return;
+    }
+    if (m->error != KQ_ERR_NONE) {
+        fetch_backoff(r);
+        return;
+    }
+    if (!snap_id_eq(f->snapshot_id, r->snap_fetch_id) || f->size <= 0 ||
+        (r->snap_fetch_size >= 0 && f->size != r->snap_fetch_size)) {
+        abort_snapshot_fetch(r); /* a different file than the one we have begun */
+        return;
+    }
+    if (f->position != r->snap_fetch_pos || f->len == 0 || (!f->data && f->len > 0) ||
+        (uint64_t)f->len > (uint64_t)(f->size - f->position)) {
+        fetch_backoff(r); /* ask for the same position again */
+        return;
+    }
+    r->fetched_ok = true;
+    r->last_fetch_ok_ms = r->now;
+    r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
+
+    kq_raft_update *u = r->u;
+    u->snapshot_id = r->snap_fetch_id;
+    u->snapshot_chunk = true;
+    u->chunk_position = f->position;
+    u->chunk_data = f->data;
+    u->chunk_len = f->len;
+    u->snapshot_size = f->size;
+    r->snap_fetch_size = f->size;
+    r->snap_fetch_pos += (int64_t)f->len;
+    if (r->snap_fetch_pos == f->size) {
+        r->snap_fetching = false;
+        r->snap_installing = true;
+        u->install_snapshot = true;
+    }
+}
+
 static void on_fetch_resp(kq_raft *r, const kq_raft_msg *m)
 {
     int i = voter_index(r, m->from);
@@ -1088,6 +1310,10 @@ static void on_fetch_resp(kq_raft *r, const kq_raft_msg *m)
     r->last_fetch_ok_ms = r->now;
     r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
 
+    if (f->snapshot) {
+        begin_snapshot_fetch(r, f->snapshot_id, m->epoch);
+        return;
+    }
     if (f->diverging) {
         int64_t t = truncation_point(r, f->diverging_epoch, f->diverging_end_offset);
         if (t < r->hw || t < r->committed) {
@@ -1187,6 +1413,19 @@ static void pump_resigned(kq_raft *r)
     }
 }
 
+static void pump_fetch_snapshot(kq_raft *r, int t)
+{
+    if (r->peers[t].snap_inflight)
+        return;
+    kq_raft_msg *m = emit(r, KQ_RAFT_FETCH_SNAPSHOT_REQ, r->peers[t].id);
+    if (!m)
+        return;
+    m->u.fetch_snapshot_req.snapshot_id = r->snap_fetch_id;
+    m->u.fetch_snapshot_req.position = r->snap_fetch_pos;
+    m->u.fetch_snapshot_req.max_bytes = (int32_t)r->chunk_bytes;
+    r->peers[t].snap_inflight = true;
+}
+
 static int fetch_target(kq_raft *r)
 {
     if (r->role == KQ_RAFT_FOLLOWER)
@@ -1208,10 +1447,19 @@ static int fetch_target(kq_raft *r)
 
 static void pump_fetch(kq_raft *r)
 {
+    if (r->snap_installing)
+        return; /* the host is installing a snapshot: nothing to fetch from until it is done */
     if (r->now < r->fetch_retry_at || r->durable_end < r->leo)
         return; /* back-off, or the offset we would report is not durable yet */
     int t = fetch_target(r);
-    if (t < 0 || t == r->self_idx || r->peers[t].fetch_inflight)
+    if (t < 0 || t == r->self_idx)
+        return;
+    if (r->snap_fetching) {
+        if (r->role == KQ_RAFT_FOLLOWER)
+            pump_fetch_snapshot(r, t);
+        return;
+    }
+    if (r->peers[t].fetch_inflight)
         return;
     kq_raft_msg *m = emit(r, KQ_RAFT_FETCH_REQ, r->peers[t].id);
     if (!m)
@@ -1295,6 +1543,10 @@ static bool fire_timers(kq_raft *r)
         return false;
     case KQ_RAFT_FOLLOWER:
         if (now >= r->fetch_deadline) {
+            if (r->snap_installing) {
+                r->fetch_deadline = now + r->cfg.fetch_timeout_ms;
+                return false;
+            }
             if (!is_voter(r)) {
                 become_unattached(r, r->epoch, KQ_RAFT_NO_ID); /* rediscover the leader */
                 return true;
@@ -1369,6 +1621,90 @@ static uint64_t next_deadline(kq_raft *r)
     return d;
 }
 
+/* ---------------------------------------------------------------- snapshots */
+
+/* Move the log start up to `end` (a snapshot end whose last record has `epoch`): epoch entries
+ * that end at or below it go, the one covering end - 1 is clamped to start at `end`. */
+static void compact(kq_raft *r, int64_t end, int32_t epoch)
+{
+    if (end <= r->log_start)
+        return;
+    size_t first = 0;
+    for (size_t i = 0; i < r->n_epochs; i++)
+        if (r->epochs[i].start_offset < end)
+            first = i;
+    if (r->n_epochs > 0 && r->epochs[first].start_offset < end) {
+        r->epochs[first].start_offset = end;
+        memmove(r->epochs, r->epochs + first, (r->n_epochs - first) * sizeof(*r->epochs));
+        r->n_epochs -= first;
+    }
+    r->log_start = end;
+    r->start_epoch = epoch;
+    if (r->committed < end)
+        r->committed = end;
+    r->u->compact_to = end;
+}
+
+static void remember_snapshot(kq_raft *r, kq_raft_snapshot_id id, int64_t size)
+{
+    if (snap_id_eq(r->snaps[0], id)) {
+        r->snap_sizes[0] = size;
+        return;
+    }
+    r->snaps[1] = r->snaps[0];
+    r->snap_sizes[1] = r->snap_sizes[0];
+    r->snaps[0] = id;
+    r->snap_sizes[0] = size;
+}
+
+/* SNAPSHOT_TAKEN checks, before anything changes. */
+static bool snapshot_taken_ok(const kq_raft *r, const kq_raft_snapshot_event *e)
+{
+    int64_t end = e->id.end_offset;
+    if (end <= 0 || e->id.epoch <= 0 || e->size <= 0)
+        return false;
+    if (end > r->durable_end || end > r->committed || end < r->log_start)
+        return false; /* only committed, durable state; never below the log start */
+    if (end < r->snaps[0].end_offset)
+        return false; /* older than the latest snapshot */
+    if (end == r->snaps[0].end_offset && e->id.epoch != r->snaps[0].epoch)
+        return false;
+    return epoch_at(r, end - 1) == e->id.epoch;
+}
+
+static void on_snapshot_taken(kq_raft *r, const kq_raft_snapshot_event *e)
+{
+    remember_snapshot(r, e->id, e->size);
+    compact(r, e->id.end_offset, e->id.epoch);
+}
+
+static void on_snapshot_installed(kq_raft *r, const kq_raft_snapshot_event *e)
+{
+    r->snap_installing = false;
+    if (e->error != 0) {
+        fetch_backoff(r); /* the next Fetch names the leader's latest snapshot again */
+        return;
+    }
+    if (r->role == KQ_RAFT_LEADER) {
+        set_fatal(r, "a leader was asked to install a snapshot");
+        return;
+    }
+    int64_t end = r->snap_fetch_id.end_offset;
+    remember_snapshot(r, r->snap_fetch_id, r->snap_fetch_size);
+    /* The whole log was replaced by the snapshot: it starts and ends at its end offset. */
+    r->log_start = end;
+    r->start_epoch = r->snap_fetch_id.epoch;
+    r->leo = end;
+    r->durable_end = end;
+    r->n_epochs = 0;
+    add_epoch(r, r->snap_fetch_id.epoch, end);
+    if (r->hw < end)
+        r->hw = end; /* the snapshot is committed state */
+    if (r->committed < end)
+        r->committed = end;
+    r->fetch_retry_at = 0;
+}
+
 /* ---------------------------------------------------------------- start */
 
 static int on_start(kq_raft *r, const kq_raft_persisted *p)
@@ -1376,6 +1712,14 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
     const kq_raft_qstate *q = &p->qstate;
     if (q->epoch < 0 || p->log_start_offset < 0 || p->log_end_offset < p->log_start_offset ||
         (p->n_epochs > 0 && !p->epochs))
+        return KQ_ERR_INVALID_REQUEST;
+    /* Snapshots: the latest lies within the log (an install the store did not finish would put
+     * it above the log end: kq_store_open completes those), sizes are known. */
+    if (p->log_start_epoch < 0 || (p->log_start_offset > 0) != (p->log_start_epoch > 0) ||
+        p->snapshot.end_offset < 0 || p->snapshot.epoch < 0 ||
+        (p->snapshot.end_offset > 0 && (p->snapshot.epoch <= 0 || p->snapshot_size <= 0 ||
+                                        p->snapshot.end_offset > p->log_end_offset ||
+                                        p->snapshot.end_offset < p->log_start_offset)))
         return KQ_ERR_INVALID_REQUEST;
     for (size_t i = 0; i < p->n_epochs; i++) {
         if (p->epochs[i].epoch < 0 || p->epochs[i].start_offset < 0 ||
@@ -1393,9 +1737,17 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
     }
     r->started = true;
     r->log_start = p->log_start_offset;
+    r->start_epoch = p->log_start_epoch;
     r->leo = p->log_end_offset;
     r->durable_end = r->leo;
     truncate_epochs(r, r->leo); /* epochs with no entry left (an unflushed leader append) */
+    if (p->snapshot.end_offset > 0) {
+        r->snaps[0] = p->snapshot;
+        r->snap_sizes[0] = p->snapshot_size;
+        r->committed = p->snapshot.end_offset; /* a snapshot holds committed state only */
+        /* A crash between writing the snapshot and deleting the prefix: finish it. */
+        compact(r, p->snapshot.end_offset, p->snapshot.epoch);
+    }
     r->hw = -1;
     r->leader_hw = -1;
     r->epoch = q->epoch;
@@ -1507,6 +1859,10 @@ kq_raft *kq_raft_new(const kq_raft_config *cfg, char *errbuf, size_t errlen)
     r->committed = -1;
     r->leader_hw = -1;
     r->discovery_idx = -1;
+    r->chunk_bytes =
+        cfg->snapshot_chunk_bytes ? cfg->snapshot_chunk_bytes : KQ_RAFT_SNAPSHOT_CHUNK_DEFAULT;
+    if (r->chunk_bytes > KQ_RAFT_SNAPSHOT_CHUNK_MAX)
+        r->chunk_bytes = KQ_RAFT_SNAPSHOT_CHUNK_MAX;
     for (int i = 0; i < cfg->n_voters; i++) {
         r->peers[i].id = cfg->voters[i];
         r->peers[i].end_offset = -1;
@@ -1525,7 +1881,10 @@ void kq_raft_free(kq_raft *r)
 
 static bool msg_ok(const kq_raft *r, const kq_raft_msg *m)
 {
-    if (!m || m->type < KQ_RAFT_VOTE_REQ || m->type > KQ_RAFT_FETCH_RESP)
+    if (!m || (int)m->type < KQ_RAFT_VOTE_REQ || (int)m->type > KQ_RAFT_MSG_TYPE_MAX)
+        return false;
+    if (m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP && m->u.fetch_snapshot_resp.len > 0 &&
+        !m->u.fetch_snapshot_resp.data)
         return false;
     if (m->from < 0 || m->from == r->cfg.node_id || m->to != r->cfg.node_id || m->epoch < 0)
         return false;
@@ -1540,6 +1899,7 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
         return KQ_ERR_INVALID_REQUEST;
     memset(u, 0, sizeof(*u));
     u->truncate_to = -1;
+    u->compact_to = -1;
     u->msgs = r ? r->msgs : NULL;
     u->high_watermark = r ? r->hw : -1;
     if (!r || !ev)
@@ -1554,8 +1914,13 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
         return KQ_ERR_INVALID_REQUEST;
     if (ev->type == KQ_RAFT_EV_PERSISTED && ev->u.persisted_end < 0)
         return KQ_ERR_INVALID_REQUEST;
-    if (ev->type < KQ_RAFT_EV_START || ev->type > KQ_RAFT_EV_RESIGN)
+    if (ev->type < KQ_RAFT_EV_START || ev->type > KQ_RAFT_EV_SNAPSHOT_INSTALLED)
         return KQ_ERR_INVALID_REQUEST;
+    if (ev->type == KQ_RAFT_EV_SNAPSHOT_TAKEN && !snapshot_taken_ok(r, &ev->u.snapshot))
+        return KQ_ERR_INVALID_REQUEST;
+    if (ev->type == KQ_RAFT_EV_SNAPSHOT_INSTALLED &&
+        (!r->snap_installing || !snap_id_eq(ev->u.snapshot.id, r->snap_fetch_id)))
+        return KQ_ERR_INVALID_REQUEST; /* no install pending for that snapshot */
 
     if (ev->now_ms > r->now)
         r->now = ev->now_ms;
@@ -1578,7 +1943,7 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
         break;
     case KQ_RAFT_EV_RECEIVE: {
         const kq_raft_msg *m = ev->u.msg;
-        switch (m->type) {
+        switch ((int)m->type) {
         case KQ_RAFT_VOTE_REQ:
             on_vote_req(r, m);
             break;
@@ -1602,6 +1967,12 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
             break;
         case KQ_RAFT_FETCH_RESP:
             on_fetch_resp(r, m);
+            break;
+        case (int)KQ_RAFT_FETCH_SNAPSHOT_REQ:
+            on_fetch_snapshot_req(r, m);
+            break;
+        case (int)KQ_RAFT_FETCH_SNAPSHOT_RESP:
+            on_fetch_snapshot_resp(r, m);
             break;
         }
         break;
@@ -1633,6 +2004,12 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
             resign(r);
         else if (r->role == KQ_RAFT_PROSPECTIVE || r->role == KQ_RAFT_CANDIDATE)
             stop_campaign(r);
+        break;
+    case KQ_RAFT_EV_SNAPSHOT_TAKEN:
+        on_snapshot_taken(r, &ev->u.snapshot);
+        break;
+    case KQ_RAFT_EV_SNAPSHOT_INSTALLED:
+        on_snapshot_installed(r, &ev->u.snapshot);
         break;
     }
 
@@ -1672,6 +2049,9 @@ void kq_raft_get_status(const kq_raft *r, kq_raft_status *out)
     out->log_end_offset = r->leo;
     out->durable_end_offset = r->durable_end;
     out->last_epoch = last_epoch(r);
+    out->snapshot = r->snaps[0];
+    out->fetching_snapshot = r->snap_fetching;
+    out->installing_snapshot = r->snap_installing;
     if (r->role != KQ_RAFT_LEADER)
         return;
     kq_raft_replica *v = &out->voters[out->n_voters++];

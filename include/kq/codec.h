@@ -20,6 +20,7 @@
 #define KQ_CODEC_MAX_CLUSTER_ID 64
 #define KQ_CODEC_MAX_WRITE_RECORDS 10000
 #define KQ_CODEC_MAX_ENDPOINT 256
+#define KQ_CODEC_MAX_SNAPSHOT_CHUNK (8 * 1024 * 1024) /* bytes in one FetchSnapshot answer */
 
 /* API keys (kq.ApiKey in proto/kq_rpc.proto). */
 enum {
@@ -133,7 +134,12 @@ int kq_codec_encode_write_request(const char *cluster_id, const uint8_t *const *
                                   const size_t *lens, size_t n, kq_buf *out);
 
 /* Responses. For FETCH_RESP from a leader, `batches` are what the host read from its store
- * for [records_from, records_to); otherwise pass NULL, 0. */
+ * for [records_from, records_to); otherwise pass NULL, 0. For FETCH_SNAPSHOT_RESP the host
+ * sets u.fetch_snapshot_resp.data/len (in a copy of the core's message) to the bytes it read
+ * from the snapshot file (kq_store_snapshot_read), at most KQ_CODEC_MAX_SNAPSHOT_CHUNK.
+ * A FETCH_RESP with u.fetch_resp.snapshot carries the snapshot id (no batches allowed).
+ * FETCH_SNAPSHOT_REQ and FETCH_SNAPSHOT_RESP (API 59) are encoded and decoded like the other
+ * Raft messages; a decoded FETCH_SNAPSHOT_RESP's data points into the kq_response. */
 int kq_codec_encode_raft_response(const kq_raft_msg *m, const kq_codec_batch *batches,
                                   size_t n_batches, kq_buf *out);
 int kq_codec_encode_describe_response(const kq_quorum_description *d, kq_buf *out);
@@ -161,8 +167,8 @@ typedef enum kq_record_type {
 } kq_record_type;
 
 /* Append one encoded record (length-prefixed) to a growing buffer. */
-int kq_codec_append_leader_change(kq_buf *b, int32_t leader_id, const int32_t *voters,
-                                  int n_voters, const int32_t *granting, int n_granting);
+int kq_codec_append_leader_change(kq_buf *b, int32_t leader_id, const int32_t *voters, int n_voters,
+                                  const int32_t *granting, int n_granting);
 int kq_codec_append_noop(kq_buf *b);
 int kq_codec_append_opaque(kq_buf *b, const uint8_t *data, size_t len);
 
@@ -171,7 +177,7 @@ int kq_codec_append_opaque(kq_buf *b, const uint8_t *data, size_t len);
  * KQ_ERR_MALFORMED if the payload does not parse or holds other than `count` records. */
 typedef int (*kq_record_cb)(void *arg, int64_t offset, kq_record_type type,
                             const char *description);
-int kq_codec_walk_records(const uint8_t *records, size_t len, int64_t base_offset,
-                          int32_t count, kq_record_cb cb, void *arg);
+int kq_codec_walk_records(const uint8_t *records, size_t len, int64_t base_offset, int32_t count,
+                          kq_record_cb cb, void *arg);
 
 #endif

@@ -17,6 +17,30 @@
  *     6. if u.hw_changed, apply committed records below u.high_watermark;
  *     7. arm a timer for u.next_deadline_ms and step TICK when it fires.
  *
+ * Snapshots (kraft-semantics.md 1.5 items 2 and 5, 1.7). The host writes snapshots of its
+ * committed state and stores them as opaque files (include/kq/store.h); the core knows only
+ * their ids (end offset exclusive, epoch of the record at end - 1) and sizes:
+ *   - after writing a snapshot of committed state that ends at a batch boundary <= the HW
+ *     and <= the durable log end, the host steps KQ_RAFT_EV_SNAPSHOT_TAKEN; the update may
+ *     say u.compact_to: delete every log batch below it (kq_store_delete_prefix). The log
+ *     start moves only to a snapshot; lagging replicas then get the snapshot;
+ *   - a leader answers a Fetch below its log start (and the other 1.5 item 2/5 cases) with
+ *     fetch_resp.snapshot = true and the latest snapshot id, and serves FETCH_SNAPSHOT_REQ:
+ *     its FETCH_SNAPSHOT_RESP names a byte range [position, position + len) of the snapshot
+ *     file that the host fills in (or, if the file vanished, replaces by an error response
+ *     SNAPSHOT_NOT_FOUND);
+ *   - a follower (voter or observer) that gets a snapshot id switches to FetchSnapshot: one
+ *     request in flight, each answer gives u.snapshot_chunk (write the bytes at
+ *     u.chunk_position of the .part file of u.snapshot_id; position 0 starts a fresh file).
+ *     When the last byte has arrived the update also says u.install_snapshot: the host syncs
+ *     and verifies the file (CRC), truncates its whole log, sets the log start and end to
+ *     u.snapshot_id.end_offset and its epoch cache to {snapshot epoch: end offset}
+ *     (kq_store_install_snapshot), loads its state from the snapshot, and then steps
+ *     KQ_RAFT_EV_SNAPSHOT_INSTALLED (error 0, or non-zero if the file was bad: the core then
+ *     fetches again). Until that event the core sends no Fetch and never campaigns.
+ *     u.snapshot_abort: discard the .part of u.snapshot_id (leader change, snapshot gone).
+ *   - the leader never installs a snapshot. FetchSnapshot counts toward check-quorum.
+ *
  * Semantics follow ../shared/reference/kraft-semantics.md section 1 (KRaft): pull-based Fetch
  * with lastFetchedEpoch and diverging-epoch truncation, Vote with pre-vote (KIP-996),
  * BeginQuorumEpoch (resent every fetch_timeout/2), EndQuorumEpoch on resignation, check-quorum,
@@ -44,6 +68,8 @@
 #define KQ_RAFT_MAX_MSGS 256   /* messages one step can emit */
 #define KQ_RAFT_MAX_PARKED 128 /* parked (long-poll) Fetch requests on a leader */
 #define KQ_RAFT_NO_ID (-1)
+#define KQ_RAFT_SNAPSHOT_CHUNK_DEFAULT (1024 * 1024) /* bytes per FetchSnapshot answer */
+#define KQ_RAFT_SNAPSHOT_CHUNK_MAX (8 * 1024 * 1024) /* codec limit for one chunk */
 
 typedef struct kq_raft kq_raft;
 
@@ -71,6 +97,13 @@ typedef struct kq_raft_epoch_entry {
     int64_t start_offset;
 } kq_raft_epoch_entry;
 
+/* A snapshot id: end_offset is exclusive (the snapshot holds offsets < end_offset), epoch is
+ * the epoch of the record at end_offset - 1. {0, 0} means "none". */
+typedef struct kq_raft_snapshot_id {
+    int64_t end_offset;
+    int32_t epoch;
+} kq_raft_snapshot_id;
+
 typedef struct kq_raft_config {
     int32_t node_id;
     int32_t voters[KQ_RAFT_MAX_VOTERS]; /* static voter set; node is an observer if absent */
@@ -82,6 +115,8 @@ typedef struct kq_raft_config {
     uint32_t retry_backoff_ms;        /* controller.quorum.retry.backoff.ms, 20 */
     uint32_t fetch_max_wait_ms;       /* long-poll wait asked for in Fetch, 500 */
     uint64_t seed;                    /* PRNG seed for timeouts and back-off */
+    uint32_t snapshot_chunk_bytes;    /* max bytes per FetchSnapshot answer, 1 MiB (0: default;
+                                       * capped at KQ_RAFT_SNAPSHOT_CHUNK_MAX) */
 } kq_raft_config;
 
 /* Fill cfg with Kafka's defaults (node_id -1, no voters). */
@@ -90,10 +125,18 @@ void kq_raft_config_defaults(kq_raft_config *cfg);
 /* What the host recovered from disk, given with KQ_RAFT_EV_START. */
 typedef struct kq_raft_persisted {
     kq_raft_qstate qstate;
-    int64_t log_start_offset;        /* first offset in the log (0 unless compacted) */
-    int64_t log_end_offset;          /* durable LEO */
+    int64_t log_start_offset;          /* first offset in the log (0 unless compacted) */
+    int64_t log_end_offset;            /* durable LEO */
     const kq_raft_epoch_entry *epochs; /* epoch cache, ascending; borrowed */
     size_t n_epochs;
+    /* Snapshots (all zero when there are none; the zero-initialised struct of a host that
+     * does not snapshot stays valid). log_start_epoch: the epoch of the record at
+     * log_start_offset - 1 (the epoch of the snapshot at the log start), 0 when the log
+     * starts at 0. snapshot: the latest snapshot (end_offset <= log_end_offset and >=
+     * log_start_offset), snapshot_size its file size in bytes (> 0 when there is one). */
+    int32_t log_start_epoch;
+    kq_raft_snapshot_id snapshot;
+    int64_t snapshot_size;
 } kq_raft_persisted;
 
 /* A record batch's metadata. The payload travels beside it, opaque to the core. */
@@ -123,6 +166,14 @@ typedef enum kq_raft_msg_type {
     KQ_RAFT_FETCH_REQ,
     KQ_RAFT_FETCH_RESP,
 } kq_raft_msg_type;
+
+/* FetchSnapshot (API 59). These two values of kq_raft_msg_type are defined outside the enum
+ * list on purpose: hosts (the simulator) keep exhaustive switches over the eight types above
+ * compiling under -Wswitch -Werror. Compare with ==, or switch on (int)m->type. A response's
+ * type is its request's + 1, as for the other pairs. */
+#define KQ_RAFT_FETCH_SNAPSHOT_REQ ((kq_raft_msg_type)9)
+#define KQ_RAFT_FETCH_SNAPSHOT_RESP ((kq_raft_msg_type)10)
+#define KQ_RAFT_MSG_TYPE_MAX 10
 
 /*
  * One message. Requests are answered by exactly one response:
@@ -178,19 +229,49 @@ typedef struct kq_raft_msg {
             /* Received by a follower: the batches the host decoded (borrowed). */
             const kq_raft_batch *batches;
             size_t n_batches;
+            /* SNAPSHOT answer (1.5 items 2/5): fetch the leader's latest snapshot `snapshot`
+             * with FetchSnapshot; no records, no divergence. */
+            bool snapshot;
+            kq_raft_snapshot_id snapshot_id;
         } fetch_resp;
+        struct {
+            kq_raft_snapshot_id snapshot_id;
+            int64_t position; /* byte offset in the snapshot file */
+            int32_t max_bytes;
+        } fetch_snapshot_req;
+        struct {
+            kq_raft_snapshot_id snapshot_id;
+            int64_t size;     /* total bytes of the snapshot file */
+            int64_t position; /* of the first byte of this chunk */
+            /* Emitted by a leader: the host sends bytes [position, position + len) of the
+             * snapshot file snapshot_id (data is NULL). Received by a follower: the chunk
+             * (data borrowed for the step; may be NULL when len is 0). */
+            const uint8_t *data;
+            size_t len;
+        } fetch_snapshot_resp;
     } u;
 } kq_raft_msg;
 
 typedef enum kq_raft_event_type {
-    KQ_RAFT_EV_START = 1, /* once, first: recovered state */
-    KQ_RAFT_EV_TICK,      /* time passed (at or after next_deadline_ms) */
-    KQ_RAFT_EV_RECEIVE,   /* a request or a response arrived */
-    KQ_RAFT_EV_PERSISTED, /* the log is durable up to `persisted_end` (and qstate written) */
-    KQ_RAFT_EV_PROPOSE,   /* leader: append `propose_count` records as one batch */
-    KQ_RAFT_EV_RESIGN,    /* graceful shutdown: resign (leader) and stop voting; a non-leader
-                           * stops campaigning and voting without changing its qstate */
+    KQ_RAFT_EV_START = 1,      /* once, first: recovered state */
+    KQ_RAFT_EV_TICK,           /* time passed (at or after next_deadline_ms) */
+    KQ_RAFT_EV_RECEIVE,        /* a request or a response arrived */
+    KQ_RAFT_EV_PERSISTED,      /* the log is durable up to `persisted_end` (and qstate written) */
+    KQ_RAFT_EV_PROPOSE,        /* leader: append `propose_count` records as one batch */
+    KQ_RAFT_EV_RESIGN,         /* graceful shutdown: resign (leader) and stop voting; a non-leader
+                                * stops campaigning and voting without changing its qstate */
+    KQ_RAFT_EV_SNAPSHOT_TAKEN, /* u.snapshot: the host wrote a snapshot (see top) */
+    KQ_RAFT_EV_SNAPSHOT_INSTALLED, /* u.snapshot: the host installed the fetched snapshot
+                                    * named by u.install_snapshot (error 0), or could not
+                                    * (error != 0, e.g. KQ_ERR_CORRUPT_MESSAGE) */
 } kq_raft_event_type;
+
+/* Payload of SNAPSHOT_TAKEN / SNAPSHOT_INSTALLED. */
+typedef struct kq_raft_snapshot_event {
+    kq_raft_snapshot_id id;
+    int64_t size; /* TAKEN: file size in bytes (> 0); INSTALLED: ignored */
+    int error;    /* INSTALLED only: 0 installed, else the install failed */
+} kq_raft_snapshot_event;
 
 typedef struct kq_raft_event {
     kq_raft_event_type type;
@@ -200,6 +281,7 @@ typedef struct kq_raft_event {
         const kq_raft_msg *msg;
         int64_t persisted_end;
         int32_t propose_count;
+        kq_raft_snapshot_event snapshot;
     } u;
 } kq_raft_event;
 
@@ -244,6 +326,21 @@ typedef struct kq_raft_update {
      * it to truncate below its high watermark). The host logs fatal_reason and exits. */
     bool fatal;
     const char *fatal_reason;
+
+    /* -1: none. Otherwise delete every log batch below this offset (a snapshot end, at a
+     * batch boundary): kq_store_delete_prefix. Not urgent: may follow the other writes. */
+    int64_t compact_to;
+    /* Follower snapshot transfer, all about the snapshot u.snapshot_id (see top). In one
+     * update, act in this order: abort, chunk, install. */
+    kq_raft_snapshot_id snapshot_id;
+    bool snapshot_abort; /* discard the .part file of snapshot_id */
+    bool snapshot_chunk; /* write chunk_data[0..chunk_len) at chunk_position (0: new file) */
+    int64_t chunk_position;
+    const uint8_t *chunk_data; /* borrowed from the RECEIVE event */
+    size_t chunk_len;
+    bool install_snapshot; /* the file is complete (snapshot_size bytes): install it, then
+                            * step KQ_RAFT_EV_SNAPSHOT_INSTALLED */
+    int64_t snapshot_size;
 } kq_raft_update;
 
 /* Per-replica state on the leader, for DescribeQuorum. Timestamps in the core's clock
@@ -266,7 +363,10 @@ typedef struct kq_raft_status {
     int64_t log_start_offset;
     int64_t log_end_offset;
     int64_t durable_end_offset;
-    int32_t last_epoch; /* epoch of the last log entry, 0 if empty */
+    int32_t last_epoch;           /* epoch of the last log entry, 0 if empty */
+    kq_raft_snapshot_id snapshot; /* latest snapshot this node has, {0,0} none */
+    bool fetching_snapshot;       /* follower: FetchSnapshot transfer in progress */
+    bool installing_snapshot;     /* follower: waiting for SNAPSHOT_INSTALLED */
     /* Leader only (n_voters = 0 elsewhere): voters with the leader first, then observers. */
     kq_raft_replica voters[KQ_RAFT_MAX_VOTERS];
     int n_voters;

@@ -6,6 +6,16 @@
  *   log    : 8-byte big-endian base offset -> 12-byte header {epoch u32 BE, count u32 BE,
  *            crc32c u32 BE of the records} followed by the records bytes
  *   epochs : 4-byte big-endian epoch -> 8-byte big-endian start offset
+ *   meta "log_start": 12 bytes {offset i64 BE, epoch i32 BE}: the log start and the epoch of
+ *            the record just below it (absent: 0, 0). Moves only to a snapshot end.
+ *
+ * Snapshots are files <dir>/snapshots/<endOffset:20>-<epoch:10>.checkpoint (kraft-semantics.md
+ * 1.7), opaque to the store: a 36-byte header {magic "KQSNAP01", end offset i64 BE, epoch i32
+ * BE, payload length u64 BE, crc32c of the payload u32 BE, crc32c of the preceding 32 header
+ * bytes u32 BE} then the payload (the image as records). The whole file travels in
+ * FetchSnapshot, so a follower's copy is checked the same way. Written to a .part file,
+ * fsynced, renamed, directory fsynced. A writable open removes torn .part files and
+ * .deleted leftovers and finishes an install that a crash interrupted.
  *
  * Writes happen in one write transaction per loop iteration (group commit): kq_store_begin,
  * any number of put/truncate/append calls, kq_store_commit. Commit is synchronous (fsync);
@@ -59,7 +69,12 @@ typedef struct kq_store_recovered {
     int32_t last_epoch; /* epoch of the last batch, 0 if empty */
     kq_raft_epoch_entry *epochs;
     size_t n_epochs;
+    int32_t log_start_epoch;      /* epoch of the record at log_start_offset - 1, 0 if none */
+    kq_raft_snapshot_id snapshot; /* latest snapshot file, {0, 0} if none */
+    int64_t snapshot_size;        /* its size in bytes (0 if none) */
 } kq_store_recovered;
+/* A wiped or new directory recovers as all zeros (qstate -1s). Fill kq_raft_persisted from it
+ * field by field (log_start_epoch, snapshot, snapshot_size included). */
 int kq_store_recover(kq_store *s, kq_store_recovered *out);
 
 /* Write transaction. */
@@ -72,6 +87,11 @@ int kq_store_truncate(kq_store *s, int64_t offset);
  * is greater than the last one. crc32c is of `records`. */
 int kq_store_append(kq_store *s, int64_t base_offset, int32_t epoch, int32_t count,
                     const uint8_t *records, size_t len);
+/* Remove every batch below `offset` (a batch boundary or the log end, >= the log start; it
+ * must be a snapshot end: kq_raft_update.compact_to), drop the epoch entries that end at or
+ * below it, clamp the one covering offset - 1 to start at `offset`, and record the new log
+ * start. KQ_ERR_INVALID_REQUEST for an offset that is not a boundary or out of range. */
+int kq_store_delete_prefix(kq_store *s, int64_t offset);
 int kq_store_commit(kq_store *s); /* fsyncs; KQ_ERR_IO is fatal for the caller */
 void kq_store_abort(kq_store *s);
 int kq_store_in_txn(const kq_store *s);
@@ -84,5 +104,50 @@ typedef int (*kq_store_batch_cb)(void *arg, int64_t base_offset, int32_t epoch, 
                                  uint32_t crc32c, const uint8_t *records, size_t len);
 int kq_store_read(kq_store *s, int64_t from, int64_t to, size_t max_bytes, kq_store_batch_cb cb,
                   void *arg);
+
+/* ---- snapshots (outside the write transaction; one thread) ---- */
+
+#define KQ_STORE_SNAPSHOT_HEADER_LEN 36
+#define KQ_STORE_SNAPSHOTS_KEPT 2
+
+/* Write a snapshot of committed state: `payload` (the image as records, e.g. from
+ * kq_image_snapshot_write) at id. Durable on return; *size_out (may be NULL) gets the file
+ * size to give the core in KQ_RAFT_EV_SNAPSHOT_TAKEN. Overwrites an existing file of that id.
+ * KQ_ERR_IO (errbuf says why), KQ_ERR_INVALID_REQUEST for a bad id. */
+int kq_store_snapshot_write(kq_store *s, kq_raft_snapshot_id id, const uint8_t *payload, size_t len,
+                            int64_t *size_out, char *errbuf, size_t errlen);
+/* Snapshot ids on disk (finished files only), ascending by end offset; *n gets the count
+ * (may exceed cap: only cap are stored). */
+int kq_store_snapshot_list(kq_store *s, kq_raft_snapshot_id *ids, size_t cap, size_t *n);
+/* Latest snapshot and its file size; KQ_ERR_NOT_FOUND if there is none. */
+int kq_store_snapshot_latest(kq_store *s, kq_raft_snapshot_id *id, int64_t *size);
+/* File size of snapshot id; KQ_ERR_SNAPSHOT_NOT_FOUND if absent. */
+int kq_store_snapshot_size(kq_store *s, kq_raft_snapshot_id id, int64_t *size);
+/* Raw file bytes [position, position + len) for FetchSnapshot (*n_read may be < len at the
+ * end). KQ_ERR_SNAPSHOT_NOT_FOUND, KQ_ERR_POSITION_OUT_OF_RANGE (position < 0 or >= size). */
+int kq_store_snapshot_read(kq_store *s, kq_raft_snapshot_id id, int64_t position, uint8_t *buf,
+                           size_t len, size_t *n_read);
+/* Read and verify (magic, header CRC, id, length, payload CRC) a snapshot; *payload is
+ * malloc'd, the caller frees it. KQ_ERR_SNAPSHOT_NOT_FOUND, KQ_ERR_CORRUPT_MESSAGE (errbuf
+ * names the problem), KQ_ERR_IO, KQ_ERR_NOMEM. */
+int kq_store_snapshot_load(kq_store *s, kq_raft_snapshot_id id, uint8_t **payload, size_t *len,
+                           char *errbuf, size_t errlen);
+/* Delete all but the latest `keep` (>= 1) snapshots; never one at or above the log start
+ * that is the only one left. */
+int kq_store_snapshot_delete_older(kq_store *s, size_t keep);
+
+/* Follower side of FetchSnapshot (kq_raft_update.snapshot_chunk / snapshot_abort /
+ * install_snapshot). part_write: position 0 starts a fresh .part; otherwise position must
+ * be the current .part size (KQ_ERR_POSITION_OUT_OF_RANGE if not). */
+int kq_store_snapshot_part_write(kq_store *s, kq_raft_snapshot_id id, int64_t position,
+                                 const uint8_t *data, size_t len);
+int kq_store_snapshot_part_abort(kq_store *s, kq_raft_snapshot_id id);
+/* Install the complete .part of id: verify it (KQ_ERR_CORRUPT_MESSAGE: the .part is deleted,
+ * nothing else changes), then in one synchronous transaction delete the whole log, set the
+ * epoch cache to {id.epoch: id.end_offset} and the log start and end to id.end_offset, then
+ * rename the file to .checkpoint. Must be called outside a write transaction. Crash-safe: a
+ * crash before the transaction leaves the old log (the .part is removed at the next open);
+ * after it, the next writable open finishes the rename. */
+int kq_store_install_snapshot(kq_store *s, kq_raft_snapshot_id id, char *errbuf, size_t errlen);
 
 #endif

@@ -12,6 +12,11 @@ static void die(const char *what)
     abort();
 }
 
+static bool snap_id_same(kq_raft_snapshot_id a, kq_raft_snapshot_id b)
+{
+    return a.end_offset == b.end_offset && a.epoch == b.epoch;
+}
+
 h_node *h_node_of(harness *h, int32_t id)
 {
     if (id < 1 || id > h->n)
@@ -59,6 +64,8 @@ void h_free(harness *h)
     for (int i = 0; i < h->n; i++) {
         kq_raft_free(h->nodes[i].r);
         free(h->nodes[i].log);
+        free(h->nodes[i].snap_bytes);
+        free(h->nodes[i].part);
     }
     free(h->q);
     memset(h, 0, sizeof(*h));
@@ -67,7 +74,7 @@ void h_free(harness *h)
 static int64_t log_end(const h_node *nd)
 {
     if (nd->n_log == 0)
-        return 0;
+        return nd->log_start;
     const h_batch *b = &nd->log[nd->n_log - 1];
     return b->base + b->count;
 }
@@ -104,7 +111,7 @@ static void q_remove(harness *h, size_t idx)
 static bool is_request(kq_raft_msg_type t)
 {
     return t == KQ_RAFT_VOTE_REQ || t == KQ_RAFT_BEGIN_EPOCH_REQ || t == KQ_RAFT_END_EPOCH_REQ ||
-           t == KQ_RAFT_FETCH_REQ;
+           t == KQ_RAFT_FETCH_REQ || t == KQ_RAFT_FETCH_SNAPSHOT_REQ;
 }
 
 static void queue_timeout(harness *h, int32_t requester, int32_t responder, kq_raft_msg_type req,
@@ -172,6 +179,93 @@ static void fill_fetch_resp(harness *h, const h_node *leader, h_qmsg *e)
     }
 }
 
+static void fill_snapshot_resp(const h_node *leader, h_qmsg *e)
+{
+    const __typeof__(e->m.u.fetch_snapshot_resp) *f = &e->m.u.fetch_snapshot_resp;
+    if (e->m.error != KQ_ERR_NONE)
+        return;
+    if (!snap_id_same(f->snapshot_id, leader->snap) || f->len > H_MAX_CHUNK ||
+        f->position + (int64_t)f->len > (int64_t)leader->snap_len)
+        die("leader core asked for snapshot bytes its host does not have");
+    memcpy(e->chunk, leader->snap_bytes + f->position, f->len);
+}
+
+/* Follower host: the snapshot part of an update (abort, chunk, install). Returns whether an
+ * install happened (the caller then steps SNAPSHOT_INSTALLED). */
+static bool apply_snapshot(h_node *nd, const kq_raft_update *u, int *install_err)
+{
+    if (u->snapshot_abort) {
+        free(nd->part);
+        nd->part = NULL;
+        nd->part_len = 0;
+        nd->aborts++;
+    }
+    if (u->snapshot_chunk) {
+        if (u->chunk_position == 0) {
+            free(nd->part);
+            nd->part = NULL;
+            nd->part_len = 0;
+            nd->part_id = u->snapshot_id;
+        }
+        if (u->chunk_position != (int64_t)nd->part_len ||
+            !snap_id_same(u->snapshot_id, nd->part_id)) {
+            nd->chunk_errors++;
+        } else {
+            uint8_t *p = realloc(nd->part, nd->part_len + u->chunk_len + 1);
+            if (!p)
+                die("out of memory");
+            memcpy(p + nd->part_len, u->chunk_data, u->chunk_len);
+            nd->part = p;
+            nd->part_len += u->chunk_len;
+            nd->chunks_written++;
+        }
+    }
+    if (!u->install_snapshot)
+        return false;
+    if ((int64_t)nd->part_len != u->snapshot_size || nd->corrupt_next_install) {
+        nd->corrupt_next_install = false;
+        nd->install_failures++;
+        free(nd->part);
+        nd->part = NULL;
+        nd->part_len = 0;
+        *install_err = KQ_ERR_CORRUPT_MESSAGE;
+        return true;
+    }
+    free(nd->snap_bytes);
+    nd->snap_bytes = nd->part;
+    nd->snap_len = nd->part_len;
+    nd->snap = u->snapshot_id;
+    nd->part = NULL;
+    nd->part_len = 0;
+    nd->n_log = 0;
+    nd->n_durable = 0;
+    nd->log_start = u->snapshot_id.end_offset;
+    nd->log_start_epoch = u->snapshot_id.epoch;
+    nd->installs++;
+    *install_err = 0;
+    return true;
+}
+
+static void apply_compaction(h_node *nd, int64_t to)
+{
+    size_t k = 0;
+    int32_t ep = nd->log_start_epoch;
+    while (k < nd->n_log && nd->log[k].base + nd->log[k].count <= to) {
+        ep = nd->log[k].epoch;
+        k++;
+    }
+    if (k < nd->n_log && nd->log[k].base < to)
+        die("core asked to compact inside a batch");
+    memmove(nd->log, nd->log + k, (nd->n_log - k) * sizeof(*nd->log));
+    nd->n_log -= k;
+    nd->n_durable = nd->n_durable > k ? nd->n_durable - k : 0;
+    if (to > nd->log_start) {
+        nd->log_start = to;
+        nd->log_start_epoch = ep;
+    }
+    nd->compactions++;
+}
+
 static void apply_update(harness *h, h_node *nd, const kq_raft_update *u)
 {
     if (nd->merging) {
@@ -183,6 +277,13 @@ static void apply_update(harness *h, h_node *nd, const kq_raft_update *u)
         nd->last.n_msgs += n;
         if (u->hw_changed)
             nd->last.hw_changed = true;
+        if (u->install_snapshot || u->snapshot_chunk || u->snapshot_abort || u->compact_to >= 0) {
+            nd->last.install_snapshot |= u->install_snapshot;
+            nd->last.snapshot_chunk |= u->snapshot_chunk;
+            nd->last.snapshot_abort |= u->snapshot_abort;
+            if (u->compact_to >= 0)
+                nd->last.compact_to = u->compact_to;
+        }
         nd->last.high_watermark = u->high_watermark;
         nd->last.next_deadline_ms = u->next_deadline_ms;
         if (u->fatal) {
@@ -213,6 +314,11 @@ static void apply_update(harness *h, h_node *nd, const kq_raft_update *u)
             nd->n_durable = nd->n_log;
         changed = true;
     }
+    if (u->compact_to >= 0)
+        apply_compaction(nd, u->compact_to);
+    int install_err = 0;
+    bool installed = apply_snapshot(nd, u, &install_err);
+    kq_raft_snapshot_id installed_id = u->snapshot_id;
     for (size_t i = 0; i < u->n_append; i++) {
         const kq_raft_batch *b = &u->append[i];
         if (b->base_offset != log_end(nd) || b->count <= 0) {
@@ -264,6 +370,8 @@ static void apply_update(harness *h, h_node *nd, const kq_raft_update *u)
             e->m.u.fetch_resp.n_batches = 0;
             fill_fetch_resp(h, nd, e);
         }
+        if (m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP)
+            fill_snapshot_resp(nd, e);
     }
     if (u->hw_changed) {
         nd->hw = u->high_watermark;
@@ -279,6 +387,19 @@ static void apply_update(harness *h, h_node *nd, const kq_raft_update *u)
         bool was = nd->merging;
         nd->merging = true;
         h_persist(h, nd->id);
+        nd->merging = was;
+    }
+    if (installed && !u->fatal && nd->hold_install) {
+        nd->install_pending = true;
+        nd->pending_id = installed_id;
+        nd->pending_err = install_err;
+    } else if (installed && !u->fatal) {
+        bool was = nd->merging;
+        nd->merging = true;
+        kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_INSTALLED};
+        ev.u.snapshot.id = installed_id;
+        ev.u.snapshot.error = install_err;
+        h_step(h, nd->id, &ev);
         nd->merging = was;
     }
 }
@@ -350,7 +471,10 @@ void h_start(harness *h, int32_t id)
     }
     kq_raft_event ev = {.type = KQ_RAFT_EV_START};
     ev.u.start.qstate = nd->qs;
-    ev.u.start.log_start_offset = 0;
+    ev.u.start.log_start_offset = nd->log_start;
+    ev.u.start.log_start_epoch = nd->log_start_epoch;
+    ev.u.start.snapshot = nd->snap;
+    ev.u.start.snapshot_size = (int64_t)nd->snap_len;
     ev.u.start.log_end_offset = log_end(nd);
     ev.u.start.epochs = epochs;
     ev.u.start.n_epochs = ne;
@@ -370,6 +494,9 @@ void h_crash(harness *h, int32_t id)
     kq_raft_free(nd->r);
     nd->r = NULL;
     nd->n_log = nd->n_durable;
+    free(nd->part); /* a .part never survives: the store removes it at open */
+    nd->part = NULL;
+    nd->part_len = 0;
     for (size_t i = h->nq; i > 0; i--) {
         kq_raft_msg m = h->q[i - 1].m;
         if (m.to != id)
@@ -387,6 +514,95 @@ void h_crash(harness *h, int32_t id)
             o->used = false; /* its connection is gone: a late answer goes nowhere */
         }
     }
+}
+
+void h_wipe(harness *h, int32_t id)
+{
+    h_crash(h, id);
+    h_node *nd = h_node_of(h, id);
+    nd->n_log = 0;
+    nd->n_durable = 0;
+    nd->qs.epoch = 0;
+    nd->qs.voted_id = -1;
+    nd->qs.leader_id = -1;
+    nd->log_start = 0;
+    nd->log_start_epoch = 0;
+    memset(&nd->snap, 0, sizeof(nd->snap));
+    free(nd->snap_bytes);
+    nd->snap_bytes = NULL;
+    nd->snap_len = 0;
+    nd->max_hw = -1;
+}
+
+uint8_t *h_image(const harness *h, int32_t id, int64_t end, size_t *len)
+{
+    const h_node *nd = cnode(h, id);
+    if (end < nd->log_start)
+        return NULL;
+    size_t n = nd->snap_len;
+    for (size_t i = 0; i < nd->n_log && nd->log[i].base < end; i++)
+        n += sizeof(uint64_t);
+    uint8_t *p = malloc(n + 1);
+    if (!p)
+        die("out of memory");
+    if (nd->snap_len)
+        memcpy(p, nd->snap_bytes, nd->snap_len);
+    size_t k = nd->snap_len;
+    for (size_t i = 0; i < nd->n_log && nd->log[i].base < end; i++) {
+        if (nd->log[i].base + nd->log[i].count > end) {
+            free(p);
+            return NULL; /* not a batch boundary */
+        }
+        memcpy(p + k, &nd->log[i].payload, sizeof(uint64_t));
+        k += sizeof(uint64_t);
+    }
+    *len = k;
+    return p;
+}
+
+int h_take_snapshot(harness *h, int32_t id, int64_t end)
+{
+    h_node *nd = h_node_of(h, id);
+    size_t len = 0;
+    uint8_t *img = h_image(h, id, end, &len);
+    int32_t epoch = nd->log_start_epoch;
+    for (size_t i = 0; i < nd->n_log && nd->log[i].base < end; i++)
+        epoch = nd->log[i].epoch;
+    if (!img)
+        return KQ_ERR_INVALID_REQUEST;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_TAKEN};
+    ev.u.snapshot.id.end_offset = end;
+    ev.u.snapshot.id.epoch = epoch;
+    ev.u.snapshot.size = (int64_t)len;
+    /* the file is durable before the core hears of it */
+    kq_raft_snapshot_id old = nd->snap;
+    uint8_t *old_bytes = nd->snap_bytes;
+    size_t old_len = nd->snap_len;
+    nd->snap = ev.u.snapshot.id;
+    nd->snap_bytes = img;
+    nd->snap_len = len;
+    int rc = h_step(h, id, &ev);
+    if (rc) { /* the core refused: the host deletes the file again */
+        nd->snap = old;
+        nd->snap_bytes = old_bytes;
+        nd->snap_len = old_len;
+        free(img);
+    } else {
+        free(old_bytes);
+    }
+    return rc;
+}
+
+int h_finish_install(harness *h, int32_t id)
+{
+    h_node *nd = h_node_of(h, id);
+    if (!nd->install_pending)
+        die("no install pending");
+    nd->install_pending = false;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_INSTALLED};
+    ev.u.snapshot.id = nd->pending_id;
+    ev.u.snapshot.error = nd->pending_err;
+    return h_step(h, id, &ev);
 }
 
 int h_inject(harness *h, int32_t to, const kq_raft_msg *m)
@@ -472,6 +688,9 @@ void h_deliver(harness *h, int idx)
     if (is_request(e.m.type)) {
         e.m.token = ++h->next_token;
         out_add(h, e.m.token, &e.m);
+    }
+    if (e.m.type == KQ_RAFT_FETCH_SNAPSHOT_RESP) {
+        e.m.u.fetch_snapshot_resp.data = e.m.u.fetch_snapshot_resp.len ? e.chunk : NULL;
     }
     if (e.m.type == KQ_RAFT_FETCH_RESP) {
         for (size_t i = 0; i < e.n_batches; i++)
@@ -678,7 +897,8 @@ bool h_committed_prefix_matches(const harness *h)
         for (int b = a + 1; b < h->n; b++) {
             const h_node *x = &h->nodes[a], *y = &h->nodes[b];
             int64_t lim = x->max_hw < y->max_hw ? x->max_hw : y->max_hw;
-            for (int64_t off = 0; off < lim; off++) {
+            int64_t from = x->log_start > y->log_start ? x->log_start : y->log_start;
+            for (int64_t off = from; off < lim; off++) {
                 h_batch p, q;
                 if (!batch_at(x, off, &p) || !batch_at(y, off, &q))
                     return false;

@@ -24,6 +24,7 @@
 #define H_MAX_OUTSTANDING 1024
 #define H_REQUEST_TIMEOUT_MS 2000 /* the host's request timeout (cfg.request_timeout_ms) */
 #define H_LEADER_CHANGE_PAYLOAD 0xffffffff00000000ull
+#define H_MAX_CHUNK 64 /* FetchSnapshot chunk bytes a queued message can carry */
 
 typedef struct h_batch {
     int64_t base;
@@ -38,6 +39,7 @@ typedef struct h_qmsg {
     kq_raft_batch batches[KQ_RAFT_MAX_BATCHES]; /* fetch response: filled at send time */
     uint64_t payloads[KQ_RAFT_MAX_BATCHES];
     size_t n_batches;
+    uint8_t chunk[H_MAX_CHUNK]; /* FetchSnapshot response bytes, filled at send time */
 } h_qmsg;
 
 typedef struct h_node {
@@ -52,6 +54,23 @@ typedef struct h_node {
     size_t n_durable; /* batches that survive a crash */
     kq_raft_qstate qs;
     int n_qstate_writes;
+    /* snapshots (disk): the latest one; its bytes are the "image": the payload ids of every
+     * batch below its end, 8 bytes each. The log starts at log_start. */
+    int64_t log_start;
+    int32_t log_start_epoch;
+    kq_raft_snapshot_id snap;
+    uint8_t *snap_bytes;
+    size_t snap_len;
+    /* FetchSnapshot .part file (lost on a crash) */
+    uint8_t *part;
+    size_t part_len;
+    kq_raft_snapshot_id part_id;
+    int chunks_written, chunk_errors, installs, install_failures, aborts, compactions;
+    bool corrupt_next_install; /* the host reports the next install as failed */
+    bool hold_install;         /* do not step SNAPSHOT_INSTALLED until h_finish_install */
+    bool install_pending;
+    kq_raft_snapshot_id pending_id;
+    int pending_err;
     /* host */
     bool hold_persist; /* do not step PERSISTED automatically */
     bool merging;      /* inside the automatic PERSISTED step */
@@ -60,10 +79,10 @@ typedef struct h_node {
     uint64_t deadline;
     bool fatal;
     const char *fatal_reason;
-    int step_errors;                  /* kq_raft_step returned non-zero */
-    int append_errors;                /* non-contiguous append asked by the core */
-    int truncate_errors;              /* truncation inside a batch asked by the core */
-    int sent[KQ_RAFT_FETCH_RESP + 1]; /* messages emitted, by type (tests may reset) */
+    int step_errors;                    /* kq_raft_step returned non-zero */
+    int append_errors;                  /* non-contiguous append asked by the core */
+    int truncate_errors;                /* truncation inside a batch asked by the core */
+    int sent[KQ_RAFT_MSG_TYPE_MAX + 1]; /* messages emitted, by type (tests may reset) */
     /* the last update, with its messages copied */
     kq_raft_update last;
     kq_raft_msg last_msgs[KQ_RAFT_MAX_MSGS];
@@ -99,6 +118,16 @@ void h_start(harness *h, int32_t id);
 void h_start_all(harness *h);
 /* Crash: the core is freed, unflushed batches are lost, requests to it time out. */
 void h_crash(harness *h, int32_t id);
+/* Crash and wipe the node's disk (log, quorum state, snapshots). Restart with h_start. */
+void h_wipe(harness *h, int32_t id);
+/* The host writes a snapshot ending at `end` (a batch boundary <= its HW) and steps
+ * SNAPSHOT_TAKEN; returns the core's code. */
+int h_take_snapshot(harness *h, int32_t id, int64_t end);
+/* The "image" of a node: its snapshot bytes followed by the payloads of its log batches below
+ * `end` (malloc'd, caller frees; *len bytes). NULL if the node cannot rebuild it. */
+uint8_t *h_image(const harness *h, int32_t id, int64_t end, size_t *len);
+/* Step the SNAPSHOT_INSTALLED held back by hold_install; returns the core's code. */
+int h_finish_install(harness *h, int32_t id);
 
 /* Step one event on node id at the current time and act on the update as a host. Returns the
  * core's return code. */

@@ -98,6 +98,15 @@ static inline void check_request_ok(const kq_request *r)
         assert_true(r->raft.u.fetch_req.last_fetched_epoch >= 0);
         assert_true(r->raft.u.fetch_req.max_wait_ms >= 0);
         break;
+    case KQ_API_FETCH_SNAPSHOT:
+        assert_int_equal(r->raft.type, KQ_RAFT_FETCH_SNAPSHOT_REQ);
+        assert_int_equal(r->raft.from, r->sender_id);
+        assert_true(r->raft.epoch >= 0);
+        assert_true(r->raft.u.fetch_snapshot_req.position >= 0);
+        assert_true(r->raft.u.fetch_snapshot_req.max_bytes >= 0);
+        assert_true(r->raft.u.fetch_snapshot_req.snapshot_id.end_offset >= 0);
+        assert_true(r->raft.u.fetch_snapshot_req.snapshot_id.epoch >= 0);
+        break;
     case KQ_API_CREATE_TOPICS:
     case KQ_API_DELETE_TOPICS:
     case KQ_API_DESCRIBE_CONFIGS:
@@ -162,6 +171,20 @@ static inline void check_response_ok(const kq_response *r, int32_t from)
         assert_int_equal(r->raft.error, r->error);
         assert_true(r->raft.leader_id >= -1);
         assert_true(r->raft.epoch >= -1);
+        break;
+    case KQ_API_FETCH_SNAPSHOT:
+        assert_int_equal(r->raft.type, KQ_RAFT_FETCH_SNAPSHOT_RESP);
+        assert_int_equal(r->raft.from, from);
+        assert_int_equal(r->raft.error, r->error);
+        assert_true(r->raft.u.fetch_snapshot_resp.len <= KQ_CODEC_MAX_SNAPSHOT_CHUNK);
+        assert_true(r->raft.u.fetch_snapshot_resp.position >= 0);
+        if (r->error == 0 && r->raft.u.fetch_snapshot_resp.snapshot_id.end_offset >= 0) {
+            /* a decoded chunk always lies inside the file it claims */
+            if (r->priv_ != NULL && r->raft.u.fetch_snapshot_resp.size > 0)
+                assert_true(r->raft.u.fetch_snapshot_resp.position +
+                                (int64_t)r->raft.u.fetch_snapshot_resp.len <=
+                            r->raft.u.fetch_snapshot_resp.size);
+        }
         break;
     case KQ_API_CREATE_TOPICS:
     case KQ_API_DELETE_TOPICS:
