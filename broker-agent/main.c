@@ -1,0 +1,869 @@
+/*
+ * kq-broker-agent: a broker of the kq cluster (DESIGN.md section 9, docs/broker.md).
+ *
+ * This version runs the broker's control plane:
+ *   - start-up checks: log.dirs formatted for this node.id (kq storage format), the metadata
+ *     log in <log.dirs>/__cluster_metadata stamped with the same cluster id and node id;
+ *   - the metadata follower: the Raft core in observer mode (node.id is not a voter) fetching
+ *     the metadata log from the controllers into its own store and replaying committed
+ *     records into a kq_image, the same image the controllers build;
+ *   - the lifecycle (broker-agent/lifecycle.h): registration with a new incarnation id,
+ *     heartbeats carrying the applied metadata offset, fenced until caught up, controlled
+ *     shutdown on SIGTERM, NOT_CONTROLLER hints and failover.
+ * The data plane (partition replicas, Produce/Fetch) comes next; the listener already binds
+ * and answers every request with UNSUPPORTED_VERSION.
+ *
+ * One loop thread owns everything (DESIGN.md section 3): nng callbacks push events onto the
+ * loop queue. One iteration: read the clock; step the core with the answers that arrived;
+ * commit the store (group commit) and step PERSISTED; send what the core released; replay
+ * committed records; drive the lifecycle.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker_config.h"
+#include "lifecycle.h"
+#include "kq/codec.h"
+#include "kq/ctl_codec.h"
+#include "kq/error.h"
+#include "kq/image.h"
+#include "kq/log.h"
+#include "kq/loopq.h"
+#include "kq/metrics.h"
+#include "kq/plog.h"
+#include "kq/raft.h"
+#include "kq/raft_net.h"
+#include "kq/rpc.h"
+#include "kq/store.h"
+#include "kq/util.h"
+
+#define EXIT_CONFIG 2
+#define MAX_OUTBOX 4096
+#define READ_MAX_BYTES (8u * 1024u * 1024u)
+#define SERVER_CONTEXTS 64
+#define METADATA_SUBDIR "__cluster_metadata"
+
+enum { EV_RAFT = 1, EV_CTL, EV_REQUEST, EV_SIGNAL };
+
+/* A controller RPC answer (registration or heartbeat), built on an nng thread. */
+typedef struct ctl_ev {
+    uint32_t api;
+    int err;
+    uint8_t *data;
+    size_t len;
+} ctl_ev;
+
+typedef struct ctl_call {
+    struct broker *b;
+    uint32_t api;
+} ctl_call;
+
+typedef struct broker_metrics {
+    kq_metrics *reg;
+    kq_metric *state[5]; /* indexed by kq_bl_state */
+    kq_metric *fenced, *epoch, *leader, *hw, *leo, *applied;
+} broker_metrics;
+
+typedef struct broker {
+    kq_broker_config cfg;
+    char cluster_id[KQ_STORE_ID_LEN + 1];
+    char meta_dir[4200];
+    uint8_t incarnation[16];
+    char incarnation_str[KQ_UUID_STR_LEN + 1];
+    kq_plog *plog;
+    kq_store *store;
+    kq_raft *raft;
+    kq_raft_net *net;
+    kq_rpc_client *ctl[KQ_RAFT_MAX_VOTERS]; /* controller RPC clients, as cfg.voters */
+    kq_rpc_server *server;
+    kq_loopq *q;
+    kq_image *img;
+    kq_bl lc;
+    broker_metrics m;
+    kq_http *http;
+    _Atomic int ready;
+
+    kq_raft_msg outbox[MAX_OUTBOX];
+    size_t n_outbox;
+    kq_raft_status st;
+    int64_t hw;
+    int64_t durable_end;
+    int64_t applied_end;  /* next offset the image has not applied */
+    int64_t ready_target; /* first high watermark seen: replayed up to it = ready to unfence */
+    int32_t inconsistent[KQ_RAFT_MAX_VOTERS];
+    int n_inconsistent;
+    int32_t last_leader;
+    bool last_fenced;
+    uint64_t now;
+    uint64_t deadline;
+    volatile sig_atomic_t stop;
+    bool shutdown_requested;
+} broker;
+
+static void fatal_config(const char *msg)
+{
+    fprintf(stderr, "kq-broker-agent: %s\n", msg);
+    KQ_ERROR("broker", "stopping: configuration or identity error", "detail=\"%s\"", msg);
+    _exit(EXIT_CONFIG);
+}
+
+static void fatal(const char *what, const char *detail)
+{
+    KQ_ERROR("broker", "fatal error, exiting", "what=\"%s\" detail=\"%s\"", what,
+             detail ? detail : "");
+    _exit(1);
+}
+
+/* ---------- nng-thread callbacks: copy, push, return ---------- */
+
+static void on_ctl_response(void *arg, int err, const uint8_t *data, size_t len)
+{
+    ctl_call *cc = arg;
+    ctl_ev *ev = calloc(1, sizeof(*ev));
+    if (ev == NULL)
+        fatal("memory", "controller answer");
+    ev->api = cc->api;
+    ev->err = err;
+    if (err == 0 && len > 0) {
+        ev->data = malloc(len);
+        if (ev->data == NULL) {
+            ev->err = KQ_ERR_NETWORK_EXCEPTION;
+        } else {
+            memcpy(ev->data, data, len);
+            ev->len = len;
+        }
+    }
+    if (kq_loopq_push(cc->b->q, EV_CTL, ev) != 0)
+        fatal("loop queue full", "controller answer dropped");
+    free(cc);
+}
+
+static void on_request(void *arg, kq_rpc_req *req)
+{
+    broker *b = arg;
+    if (kq_loopq_push(b->q, EV_REQUEST, req) != 0)
+        kq_rpc_req_drop(req);
+}
+
+/* ---------- the metadata follower ---------- */
+
+static void ensure_txn(broker *b)
+{
+    if (!kq_store_in_txn(b->store) && kq_store_begin(b->store) != 0)
+        fatal("store begin", "cannot start a write transaction on the metadata log");
+}
+
+static void apply_update(broker *b, const kq_raft_update *u)
+{
+    if (u->fatal)
+        fatal("raft safety violation", u->fatal_reason);
+    if (u->persist_qstate) {
+        ensure_txn(b);
+        if (kq_store_put_qstate(b->store, &u->qstate) != 0)
+            fatal("store", "writing the quorum state");
+    }
+    if (u->truncate_to >= 0) {
+        ensure_txn(b);
+        KQ_WARN("metadata", "truncating the metadata log", "offset=%lld",
+                (long long)u->truncate_to);
+        if (kq_store_truncate(b->store, u->truncate_to) != 0)
+            fatal("store", "truncating the metadata log");
+        if (b->durable_end > u->truncate_to)
+            b->durable_end = u->truncate_to;
+    }
+    for (size_t i = 0; i < u->n_append; i++) {
+        const kq_raft_batch *bt = &u->append[i];
+        if (bt->kind != KQ_RAFT_BATCH_FETCHED)
+            fatal("internal", "an observer was asked to write a leader's batch");
+        ensure_txn(b);
+        if (kq_store_append(b->store, bt->base_offset, bt->epoch, bt->count, bt->data, bt->len) !=
+            0)
+            fatal("store append", "fetched metadata batch");
+    }
+    if (u->snapshot_chunk || u->install_snapshot)
+        fatal("metadata snapshot", "the controller sent a snapshot; this broker version cannot "
+                                   "install metadata snapshots yet");
+    for (size_t i = 0; i < u->n_msgs; i++) {
+        if (b->n_outbox == MAX_OUTBOX)
+            fatal("internal", "outbox full");
+        b->outbox[b->n_outbox++] = u->msgs[i];
+    }
+    if (u->role_changed)
+        KQ_INFO("metadata", "observer state changed", "state=%s epoch=%d leader=%d",
+                kq_raft_role_name(u->role), u->epoch, u->leader_id);
+    b->hw = u->high_watermark;
+    b->deadline = u->next_deadline_ms;
+    kq_raft_get_status(b->raft, &b->st);
+}
+
+static int step(broker *b, kq_raft_event *ev)
+{
+    kq_raft_update u;
+    ev->now_ms = b->now;
+    int rc = kq_raft_step(b->raft, ev, &u);
+    if (rc != 0) {
+        KQ_WARN("metadata", "event rejected by the core", "type=%d error=%s", (int)ev->type,
+                kq_err_name(rc));
+        return rc;
+    }
+    apply_update(b, &u);
+    return 0;
+}
+
+static void commit(broker *b)
+{
+    while (kq_store_in_txn(b->store)) {
+        if (kq_store_commit(b->store) != 0)
+            fatal("store commit", "fsync or commit of the metadata log failed");
+        b->durable_end = b->st.log_end_offset;
+        kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
+        ev.u.persisted_end = b->st.log_end_offset;
+        step(b, &ev);
+    }
+}
+
+static void flush_outbox(broker *b)
+{
+    size_t n = b->n_outbox;
+    for (size_t i = 0; i < n; i++) {
+        const kq_raft_msg *m = &b->outbox[i];
+        switch ((int)m->type) {
+        case KQ_RAFT_VOTE_REQ:
+        case KQ_RAFT_BEGIN_EPOCH_REQ:
+        case KQ_RAFT_END_EPOCH_REQ:
+        case KQ_RAFT_FETCH_REQ:
+        case (int)KQ_RAFT_FETCH_SNAPSHOT_REQ:
+            if (kq_raft_net_send(b->net, m, b->cluster_id, b->cfg.raft.request_timeout_ms) != 0)
+                fatal("loop queue full", "cannot queue a Raft request failure");
+            break;
+        default:
+            break; /* an observer serves no Raft requests */
+        }
+    }
+    memmove(b->outbox, b->outbox + n, (b->n_outbox - n) * sizeof(b->outbox[0]));
+    b->n_outbox -= n;
+}
+
+/* Majority of the voters rejected our cluster id: this broker's directory belongs to another
+ * cluster (or it points at the wrong quorum). */
+static void note_inconsistent_cluster(broker *b, int32_t peer, const char *detail)
+{
+    for (int i = 0; i < b->n_inconsistent; i++)
+        if (b->inconsistent[i] == peer)
+            return;
+    if (b->n_inconsistent < KQ_RAFT_MAX_VOTERS)
+        b->inconsistent[b->n_inconsistent++] = peer;
+    KQ_WARN("metadata", "controller rejected our cluster id", "controller=%d detail=\"%s\"", peer,
+            detail);
+    if (b->n_inconsistent >= b->cfg.n_voters / 2 + 1) {
+        char msg[1400];
+        snprintf(msg, sizeof(msg),
+                 "cluster id %s in %.600s does not match the controllers' cluster id (%.256s); "
+                 "check controller.quorum.voters, or re-format log.dirs with the quorum's "
+                 "cluster id (kq storage format --cluster-id <id>)",
+                 b->cluster_id, b->cfg.log_dir, detail);
+        fatal_config(msg);
+    }
+}
+
+static void handle_raft_answer(broker *b, kq_raft_net_item *it)
+{
+    kq_raft_net_answer a;
+    kq_raft_net_decode(it, b->cfg.node_id, &a);
+    if (a.transport_error != 0 && a.transport_error != KQ_ERR_REQUEST_TIMED_OUT &&
+        a.transport_error != KQ_ERR_NETWORK_EXCEPTION)
+        KQ_WARN("metadata", "bad answer from controller", "controller=%d error=%s detail=\"%s\"",
+                a.peer, kq_err_name(a.transport_error), a.message);
+    if (a.peer_error == KQ_ERR_INCONSISTENT_CLUSTER_ID)
+        note_inconsistent_cluster(b, a.peer, a.message);
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &a.msg};
+    step(b, &ev);
+    kq_raft_net_answer_free(&a);
+}
+
+static int apply_batch(void *arg, int64_t base, int32_t epoch, int32_t count, uint32_t crc,
+                       const uint8_t *records, size_t len)
+{
+    broker *b = arg;
+    char why[512];
+    if (base + count <= b->applied_end)
+        return 0;
+    if (base != b->applied_end) {
+        snprintf(why, sizeof(why), "batch at %lld does not start at the next offset %lld",
+                 (long long)base, (long long)b->applied_end);
+        fatal("metadata image", why);
+    }
+    if (kq_image_replay(b->img, records, len, base, count, why, sizeof(why)) != 0)
+        fatal("metadata image: a committed record cannot apply", why);
+    b->applied_end = base + count;
+    kq_image_commit(b->img, b->applied_end - 1);
+    return 0;
+}
+
+/* Replay committed (and durable) batches into the image. */
+static void apply_committed(broker *b)
+{
+    int64_t upto = b->hw < b->durable_end ? b->hw : b->durable_end;
+    while (upto > 0 && b->applied_end < upto) {
+        int64_t before = b->applied_end;
+        int rc = kq_store_read(b->store, before, upto, READ_MAX_BYTES, apply_batch, b);
+        if (rc != 0)
+            fatal("store read (replaying committed metadata)", kq_err_message(rc));
+        if (b->applied_end == before)
+            fatal("internal", "no progress replaying committed metadata");
+    }
+    if (b->ready_target < 0 && b->hw >= 0)
+        b->ready_target = b->hw;
+    if (b->ready_target >= 0 && b->applied_end >= b->ready_target && !b->lc.ready_to_unfence) {
+        KQ_INFO("broker", "metadata replayed up to the high watermark; ready to unfence",
+                "applied_offset=%lld", (long long)(b->applied_end - 1));
+        kq_bl_set_ready(&b->lc);
+    }
+}
+
+/* ---------- the lifecycle ---------- */
+
+static int voter_index(const broker *b, int32_t id)
+{
+    for (int i = 0; i < b->cfg.n_voters; i++)
+        if (b->cfg.voters[i].id == id)
+            return i;
+    return -1;
+}
+
+static void log_lifecycle(broker *b, kq_bl_state before)
+{
+    if (b->lc.state != before)
+        KQ_INFO("broker", "lifecycle state changed", "from=%s to=%s broker_epoch=%lld",
+                kq_bl_state_name(before), kq_bl_state_name(b->lc.state),
+                (long long)b->lc.broker_epoch);
+    if (b->lc.broker_epoch >= 0 && b->lc.fenced != b->last_fenced) {
+        if (b->lc.fenced)
+            KQ_WARN("broker", "fenced by the controller", "broker_epoch=%lld caught_up=%s",
+                    (long long)b->lc.broker_epoch, b->lc.caught_up ? "true" : "false");
+        else
+            KQ_INFO("broker", "unfenced by the controller", "broker_epoch=%lld",
+                    (long long)b->lc.broker_epoch);
+        b->last_fenced = b->lc.fenced;
+    }
+}
+
+static void send_ctl(broker *b, const kq_bl_action *a)
+{
+    kq_ctl_request req;
+    kq_rec_endpoint eps[KQ_BROKER_MAX_LISTENERS];
+    kq_buf buf = {0};
+    ctl_call *cc = NULL;
+    int vi = voter_index(b, a->target);
+    int rc = KQ_ERR_NETWORK_EXCEPTION;
+    memset(&req, 0, sizeof(req));
+    if (a->send == KQ_BL_SEND_REGISTRATION) {
+        req.api_key = KQ_API_BROKER_REGISTRATION;
+        req.broker_registration.broker_id = b->cfg.node_id;
+        req.broker_registration.cluster_id = b->cluster_id;
+        memcpy(req.broker_registration.incarnation_id, b->incarnation, 16);
+        for (int i = 0; i < b->cfg.n_advertised; i++)
+            eps[i] = (kq_rec_endpoint){b->cfg.advertised[i].name, b->cfg.advertised[i].host,
+                                       b->cfg.advertised[i].port};
+        req.broker_registration.endpoints = eps;
+        req.broker_registration.n_endpoints = b->cfg.n_advertised;
+        req.broker_registration.rack = b->cfg.rack[0] ? b->cfg.rack : NULL;
+    } else {
+        req.api_key = KQ_API_BROKER_HEARTBEAT;
+        req.broker_heartbeat = a->hb;
+    }
+    if (vi < 0)
+        goto fail;
+    rc = kq_ctl_encode_request(b->cluster_id, b->cfg.node_id, &req, &buf);
+    if (rc != 0)
+        goto fail;
+    cc = malloc(sizeof(*cc));
+    if (cc == NULL) {
+        rc = KQ_ERR_NOMEM;
+        goto fail;
+    }
+    *cc = (ctl_call){b, req.api_key};
+    rc = kq_rpc_call_async(b->ctl[vi], buf.data, buf.len, b->cfg.raft.request_timeout_ms,
+                           on_ctl_response, cc);
+    if (rc == 0) {
+        kq_buf_free(&buf);
+        return;
+    }
+    free(cc);
+fail:
+    kq_buf_free(&buf);
+    KQ_WARN("broker", "cannot send to the controller", "controller=%d error=%s", a->target,
+            kq_err_name(rc));
+    kq_bl_state before = b->lc.state;
+    if (a->send == KQ_BL_SEND_REGISTRATION)
+        kq_bl_on_registration(&b->lc, b->now, KQ_ERR_NETWORK_EXCEPTION, -1, -1);
+    else
+        kq_bl_on_heartbeat(&b->lc, b->now, KQ_ERR_NETWORK_EXCEPTION, NULL, -1);
+    log_lifecycle(b, before);
+}
+
+static void handle_ctl_answer(broker *b, ctl_ev *ev)
+{
+    kq_response resp;
+    char err[256] = "";
+    int rc = ev->err;
+    int32_t hint = -1;
+    int64_t epoch = -1;
+    kq_heartbeat_result hr;
+    kq_bl_state before = b->lc.state;
+    memset(&resp, 0, sizeof(resp));
+    memset(&hr, 0, sizeof(hr));
+    if (rc == 0) {
+        rc = kq_codec_decode_response(ev->data, ev->len, -1, &resp, err, sizeof(err));
+        if (rc == 0 && resp.api_key != ev->api) {
+            snprintf(err, sizeof(err), "answer for api %u, not %u", resp.api_key, ev->api);
+            rc = KQ_ERR_NETWORK_EXCEPTION;
+        }
+        if (rc != 0)
+            KQ_WARN("broker", "bad answer from the controller", "error=%s detail=\"%s\"",
+                    kq_err_name(rc), err);
+    }
+    if (rc == 0 && resp.error != 0) {
+        rc = resp.error;
+        hint = resp.leader_id;
+        if (rc != KQ_ERR_NOT_CONTROLLER)
+            KQ_WARN("broker",
+                    ev->api == KQ_API_BROKER_REGISTRATION ? "registration refused"
+                                                          : "heartbeat refused",
+                    "error=%s detail=\"%s\"", kq_err_name(rc), resp.error_message);
+    } else if (rc == 0 && ev->api == KQ_API_BROKER_REGISTRATION) {
+        rc = kq_ctl_decode_broker_registration_response(&resp, &epoch, err, sizeof(err));
+    } else if (rc == 0) {
+        rc = kq_ctl_decode_broker_heartbeat_response(&resp, &hr, err, sizeof(err));
+    }
+    if (rc == KQ_ERR_INCONSISTENT_CLUSTER_ID) {
+        char msg[1400];
+        snprintf(msg, sizeof(msg),
+                 "the active controller rejected this broker: cluster id %s in %.600s does not "
+                 "match the quorum's (%.300s); re-format log.dirs with the quorum's cluster id "
+                 "(kq storage format --cluster-id <id>) or fix controller.quorum.voters",
+                 b->cluster_id, b->cfg.log_dir, resp.error_message);
+        fatal_config(msg);
+    }
+    if (ev->api == KQ_API_BROKER_REGISTRATION) {
+        kq_bl_on_registration(&b->lc, b->now, rc, epoch, hint);
+        if (rc == 0)
+            KQ_INFO("broker", "registered with the controller",
+                    "broker_epoch=%lld incarnation_id=%s", (long long)epoch, b->incarnation_str);
+    } else {
+        kq_bl_on_heartbeat(&b->lc, b->now, rc, rc == 0 ? &hr : NULL, hint);
+    }
+    log_lifecycle(b, before);
+    kq_response_free(&resp);
+    free(ev->data);
+    free(ev);
+}
+
+/* The data plane is not served yet: answer every request, never leave a client hanging. */
+static void handle_request(broker *b, kq_rpc_req *req)
+{
+    kq_request r;
+    kq_buf out = {0};
+    char err[256];
+    memset(&r, 0, sizeof(r));
+    int rc =
+        kq_codec_decode_request(kq_rpc_req_data(req), kq_rpc_req_len(req), &r, err, sizeof(err));
+    int code = rc != 0 ? KQ_ERR_INVALID_REQUEST : KQ_ERR_UNSUPPORTED_VERSION;
+    const char *msg = rc != 0 ? err : "this broker agent does not serve this api yet";
+    if (kq_codec_encode_error_response(r.api_key, code, msg, b->st.leader_id, -1, NULL, &out) ==
+        0) {
+        kq_rpc_reply(req, out.data, out.len);
+        kq_buf_free(&out);
+    } else {
+        kq_rpc_req_drop(req);
+    }
+    kq_request_free(&r);
+    (void)b;
+}
+
+/* ---------- metrics ---------- */
+
+static int ready_cb(void *arg, char *reason, size_t len)
+{
+    broker *b = arg;
+    switch (b->ready) {
+    case 1:
+        return 1;
+    case 2:
+        snprintf(reason, len, "fenced: not unfenced by the active controller yet");
+        return 0;
+    default:
+        snprintf(reason, len, "starting: not registered with the active controller yet");
+        return 0;
+    }
+}
+
+static int metrics_init(broker *b, char *err, size_t errlen)
+{
+    broker_metrics *m = &b->m;
+    m->reg = kq_metrics_new();
+    if (m->reg == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return KQ_ERR_NOMEM;
+    }
+    for (int i = 0; i < 5; i++) {
+        char labels[64];
+        snprintf(labels, sizeof(labels), "state=\"%s\"", kq_bl_state_name((kq_bl_state)i));
+        m->state[i] = kq_metrics_gauge_int(m->reg, "kq_broker_state",
+                                           "1 for the lifecycle state this broker is in", labels);
+    }
+    m->fenced = kq_metrics_gauge_int(m->reg, "kq_broker_fenced",
+                                     "1 while the controller keeps this broker fenced", NULL);
+    m->epoch = kq_metrics_gauge_int(m->reg, "kq_broker_epoch",
+                                    "Broker epoch of the current registration, -1 if none", NULL);
+    m->leader = kq_metrics_gauge_int(m->reg, "kq_raft_leader_id",
+                                     "Metadata quorum leader, -1 if unknown", NULL);
+    m->hw = kq_metrics_gauge_int(m->reg, "kq_raft_high_watermark",
+                                 "Committed metadata offset (exclusive), -1 if unknown", NULL);
+    m->leo = kq_metrics_gauge_int(m->reg, "kq_raft_log_end_offset",
+                                  "Metadata log end offset of this observer", NULL);
+    m->applied = kq_metrics_gauge_int(m->reg, "kq_metadata_last_applied_offset",
+                                      "Last metadata offset applied to the image", NULL);
+    if (b->cfg.metrics_host[0] != '\0')
+        return kq_http_start(b->cfg.metrics_host, b->cfg.metrics_port, m->reg, ready_cb, b,
+                             &b->http, err, errlen);
+    return 0;
+}
+
+static void metrics_update(broker *b)
+{
+    for (int i = 0; i < 5; i++)
+        kq_metric_set_int(b->m.state[i], (int)b->lc.state == i);
+    kq_metric_set_int(b->m.fenced, b->lc.fenced);
+    kq_metric_set_int(b->m.epoch, b->lc.broker_epoch);
+    kq_metric_set_int(b->m.leader, b->st.leader_id);
+    kq_metric_set_int(b->m.hw, b->st.high_watermark);
+    kq_metric_set_int(b->m.leo, b->st.log_end_offset);
+    kq_metric_set_int(b->m.applied, b->applied_end - 1);
+    b->ready = b->lc.broker_epoch < 0 ? 0 : (b->lc.fenced ? 2 : 1);
+}
+
+/* ---------- start-up ---------- */
+
+static void *signal_thread(void *arg)
+{
+    broker *b = arg;
+    sigset_t set;
+    int sig = 0;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    for (;;) {
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        b->stop = 1;
+        kq_loopq_push(b->q, EV_SIGNAL, NULL);
+    }
+    return NULL;
+}
+
+/* Open (or, the first time, create) the metadata log under the data directory, stamped with
+ * the data directory's identity. */
+static int open_metadata_store(broker *b, char *err, size_t errlen)
+{
+    struct stat sb;
+    kq_store_identity id;
+    int n = snprintf(b->meta_dir, sizeof(b->meta_dir), "%s/%s", b->cfg.log_dir, METADATA_SUBDIR);
+    if (n < 0 || (size_t)n >= sizeof(b->meta_dir)) {
+        snprintf(err, errlen, "log.dirs: path is too long");
+        return KQ_ERR_CONFIG;
+    }
+    if (stat(b->meta_dir, &sb) != 0 && errno == ENOENT) {
+        int rc = kq_store_format(b->meta_dir, b->cluster_id, b->cfg.node_id, &id, err, errlen);
+        if (rc != 0)
+            return rc;
+        KQ_INFO("broker", "created the metadata log", "dir=%s cluster_id=%s", b->meta_dir,
+                b->cluster_id);
+    }
+    return kq_store_open(b->meta_dir, b->cluster_id, b->cfg.node_id, &b->store, err, errlen);
+}
+
+static int start(broker *b, char *err, size_t errlen)
+{
+    kq_store_recovered rec;
+    int rc;
+    memset(&rec, 0, sizeof(rec));
+    b->hw = -1;
+    b->ready_target = -1;
+    b->last_fenced = true;
+
+    rc = kq_plog_open(b->cfg.log_dir, NULL, b->cfg.node_id, &b->plog, err, errlen);
+    if (rc != 0)
+        return rc;
+    snprintf(b->cluster_id, sizeof(b->cluster_id), "%s", kq_plog_identity_of(b->plog)->cluster_id);
+    rc = open_metadata_store(b, err, errlen);
+    if (rc != 0)
+        return rc;
+    rc = kq_store_recover(b->store, &rec);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot recover the metadata log in %.900s: %s", b->meta_dir,
+                 kq_err_message(rc));
+        return rc;
+    }
+    b->img = kq_image_new();
+    if (b->img == NULL) {
+        rc = KQ_ERR_NOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    b->applied_end = rec.log_start_offset;
+    b->durable_end = rec.log_end_offset;
+
+    kq_uuid_random(b->incarnation_str);
+    kq_uuid_parse(b->incarnation_str, b->incarnation);
+    uint64_t seed = kq_now_ns() ^ ((uint64_t)getpid() << 32);
+    for (size_t i = 0; b->incarnation_str[i]; i++)
+        seed = seed * 131 + (uint8_t)b->incarnation_str[i];
+    b->cfg.raft.seed = seed;
+    b->raft = kq_raft_new(&b->cfg.raft, err, errlen);
+    if (b->raft == NULL) {
+        rc = KQ_ERR_CONFIG;
+        goto out;
+    }
+    kq_bl_config lc = {.broker_id = b->cfg.node_id,
+                       .n_controllers = b->cfg.n_voters,
+                       .heartbeat_interval_ms = b->cfg.heartbeat_interval_ms,
+                       .session_timeout_ms = b->cfg.session_timeout_ms,
+                       .registration_timeout_ms = b->cfg.registration_timeout_ms,
+                       .shutdown_timeout_ms = b->cfg.shutdown_timeout_ms,
+                       .seed = seed ^ 0x9e3779b97f4a7c15ull};
+    for (int i = 0; i < b->cfg.n_voters; i++)
+        lc.controllers[i] = b->cfg.voters[i].id;
+
+    rc = metrics_init(b, err, errlen);
+    if (rc != 0)
+        goto out;
+    b->q = kq_loopq_new(65536);
+    if (b->q == NULL) {
+        rc = KQ_ERR_NOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    rc = kq_raft_net_open(b->cfg.voters, b->cfg.n_voters, b->cfg.max_request_bytes, b->q, EV_RAFT,
+                          &b->net, err, errlen);
+    if (rc != 0)
+        goto out;
+    for (int i = 0; i < b->cfg.n_voters; i++) {
+        char url[300];
+        const kq_voter_addr *v = &b->cfg.voters[i];
+        snprintf(url, sizeof(url), strchr(v->host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", v->host,
+                 v->port);
+        rc = kq_rpc_client_open(url, KQ_RPC_DEFAULT_MAX_MSG, &b->ctl[i], err, errlen);
+        if (rc != 0)
+            goto out;
+    }
+    {
+        const kq_listener *l = &b->cfg.listeners[0];
+        char url[300];
+        snprintf(url, sizeof(url), strchr(l->host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", l->host,
+                 l->port);
+        rc = kq_rpc_server_start(url, SERVER_CONTEXTS, b->cfg.max_request_bytes, on_request, b,
+                                 &b->server, err, errlen);
+        if (rc != 0)
+            goto out;
+        KQ_INFO("broker", "started",
+                "listener=%s cluster_id=%s directory_id=%s metadata_dir=%s metadata_log_end=%lld "
+                "incarnation_id=%s",
+                url, b->cluster_id, kq_plog_identity_of(b->plog)->directory_id, b->meta_dir,
+                (long long)rec.log_end_offset, b->incarnation_str);
+        KQ_WARN("broker", "listener is plaintext; use TLS outside local development", "url=%s",
+                url);
+    }
+
+    b->now = kq_now_ms();
+    kq_bl_init(&b->lc, &lc, b->now);
+    kq_raft_event ev = {.type = KQ_RAFT_EV_START};
+    ev.u.start.qstate = rec.qstate;
+    ev.u.start.log_start_offset = rec.log_start_offset;
+    ev.u.start.log_end_offset = rec.log_end_offset;
+    ev.u.start.epochs = rec.epochs;
+    ev.u.start.n_epochs = rec.n_epochs;
+    if (step(b, &ev) != 0) {
+        snprintf(err, errlen,
+                 "the Raft core rejected the metadata log recovered from %.900s; the directory "
+                 "may be damaged",
+                 b->meta_dir);
+        rc = KQ_ERR_IO;
+        goto out;
+    }
+    rc = 0;
+out:
+    free(rec.epochs);
+    return rc;
+}
+
+/* ---------- the loop ---------- */
+
+static int run(broker *b)
+{
+    kq_loopq_item items[256];
+    kq_bl_action a;
+    memset(&a, 0, sizeof(a));
+    a.next_ms = 0;
+    for (;;) {
+        uint64_t deadline = b->deadline;
+        if (a.next_ms < deadline)
+            deadline = a.next_ms;
+        if (b->n_outbox > 0)
+            deadline = 0;
+        size_t n = kq_loopq_pop(b->q, items, 256, deadline);
+        b->now = kq_now_ms();
+        for (size_t i = 0; i < n; i++) {
+            switch (items[i].type) {
+            case EV_RAFT:
+                handle_raft_answer(b, items[i].ptr);
+                break;
+            case EV_CTL:
+                handle_ctl_answer(b, items[i].ptr);
+                break;
+            case EV_REQUEST:
+                handle_request(b, items[i].ptr);
+                break;
+            default:
+                break;
+            }
+        }
+        if (b->stop && !b->shutdown_requested) {
+            kq_bl_state before = b->lc.state;
+            b->shutdown_requested = true;
+            KQ_INFO("broker", "shutting down: controlled shutdown", "state=%s",
+                    kq_bl_state_name(b->lc.state));
+            kq_bl_request_shutdown(&b->lc, b->now);
+            log_lifecycle(b, before);
+        }
+        if (b->now >= b->deadline) {
+            kq_raft_event ev = {.type = KQ_RAFT_EV_TICK};
+            step(b, &ev);
+        }
+        for (int round = 0; round < 8; round++) {
+            commit(b);
+            flush_outbox(b);
+            if (b->n_outbox == 0 && !kq_store_in_txn(b->store))
+                break;
+        }
+        apply_committed(b);
+        if (b->st.leader_id != b->last_leader) {
+            b->last_leader = b->st.leader_id;
+            if (b->st.leader_id >= 0)
+                KQ_INFO("broker", "metadata quorum leader", "leader=%d epoch=%d", b->st.leader_id,
+                        b->st.epoch);
+        }
+        kq_bl_set_leader(&b->lc, b->st.leader_id);
+        kq_bl_poll(&b->lc, b->now, b->applied_end - 1, &a);
+        if (a.exit) {
+            metrics_update(b);
+            if (a.exit_code == EXIT_CONFIG)
+                fatal_config(a.exit_reason);
+            if (a.exit_code != 0) {
+                KQ_ERROR("broker", "stopping", "reason=\"%s\"", a.exit_reason);
+                fprintf(stderr, "kq-broker-agent: %s\n", a.exit_reason);
+            } else {
+                KQ_INFO("broker", "stopping", "reason=\"%s\"", a.exit_reason);
+            }
+            return a.exit_code;
+        }
+        if (a.send != KQ_BL_SEND_NONE)
+            send_ctl(b, &a);
+        metrics_update(b);
+    }
+}
+
+#define TEARDOWN_WATCHDOG_MS 3000
+
+static void *teardown_watchdog(void *arg)
+{
+    int code = (int)(intptr_t)arg;
+    struct timespec ts = {TEARDOWN_WATCHDOG_MS / 1000, (TEARDOWN_WATCHDOG_MS % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    KQ_WARN("broker", "shutdown: network teardown is stuck, exiting anyway", "after_ms=%d",
+            TEARDOWN_WATCHDOG_MS);
+    _exit(code);
+    return NULL;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kq-broker-agent --config FILE\n"
+               "  Runs one broker agent of a kq cluster. See docs/broker.md.\n");
+}
+
+int main(int argc, char **argv)
+{
+    static broker b;
+    char err[1024] = "";
+    const char *config = NULL;
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'c':
+            config = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return EXIT_CONFIG;
+        }
+    }
+    if (config == NULL || optind != argc) {
+        usage(stderr);
+        return EXIT_CONFIG;
+    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    kq_log_init(-1, KQ_LOG_INFO);
+    int rc = kq_broker_config_load(config, &b.cfg, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "kq-broker-agent: %s: %s\n", config, err);
+        return EXIT_CONFIG;
+    }
+    kq_log_init(b.cfg.node_id, b.cfg.log_level);
+    b.last_leader = -1;
+    rc = start(&b, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "kq-broker-agent: %s\n", err);
+        KQ_ERROR("broker", "cannot start", "error=%s detail=\"%s\"", kq_err_name(rc), err);
+        return rc == KQ_ERR_IO || rc == KQ_ERR_NOMEM ? 1 : EXIT_CONFIG;
+    }
+    pthread_t th;
+    if (pthread_create(&th, NULL, signal_thread, &b) != 0) {
+        fprintf(stderr, "kq-broker-agent: cannot start the signal thread\n");
+        return 1;
+    }
+    int code = run(&b);
+    commit(&b);
+    pthread_t wd;
+    if (pthread_create(&wd, NULL, teardown_watchdog, (void *)(intptr_t)code) == 0)
+        pthread_detach(wd);
+    kq_store_close(b.store);
+    kq_plog_close(b.plog);
+    kq_http_stop(b.http);
+    kq_rpc_server_stop(b.server);
+    kq_raft_net_close(b.net);
+    for (int i = 0; i < b.cfg.n_voters; i++)
+        kq_rpc_client_close(b.ctl[i]);
+    KQ_INFO("broker", "stopped", "exit_code=%d", code);
+    return code;
+}

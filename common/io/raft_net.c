@@ -1,0 +1,209 @@
+/* kq_raft_net: Raft requests over kq_rpc for a single-loop daemon (include/kq/raft_net.h). */
+#include "kq/raft_net.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kq/error.h"
+#include "kq/rpc.h"
+
+typedef struct net_peer {
+    int32_t id;
+    kq_rpc_client *client;
+} net_peer;
+
+struct kq_raft_net {
+    net_peer peers[KQ_RAFT_MAX_VOTERS];
+    int n_peers;
+    kq_loopq *q;
+    int item_type;
+};
+
+struct kq_raft_net_item {
+    int32_t peer;
+    int32_t req_epoch;
+    kq_raft_msg_type req_type;
+    int err;
+    uint8_t *data;
+    size_t len;
+};
+
+typedef struct call_ctx {
+    kq_raft_net *net;
+    kq_raft_net_item *item;
+} call_ctx;
+
+kq_raft_msg_type kq_raft_net_response_type(kq_raft_msg_type req)
+{
+    switch ((int)req) {
+    case KQ_RAFT_VOTE_REQ:
+        return KQ_RAFT_VOTE_RESP;
+    case KQ_RAFT_BEGIN_EPOCH_REQ:
+        return KQ_RAFT_BEGIN_EPOCH_RESP;
+    case KQ_RAFT_END_EPOCH_REQ:
+        return KQ_RAFT_END_EPOCH_RESP;
+    case (int)KQ_RAFT_FETCH_SNAPSHOT_REQ:
+        return KQ_RAFT_FETCH_SNAPSHOT_RESP;
+    default:
+        return KQ_RAFT_FETCH_RESP;
+    }
+}
+
+int kq_raft_net_open(const kq_voter_addr *peers, int n_peers, size_t max_msg_bytes, kq_loopq *q,
+                     int item_type, kq_raft_net **out, char *errbuf, size_t errlen)
+{
+    int rc = 0;
+    kq_raft_net *n = NULL;
+    *out = NULL;
+    if (n_peers < 0 || n_peers > KQ_RAFT_MAX_VOTERS || q == NULL) {
+        snprintf(errbuf, errlen, "raft net: bad arguments (%d peers)", n_peers);
+        return KQ_ERR_INVALID_REQUEST;
+    }
+    n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        snprintf(errbuf, errlen, "out of memory");
+        return KQ_ERR_NOMEM;
+    }
+    n->q = q;
+    n->item_type = item_type;
+    for (int i = 0; i < n_peers; i++) {
+        char url[300];
+        const kq_voter_addr *v = &peers[i];
+        snprintf(url, sizeof(url), strchr(v->host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", v->host,
+                 v->port);
+        n->peers[i].id = v->id;
+        rc = kq_rpc_client_open(url, max_msg_bytes, &n->peers[i].client, errbuf, errlen);
+        if (rc != 0)
+            goto out;
+        n->n_peers++;
+    }
+out:
+    if (rc != 0) {
+        kq_raft_net_close(n);
+        return rc;
+    }
+    *out = n;
+    return 0;
+}
+
+void kq_raft_net_close(kq_raft_net *n)
+{
+    if (n == NULL)
+        return;
+    for (int i = 0; i < n->n_peers; i++)
+        kq_rpc_client_close(n->peers[i].client);
+    free(n);
+}
+
+/* nng thread: copy the bytes, push, return. */
+static void on_response(void *arg, int err, const uint8_t *data, size_t len)
+{
+    call_ctx *cc = arg;
+    kq_raft_net_item *it = cc->item;
+    it->err = err;
+    if (err == 0 && len > 0) {
+        it->data = malloc(len);
+        if (it->data == NULL) {
+            it->err = KQ_ERR_NETWORK_EXCEPTION;
+        } else {
+            memcpy(it->data, data, len);
+            it->len = len;
+        }
+    }
+    if (kq_loopq_push(cc->net->q, cc->net->item_type, it) != 0) {
+        /* The core would wait forever for this response; nothing sane is left to do. */
+        fprintf(stderr, "kq: loop queue full, a Raft response was lost; exiting\n");
+        abort();
+    }
+    free(cc);
+}
+
+int kq_raft_net_send(kq_raft_net *n, const kq_raft_msg *m, const char *cluster_id,
+                     uint32_t timeout_ms)
+{
+    kq_buf b = {0};
+    call_ctx *cc = NULL;
+    net_peer *p = NULL;
+    int rc = KQ_ERR_NETWORK_EXCEPTION;
+    kq_raft_net_item *it = calloc(1, sizeof(*it));
+    if (it == NULL)
+        return KQ_ERR_FULL;
+    it->peer = m->to;
+    it->req_epoch = m->epoch;
+    it->req_type = m->type;
+    for (int i = 0; i < n->n_peers; i++)
+        if (n->peers[i].id == m->to)
+            p = &n->peers[i];
+    if (p == NULL)
+        goto fail;
+    rc = kq_codec_encode_raft_request(m, cluster_id, &b);
+    if (rc != 0)
+        goto fail;
+    cc = malloc(sizeof(*cc));
+    if (cc == NULL) {
+        rc = KQ_ERR_NETWORK_EXCEPTION;
+        goto fail;
+    }
+    *cc = (call_ctx){n, it};
+    rc = kq_rpc_call_async(p->client, b.data, b.len, timeout_ms, on_response, cc);
+    kq_buf_free(&b);
+    if (rc == 0)
+        return 0;
+    free(cc);
+fail:
+    kq_buf_free(&b);
+    /* Tell the core through the queue, like any other failure, so it can retry. */
+    it->err = rc == KQ_ERR_REQUEST_TIMED_OUT ? rc : KQ_ERR_NETWORK_EXCEPTION;
+    if (kq_loopq_push(n->q, n->item_type, it) != 0) {
+        free(it);
+        return KQ_ERR_FULL;
+    }
+    return 0;
+}
+
+void kq_raft_net_decode(kq_raft_net_item *it, int32_t self_id, kq_raft_net_answer *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->peer = it->peer;
+    kq_raft_msg_type want = kq_raft_net_response_type(it->req_type);
+    int rc = it->err;
+    if (rc == 0) {
+        rc = kq_codec_decode_response(it->data, it->len, it->peer, &out->decoded, out->message,
+                                      sizeof(out->message));
+        if (rc == 0 && out->decoded.error != 0) {
+            out->peer_error = out->decoded.error;
+            snprintf(out->message, sizeof(out->message), "%s", out->decoded.error_message);
+        } else if (rc == 0 && out->decoded.raft.type != want) {
+            snprintf(out->message, sizeof(out->message), "answer of another type (%d, not %d)",
+                     (int)out->decoded.raft.type, (int)want);
+            rc = KQ_ERR_NETWORK_EXCEPTION;
+        }
+    }
+    out->transport_error = rc;
+    if (rc == 0 && out->peer_error == 0) {
+        out->msg = out->decoded.raft;
+    } else {
+        /* A transport failure or an error answer: still exactly one response of the request's
+         * type for the core. */
+        memset(&out->msg, 0, sizeof(out->msg));
+        out->msg.type = want;
+        out->msg.error = rc != 0 ? (rc == KQ_ERR_REQUEST_TIMED_OUT ? rc : KQ_ERR_NETWORK_EXCEPTION)
+                                 : out->peer_error;
+        out->msg.epoch =
+            rc == 0 && out->decoded.leader_epoch >= 0 ? out->decoded.leader_epoch : it->req_epoch;
+        out->msg.leader_id = rc == 0 ? out->decoded.leader_id : -1;
+    }
+    out->msg.from = it->peer;
+    out->msg.to = self_id;
+    free(it->data);
+    free(it);
+}
+
+void kq_raft_net_answer_free(kq_raft_net_answer *a)
+{
+    if (a == NULL)
+        return;
+    kq_response_free(&a->decoded);
+    memset(a, 0, sizeof(*a));
+}
