@@ -32,6 +32,7 @@
 #include "kq/loopq.h"
 #include "kq/metrics.h"
 #include "kq/raft.h"
+#include "kq/raft_net.h"
 #include "kq/rpc.h"
 #include "kq/store.h"
 #include "kq/util.h"
@@ -56,29 +57,6 @@
 #define FENCE_CHECK_MAX_MS 500
 
 enum { EV_REQUEST = 1, EV_RESPONSE, EV_SIGNAL };
-
-/* A response (or transport failure) for a request the core sent; built on an nng thread. */
-typedef struct resp_ev {
-    int32_t peer;
-    int32_t req_epoch; /* epoch of the request, used when the answer carries none */
-    kq_raft_msg_type req_type;
-    int err;
-    uint8_t *data;
-    size_t len;
-} resp_ev;
-
-typedef struct call_ctx {
-    struct ctl *ctl;
-    int32_t peer;
-    int32_t req_epoch;
-    kq_raft_msg_type req_type;
-} call_ctx;
-
-typedef struct peer {
-    int32_t id;
-    char url[300];
-    kq_rpc_client *client;
-} peer;
 
 /* An incoming request handed to the core, waiting for its response. */
 typedef struct token_slot {
@@ -134,8 +112,7 @@ typedef struct ctl {
     kq_raft *raft;
     kq_loopq *q;
     kq_rpc_server *server;
-    peer peers[KQ_RAFT_MAX_VOTERS];
-    int n_peers;
+    kq_raft_net *net; /* requests to the other voters (kq/raft_net.h) */
 
     token_slot tokens[MAX_TOKENS];
     kq_raft_msg outbox[MAX_OUTBOX];
@@ -196,43 +173,7 @@ static void on_request(void *arg, kq_rpc_req *req)
         kq_rpc_req_drop(req); /* overloaded: the client times out and retries */
 }
 
-static void on_response(void *arg, int err, const uint8_t *data, size_t len)
-{
-    call_ctx *cc = arg;
-    resp_ev *ev = calloc(1, sizeof(*ev));
-    if (ev == NULL)
-        goto out;
-    ev->peer = cc->peer;
-    ev->req_type = cc->req_type;
-    ev->req_epoch = cc->req_epoch;
-    ev->err = err;
-    if (err == 0 && len > 0) {
-        ev->data = malloc(len);
-        if (ev->data == NULL) {
-            ev->err = KQ_ERR_NETWORK_EXCEPTION;
-        } else {
-            memcpy(ev->data, data, len);
-            ev->len = len;
-        }
-    }
-    if (kq_loopq_push(cc->ctl->q, EV_RESPONSE, ev) != 0) {
-        /* The queue is sized far above the number of outstanding requests; if it is ever
-         * full, losing this response would wedge the core's in-flight bookkeeping. */
-        fatal("loop queue full", "response dropped");
-    }
-out:
-    free(cc);
-}
-
 /* ---------- helpers ---------- */
-
-static peer *find_peer(ctl *c, int32_t id)
-{
-    for (int i = 0; i < c->n_peers; i++)
-        if (c->peers[i].id == id)
-            return &c->peers[i];
-    return NULL;
-}
 
 static const kq_voter_addr *find_voter(const ctl *c, int32_t id)
 {
@@ -778,57 +719,20 @@ static void note_inconsistent_cluster(ctl *c, int32_t peer_id, const char *detai
     }
 }
 
-static kq_raft_msg_type response_type(kq_raft_msg_type req)
+static void handle_response(ctl *c, kq_raft_net_item *item)
 {
-    switch (req) {
-    case KQ_RAFT_VOTE_REQ:
-        return KQ_RAFT_VOTE_RESP;
-    case KQ_RAFT_BEGIN_EPOCH_REQ:
-        return KQ_RAFT_BEGIN_EPOCH_RESP;
-    case KQ_RAFT_END_EPOCH_REQ:
-        return KQ_RAFT_END_EPOCH_RESP;
-    default:
-        return KQ_RAFT_FETCH_RESP;
-    }
-}
-
-static void handle_response(ctl *c, resp_ev *ev)
-{
-    kq_response r;
-    kq_raft_msg m;
-    char err[256];
-    memset(&r, 0, sizeof(r));
-    memset(&m, 0, sizeof(m));
-    int rc = ev->err;
-    if (rc == 0) {
-        rc = kq_codec_decode_response(ev->data, ev->len, ev->peer, &r, err, sizeof(err));
-        if (rc != 0)
-            KQ_WARN("rpc", "bad response from peer", "peer=%d error=%s detail=\"%s\"", ev->peer,
-                    kq_err_name(rc), err);
-        else if (r.raft.type != response_type(ev->req_type) && r.error == 0)
-            rc = KQ_ERR_NETWORK_EXCEPTION;
-    }
-    if (rc == 0 && r.error == KQ_ERR_INCONSISTENT_CLUSTER_ID)
-        note_inconsistent_cluster(c, ev->peer, r.error_message);
-    if (rc == 0 && r.error == 0) {
-        m = r.raft;
-    } else {
-        /* A transport failure or an error response: the core still gets exactly one
-         * response for its request. */
-        m.type = response_type(ev->req_type);
-        m.error = rc != 0 ? (rc == KQ_ERR_REQUEST_TIMED_OUT ? rc : KQ_ERR_NETWORK_EXCEPTION)
-                          : r.error;
-        m.epoch = rc == 0 && r.leader_epoch >= 0 ? r.leader_epoch : ev->req_epoch;
-        m.leader_id = rc == 0 ? r.leader_id : -1;
-    }
-    m.from = ev->peer;
-    m.to = c->cfg.node_id;
-    kq_raft_event e = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &m};
+    kq_raft_net_answer a;
+    kq_raft_net_decode(item, c->cfg.node_id, &a);
+    if (a.transport_error != 0 && a.transport_error != KQ_ERR_REQUEST_TIMED_OUT &&
+        a.transport_error != KQ_ERR_NETWORK_EXCEPTION)
+        KQ_WARN("rpc", "bad response from peer", "peer=%d error=%s detail=\"%s\"", a.peer,
+                kq_err_name(a.transport_error), a.message);
+    if (a.peer_error == KQ_ERR_INCONSISTENT_CLUSTER_ID)
+        note_inconsistent_cluster(c, a.peer, a.message);
+    kq_raft_event e = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &a.msg};
     kq_raft_update u;
     step(c, &e, &u);
-    kq_response_free(&r);
-    free(ev->data);
-    free(ev);
+    kq_raft_net_answer_free(&a);
 }
 
 /* ---------- sending ---------- */
@@ -923,43 +827,9 @@ out:
 
 static void send_request(ctl *c, const kq_raft_msg *m)
 {
-    peer *p = find_peer(c, m->to);
-    kq_buf b = {0};
-    kq_raft_update u;
-    call_ctx *cc = NULL;
-    int rc = KQ_ERR_NETWORK_EXCEPTION;
-    if (p == NULL)
-        goto fail;
-    rc = kq_codec_encode_raft_request(m, kq_store_identity_of(c->store)->cluster_id, &b);
-    if (rc != 0)
-        goto fail;
-    cc = malloc(sizeof(*cc));
-    if (cc == NULL) {
-        rc = KQ_ERR_NOMEM;
-        goto fail;
-    }
-    *cc = (call_ctx){c, m->to, m->epoch, m->type};
-    rc = kq_rpc_call_async(p->client, b.data, b.len, c->cfg.raft.request_timeout_ms, on_response,
-                           cc);
-    kq_buf_free(&b);
-    if (rc == 0)
-        return;
-    free(cc);
-fail:
-    kq_buf_free(&b);
-    /* Tell the core at once so it can retry. */
-    {
-        kq_raft_msg r;
-        memset(&r, 0, sizeof(r));
-        r.type = response_type(m->type);
-        r.from = m->to;
-        r.to = c->cfg.node_id;
-        r.error = KQ_ERR_NETWORK_EXCEPTION;
-        r.epoch = m->epoch;
-        r.leader_id = -1;
-        kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &r};
-        step(c, &ev, &u);
-    }
+    if (kq_raft_net_send(c->net, m, kq_store_identity_of(c->store)->cluster_id,
+                         c->cfg.raft.request_timeout_ms) != 0)
+        fatal("loop queue full", "a Raft request could not even be failed");
 }
 
 static void flush_outbox(ctl *c)
@@ -969,11 +839,12 @@ static void flush_outbox(ctl *c)
     size_t n = c->n_outbox;
     for (size_t i = 0; i < n; i++) {
         kq_raft_msg m = c->outbox[i];
-        switch (m.type) {
+        switch ((int)m.type) {
         case KQ_RAFT_VOTE_REQ:
         case KQ_RAFT_BEGIN_EPOCH_REQ:
         case KQ_RAFT_END_EPOCH_REQ:
         case KQ_RAFT_FETCH_REQ:
+        case KQ_RAFT_FETCH_SNAPSHOT_REQ:
             send_request(c, &m);
             break;
         default:
@@ -1353,19 +1224,16 @@ static int start(ctl *c, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return KQ_ERR_NOMEM;
     }
-    for (int i = 0; i < c->cfg.n_voters; i++) {
-        const kq_voter_addr *v = &c->cfg.voters[i];
-        if (v->id == c->cfg.node_id)
-            continue;
-        peer *p = &c->peers[c->n_peers++];
-        p->id = v->id;
-        snprintf(p->url, sizeof(p->url), strchr(v->host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d",
-                 v->host, v->port);
-        rc = kq_rpc_client_open(p->url, c->cfg.max_request_bytes, &p->client, err, errlen);
-        if (rc != 0) {
-            free(rec.epochs);
-            return rc;
-        }
+    kq_voter_addr others[KQ_RAFT_MAX_VOTERS];
+    int n_others = 0;
+    for (int i = 0; i < c->cfg.n_voters; i++)
+        if (c->cfg.voters[i].id != c->cfg.node_id)
+            others[n_others++] = c->cfg.voters[i];
+    rc = kq_raft_net_open(others, n_others, c->cfg.max_request_bytes, c->q, EV_RESPONSE, &c->net,
+                          err, errlen);
+    if (rc != 0) {
+        free(rec.epochs);
+        return rc;
     }
     char url[300];
     snprintf(url, sizeof(url),
@@ -1573,8 +1441,7 @@ int main(int argc, char **argv)
     kq_store_close(c.store); /* everything is committed; close it before the network */
     kq_http_stop(c.http);
     kq_rpc_server_stop(c.server);
-    for (int i = 0; i < c.n_peers; i++)
-        kq_rpc_client_close(c.peers[i].client);
+    kq_raft_net_close(c.net);
     KQ_INFO("controller", "stopped", "%s", "reason=signal");
     return 0;
 }
