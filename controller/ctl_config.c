@@ -149,6 +149,12 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
                      &out->unclean_interval_ms, errbuf, errlen)) != 0)
         goto out;
 
+    if ((rc = kq_config_int(c, "metadata.log.max.record.bytes.between.snapshots", 20971520, 1024,
+                            INT64_C(1) << 40, &out->snapshot_max_bytes, errbuf, errlen)) != 0 ||
+        (rc = kq_config_int(c, "metadata.log.max.snapshot.interval.ms", 3600000, 0,
+                            INT64_C(1) << 40, &out->snapshot_interval_ms, errbuf, errlen)) != 0)
+        goto out;
+
     if ((rc = kq_config_string(c, "log.level", "info", &s, errbuf, errlen)) != 0)
         goto out;
     int lvl = kq_log_level_parse(s);

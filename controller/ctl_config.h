@@ -29,6 +29,8 @@ typedef struct kq_ctl_config {
     kq_decide_settings decide;   /* broker.session.timeout.ms, num.partitions, ... */
     uint32_t rebalance_interval_ms; /* leader.imbalance.check.interval.seconds * 1000 */
     uint32_t unclean_interval_ms;   /* unclean.leader.election.interval.ms */
+    int64_t snapshot_max_bytes;     /* metadata.log.max.record.bytes.between.snapshots */
+    int64_t snapshot_interval_ms;   /* metadata.log.max.snapshot.interval.ms (0: off) */
     int metrics_port;
 } kq_ctl_config;
 

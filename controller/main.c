@@ -91,6 +91,11 @@ typedef struct ctl_metrics {
     kq_metric *state[6]; /* indexed by kq_raft_role */
     kq_metric *epoch, *leader, *hw, *leo, *active, *applied, *elections, *commit_latency;
     kq_metric *requests[5], *invalid;
+    /* From the committed image (KAFKA-14457: never from uncommitted state). */
+    kq_metric *image_hash, *brokers_active, *brokers_fenced, *topics, *partitions, *offline,
+        *imbalance, *snapshot_end;
+    uint64_t image_updated_ms;
+    int64_t image_updated_offset;
 } ctl_metrics;
 
 /* Proposals waiting for the high watermark, to measure commit latency. */
@@ -127,6 +132,14 @@ typedef struct ctl {
 
     parked_write *parked_head, *parked_tail;
     size_t n_parked;
+    /* Snapshots: bytes of records applied since the last one, when it was taken, the epoch of
+     * the last applied record (a snapshot's epoch), a fetched snapshot to install. */
+    int64_t bytes_since_snapshot;
+    uint64_t last_snapshot_ms;
+    int32_t last_applied_epoch;
+    int64_t snapshot_end; /* end offset of the latest snapshot on disk, 0 if none */
+    bool pending_install;
+    kq_raft_snapshot_id install_id;
     /* Active-controller timers (kq_now_ms scale). */
     uint64_t next_fence_ms, next_leaderless_ms, next_rebalance_ms;
     int32_t inconsistent[KQ_RAFT_MAX_VOTERS]; /* peers that said INCONSISTENT_CLUSTER_ID */
@@ -314,6 +327,24 @@ static void apply_update(ctl *c, const kq_raft_update *u)
         ensure_txn(c);
         if (kq_store_put_qstate(c->store, &u->qstate) != 0)
             fatal("store", "writing the quorum state");
+    }
+    if (u->compact_to >= 0) {
+        ensure_txn(c);
+        if (kq_store_delete_prefix(c->store, u->compact_to) != 0)
+            fatal("store", "removing the log prefix below a snapshot");
+        kq_store_snapshot_delete_older(c->store, 2);
+        KQ_INFO("raft", "log prefix removed", "log_start=%lld", (long long)u->compact_to);
+    }
+    if (u->snapshot_abort)
+        kq_store_snapshot_part_abort(c->store, u->snapshot_id);
+    if (u->snapshot_chunk &&
+        kq_store_snapshot_part_write(c->store, u->snapshot_id, u->chunk_position, u->chunk_data,
+                                     u->chunk_len) != 0)
+        fatal("store", "writing a fetched snapshot chunk");
+    if (u->install_snapshot) {
+        /* Installing rewrites the log in its own transaction: after this iteration's commit. */
+        c->pending_install = true;
+        c->install_id = u->snapshot_id;
     }
     if (u->truncate_to >= 0) {
         ensure_txn(c);
@@ -653,9 +684,11 @@ static void handle_request(ctl *c, kq_rpc_req *req)
     case KQ_API_VOTE:
     case KQ_API_BEGIN_QUORUM_EPOCH:
     case KQ_API_END_QUORUM_EPOCH:
-    case KQ_API_FETCH: {
+    case KQ_API_FETCH:
+    case KQ_API_FETCH_SNAPSHOT: {
+        bool fetch = r.api_key == KQ_API_FETCH || r.api_key == KQ_API_FETCH_SNAPSHOT;
         if (r.sender_id == c->cfg.node_id || r.sender_id < 0 ||
-            (r.api_key != KQ_API_FETCH && find_voter(c, r.sender_id) == NULL)) {
+            (!fetch && find_voter(c, r.sender_id) == NULL)) {
             snprintf(err, sizeof(err), "sender id %d is not allowed for api %u", r.sender_id,
                      r.api_key);
             reply_error(c, req, r.api_key, KQ_ERR_INVALID_REQUEST, err);
@@ -769,6 +802,35 @@ static int collect_batch(void *arg, int64_t base, int32_t epoch, int32_t count, 
     return v->n >= KQ_RAFT_MAX_BATCHES;
 }
 
+/* Leader: the bytes [position, position + len) of a snapshot file, for FetchSnapshot. */
+static void send_snapshot_chunk(ctl *c, kq_rpc_req *req, const kq_raft_msg *m)
+{
+    kq_raft_msg out = *m;
+    kq_buf b = {0};
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    if (m->error == 0 && m->u.fetch_snapshot_resp.len > 0) {
+        buf = malloc(m->u.fetch_snapshot_resp.len);
+        if (buf == NULL)
+            fatal("memory", "snapshot chunk");
+        int rc = kq_store_snapshot_read(c->store, m->u.fetch_snapshot_resp.snapshot_id,
+                                        m->u.fetch_snapshot_resp.position, buf,
+                                        m->u.fetch_snapshot_resp.len, &n);
+        if (rc != 0) {
+            free(buf);
+            reply_error(c, req, KQ_API_FETCH_SNAPSHOT, rc, kq_err_message(rc));
+            return;
+        }
+    }
+    out.u.fetch_snapshot_resp.data = buf;
+    out.u.fetch_snapshot_resp.len = n;
+    if (kq_codec_encode_raft_response(&out, NULL, 0, &b) != 0)
+        kq_rpc_req_drop(req);
+    else
+        reply_buf(req, &b);
+    free(buf);
+}
+
 static void send_response(ctl *c, const kq_raft_msg *m)
 {
     kq_rpc_req *req = token_take(c, m->token);
@@ -776,6 +838,10 @@ static void send_response(ctl *c, const kq_raft_msg *m)
     kq_buf b = {0};
     if (req == NULL)
         return; /* already answered or expired */
+    if (m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP) {
+        send_snapshot_chunk(c, req, m);
+        return;
+    }
     int64_t from = m->u.fetch_resp.records_from, to = m->u.fetch_resp.records_to;
     if (m->type == KQ_RAFT_FETCH_RESP && m->error == 0 && to > from) {
         int64_t next = from;
@@ -883,6 +949,11 @@ static void propose(ctl *c, const kq_buf *payload, int32_t count, int64_t *base,
     c->propose_payload = payload;
     step(c, &ev, &u);
     c->propose_payload = NULL;
+    if (u.propose_error == 0 && c->meta.active) {
+        /* The active controller applied these records already (kq_meta_add). */
+        c->last_applied_epoch = u.propose_epoch;
+        c->bytes_since_snapshot += (int64_t)payload->len;
+    }
     *base = u.propose_base_offset;
     *epoch = u.propose_epoch;
     *err = u.propose_error;
@@ -957,6 +1028,8 @@ static int apply_committed_batch(void *arg, int64_t base, int32_t epoch, int32_t
     char why[512];
     if (kq_meta_apply_batch(&c->meta, base, count, records, len, why, sizeof(why)) != 0)
         fatal("metadata image: a committed record cannot apply", why);
+    c->last_applied_epoch = epoch;
+    c->bytes_since_snapshot += (int64_t)len;
     return 0;
 }
 
@@ -1126,6 +1199,25 @@ static int metrics_init(ctl *c, char *err, size_t errlen)
     }
     m->invalid = kq_metrics_counter(m->reg, "kq_rpc_invalid_requests_total",
                                     "Requests rejected as malformed or invalid", NULL);
+    m->image_hash = kq_metrics_gauge_int(
+        m->reg, "kq_metadata_image_hash",
+        "Hash of the committed metadata image content (low 48 bits); equal on every controller "
+        "that applied the same records",
+        NULL);
+    m->brokers_active = kq_metrics_gauge_int(m->reg, "kq_controller_brokers",
+                                             "Registered brokers by state", "state=\"active\"");
+    m->brokers_fenced = kq_metrics_gauge_int(m->reg, "kq_controller_brokers",
+                                             "Registered brokers by state", "state=\"fenced\"");
+    m->topics = kq_metrics_gauge_int(m->reg, "kq_controller_topics", "Topics", NULL);
+    m->partitions = kq_metrics_gauge_int(m->reg, "kq_controller_partitions", "Partitions", NULL);
+    m->offline = kq_metrics_gauge_int(m->reg, "kq_controller_offline_partitions",
+                                      "Partitions without a leader", NULL);
+    m->imbalance = kq_metrics_gauge_int(m->reg, "kq_controller_preferred_replica_imbalance",
+                                        "Partitions whose leader is not their first replica",
+                                        NULL);
+    m->snapshot_end = kq_metrics_gauge_int(m->reg, "kq_metadata_snapshot_end_offset",
+                                           "End offset of the latest snapshot (0: none)", NULL);
+    m->image_updated_offset = -1;
     if (c->cfg.metrics_host[0] != '\0') {
         int rc = kq_http_start(c->cfg.metrics_host, c->cfg.metrics_port, m->reg, ready_cb, c,
                                &c->http, err, errlen);
@@ -1150,6 +1242,23 @@ static void metrics_update(ctl *c)
     kq_metric_set_int(c->m.active, st->role == KQ_RAFT_LEADER);
     kq_metric_set_int(c->m.applied, st->high_watermark > 0 ? st->high_watermark - 1 : -1);
     c->ready = st->leader_id < 0 ? 2 : (st->high_watermark < 0 ? 0 : 1);
+    kq_metric_set_int(c->m.snapshot_end, c->snapshot_end);
+    /* Image gauges: only when nothing uncommitted is applied, at most once a second. */
+    if (c->meta.applied_end == c->hw && c->hw != c->m.image_updated_offset &&
+        c->now >= c->m.image_updated_ms + 1000) {
+        kq_image_counts n;
+        kq_image_get_counts(c->meta.img, &n);
+        kq_metric_set_int(c->m.image_hash,
+                          (int64_t)(kq_image_hash(c->meta.img) & ((UINT64_C(1) << 48) - 1)));
+        kq_metric_set_int(c->m.brokers_active, n.brokers - n.fenced_brokers);
+        kq_metric_set_int(c->m.brokers_fenced, n.fenced_brokers);
+        kq_metric_set_int(c->m.topics, n.topics);
+        kq_metric_set_int(c->m.partitions, (int64_t)n.partitions);
+        kq_metric_set_int(c->m.offline, (int64_t)n.offline_partitions);
+        kq_metric_set_int(c->m.imbalance, (int64_t)n.preferred_imbalance);
+        c->m.image_updated_ms = c->now;
+        c->m.image_updated_offset = c->hw;
+    }
 }
 
 /* ---------- start-up ---------- */
@@ -1212,7 +1321,34 @@ static int start(ctl *c, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return KQ_ERR_NOMEM;
     }
-    c->meta.applied_end = rec.log_start_offset;
+    c->meta.applied_end = 0;
+    if (rec.snapshot.end_offset > 0) {
+        uint8_t *payload = NULL;
+        size_t len = 0;
+        rc = kq_store_snapshot_load(c->store, rec.snapshot, &payload, &len, err, errlen);
+        if (rc == 0)
+            rc = kq_meta_load_snapshot(&c->meta, payload, len, rec.snapshot.end_offset, err,
+                                       errlen);
+        free(payload);
+        if (rc != 0) {
+            free(rec.epochs);
+            return KQ_ERR_IO;
+        }
+        c->snapshot_end = rec.snapshot.end_offset;
+        c->last_applied_epoch = rec.snapshot.epoch;
+        KQ_INFO("controller", "loaded snapshot", "end_offset=%lld epoch=%d",
+                (long long)rec.snapshot.end_offset, rec.snapshot.epoch);
+    }
+    if (rec.log_start_offset > c->meta.applied_end) {
+        snprintf(err, errlen,
+                 "the log in %.900s starts at offset %lld but no snapshot covers the records "
+                 "before it; stop this node, wipe the directory, re-format it with the same "
+                 "cluster id and node id, and start it: it fetches everything from the leader",
+                 c->cfg.log_dir, (long long)rec.log_start_offset);
+        free(rec.epochs);
+        return KQ_ERR_IO;
+    }
+    c->last_snapshot_ms = kq_now_ms();
     rc = metrics_init(c, err, errlen);
     if (rc != 0) {
         free(rec.epochs);
@@ -1261,6 +1397,9 @@ static int start(ctl *c, char *err, size_t errlen)
     ev.u.start.log_end_offset = rec.log_end_offset;
     ev.u.start.epochs = rec.epochs;
     ev.u.start.n_epochs = rec.n_epochs;
+    ev.u.start.log_start_epoch = rec.log_start_epoch;
+    ev.u.start.snapshot = rec.snapshot;
+    ev.u.start.snapshot_size = rec.snapshot_size;
     kq_raft_update up;
     rc = step(c, &ev, &up);
     free(rec.epochs);
@@ -1288,6 +1427,81 @@ static void commit(ctl *c)
         kq_raft_update u;
         step(c, &ev, &u);
     }
+}
+
+/* Follower: a fetched snapshot is complete. Install it in the store, load the image from
+ * it, and tell the core (which then fetches from its end offset). */
+static void install_snapshot(ctl *c)
+{
+    char err[512];
+    uint8_t *payload = NULL;
+    size_t len = 0;
+    kq_raft_snapshot_id id = c->install_id;
+    int rc = 0;
+    c->pending_install = false;
+    commit(c);
+    rc = kq_store_install_snapshot(c->store, id, err, sizeof(err));
+    if (rc == 0)
+        rc = kq_store_snapshot_load(c->store, id, &payload, &len, err, sizeof(err));
+    if (rc == KQ_ERR_CORRUPT_MESSAGE) {
+        KQ_WARN("raft", "fetched snapshot is damaged; fetching it again", "detail=\"%s\"", err);
+    } else if (rc != 0) {
+        fatal("installing a fetched snapshot", err);
+    } else if (kq_meta_load_snapshot(&c->meta, payload, len, id.end_offset, err, sizeof(err)) !=
+               0) {
+        fatal("loading a fetched snapshot into the metadata image", err);
+    } else {
+        c->durable_end = id.end_offset;
+        c->snapshot_end = id.end_offset;
+        c->last_applied_epoch = id.epoch;
+        c->bytes_since_snapshot = 0;
+        c->last_snapshot_ms = c->now;
+        KQ_INFO("raft", "installed a snapshot fetched from the leader", "end_offset=%lld epoch=%d",
+                (long long)id.end_offset, id.epoch);
+    }
+    free(payload);
+    kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_INSTALLED};
+    ev.u.snapshot.id = id;
+    ev.u.snapshot.error = rc;
+    kq_raft_update u;
+    step(c, &ev, &u);
+}
+
+/* Write a snapshot of the committed image every snapshot_max_bytes of records (or
+ * snapshot_interval_ms), at a moment the image holds nothing uncommitted; the core then lets
+ * the log prefix below it go. */
+static void maybe_snapshot(ctl *c)
+{
+    kq_buf b = {0};
+    int32_t n_records = 0;
+    char err[512];
+    int64_t size = 0;
+    if (c->hw <= 0 || c->meta.applied_end != c->hw || c->hw <= c->snapshot_end ||
+        c->pending_install || c->st.fetching_snapshot || c->st.installing_snapshot)
+        return;
+    bool by_bytes = c->bytes_since_snapshot >= c->cfg.snapshot_max_bytes;
+    bool by_time = c->cfg.snapshot_interval_ms > 0 && c->bytes_since_snapshot > 0 &&
+                   c->now >= c->last_snapshot_ms + (uint64_t)c->cfg.snapshot_interval_ms;
+    if (!by_bytes && !by_time)
+        return;
+    kq_raft_snapshot_id id = {.end_offset = c->hw, .epoch = c->last_applied_epoch};
+    uint64_t t0 = kq_now_ms();
+    if (kq_image_snapshot_write(c->meta.img, &b, &n_records) != 0)
+        fatal("snapshot", "encoding the metadata image");
+    if (kq_store_snapshot_write(c->store, id, b.data, b.len, &size, err, sizeof(err)) != 0)
+        fatal("snapshot", err);
+    KQ_INFO("controller", "wrote snapshot", "end_offset=%lld epoch=%d records=%d bytes=%lld ms=%llu",
+            (long long)id.end_offset, id.epoch, n_records, (long long)size,
+            (unsigned long long)(kq_now_ms() - t0));
+    kq_buf_free(&b);
+    c->bytes_since_snapshot = 0;
+    c->last_snapshot_ms = c->now;
+    c->snapshot_end = id.end_offset;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_TAKEN};
+    ev.u.snapshot.id = id;
+    ev.u.snapshot.size = size;
+    kq_raft_update u;
+    step(c, &ev, &u);
 }
 
 static void run(ctl *c)
@@ -1349,6 +1563,9 @@ static void run(ctl *c)
             complete_writes(c);
         }
         apply_committed(c);
+        if (c->pending_install)
+            install_snapshot(c);
+        maybe_snapshot(c);
         expire_tokens(c);
         metrics_update(c);
         if (c->shutting_down && c->now >= c->shutdown_deadline)

@@ -84,6 +84,21 @@ void kq_meta_committed(kq_meta *m, int64_t hw)
         kq_image_commit(m->img, upto);
 }
 
+int kq_meta_load_snapshot(kq_meta *m, const uint8_t *payload, size_t len, int64_t end_offset,
+                          char *errbuf, size_t errlen)
+{
+    if (m->active) {
+        snprintf(errbuf, errlen, "the active controller never loads a snapshot");
+        return KQ_ERR_INVALID_REQUEST;
+    }
+    kq_image_clear(m->img);
+    int rc = kq_image_snapshot_load(m->img, payload, len, end_offset, errbuf, errlen);
+    if (rc != 0)
+        return rc;
+    m->applied_end = end_offset;
+    return 0;
+}
+
 void kq_meta_became_leader(kq_meta *m, int64_t epoch_start)
 {
     m->epoch_start = epoch_start;

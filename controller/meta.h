@@ -51,6 +51,11 @@ int kq_meta_apply_batch(kq_meta *m, int64_t base, int32_t count, const uint8_t *
 /* Everything below hw is committed: drop undo entries. */
 void kq_meta_committed(kq_meta *m, int64_t hw);
 
+/* Replace the image with a snapshot's records (start-up, or a snapshot fetched from the
+ * leader): the image then holds everything below end_offset, committed. Not while active. */
+int kq_meta_load_snapshot(kq_meta *m, const uint8_t *payload, size_t len, int64_t end_offset,
+                          char *errbuf, size_t errlen);
+
 /* Leader bookkeeping. */
 void kq_meta_became_leader(kq_meta *m, int64_t epoch_start);
 /* Returns true when this call made the node active (then soft state is fresh from now_ms). */
