@@ -99,6 +99,9 @@ struct kq_raft {
     uint64_t fetch_deadline;
     uint64_t fetch_retry_at;
     bool fetched_ok; /* a successful Fetch response since becoming follower */
+    /* The latest Fetch to the leader failed in transport (refused, reset, timed out): the
+     * leader may be gone, so a pre-vote need not be refused on its behalf. */
+    bool fetch_failing;
     uint64_t last_fetch_ok_ms;
     int64_t leader_hw; /* latest HW the leader reported, -1 unknown */
     int discovery_idx; /* observer without leader: voter index fetched from */
@@ -521,6 +524,7 @@ static void become_follower(kq_raft *r, int32_t epoch, int32_t leader)
     r->backoff_deadline = 0;
     r->retries = 0;
     r->fetched_ok = false;
+    r->fetch_failing = false;
     r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
     r->fetch_retry_at = 0;
     persist(r);
@@ -645,8 +649,10 @@ static bool prevote_grant(kq_raft *r, const kq_raft_msg *m)
     case KQ_RAFT_LEADER:
         return false;
     case KQ_RAFT_FOLLOWER:
-        /* a live leader: a successful Fetch response within fetch_timeout */
-        if (r->fetched_ok && r->now - r->last_fetch_ok_ms < r->cfg.fetch_timeout_ms)
+        /* a live leader: a successful Fetch response within fetch_timeout, and the latest
+         * Fetch did not fail in transport (a crashed leader refuses connections at once) */
+        if (r->fetched_ok && !r->fetch_failing &&
+            r->now - r->last_fetch_ok_ms < r->cfg.fetch_timeout_ms)
             return false;
         return true;
     default:
@@ -1270,6 +1276,8 @@ static void on_fetch_resp(kq_raft *r, const kq_raft_msg *m)
 
     if (is_transport_error(m->error)) {
         fetch_backoff(r);
+        if (r->role == KQ_RAFT_FOLLOWER && m->from == r->leader_id)
+            r->fetch_failing = true;
         if (r->role == KQ_RAFT_UNATTACHED)
             r->discovery_idx = -1; /* try another voter */
         return;
@@ -1307,6 +1315,7 @@ static void on_fetch_resp(kq_raft *r, const kq_raft_msg *m)
         return;
     }
     r->fetched_ok = true;
+    r->fetch_failing = false;
     r->last_fetch_ok_ms = r->now;
     r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
 

@@ -297,6 +297,41 @@ static void test_follower_with_live_leader_rejects_prevote(void **state)
     h_free(&h);
 }
 
+/* kq refinement of KIP-996: a follower whose latest Fetch to the leader failed in transport
+ * (the leader's process is gone: connection refused or reset) no longer speaks for that leader,
+ * so a crashed leader is replaced after one fetch timeout instead of two. */
+static void test_follower_whose_fetch_to_leader_failed_grants_prevote(void **state)
+{
+    harness h;
+    one_node(&h, 3);
+    make_follower(&h, 2, 1);
+    kq_raft_msg f;
+    memset(&f, 0, sizeof(f));
+    f.type = KQ_RAFT_FETCH_RESP;
+    f.from = 2;
+    f.epoch = 1;
+    f.leader_id = 2;
+    f.u.fetch_resp.high_watermark = -1;
+    h_inject(&h, 1, &f); /* a successful Fetch: the leader is live */
+    kq_raft_msg v = h_vote_req(3, 1, 2, 0, 0, true);
+    h_inject(&h, 1, &v);
+    assert_false(h_last_msg(&h, 1, KQ_RAFT_VOTE_RESP, 3)->u.vote_resp.granted);
+    /* the next Fetch fails: connection refused */
+    kq_raft_msg e;
+    memset(&e, 0, sizeof(e));
+    e.type = KQ_RAFT_FETCH_RESP;
+    e.from = 2;
+    e.epoch = 1;
+    e.leader_id = -1;
+    e.error = KQ_ERR_NETWORK_EXCEPTION;
+    h_inject(&h, 1, &e);
+    h_inject(&h, 1, &v);
+    assert_true(h_last_msg(&h, 1, KQ_RAFT_VOTE_RESP, 3)->u.vote_resp.granted);
+    assert_int_equal(h_role(&h, 1), KQ_RAFT_FOLLOWER);
+    assert_int_equal(h_epoch(&h, 1), 1);
+    h_free(&h);
+}
+
 static void test_follower_that_never_fetched_grants_prevote(void **state)
 {
     harness h;
@@ -965,6 +1000,7 @@ int main(void)
         cmocka_unit_test(test_prevote_majority_makes_candidate_with_durable_self_vote),
         cmocka_unit_test(test_follower_with_live_leader_rejects_prevote),
         cmocka_unit_test(test_follower_that_never_fetched_grants_prevote),
+        cmocka_unit_test(test_follower_whose_fetch_to_leader_failed_grants_prevote),
         cmocka_unit_test(test_leader_rejects_prevote),
         cmocka_unit_test(test_prospective_returns_to_follower_on_leader_hint),
         cmocka_unit_test(test_failed_prevote_round_backs_off_and_retries_without_epoch_bump),
