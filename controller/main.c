@@ -85,12 +85,18 @@ typedef struct pending_write {
     size_t count;
 } pending_write;
 
+/* kq_rpc_requests_total{api=...} labels. */
+static const char *const API_LABELS[] = {"vote",     "begin_quorum_epoch", "end_quorum_epoch",
+                                         "fetch",    "describe_quorum",    "fetch_snapshot",
+                                         "write",    "controller",         "other"};
+#define N_API_LABELS ((int)(sizeof(API_LABELS) / sizeof(API_LABELS[0])))
+
 /* What /metrics exports; updated by the loop thread only. */
 typedef struct ctl_metrics {
     kq_metrics *reg;
     kq_metric *state[6]; /* indexed by kq_raft_role */
     kq_metric *epoch, *leader, *hw, *leo, *active, *applied, *elections, *commit_latency;
-    kq_metric *requests[5], *invalid;
+    kq_metric *requests[N_API_LABELS], *invalid;
     /* From the committed image (KAFKA-14457: never from uncommitted state). */
     kq_metric *image_hash, *brokers_active, *brokers_fenced, *topics, *partitions, *offline,
         *imbalance, *snapshot_end;
@@ -110,7 +116,10 @@ typedef struct ctl {
     kq_meta meta; /* the metadata image (controller/meta.h) */
     ctl_metrics m;
     kq_http *http;
-    _Atomic int ready; /* read by the HTTP thread */
+    _Atomic int ready; /* read by the HTTP thread: 1 ready, else a reason code below */
+    _Atomic int64_t ready_applied, ready_hw, ready_epoch;
+    int64_t last_applied_seen;
+    uint64_t last_applied_change_ms;
     proposal_time lat[LATENCY_RING];
     size_t lat_head, lat_n;
     kq_store *store;
@@ -555,11 +564,15 @@ static void queue_write(ctl *c, kq_rpc_req *req, const kq_request *r)
 
 static void count_request(ctl *c, uint32_t api)
 {
-    int i = api == KQ_API_VOTE                 ? 0
-            : api == KQ_API_BEGIN_QUORUM_EPOCH ? 1
-            : api == KQ_API_END_QUORUM_EPOCH   ? 2
-            : api == KQ_API_FETCH              ? 3
-                                               : 4;
+    int i = api == KQ_API_VOTE                   ? 0
+            : api == KQ_API_BEGIN_QUORUM_EPOCH   ? 1
+            : api == KQ_API_END_QUORUM_EPOCH     ? 2
+            : api == KQ_API_FETCH                ? 3
+            : api == KQ_API_DESCRIBE_QUORUM      ? 4
+            : api == KQ_API_FETCH_SNAPSHOT       ? 5
+            : api == KQ_API_WRITE                ? 6
+            : kq_ctl_is_controller_api(api)      ? 7
+                                                 : 8;
     kq_metric_inc(c->m.requests[i]);
 }
 
@@ -1151,10 +1164,14 @@ static int ready_cb(void *arg, char *reason, size_t len)
     case 1:
         return 1;
     case 2:
-        snprintf(reason, len, "no leader is known: the quorum has not elected one");
+        snprintf(reason, len, "not ready: no leader known (epoch %lld)", (long long)c->ready_epoch);
+        return 0;
+    case 3:
+        snprintf(reason, len, "not ready: applied offset stuck at %lld, high watermark %lld",
+                 (long long)c->ready_applied, (long long)c->ready_hw);
         return 0;
     default:
-        snprintf(reason, len, "starting: the high watermark is not known yet");
+        snprintf(reason, len, "not ready: the high watermark is not known yet");
         return 0;
     }
 }
@@ -1163,8 +1180,6 @@ static int metrics_init(ctl *c, char *err, size_t errlen)
 {
     static const double bounds[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
                                     0.05,   0.1,   0.25,  0.5,   1,    2.5};
-    static const char *apis[5] = {"vote", "begin_quorum_epoch", "end_quorum_epoch", "fetch",
-                                  "other"};
     ctl_metrics *m = &c->m;
     m->reg = kq_metrics_new();
     if (m->reg == NULL)
@@ -1191,9 +1206,9 @@ static int metrics_init(ctl *c, char *err, size_t errlen)
         m->reg, "kq_raft_commit_latency_seconds",
         "Time from proposing a batch to its commit, on the leader", bounds,
         (int)(sizeof(bounds) / sizeof(bounds[0])));
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < N_API_LABELS; i++) {
         char labels[64];
-        snprintf(labels, sizeof(labels), "api=\"%s\"", apis[i]);
+        snprintf(labels, sizeof(labels), "api=\"%s\"", API_LABELS[i]);
         m->requests[i] = kq_metrics_counter(m->reg, "kq_rpc_requests_total",
                                             "Requests received, by API", labels);
     }
@@ -1240,8 +1255,24 @@ static void metrics_update(ctl *c)
     kq_metric_set_int(c->m.hw, st->high_watermark);
     kq_metric_set_int(c->m.leo, st->log_end_offset);
     kq_metric_set_int(c->m.active, st->role == KQ_RAFT_LEADER);
-    kq_metric_set_int(c->m.applied, st->high_watermark > 0 ? st->high_watermark - 1 : -1);
-    c->ready = st->leader_id < 0 ? 2 : (st->high_watermark < 0 ? 0 : 1);
+    /* Committed and applied: below both the image's applied end and the high watermark. */
+    int64_t applied = c->meta.applied_end < c->hw ? c->meta.applied_end : c->hw;
+    kq_metric_set_int(c->m.applied, applied - 1);
+    if (applied != c->last_applied_seen) {
+        c->last_applied_seen = applied;
+        c->last_applied_change_ms = c->now;
+    }
+    c->ready_applied = applied - 1;
+    c->ready_hw = c->hw;
+    c->ready_epoch = st->epoch;
+    if (st->leader_id < 0)
+        c->ready = 2;
+    else if (c->hw < 0)
+        c->ready = 0;
+    else if (applied < c->hw && c->now > c->last_applied_change_ms + 5000)
+        c->ready = 3; /* behind the high watermark and not moving for 5 s */
+    else
+        c->ready = 1;
     kq_metric_set_int(c->m.snapshot_end, c->snapshot_end);
     /* Image gauges: only when nothing uncommitted is applied, at most once a second. */
     if (c->meta.applied_end == c->hw && c->hw != c->m.image_updated_offset &&
