@@ -405,6 +405,10 @@ int kq_cc_register(kq_cc *cc, const kq_image *img, const kq_broker_registration 
         if (rc)
             goto out;
     }
+    /* The broker epoch is the offset of the RegisterBroker record itself (3.2), which follows
+     * any unclean-shutdown changes: a broker is caught up once it replayed that record. */
+    int64_t epoch = same ? old->epoch : next_offset + (int64_t)(out->n - start);
+    rb->broker_epoch = epoch;
     if ((rc = kq_reclist_push(out, &r)))
         goto out;
     if (!(ss = sess_get(cc, req->broker_id, now_ms))) {
@@ -416,7 +420,7 @@ int kq_cc_register(kq_cc *cc, const kq_image *img, const kq_broker_registration 
         ss->metadata_offset = -1;
         ss->cs_offset = -1;
     }
-    res->broker_epoch = same ? old->epoch : next_offset;
+    res->broker_epoch = epoch;
     res->new_incarnation = !same;
 out:
     kq_record_free(&r);

@@ -6,10 +6,21 @@
  * only after the record committed (a majority fsynced it). Prints one result line:
  *
  *   writers=16 requests=32000 seconds=2.01 ops_per_s=15920 p50_ms=0.98 p99_ms=2.10 errors=0
+ *
+ * --alter-partition --cluster-id ID [--brokers K] [--partitions P] (with --writers N as the
+ * client count): registers K brokers in-process (ids 1..K, heartbeating every 500 ms so they
+ * stay unfenced), creates a topic with P (default N) partitions and replication factor 3, then
+ * N client threads each send AlterPartition for their own partition as its leader broker, one
+ * at a time, alternating shrink (the last non-leader replica leaves the ISR) and expand (all
+ * replicas) with the current epochs. Each answer comes after the PartitionChange committed.
+ *
+ *   alter_partition clients=16 partitions=16 brokers=3 requests=... seconds=... ops_per_s=...
+ *       p50_ms=... p99_ms=... errors=0
  */
 #include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +28,7 @@
 #include <unistd.h>
 
 #include "kq/codec.h"
+#include "kq/ctl_codec.h"
 #include "kq/error.h"
 #include "kq/rpc.h"
 #include "kq/util.h"
@@ -31,8 +43,8 @@ typedef struct worker {
     uint64_t errors;
 } worker;
 
-static int write_once(kq_rpc_client *cl, const kq_buf *req, int32_t *leader_port_hint,
-                      char *hint, size_t hintlen)
+static int write_once(kq_rpc_client *cl, const kq_buf *req, int32_t *leader_port_hint, char *hint,
+                      size_t hintlen)
 {
     uint8_t *resp = NULL;
     size_t len = 0;
@@ -63,8 +75,8 @@ static void *run_worker(void *arg)
     uint8_t *payload = calloc(1, w->size ? w->size : 1);
     const uint8_t *recs[1] = {payload};
     size_t lens[1] = {w->size};
-    if (payload == NULL || kq_rpc_client_open(w->url, KQ_RPC_DEFAULT_MAX_MSG, &cl, err,
-                                              sizeof(err)) != 0)
+    if (payload == NULL ||
+        kq_rpc_client_open(w->url, KQ_RPC_DEFAULT_MAX_MSG, &cl, err, sizeof(err)) != 0)
         goto out;
     if (kq_codec_encode_write_request("", recs, lens, 1, &req) != 0)
         goto out;
@@ -163,6 +175,353 @@ static int fsync_probe(const char *dir)
     return 0;
 }
 
+/* ---- --alter-partition mode ---------------------------------------------------------------- */
+
+#define AP_MAX_BROKERS 64
+
+typedef struct ap_setup {
+    char url[320];
+    const char *cluster_id;
+    int n_brokers;
+    int64_t epochs[AP_MAX_BROKERS + 1]; /* by broker id 1..n_brokers */
+    atomic_int fenced[AP_MAX_BROKERS + 1];
+    atomic_int stop;
+    pthread_t hb_th;
+} ap_setup;
+
+typedef struct ap_worker {
+    pthread_t th;
+    const ap_setup *setup;
+    uint8_t topic_id[16];
+    int32_t partition, leader, leader_epoch, partition_epoch;
+    int32_t replicas[16];
+    int32_t n_replicas;
+    uint64_t end_ms, warm_ms;
+    kq_hist hist;
+    uint64_t errors;
+} ap_worker;
+
+/* One controller RPC on an open client: 0 with *resp decoded (resp->error may be set). */
+static int ctl_call(kq_rpc_client *cl, const char *cluster_id, int32_t sender,
+                    const kq_ctl_request *req, kq_response *resp)
+{
+    kq_buf b = {0};
+    uint8_t *data = NULL;
+    size_t len = 0;
+    char err[256];
+    int rc = kq_ctl_encode_request(cluster_id, sender, req, &b);
+    if (rc == 0)
+        rc = kq_rpc_call(cl, b.data, b.len, 5000, &data, &len);
+    kq_buf_free(&b);
+    if (rc != 0)
+        return rc;
+    memset(resp, 0, sizeof(*resp));
+    rc = kq_codec_decode_response(data, len, -1, resp, err, sizeof(err));
+    free(data);
+    if (rc == 0 && resp->api_key != req->api_key) {
+        kq_response_free(resp);
+        rc = KQ_ERR_MALFORMED;
+    }
+    return rc;
+}
+
+static void *ap_heartbeats(void *arg)
+{
+    ap_setup *s = arg;
+    kq_rpc_client *cl = NULL;
+    char err[256];
+    if (kq_rpc_client_open(s->url, KQ_RPC_DEFAULT_MAX_MSG, &cl, err, sizeof(err)) != 0) {
+        fprintf(stderr, "kq-bench: heartbeat client: %s\n", err);
+        return NULL;
+    }
+    while (!atomic_load(&s->stop)) {
+        for (int id = 1; id <= s->n_brokers; id++) {
+            kq_ctl_request req;
+            kq_response resp;
+            kq_heartbeat_result hr;
+            memset(&req, 0, sizeof(req));
+            memset(&hr, 0, sizeof(hr));
+            req.api_key = KQ_API_BROKER_HEARTBEAT;
+            req.broker_heartbeat.broker_id = id;
+            req.broker_heartbeat.broker_epoch = s->epochs[id];
+            req.broker_heartbeat.current_metadata_offset = s->epochs[id];
+            if (ctl_call(cl, s->cluster_id, id, &req, &resp) != 0)
+                continue;
+            if (resp.error == 0 &&
+                kq_ctl_decode_broker_heartbeat_response(&resp, &hr, err, sizeof(err)) == 0)
+                atomic_store(&s->fenced[id], hr.is_fenced ? 1 : 0);
+            else if (resp.error != 0)
+                fprintf(stderr, "kq-bench: heartbeat of broker %d: %s\n", id,
+                        kq_err_name(resp.error));
+            kq_response_free(&resp);
+        }
+        struct timespec ts = {0, 500 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    kq_rpc_client_close(cl);
+    return NULL;
+}
+
+static int ap_register(ap_setup *s, kq_rpc_client *cl)
+{
+    for (int id = 1; id <= s->n_brokers; id++) {
+        kq_ctl_request req;
+        kq_response resp;
+        char u[KQ_UUID_STR_LEN + 1], err[256];
+        kq_rec_endpoint ep = {.name = "PLAINTEXT", .host = "127.0.0.1", .port = 9000 + id};
+        memset(&req, 0, sizeof(req));
+        req.api_key = KQ_API_BROKER_REGISTRATION;
+        req.broker_registration.broker_id = id;
+        req.broker_registration.cluster_id = s->cluster_id;
+        kq_uuid_random(u);
+        kq_uuid_parse(u, req.broker_registration.incarnation_id);
+        req.broker_registration.endpoints = &ep;
+        req.broker_registration.n_endpoints = 1;
+        int rc = ctl_call(cl, s->cluster_id, id, &req, &resp);
+        if (rc != 0) {
+            fprintf(stderr, "kq-bench: registering broker %d: %s\n", id, kq_err_name(rc));
+            return rc;
+        }
+        rc = resp.error;
+        if (rc == 0)
+            rc =
+                kq_ctl_decode_broker_registration_response(&resp, &s->epochs[id], err, sizeof(err));
+        if (rc != 0)
+            fprintf(stderr, "kq-bench: registering broker %d: %s %s\n", id, kq_err_name(rc),
+                    resp.error_message);
+        kq_response_free(&resp);
+        if (rc != 0)
+            return rc;
+        atomic_store(&s->fenced[id], 1);
+    }
+    return 0;
+}
+
+/* Creates the topic and fills each worker's partition state from DescribeTopics. */
+static int ap_create_topic(ap_setup *s, kq_rpc_client *cl, const char *name, int partitions,
+                           ap_worker *ws, int n_workers)
+{
+    kq_ctl_request req;
+    kq_response resp;
+    char err[256];
+    int rc;
+    kq_create_topic ct = {.name = name, .num_partitions = partitions, .replication_factor = 3};
+    memset(&req, 0, sizeof(req));
+    req.api_key = KQ_API_CREATE_TOPICS;
+    req.create_topics.topics = &ct;
+    req.create_topics.n = 1;
+    if ((rc = ctl_call(cl, s->cluster_id, -1, &req, &resp)) != 0)
+        return rc;
+    kq_ctl_item_results items = {0};
+    rc = resp.error;
+    if (rc == 0 && (rc = kq_ctl_decode_item_results(&resp, &items, err, sizeof(err))) == 0 &&
+        items.n == 1 && items.items[0].error != 0) {
+        rc = items.items[0].error;
+        fprintf(stderr, "kq-bench: creating topic %s: %s %s\n", name, kq_err_name(rc),
+                items.items[0].message ? items.items[0].message : "");
+    }
+    kq_ctl_item_results_free(&items);
+    kq_response_free(&resp);
+    if (rc != 0)
+        return rc;
+
+    const char *names[1] = {name};
+    memset(&req, 0, sizeof(req));
+    req.api_key = KQ_API_DESCRIBE_TOPICS;
+    req.describe_topics.names = names;
+    req.describe_topics.n = 1;
+    if ((rc = ctl_call(cl, s->cluster_id, -1, &req, &resp)) != 0)
+        return rc;
+    kq_ctl_topics_desc d = {0};
+    rc = resp.error;
+    if (rc == 0)
+        rc = kq_ctl_decode_describe_topics_response(&resp, &d, err, sizeof(err));
+    kq_response_free(&resp);
+    if (rc == 0 && (d.n_topics != 1 || d.topics[0].error != 0 || !d.topics[0].has_id ||
+                    d.topics[0].n_partitions != partitions))
+        rc = KQ_ERR_MALFORMED;
+    for (int i = 0; rc == 0 && i < n_workers; i++) {
+        const kq_ctl_partition_desc *p = &d.topics[0].partitions[i % partitions];
+        ap_worker *w = &ws[i];
+        memcpy(w->topic_id, d.topics[0].topic_id, 16);
+        w->partition = p->partition;
+        w->leader = p->leader;
+        w->leader_epoch = p->leader_epoch;
+        w->partition_epoch = p->partition_epoch;
+        w->n_replicas = p->replicas.n < 16 ? p->replicas.n : 16;
+        memcpy(w->replicas, p->replicas.ids, (size_t)w->n_replicas * sizeof(int32_t));
+        if (p->leader < 1 || p->leader > s->n_brokers || p->isr.n != p->replicas.n ||
+            w->n_replicas < 2)
+            rc = KQ_ERR_INVALID_REQUEST; /* every partition needs a leader and a full ISR */
+    }
+    kq_ctl_topics_desc_free(&d);
+    return rc;
+}
+
+static void *ap_run_worker(void *arg)
+{
+    ap_worker *w = arg;
+    const ap_setup *s = w->setup;
+    kq_rpc_client *cl = NULL;
+    char err[256];
+    int shrink = 1;
+    if (kq_rpc_client_open(s->url, KQ_RPC_DEFAULT_MAX_MSG, &cl, err, sizeof(err)) != 0) {
+        w->errors++;
+        return NULL;
+    }
+    for (;;) {
+        kq_ap_isr_member isr[16];
+        int32_t n_isr = 0;
+        /* Shrink: every replica but the last non-leader one; expand: every replica. */
+        int32_t drop = -1;
+        for (int32_t i = w->n_replicas - 1; shrink && i >= 0 && drop < 0; i--)
+            if (w->replicas[i] != w->leader)
+                drop = w->replicas[i];
+        for (int32_t i = 0; i < w->n_replicas; i++)
+            if (w->replicas[i] != drop)
+                isr[n_isr++] = (kq_ap_isr_member){w->replicas[i], s->epochs[w->replicas[i]]};
+        kq_ap_partition p = {.partition_index = w->partition,
+                             .leader_epoch = w->leader_epoch,
+                             .partition_epoch = w->partition_epoch,
+                             .leader_recovery_state = 0,
+                             .new_isr = isr,
+                             .n_new_isr = n_isr};
+        kq_ap_topic t = {.partitions = &p, .n_partitions = 1};
+        memcpy(t.topic_id, w->topic_id, 16);
+        kq_ctl_request req;
+        memset(&req, 0, sizeof(req));
+        req.api_key = KQ_API_ALTER_PARTITION;
+        req.alter_partition.version = 3;
+        req.alter_partition.broker_id = w->leader;
+        req.alter_partition.broker_epoch = s->epochs[w->leader];
+        req.alter_partition.topics = &t;
+        req.alter_partition.n_topics = 1;
+
+        uint64_t t0 = kq_now_ns();
+        if (t0 / 1000000 >= w->end_ms)
+            break;
+        kq_response resp;
+        kq_alter_partition_result res;
+        memset(&res, 0, sizeof(res));
+        int rc = ctl_call(cl, s->cluster_id, w->leader, &req, &resp);
+        uint64_t t1 = kq_now_ns();
+        if (rc == 0) {
+            rc = resp.error;
+            if (rc == 0 &&
+                (rc = kq_ctl_decode_alter_partition_response(&resp, &res, err, sizeof(err))) == 0) {
+                rc = res.error ? res.error
+                               : (res.n_results == 1 ? res.results[0].error : KQ_ERR_MALFORMED);
+                if (rc == 0) {
+                    w->partition_epoch = res.results[0].partition_epoch;
+                    w->leader_epoch = res.results[0].leader_epoch;
+                }
+                kq_ctl_alter_partition_response_free(&res);
+            }
+            kq_response_free(&resp);
+        }
+        if (rc != 0) {
+            if (w->errors++ == 0)
+                fprintf(stderr, "kq-bench: AlterPartition of partition %d failed: %s\n",
+                        w->partition, kq_err_name(rc));
+            break; /* the epochs are unknown now: this client stops */
+        }
+        shrink = !shrink;
+        if (t0 / 1000000 >= w->warm_ms)
+            kq_hist_add(&w->hist, t1 - t0);
+    }
+    kq_rpc_client_close(cl);
+    return NULL;
+}
+
+static int alter_partition_bench(const char *bootstrap, const char *cluster_id, int clients,
+                                 int brokers, int partitions, double seconds, double warmup)
+{
+    static ap_setup s;
+    ap_worker *ws = NULL;
+    kq_rpc_client *cl = NULL;
+    char err[256], name[128];
+    int rc = 1, hb_started = 0;
+    if (partitions <= 0)
+        partitions = clients;
+    if (brokers < 3 || brokers > AP_MAX_BROKERS || partitions < clients) {
+        fprintf(stderr,
+                "kq-bench: --alter-partition needs 3..%d brokers and at least as many "
+                "partitions as clients\n",
+                AP_MAX_BROKERS);
+        return 2;
+    }
+    memset(&s, 0, sizeof(s));
+    s.cluster_id = cluster_id;
+    s.n_brokers = brokers;
+    if (find_leader(bootstrap, s.url, sizeof(s.url)) != 0) {
+        fprintf(stderr, "kq-bench: no active controller found via %s\n", bootstrap);
+        return 1;
+    }
+    if (kq_rpc_client_open(s.url, KQ_RPC_DEFAULT_MAX_MSG, &cl, err, sizeof(err)) != 0) {
+        fprintf(stderr, "kq-bench: %s: %s\n", s.url, err);
+        goto out;
+    }
+    if (ap_register(&s, cl) != 0)
+        goto out;
+    if (pthread_create(&s.hb_th, NULL, ap_heartbeats, &s) != 0)
+        goto out;
+    hb_started = 1;
+    for (int waited = 0;; waited += 100) {
+        int fenced = 0;
+        for (int id = 1; id <= brokers; id++)
+            fenced += atomic_load(&s.fenced[id]);
+        if (fenced == 0)
+            break;
+        if (waited > 30000) {
+            fprintf(stderr, "kq-bench: %d broker(s) still fenced after 30 s\n", fenced);
+            goto out;
+        }
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    ws = calloc((size_t)clients, sizeof(*ws));
+    if (ws == NULL)
+        goto out;
+    snprintf(name, sizeof(name), "kq-bench-ap-%d-%llu", (int)getpid(),
+             (unsigned long long)kq_now_ms());
+    if ((rc = ap_create_topic(&s, cl, name, partitions, ws, clients)) != 0) {
+        fprintf(stderr, "kq-bench: creating/describing topic %s: %s\n", name, kq_err_name(rc));
+        rc = 1;
+        goto out;
+    }
+    uint64_t start = kq_now_ms();
+    for (int i = 0; i < clients; i++) {
+        ws[i].setup = &s;
+        ws[i].warm_ms = start + (uint64_t)(warmup * 1000);
+        ws[i].end_ms = ws[i].warm_ms + (uint64_t)(seconds * 1000);
+        kq_hist_init(&ws[i].hist);
+        pthread_create(&ws[i].th, NULL, ap_run_worker, &ws[i]);
+    }
+    kq_hist total;
+    uint64_t errors = 0;
+    kq_hist_init(&total);
+    for (int i = 0; i < clients; i++) {
+        pthread_join(ws[i].th, NULL);
+        kq_hist_merge(&total, &ws[i].hist);
+        errors += ws[i].errors;
+    }
+    printf("alter_partition clients=%d partitions=%d brokers=%d requests=%llu seconds=%.2f "
+           "ops_per_s=%.0f p50_ms=%.3f p99_ms=%.3f errors=%llu\n",
+           clients, partitions, brokers, (unsigned long long)total.n, seconds,
+           (double)total.n / seconds, (double)kq_hist_quantile(&total, 0.50) / 1e6,
+           (double)kq_hist_quantile(&total, 0.99) / 1e6, (unsigned long long)errors);
+    rc = errors == 0 ? 0 : 1;
+out:
+    if (hb_started) {
+        atomic_store(&s.stop, 1);
+        pthread_join(s.hb_th, NULL);
+    }
+    if (cl != NULL)
+        kq_rpc_client_close(cl);
+    free(ws);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     const char *bootstrap = NULL;
@@ -170,7 +529,13 @@ int main(int argc, char **argv)
     double seconds = 5;
     double warmup = 0.5;
     size_t size = 100;
-    static const struct option opts[] = {{"bootstrap-controller", required_argument, NULL, 'b'},
+    int alter = 0, brokers = 3, partitions = 0;
+    const char *cluster_id = NULL;
+    static const struct option opts[] = {{"alter-partition", no_argument, NULL, 'A'},
+                                         {"cluster-id", required_argument, NULL, 'c'},
+                                         {"brokers", required_argument, NULL, 'k'},
+                                         {"partitions", required_argument, NULL, 'P'},
+                                         {"bootstrap-controller", required_argument, NULL, 'b'},
                                          {"writers", required_argument, NULL, 'w'},
                                          {"seconds", required_argument, NULL, 's'},
                                          {"warmup", required_argument, NULL, 'W'},
@@ -178,10 +543,22 @@ int main(int argc, char **argv)
                                          {"fsync-probe", required_argument, NULL, 'f'},
                                          {NULL, 0, NULL, 0}};
     int o;
-    while ((o = getopt_long(argc, argv, "b:w:s:W:z:f:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "b:w:s:W:z:f:Ac:k:P:", opts, NULL)) != -1) {
         switch (o) {
         case 'f':
             return fsync_probe(optarg);
+        case 'A':
+            alter = 1;
+            break;
+        case 'c':
+            cluster_id = optarg;
+            break;
+        case 'k':
+            brokers = atoi(optarg);
+            break;
+        case 'P':
+            partitions = atoi(optarg);
+            break;
         case 'b':
             bootstrap = optarg;
             break;
@@ -203,6 +580,12 @@ int main(int argc, char **argv)
     }
     if (bootstrap == NULL || writers < 1 || writers > 4096 || seconds <= 0)
         goto usage;
+    if (alter) {
+        if (cluster_id == NULL)
+            goto usage;
+        return alter_partition_bench(bootstrap, cluster_id, writers, brokers, partitions, seconds,
+                                     warmup);
+    }
     char url[320];
     if (find_leader(bootstrap, url, sizeof(url)) != 0) {
         fprintf(stderr, "kq-bench: no active controller found via %s\n", bootstrap);
@@ -238,6 +621,9 @@ int main(int argc, char **argv)
 usage:
     fprintf(stderr, "usage: kq-bench --bootstrap-controller HOST:PORT[,...] [--writers N] "
                     "[--seconds S] [--warmup S] [--size BYTES]\n"
+                    "       kq-bench --alter-partition --bootstrap-controller HOST:PORT[,...] "
+                    "--cluster-id ID [--writers CLIENTS] [--brokers K] [--partitions P] "
+                    "[--seconds S] [--warmup S]\n"
                     "       kq-bench --fsync-probe DIR\n");
     return 2;
 }

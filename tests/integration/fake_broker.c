@@ -2,20 +2,24 @@
  * kq-fake-broker: a test client that plays one broker against real controllers.
  *
  *   kq-fake-broker --bootstrap-controller H:P[,H:P...] --cluster-id ID --broker-id N [--rack R]
- *                  [--heartbeat-ms 2000] [--port P]
+ *                  [--heartbeat-ms 2000] [--port P] [--start-fenced]
  *
  * It registers (a new incarnation id per start), heartbeats every --heartbeat-ms reporting a
  * metadata offset equal to its broker epoch (its own registration record, so it counts as
- * caught up), follows NOT_CONTROLLER hints across failovers, and prints one line per event:
+ * caught up), follows NOT_CONTROLLER hints across failovers, and prints one line per event.
+ * With --start-fenced it reports the offset just below its registration (not caught up, so the
+ * controller keeps it fenced) until the `catch-up` command.
  *
  *   registered broker=1 epoch=42
  *   state broker=1 fenced=false caught_up=true shutdown=false
- *   heartbeats stopped broker=1 last_heartbeat_ms=1795963654593   (wall clock)
- *   alter error=NONE partition_error=INVALID_UPDATE_VERSION leader=1 leader_epoch=0 partition_epoch=3 isr=1,2
+ *   heartbeats stopped broker=1 last_heartbeat_ms=1795963654593 last_heartbeat_sent_ms=...
+ *     (wall clock when the last answered heartbeat was answered / was sent)
+ *   alter error=NONE partition_error=NONE leader=1 leader_epoch=0 partition_epoch=3 isr=1,2
  *
  * Commands on stdin, one per line:
  *   alter TOPIC_ID PARTITION LEADER_EPOCH PARTITION_EPOCH ISR[,ISR...]
- *   stop-heartbeats | start-heartbeats | shutdown | quit
+ *   stop-heartbeats | start-heartbeats | catch-up | shutdown | quit
+ * start-heartbeats, catch-up and shutdown answer `ok COMMAND broker=N`.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -48,8 +52,10 @@ typedef struct fake {
     int64_t epoch; /* -1 until registered */
     int heartbeats;
     int want_shutdown;
+    int behind; /* report metadata offset epoch - 1 (not caught up) */
     int last_fenced, last_caught_up, last_shutdown;
     int64_t last_ok_wall_ms; /* wall clock of the last answered heartbeat */
+    int64_t last_ok_sent_ms; /* wall clock just before that heartbeat was sent */
 } fake;
 
 /* Send req (already encoded) to the active controller, following hints; *resp decoded. */
@@ -138,10 +144,11 @@ static int do_heartbeat(fake *f)
     req.api_key = KQ_API_BROKER_HEARTBEAT;
     req.broker_heartbeat.broker_id = f->id;
     req.broker_heartbeat.broker_epoch = f->epoch;
-    req.broker_heartbeat.current_metadata_offset = f->epoch;
+    req.broker_heartbeat.current_metadata_offset = f->behind ? f->epoch - 1 : f->epoch;
     req.broker_heartbeat.want_shutdown = f->want_shutdown;
     if (kq_ctl_encode_request(f->cluster_id, f->id, &req, &b) != 0)
         return KQ_ERR_INTERNAL;
+    int64_t sent_ms = kq_wall_ms();
     int rc = call(f, KQ_API_BROKER_HEARTBEAT, &b, &resp);
     kq_buf_free(&b);
     if (rc != 0)
@@ -157,6 +164,7 @@ static int do_heartbeat(fake *f)
     if (resp.error == 0 &&
         kq_ctl_decode_broker_heartbeat_response(&resp, &hr, err, sizeof(err)) == 0) {
         f->last_ok_wall_ms = kq_wall_ms();
+        f->last_ok_sent_ms = sent_ms;
         if (hr.is_fenced != f->last_fenced || hr.is_caught_up != f->last_caught_up ||
             hr.should_shutdown != f->last_shutdown) {
             printf("state broker=%d fenced=%s caught_up=%s shutdown=%s\n", f->id,
@@ -167,8 +175,7 @@ static int do_heartbeat(fake *f)
             f->last_shutdown = hr.should_shutdown;
         }
     } else if (resp.error != 0) {
-        printf("heartbeat error=%s message=\"%s\"\n", kq_err_name(resp.error),
-               resp.error_message);
+        printf("heartbeat error=%s message=\"%s\"\n", kq_err_name(resp.error), resp.error_message);
     }
     kq_response_free(&resp);
     fflush(stdout);
@@ -256,14 +263,18 @@ static int handle_line(fake *f, char *line)
         do_alter(f, line + 6);
     else if (strcmp(line, "stop-heartbeats") == 0) {
         f->heartbeats = 0;
-        printf("heartbeats stopped broker=%d last_heartbeat_ms=%lld\n", f->id,
-               (long long)f->last_ok_wall_ms);
-    }
-    else if (strcmp(line, "start-heartbeats") == 0)
+        printf("heartbeats stopped broker=%d last_heartbeat_ms=%lld last_heartbeat_sent_ms=%lld\n",
+               f->id, (long long)f->last_ok_wall_ms, (long long)f->last_ok_sent_ms);
+    } else if (strcmp(line, "start-heartbeats") == 0) {
         f->heartbeats = 1;
-    else if (strcmp(line, "shutdown") == 0)
+        printf("ok start-heartbeats broker=%d\n", f->id);
+    } else if (strcmp(line, "catch-up") == 0) {
+        f->behind = 0;
+        printf("ok catch-up broker=%d\n", f->id);
+    } else if (strcmp(line, "shutdown") == 0) {
         f->want_shutdown = 1;
-    else if (strcmp(line, "quit") == 0)
+        printf("ok shutdown broker=%d\n", f->id);
+    } else if (strcmp(line, "quit") == 0)
         return 1;
     else if (line[0] != '\0')
         printf("unknown command: %s\n", line);
@@ -282,11 +293,12 @@ int main(int argc, char **argv)
                                          {"rack", required_argument, NULL, 'r'},
                                          {"heartbeat-ms", required_argument, NULL, 'h'},
                                          {"port", required_argument, NULL, 'p'},
+                                         {"start-fenced", no_argument, NULL, 'F'},
                                          {NULL, 0, NULL, 0}};
     int o;
     f.id = -1;
     f.port = 9092;
-    while ((o = getopt_long(argc, argv, "b:i:c:r:h:p:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "b:i:c:r:h:p:F", opts, NULL)) != -1) {
         switch (o) {
         case 'c':
             f.cluster_id = optarg;
@@ -305,6 +317,9 @@ int main(int argc, char **argv)
             break;
         case 'p':
             f.port = atoi(optarg);
+            break;
+        case 'F':
+            f.behind = 1;
             break;
         default:
             goto usage;
@@ -327,6 +342,10 @@ int main(int argc, char **argv)
 
     uint64_t next_hb = 0;
     int stdin_open = 1;
+    static struct {
+        char buf[4096];
+        size_t len;
+    } in;
     for (;;) {
         uint64_t now = kq_now_ms();
         if (f.epoch < 0 && now >= next_hb) {
@@ -342,16 +361,30 @@ int main(int argc, char **argv)
                 return 0;
             }
         }
+        /* Lines already read from stdin are handled before waiting again. */
+        char *nl;
+        if ((nl = memchr(in.buf, '\n', in.len)) != NULL) {
+            *nl = '\0';
+            int stop = handle_line(&f, in.buf);
+            size_t used = (size_t)(nl - in.buf) + 1;
+            memmove(in.buf, in.buf + used, in.len - used);
+            in.len -= used;
+            if (stop)
+                return 0;
+            continue;
+        }
         struct pollfd pfd = {.fd = 0, .events = POLLIN};
         int wait = next_hb > now ? (int)(next_hb - now) : 0;
         if (wait > 100)
             wait = 100;
         if (stdin_open && poll(&pfd, 1, wait) > 0) {
-            char line[1024];
-            if (fgets(line, sizeof(line), stdin) == NULL)
+            if (in.len == sizeof(in.buf) - 1)
+                in.len = 0; /* an over-long line: drop it */
+            ssize_t n = read(0, in.buf + in.len, sizeof(in.buf) - 1 - in.len);
+            if (n > 0)
+                in.len += (size_t)n;
+            else if (n == 0 || (errno != EINTR && errno != EAGAIN))
                 stdin_open = 0; /* keep heartbeating until killed */
-            else if (handle_line(&f, line))
-                return 0;
         } else if (!stdin_open) {
             struct timespec ts = {0, (long)wait * 1000000L};
             nanosleep(&ts, NULL);
@@ -360,6 +393,6 @@ int main(int argc, char **argv)
 usage:
     fprintf(stderr, "usage: kq-fake-broker --bootstrap-controller H:P[,H:P...] --cluster-id ID "
                     "--broker-id N "
-                    "[--rack R] [--heartbeat-ms MS] [--port P]\n");
+                    "[--rack R] [--heartbeat-ms MS] [--port P] [--start-fenced]\n");
     return 2;
 }

@@ -32,6 +32,8 @@ KT_NODES=0
 KT_CLUSTER_ID=""
 KT_PASSED=0
 declare -a KT_PID=()
+declare -a KT_BPID=() # fake brokers, by broker id
+declare -a KT_BFD=()  # write end of each fake broker's stdin FIFO
 # Results of the last successful wait / describe.
 KT_LEADER=-1
 KT_EPOCH=-1
@@ -118,6 +120,12 @@ kt_claim_ports() {
 kt_cleanup() {
     local rc=$? i pid
     set +e
+    for i in "${!KT_BPID[@]}"; do
+        pid=${KT_BPID[$i]}
+        [[ -n $pid ]] || continue
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
     for i in "${!KT_PID[@]}"; do
         pid=${KT_PID[$i]}
         [[ -n $pid ]] || continue
@@ -484,4 +492,197 @@ kt_set_prop() {
         { split($0, a, "="); if (a[1] == k) { if (!done) print k "=" v; done = 1; next } print }
         END { if (!done) print k "=" v }' "$file" >"$tmp"
     mv "$tmp" "$file"
+}
+
+# ---------------------------------------------------------------------------------------
+# Controller metadata tools and fake brokers (kq-fake-broker, tests/integration/fake_broker.c)
+
+# kt_kq ARGS...: runs `kq ARGS --bootstrap-controller <all nodes>` (60 s cap); stdout and stderr
+# in KT_OUT; returns the tool's exit status. The bootstrap list can be overridden with
+# KT_KQ_BOOTSTRAP (e.g. a single node).
+kt_kq() {
+    local rc=0 bs=${KT_KQ_BOOTSTRAP:-}
+    [[ -n $bs ]] || bs=$(kt_bootstrap $(seq 1 "$KT_NODES"))
+    KT_OUT=$(timeout 60 "$KT_KQ" "$@" --bootstrap-controller "$bs" 2>&1) || rc=$?
+    return "$rc"
+}
+
+# kt_kq_ok ARGS...: kt_kq, failing the test when the tool exits non-zero.
+kt_kq_ok() {
+    kt_kq "$@" || kt_fail "kq $* failed (exit $?): $KT_OUT"
+}
+
+# kt_kq_retry TIMEOUT_S ARGS...: kt_kq until it exits 0 (e.g. while a controller is elected).
+kt_kq_retry() {
+    local deadline=$(($(date +%s) + $1)) rc
+    shift
+    while :; do
+        rc=0
+        kt_kq "$@" || rc=$?
+        [[ $rc -eq 0 ]] && return 0
+        (($(date +%s) < deadline)) || kt_fail "kq $* kept failing for $1 s (last exit $rc): $KT_OUT"
+        sleep 0.3
+    done
+}
+
+kt_broker_out() { # ID -> path of the fake broker's output
+    echo "$KT_DIR/broker-$1.out"
+}
+
+# kt_broker_start ID [ARGS...]: starts kq-fake-broker --broker-id ID against all controllers,
+# stdin from a FIFO kept open in KT_BFD[ID], output appended to broker-ID.out.
+kt_broker_start() {
+    local id=$1 fifo fd
+    shift
+    [[ -x $KT_BIN/kq-fake-broker ]] || kt_fail "$KT_BIN/kq-fake-broker is missing (build kq-fake-broker)"
+    if [[ -n ${KT_BPID[$id]:-} ]] && kill -0 "${KT_BPID[$id]}" 2>/dev/null; then
+        kt_fail "kt_broker_start: broker $id is already running (pid ${KT_BPID[$id]})"
+    fi
+    fifo=$KT_DIR/broker-$id.in
+    rm -f "$fifo"
+    mkfifo "$fifo"
+    echo "---- start $(date +%T.%3N) ----" >>"$(kt_broker_out "$id")"
+    "$KT_BIN/kq-fake-broker" --bootstrap-controller "$(kt_bootstrap $(seq 1 "$KT_NODES"))" \
+        --cluster-id "$KT_CLUSTER_ID" --broker-id "$id" --port $((9000 + id)) "$@" \
+        <"$fifo" >>"$(kt_broker_out "$id")" 2>&1 &
+    KT_BPID[id]=$!
+    exec {fd}>"$fifo"
+    KT_BFD[id]=$fd
+    kt_log "started fake broker $id (pid ${KT_BPID[$id]}) $*"
+}
+
+# kt_broker_kill ID: SIGKILL the fake broker (its registration stays until the session expires).
+kt_broker_kill() {
+    local id=$1 fd=${KT_BFD[$1]:-}
+    [[ -n ${KT_BPID[$id]:-} ]] || kt_fail "kt_broker_kill: broker $id is not running"
+    kill -KILL "${KT_BPID[$id]}" 2>/dev/null || true
+    wait "${KT_BPID[$id]}" 2>/dev/null || true
+    KT_BPID[id]=""
+    if [[ -n $fd ]]; then
+        exec {fd}>&-
+        KT_BFD[id]=""
+    fi
+    kt_log "killed fake broker $id"
+}
+
+kt_broker_lines() { # ID: number of output lines so far
+    local f
+    f=$(kt_broker_out "$1")
+    [[ -f $f ]] || {
+        echo 0
+        return
+    }
+    wc -l <"$f"
+}
+
+# kt_broker_wait ID FROM_LINE REGEX TIMEOUT_S: waits for an output line after FROM_LINE matching
+# the extended REGEX; the line goes to KT_BLINE.
+KT_BLINE=""
+kt_broker_wait() {
+    local id=$1 from=$2 re=$3 deadline=$(($(date +%s) + $4)) f
+    f=$(kt_broker_out "$id")
+    while :; do
+        KT_BLINE=$(tail -n +"$((from + 1))" "$f" 2>/dev/null | grep -E -m1 -- "$re" || true)
+        [[ -n $KT_BLINE ]] && return 0
+        if (($(date +%s) >= deadline)); then
+            kt_fail "fake broker $id printed no line matching /$re/ within $4 s; its output after line $from: $(tail -n +"$((from + 1))" "$f" | tail -n 10)"
+        fi
+        sleep 0.05
+    done
+}
+
+# kt_broker_cmd ID LINE REGEX [TIMEOUT_S]: sends LINE to the broker's stdin and waits for its
+# answer (a new line matching REGEX) in KT_BLINE.
+kt_broker_cmd() {
+    local id=$1 from fd=${KT_BFD[$1]:-}
+    [[ -n $fd ]] || kt_fail "kt_broker_cmd: broker $id has no stdin"
+    from=$(kt_broker_lines "$id")
+    printf '%s\n' "$2" >&"$fd"
+    kt_broker_wait "$id" "$from" "$3" "${4:-30}"
+}
+
+# kt_broker_alter ID TOPIC_ID PARTITION LEADER_EPOCH PARTITION_EPOCH ISR: an AlterPartition from
+# broker ID; sets KT_ALTER_ERROR (top-level), KT_ALTER_PERROR (the partition's), and
+# KT_ALTER_LEADER, KT_ALTER_LE, KT_ALTER_PE, KT_ALTER_ISR from the answer.
+kt_broker_alter() {
+    local id=$1
+    shift
+    kt_broker_cmd "$id" "alter $*" '^alter '
+    KT_ALTER_ERROR=$(sed -n 's/.*alter error=\([A-Z_]*\).*/\1/p' <<<"$KT_BLINE")
+    KT_ALTER_PERROR=$(sed -n 's/.* partition_error=\([A-Z_]*\).*/\1/p' <<<"$KT_BLINE")
+    KT_ALTER_LEADER=$(sed -n 's/.* leader=\(-*[0-9]*\).*/\1/p' <<<"$KT_BLINE")
+    KT_ALTER_LE=$(sed -n 's/.* leader_epoch=\(-*[0-9]*\).*/\1/p' <<<"$KT_BLINE")
+    KT_ALTER_PE=$(sed -n 's/.* partition_epoch=\(-*[0-9]*\).*/\1/p' <<<"$KT_BLINE")
+    KT_ALTER_ISR=$(sed -n 's/.* isr=\([0-9,]*\).*/\1/p' <<<"$KT_BLINE")
+    kt_log "broker $id: $KT_BLINE"
+}
+
+# kt_json_brokers: the `kq cluster describe --json` answer in KT_OUT as lines
+# "id epoch fenced inControlledShutdown" (python3 is not required: plain text processing of
+# the tool's compact JSON).
+kt_json_brokers() {
+    sed 's/},{/}\n{/g' <<<"$KT_OUT" |
+        sed -n 's/.*"id":\([0-9]*\),"epoch":\([0-9-]*\),"fenced":\([a-z]*\),"inControlledShutdown":\([a-z]*\).*/\1 \2 \3 \4/p'
+}
+
+# kt_broker_state ID: "fenced epoch" of broker ID from `kq cluster describe --json` (sets
+# KT_BFENCED, KT_BEPOCH; "" when the broker is not registered). Returns non-zero when the tool
+# failed.
+kt_broker_state() {
+    KT_BFENCED=""
+    KT_BEPOCH=""
+    kt_kq cluster describe --json || return 1
+    local row
+    row=$(kt_json_brokers | awk -v id="$1" '$1 == id')
+    KT_BEPOCH=$(awk '{print $2}' <<<"$row")
+    KT_BFENCED=$(awk '{print $3}' <<<"$row")
+    return 0
+}
+
+# kt_wait_broker_fenced ID true|false TIMEOUT_S: polls cluster describe until the broker's
+# fenced flag is the wanted one; KT_WAITED_MS is when it was first seen.
+kt_wait_broker_fenced() {
+    local id=$1 want=$2 start deadline last="nothing"
+    start=$(kt_now_ms)
+    deadline=$((start + $3 * 1000))
+    while (($(kt_now_ms) < deadline)); do
+        if kt_broker_state "$id"; then
+            last="fenced=$KT_BFENCED epoch=$KT_BEPOCH"
+            if [[ $KT_BFENCED == "$want" ]]; then
+                KT_WAITED_MS=$(($(kt_now_ms) - start))
+                return 0
+            fi
+        else
+            last="cluster describe failed: $KT_OUT"
+        fi
+        sleep 0.1
+    done
+    kt_fail "broker $id: expected fenced=$want within $3 s, last seen: $last"
+}
+
+# kt_partition_line TOPIC PARTITION: the partition's describe line (from KT_OUT of a
+# `topics --describe` run), without the leading TAB.
+kt_partition_line() {
+    awk -F'\t' -v t="Topic: $1" -v p="Partition: $2" '$2 == t && $3 == p { sub(/^\t/, ""); print }' <<<"$KT_OUT"
+}
+
+# kt_topic_id TOPIC: the topic's id from `kq topics --describe --topic TOPIC`.
+kt_topic_id() {
+    kt_kq_ok topics --describe --topic "$1"
+    awk -F'\t' 'NR == 1 { sub(/^TopicId: /, "", $2); print $2 }' <<<"$KT_OUT"
+}
+
+# kt_selected: the partitions of a `kq topics --describe` output in KT_OUT as sorted
+# "topic-partition" words on one line.
+kt_selected() {
+    awk -F'\t' '$2 ~ /^Topic: / && $3 ~ /^Partition: / {
+        t = $2; sub(/^Topic: /, "", t); p = $3; sub(/^Partition: /, "", p); print t "-" p }' \
+        <<<"$KT_OUT" | sort | xargs
+}
+
+# kt_partition_epochs TOPIC PARTITION: "LEADER_EPOCH PARTITION_EPOCH" from the JSON describe.
+kt_partition_epochs() {
+    kt_kq_ok topics --describe --topic "$1" --json
+    sed 's/{"partition":/\n{"partition":/g' <<<"$KT_OUT" | grep "^{\"partition\":$2," |
+        sed -n 's/.*"leaderEpoch":\([0-9-]*\),"partitionEpoch":\([0-9-]*\),.*/\1 \2/p'
 }

@@ -124,6 +124,11 @@ static void test_register_unclean_shutdown_changes(void **st)
     assert_int_equal(f->out.v[0].type, KQ_REC_PARTITION_CHANGE);
     assert_int_equal(f->out.v[1].type, KQ_REC_PARTITION_CHANGE);
     assert_int_equal(f->out.v[2].type, KQ_REC_REGISTER_BROKER);
+    /* The epoch is the RegisterBroker record's own offset (after the two changes), so the
+     * broker is caught up exactly when it has replayed its registration. */
+    int64_t reg_offset = f->next + 2;
+    assert_int_equal(res.broker_epoch, reg_offset);
+    assert_int_equal(f->out.v[2].register_broker.broker_epoch, reg_offset);
     fx_apply(f);
     const kq_partition *p = fx_part(f, "t", 0);
     assert_int_equal(p->leader, 2);
