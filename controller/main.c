@@ -1372,7 +1372,7 @@ static int start(ctl *c, char *err, size_t errlen)
     }
     if (rec.log_start_offset > c->meta.applied_end) {
         snprintf(err, errlen,
-                 "the log in %.900s starts at offset %lld but no snapshot covers the records "
+                 "the log in %.600s starts at offset %lld but no snapshot covers the records "
                  "before it; stop this node, wipe the directory, re-format it with the same "
                  "cluster id and node id, and start it: it fetches everything from the leader",
                  c->cfg.log_dir, (long long)rec.log_start_offset);

@@ -2720,7 +2720,7 @@ int kq_ctl_decode_alter_partition_response(const kq_response *env, kq_alter_part
         for (size_t p = 0; p < w->topics[i]->n_partitions; p++, k++) {
             const Kq__AlterPartitionPartitionResult *x = w->topics[i]->partitions[p];
             kq_ap_result *r = &out->results[k];
-            kq_ctl_ids ids;
+            kq_ctl_ids ids = {0};
 
             out->n_results = (int32_t)k + 1;
             if (dup_ids(&ids, x->isr, x->n_isr, "alter_partition isr", errbuf, errlen)) {
