@@ -328,6 +328,8 @@ static void fail_parked_writes(ctl *c, int err)
     c->n_parked = 0;
 }
 
+static void complete_writes(ctl *c);
+
 static void apply_update(ctl *c, const kq_raft_update *u)
 {
     if (u->fatal)
@@ -400,6 +402,9 @@ static void apply_update(ctl *c, const kq_raft_update *u)
                 KQ_INFO("controller", "no longer the active controller", "epoch=%d", u->epoch);
             if (kq_meta_deactivate(&c->meta, why, sizeof(why)) != 0)
                 fatal("metadata image", why);
+            /* Answer what committed before leadership was lost, fail the rest. */
+            c->hw = u->high_watermark;
+            complete_writes(c);
             fail_parked_writes(c, KQ_ERR_NOT_CONTROLLER);
             c->lat_n = 0;
         }
@@ -647,7 +652,10 @@ static void handle_ctl(ctl *c, kq_rpc_req *req, const kq_request *env)
                                  : "not the active controller");
         return;
     }
-    if (c->n_pending + c->n_parked >= MAX_WAITING_WRITES) {
+    /* Overload never refuses a heartbeat: refusing it would let the sessions of live brokers
+     * expire (KAFKA-15019). */
+    if (c->n_pending + c->n_parked >= MAX_WAITING_WRITES &&
+        env->api_key != KQ_API_BROKER_HEARTBEAT) {
         reply_error(c, req, env->api_key, KQ_ERR_BROKER_NOT_AVAILABLE,
                     "too many requests waiting for commit; retry");
         return;

@@ -26,13 +26,48 @@ static int add_record(const kq_op_ctx *ctx, const kq_record *r, char *errbuf, si
     return 0;
 }
 
-static int add_records(const kq_op_ctx *ctx, kq_reclist *l, char *errbuf, size_t errlen)
+/* Validate every record of an operation before the first is applied: a record the image
+ * would refuse is the client's fault (answered INVALID_REQUEST), not corruption, and an
+ * operation is applied whole or not at all. Client operations are also capped at
+ * KQ_OP_MAX_RECORDS (kraft-semantics 3.1); the timers (fencing, elections) are not. */
+static int check_records(const kq_reclist *l, bool capped, char *errbuf, size_t errlen)
 {
-    int rc = 0;
+    char why[256];
+    if (capped && l->n > KQ_OP_MAX_RECORDS) {
+        snprintf(errbuf, errlen, "the operation would write %zu records; the limit is %d",
+                 l->n, KQ_OP_MAX_RECORDS);
+        return KQ_ERR_POLICY_VIOLATION;
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        if (kq_record_validate(&l->v[i], why, sizeof(why)) != 0) {
+            snprintf(errbuf, errlen, "invalid request: %s", why);
+            return KQ_ERR_INVALID_REQUEST;
+        }
+    }
+    return 0;
+}
+
+static int add_list(const kq_op_ctx *ctx, kq_reclist *l, bool capped, char *errbuf,
+                    size_t errlen)
+{
+    int rc = check_records(l, capped, errbuf, errlen);
     for (size_t i = 0; i < l->n && rc == 0; i++)
         rc = add_record(ctx, &l->v[i], errbuf, errlen);
     kq_reclist_free(l);
     return rc;
+}
+
+/* Records of the controller's own timers: a record that does not validate is a bug. */
+static int timer_records(const kq_op_ctx *ctx, kq_reclist *l, char *errbuf, size_t errlen)
+{
+    int rc = add_list(ctx, l, false, errbuf, errlen);
+    return rc == 0 ? 0 : KQ_ERR_FATAL;
+}
+
+/* Records of a client operation. */
+static int add_records(const kq_op_ctx *ctx, kq_reclist *l, char *errbuf, size_t errlen)
+{
+    return add_list(ctx, l, true, errbuf, errlen);
 }
 
 /* Offset the next appended record gets (a new broker epoch is that offset). */
@@ -101,6 +136,18 @@ static int op_create_topics(const kq_op_ctx *ctx, const kq_create_topic *reqs, i
                             kq_buf *resp, char *errbuf, size_t errlen)
 {
     kq_reclist out;
+    /* Refuse before building millions of records (one per partition). */
+    int64_t partitions = 0;
+    for (int32_t i = 0; i < n; i++)
+        partitions += reqs[i].n_assignments > 0     ? reqs[i].n_assignments
+                      : reqs[i].num_partitions > 0 ? reqs[i].num_partitions
+                                                    : ctx->meta->settings.num_partitions;
+    if (partitions > KQ_OP_MAX_RECORDS) {
+        snprintf(errbuf, errlen,
+                 "the request creates %lld partitions; one request may create at most %d",
+                 (long long)partitions, KQ_OP_MAX_RECORDS);
+        return KQ_ERR_POLICY_VIOLATION;
+    }
     kq_create_topic_result *res = calloc(n > 0 ? (size_t)n : 1, sizeof(*res));
     if (res == NULL)
         return KQ_ERR_NOMEM;
@@ -143,6 +190,15 @@ static int op_create_partitions(const kq_op_ctx *ctx, const kq_create_partitions
         return KQ_ERR_NOMEM;
     for (int32_t i = 0; i < n && rc == 0; i++) {
         kq_reclist out;
+        if (reqs[i].count > KQ_OP_MAX_RECORDS + (int32_t)0) {
+            const kq_topic *t = kq_image_topic_by_name(ctx->meta->img, reqs[i].topic);
+            if (t == NULL || reqs[i].count - (int32_t)t->n_partitions > KQ_OP_MAX_RECORDS) {
+                res[i].error = KQ_ERR_POLICY_VIOLATION;
+                snprintf(res[i].message, sizeof(res[i].message),
+                         "one request may add at most %d partitions", KQ_OP_MAX_RECORDS);
+                continue;
+            }
+        }
         kq_reclist_init(&out);
         kq_rc_create_partitions(&ctx->meta->settings, ctx->meta->img, &reqs[i], 1,
                                 &ctx->meta->rng, &out, &res[i]);
@@ -321,7 +377,7 @@ int kq_op_fence_stale(const kq_op_ctx *ctx, int64_t *next_ms, int32_t *fenced_id
     kq_reclist_init(&out);
     *fenced_id = -1;
     kq_cc_fence_stale(ctx->meta->cc, ctx->meta->img, ctx->now_ms, &out, fenced_id, next_ms);
-    return add_records(ctx, &out, errbuf, errlen);
+    return timer_records(ctx, &out, errbuf, errlen);
 }
 
 int kq_op_elect_leaderless(const kq_op_ctx *ctx, bool *more, char *errbuf, size_t errlen)
@@ -330,7 +386,7 @@ int kq_op_elect_leaderless(const kq_op_ctx *ctx, bool *more, char *errbuf, size_
     kq_reclist_init(&out);
     *more = false;
     kq_rc_elect_leaderless(&ctx->meta->settings, ctx->meta->img, 1000, &out, more);
-    return add_records(ctx, &out, errbuf, errlen);
+    return timer_records(ctx, &out, errbuf, errlen);
 }
 
 int kq_op_rebalance(const kq_op_ctx *ctx, bool *more, char *errbuf, size_t errlen)
@@ -341,5 +397,5 @@ int kq_op_rebalance(const kq_op_ctx *ctx, bool *more, char *errbuf, size_t errle
     if (!kq_decide_auto_rebalance(&ctx->meta->settings, ctx->meta->img))
         return 0;
     kq_rc_preferred_rebalance(&ctx->meta->settings, ctx->meta->img, 1000, &out, more);
-    return add_records(ctx, &out, errbuf, errlen);
+    return timer_records(ctx, &out, errbuf, errlen);
 }

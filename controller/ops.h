@@ -16,6 +16,9 @@
 #include "kq/ctl_codec.h"
 #include "meta.h"
 
+/* Records one client operation may write (kraft-semantics 3.1: Kafka's limit). */
+#define KQ_OP_MAX_RECORDS 10000
+
 typedef struct kq_op_ctx {
     kq_meta *meta;
     kq_buf *batch;          /* the proposal being built this loop iteration */
