@@ -43,6 +43,9 @@ enum {
     OPT_ADD_CONFIG,
     OPT_DELETE_CONFIG,
     OPT_ALL,
+    OPT_FEATURE,
+    OPT_UNSAFE,
+    OPT_DRY_RUN,
 };
 
 #define CONN_OPTIONS                                                                               \
@@ -204,8 +207,69 @@ static const char TOPICS_USAGE[] =
     "  --describe [--topic T] [--under-replicated-partitions | --under-min-isr-partitions |\n"
     "             --at-min-isr-partitions | --unavailable-partitions] [--json]\n"
     "  --list\n"
+    "  --alter --topic T --partitions N [--replica-assignment 1:2:3,...]\n"
+    "           N is the new total (more than now); an assignment lists every partition\n"
     "  --delete --topic T\n" CONN_USAGE
     "  --json                       describe: one JSON object\n";
+
+/* kq topics --alter: CreatePartitions up to `total`. Kafka prints nothing on success. */
+static int alter_topic(const conn *c, const char *topic, int32_t total, const char *assignment)
+{
+    kq_create_partitions cp = {.topic = topic, .count = total};
+    kq_ctl_request req = {.api_key = KQ_API_CREATE_PARTITIONS};
+    kq_ctl_item_results items = {0};
+    kq_ctl_topics_desc td = {0};
+    kq_partition_assignment *as = NULL;
+    int32_t *ids = NULL, np = 0, rf = 0, n_as = 0;
+    char err[256] = "";
+    int ret = KQ_EXIT_OK, rc;
+
+    if (assignment) {
+        if (kq_tools_parse_replica_assignment(assignment, &ids, &np, &rf, err, sizeof err)) {
+            ret = kq_tools_usage_error("topics", TOPICS_USAGE, "%s", err);
+            goto out;
+        }
+        /* The assignment names every partition: find how many exist already. */
+        ret = describe_topics(c, &topic, 1, &td);
+        if (ret)
+            goto out;
+        if (td.n_topics < 1 || td.topics[0].error) {
+            printf("Error while executing topic command : Topic '%s' does not exist as "
+                   "expected\n",
+                   topic);
+            ret = KQ_EXIT_FAILURE;
+            goto out;
+        }
+        rc = kq_tools_new_partition_assignments(ids, np, rf, td.topics[0].n_partitions, total, &as,
+                                                &n_as, err, sizeof err);
+        if (rc) {
+            printf("Error while executing topic command : %s\n", err);
+            ret = KQ_EXIT_FAILURE;
+            goto out;
+        }
+        cp.assignments = as;
+        cp.n_assignments = n_as;
+    }
+    req.create_partitions.topics = &cp;
+    req.create_partitions.n = 1;
+    ret = call_items(c, &req, &items);
+    if (ret)
+        goto out;
+    if (items.n != 1) {
+        kq_tools_errorf("the controller answered %d results for one topic", items.n);
+        ret = KQ_EXIT_FAILURE;
+    } else if (items.items[0].error) {
+        printf("Error while executing topic command : %s: %s\n", kq_err_name(items.items[0].error),
+               item_message(&items.items[0]));
+        ret = KQ_EXIT_FAILURE;
+    }
+out:
+    kq_ctl_item_results_free(&items);
+    kq_ctl_topics_desc_free(&td);
+    free(as);
+    free(ids);
+    return ret;
+}
 
 int kq_cmd_topics(int argc, char **argv)
 {
@@ -216,6 +280,7 @@ int kq_cmd_topics(int argc, char **argv)
         {"list", no_argument, NULL, OPT_LIST},
         {"describe", no_argument, NULL, OPT_DESCRIBE},
         {"delete", no_argument, NULL, OPT_DELETE},
+        {"alter", no_argument, NULL, OPT_ALTER},
         {"topic", required_argument, NULL, OPT_TOPIC},
         {"partitions", required_argument, NULL, OPT_PARTITIONS},
         {"replication-factor", required_argument, NULL, OPT_RF},
@@ -259,6 +324,7 @@ int kq_cmd_topics(int argc, char **argv)
         case OPT_LIST:
         case OPT_DESCRIBE:
         case OPT_DELETE:
+        case OPT_ALTER:
             if (action != o)
                 n_actions++;
             action = o;
@@ -327,8 +393,8 @@ int kq_cmd_topics(int argc, char **argv)
     }
     if (n_actions != 1) {
         ret = kq_tools_usage_error(cmd, TOPICS_USAGE,
-                                   "exactly one of --create, --list, --describe or --delete is "
-                                   "required");
+                                   "exactly one of --create, --list, --describe, --alter or "
+                                   "--delete is required");
         goto out;
     }
     if (c.n_addrs == 0) {
@@ -340,15 +406,33 @@ int kq_cmd_topics(int argc, char **argv)
                                    "at most one partition filter, and only with --describe");
         goto out;
     }
-    if ((action == OPT_CREATE || action == OPT_DELETE) && !topic) {
+    if ((action == OPT_CREATE || action == OPT_DELETE || action == OPT_ALTER) && !topic) {
         ret = kq_tools_usage_error(cmd, TOPICS_USAGE, "--topic is required with --%s",
-                                   action == OPT_CREATE ? "create" : "delete");
+                                   action == OPT_CREATE   ? "create"
+                                   : action == OPT_DELETE ? "delete"
+                                                          : "alter");
+        goto out;
+    }
+    if (action == OPT_ALTER) {
+        if (partitions < 0) {
+            ret = kq_tools_usage_error(cmd, TOPICS_USAGE,
+                                       "--alter needs --partitions (the new partition count)");
+            goto out;
+        }
+        if (rf >= 0 || n_configs) {
+            ret = kq_tools_usage_error(cmd, TOPICS_USAGE,
+                                       "--replication-factor and --config go with --create "
+                                       "(use kq configs --alter for configs)");
+            goto out;
+        }
+        ret = alter_topic(&c, topic, (int32_t)partitions, assignment);
         goto out;
     }
     if (action != OPT_CREATE && (partitions >= 0 || rf >= 0 || assignment || n_configs)) {
         ret = kq_tools_usage_error(cmd, TOPICS_USAGE,
                                    "--partitions, --replication-factor, --replica-assignment and "
-                                   "--config go with --create");
+                                   "--config go with --create (--partitions and "
+                                   "--replica-assignment also with --alter)");
         goto out;
     }
 
@@ -795,20 +879,87 @@ int kq_cmd_configs(int argc, char **argv)
 /* ---- kq features --------------------------------------------------------------------------- */
 
 static const char FEATURES_USAGE[] =
-    "Usage: kq features --bootstrap-controller HOST:PORT[,...] describe [--json]\n"
-    "  describe                     supported and finalized feature levels\n" CONN_USAGE;
+    "Usage: kq features --bootstrap-controller HOST:PORT[,...] SUBCOMMAND [options]\n"
+    "  describe [--json]            supported and finalized feature levels\n"
+    "  upgrade --feature NAME=LEVEL [--feature ...] [--dry-run]\n"
+    "  downgrade --feature NAME=LEVEL [--feature ...] [--unsafe] [--dry-run]\n"
+    "  disable --feature NAME [--feature ...] [--unsafe] [--dry-run]\n"
+    "                               disable sets the level to 0; --dry-run only validates;\n"
+    "                               --unsafe allows a downgrade that may lose "
+    "metadata\n" CONN_USAGE;
 
-int kq_cmd_features(int argc, char **argv)
+static int describe_features(const conn *c)
 {
-    static const char cmd[] = "features";
-    static const struct option opts[] = {CONN_OPTIONS, {NULL, 0, NULL, 0}};
-    conn c = {.timeout_ms = DEFAULT_TIMEOUT_MS};
     kq_ctl_request req = {.api_key = KQ_API_DESCRIBE_FEATURES};
     kq_ctl_features_desc fd = {0};
     kq_response resp;
     char err[256] = "";
-    bool describe = false;
     int rc;
+
+    if (call(c, &req, &resp) != KQ_EXIT_OK)
+        return KQ_EXIT_FAILURE;
+    rc = kq_ctl_decode_describe_features_response(&resp, &fd, err, sizeof err);
+    kq_response_free(&resp);
+    if (rc) {
+        kq_tools_errorf("malformed DescribeFeatures response: %s", err);
+        return KQ_EXIT_FAILURE;
+    }
+    kq_tools_print_features(stdout, &fd, c->json);
+    kq_ctl_features_desc_free(&fd);
+    return KQ_EXIT_OK;
+}
+
+/* upgrade / downgrade / disable: one UpdateFeatures request, one line per feature. */
+static int update_features(const conn *c, kq_tools_feature_op op, const char *const *values,
+                           int n_values, bool unsafe, bool dry_run)
+{
+    kq_ctl_request req = {.api_key = KQ_API_UPDATE_FEATURES};
+    kq_ctl_item_results items = {0};
+    kq_tools_feature_updates *u = calloc(1, sizeof *u);
+    char err[256] = "";
+    int ret, failed;
+
+    if (!u) {
+        kq_tools_errorf("out of memory");
+        return KQ_EXIT_FAILURE;
+    }
+    if (kq_tools_parse_feature_updates(op, values, n_values, unsafe, u, err, sizeof err)) {
+        ret = kq_tools_usage_error("features", FEATURES_USAGE, "%s", err);
+        goto out;
+    }
+    req.update_features.updates = u->ups;
+    req.update_features.n = u->n;
+    req.update_features.validate_only = dry_run;
+    ret = call_items(c, &req, &items);
+    if (ret)
+        goto out;
+    failed = kq_tools_print_feature_results(stdout, op, u, &items, dry_run);
+    if (failed) {
+        kq_tools_errorf("%d out of %d operation(s) failed.", failed, (int)u->n);
+        ret = KQ_EXIT_FAILURE;
+    }
+out:
+    kq_ctl_item_results_free(&items);
+    free(u);
+    return ret;
+}
+
+int kq_cmd_features(int argc, char **argv)
+{
+    static const char cmd[] = "features";
+    static const struct option opts[] = {
+        CONN_OPTIONS,
+        {"feature", required_argument, NULL, OPT_FEATURE},
+        {"unsafe", no_argument, NULL, OPT_UNSAFE},
+        {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+        {NULL, 0, NULL, 0},
+    };
+    conn c = {.timeout_ms = DEFAULT_TIMEOUT_MS};
+    const char *values[KQ_TOOLS_MAX_FEATURES];
+    const char *sub = NULL;
+    int n_values = 0;
+    bool unsafe = false, dry_run = false;
+    kq_tools_feature_op op;
 
     optind = 0;
     for (;;) {
@@ -821,32 +972,53 @@ int kq_cmd_features(int argc, char **argv)
             return KQ_EXIT_USAGE;
         if (h)
             continue;
-        if (o == 'h' || o == OPT_HELP) {
+        switch (o) {
+        case OPT_FEATURE:
+            if (n_values >= KQ_TOOLS_MAX_FEATURES)
+                return kq_tools_usage_error(cmd, FEATURES_USAGE, "at most %d --feature options",
+                                            KQ_TOOLS_MAX_FEATURES);
+            values[n_values++] = optarg;
+            break;
+        case OPT_UNSAFE:
+            unsafe = true;
+            break;
+        case OPT_DRY_RUN:
+            dry_run = true;
+            break;
+        case 'h':
+        case OPT_HELP:
             fputs(FEATURES_USAGE, stdout);
             return KQ_EXIT_OK;
+        default:
+            return KQ_EXIT_USAGE;
         }
-        return KQ_EXIT_USAGE;
     }
     for (; optind < argc; optind++) {
-        if (strcmp(argv[optind], "describe") == 0 && !describe)
-            describe = true;
+        if (!sub &&
+            (strcmp(argv[optind], "describe") == 0 || strcmp(argv[optind], "upgrade") == 0 ||
+             strcmp(argv[optind], "downgrade") == 0 || strcmp(argv[optind], "disable") == 0))
+            sub = argv[optind];
         else
             return kq_tools_usage_error(cmd, FEATURES_USAGE, "unexpected argument '%s'",
                                         argv[optind]);
     }
-    if (!describe)
-        return kq_tools_usage_error(cmd, FEATURES_USAGE, "missing subcommand 'describe'");
+    if (!sub)
+        return kq_tools_usage_error(cmd, FEATURES_USAGE,
+                                    "missing subcommand: describe, upgrade, downgrade or disable");
+    if (strcmp(sub, "describe") == 0) {
+        if (n_values || unsafe || dry_run)
+            return kq_tools_usage_error(cmd, FEATURES_USAGE,
+                                        "--feature, --unsafe and --dry-run go with upgrade, "
+                                        "downgrade and disable");
+    } else if (c.json) {
+        return kq_tools_usage_error(cmd, FEATURES_USAGE, "--json goes with describe");
+    }
     if (c.n_addrs == 0)
         return kq_tools_usage_error(cmd, FEATURES_USAGE, "missing --bootstrap-controller");
-    if (call(&c, &req, &resp) != KQ_EXIT_OK)
-        return KQ_EXIT_FAILURE;
-    rc = kq_ctl_decode_describe_features_response(&resp, &fd, err, sizeof err);
-    kq_response_free(&resp);
-    if (rc) {
-        kq_tools_errorf("malformed DescribeFeatures response: %s", err);
-        return KQ_EXIT_FAILURE;
-    }
-    kq_tools_print_features(stdout, &fd, c.json);
-    kq_ctl_features_desc_free(&fd);
-    return KQ_EXIT_OK;
+    if (strcmp(sub, "describe") == 0)
+        return describe_features(&c);
+    op = strcmp(sub, "upgrade") == 0     ? KQ_TOOLS_FEATURE_UPGRADE
+         : strcmp(sub, "downgrade") == 0 ? KQ_TOOLS_FEATURE_DOWNGRADE
+                                         : KQ_TOOLS_FEATURE_DISABLE;
+    return update_features(&c, op, values, n_values, unsafe, dry_run);
 }

@@ -27,12 +27,11 @@ static const command COMMANDS[] = {
     {"log-dump", NULL, kq_cmd_log_dump, "print the records of a metadata directory's log"},
     {"metadata-write", NULL, kq_cmd_metadata_write,
      "append opaque test records through the active controller"},
-    {"topics", NULL, kq_cmd_topics, "create, list, describe and delete topics"},
+    {"topics", NULL, kq_cmd_topics, "create, list, describe, alter and delete topics"},
     {"cluster", NULL, kq_cmd_cluster, "describe the registered brokers"},
-    {"leader-election", NULL, kq_cmd_leader_election,
-     "run a PREFERRED or UNCLEAN leader election"},
+    {"leader-election", NULL, kq_cmd_leader_election, "run a PREFERRED or UNCLEAN leader election"},
     {"configs", NULL, kq_cmd_configs, "describe and alter topic and broker configs"},
-    {"features", NULL, kq_cmd_features, "describe supported and finalized feature levels"},
+    {"features", NULL, kq_cmd_features, "describe, upgrade, downgrade and disable feature levels"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

@@ -111,10 +111,10 @@ const char *kq_tools_bad_option(char **argv, char *buf, size_t buflen);
  * topic line. */
 typedef enum kq_tools_topic_filter {
     KQ_TOPIC_FILTER_NONE = 0,
-    KQ_TOPIC_FILTER_UNDER_REPLICATED,  /* RF - |ISR| > 0 */
-    KQ_TOPIC_FILTER_UNDER_MIN_ISR,     /* no leader, or |ISR| < min.insync.replicas */
-    KQ_TOPIC_FILTER_AT_MIN_ISR,        /* |ISR| == min.insync.replicas */
-    KQ_TOPIC_FILTER_UNAVAILABLE,       /* no leader, or the leader is not a live broker */
+    KQ_TOPIC_FILTER_UNDER_REPLICATED, /* RF - |ISR| > 0 */
+    KQ_TOPIC_FILTER_UNDER_MIN_ISR,    /* no leader, or |ISR| < min.insync.replicas */
+    KQ_TOPIC_FILTER_AT_MIN_ISR,       /* |ISR| == min.insync.replicas */
+    KQ_TOPIC_FILTER_UNAVAILABLE,      /* no leader, or the leader is not a live broker */
 } kq_tools_topic_filter;
 
 /* 1 if partition p of topic t passes filter. `cluster` (may be NULL: every leader counts as
@@ -147,6 +147,55 @@ int kq_tools_print_election(FILE *f, const kq_ctl_item_results *r, const char *t
  * (empty entry, bad id, partitions with different replica counts, a duplicate broker). */
 int kq_tools_parse_replica_assignment(const char *s, int32_t **ids, int32_t *n_partitions,
                                       int32_t *rf, char *errbuf, size_t errlen);
+
+/* ---- kq topics --alter, kq features upgrade / downgrade / disable (ctl_update.c) -------- */
+
+/* The CreatePartitions assignments of `kq topics --alter --partitions total
+ * --replica-assignment ...`. As in Kafka the assignment lists every partition (np entries of
+ * rf broker ids, as filled by kq_tools_parse_replica_assignment); the first `current` (the
+ * topic's existing partitions) are skipped. On success *out (malloc'd, caller frees; NULL when
+ * *n_out is 0) holds total - current entries numbered current..total-1 whose broker_ids point
+ * into ids (borrowed: keep ids alive while *out is used). When total <= current nothing is
+ * returned (*n_out 0) so that the controller reports INVALID_PARTITIONS. KQ_ERR_CONFIG with
+ * errbuf naming the problem when np != total, KQ_ERR_NOMEM. */
+int kq_tools_new_partition_assignments(const int32_t *ids, int32_t np, int32_t rf, int32_t current,
+                                       int32_t total, kq_partition_assignment **out, int32_t *n_out,
+                                       char *errbuf, size_t errlen);
+
+typedef enum kq_tools_feature_op {
+    KQ_TOOLS_FEATURE_UPGRADE,   /* --feature NAME=LEVEL */
+    KQ_TOOLS_FEATURE_DOWNGRADE, /* --feature NAME=LEVEL [--unsafe] */
+    KQ_TOOLS_FEATURE_DISABLE,   /* --feature NAME (level 0) [--unsafe] */
+} kq_tools_feature_op;
+
+#define KQ_TOOLS_MAX_FEATURES 64
+#define KQ_TOOLS_FEATURE_NAME_MAX 255
+
+/* Parsed --feature values: ups[i].name points at names[i] (the struct owns every string, so
+ * it must not be copied while ups is in use). */
+typedef struct kq_tools_feature_updates {
+    kq_feature_update ups[KQ_TOOLS_MAX_FEATURES];
+    char names[KQ_TOOLS_MAX_FEATURES][KQ_TOOLS_FEATURE_NAME_MAX + 1];
+    int32_t n;
+} kq_tools_feature_updates;
+
+/* Parse the n --feature values of subcommand op. upgrade_type: UPGRADE, or SAFE_DOWNGRADE
+ * (UNSAFE_DOWNGRADE with unsafe) for downgrade and disable. KQ_ERR_CONFIG with errbuf naming
+ * the problem: no value, more than KQ_TOOLS_MAX_FEATURES, a value not of the form NAME=LEVEL
+ * (NAME for disable), an empty or too long name, a level outside 0..32767, a feature given
+ * twice, --unsafe with upgrade. */
+int kq_tools_parse_feature_updates(kq_tools_feature_op op, const char *const *values, int n,
+                                   bool unsafe, kq_tools_feature_updates *out, char *errbuf,
+                                   size_t errlen);
+
+/* One line per requested feature, in request order, matched to the UpdateFeatures results by
+ * name: "NAME was upgraded to LEVEL." / "NAME was downgraded to LEVEL." / "NAME was
+ * disabled." (dry_run: "NAME can be upgraded to LEVEL." / "NAME can be disabled."), or
+ * "Could not upgrade NAME to LEVEL. ERROR_NAME: message" / "Could not disable NAME. ...".
+ * A feature without a result counts as failed. Returns the number that failed. */
+int kq_tools_print_feature_results(FILE *f, kq_tools_feature_op op,
+                                   const kq_tools_feature_updates *u, const kq_ctl_item_results *r,
+                                   bool dry_run);
 
 /* ---- commands (kq executable) ------------------------------------------------------------ */
 int kq_cmd_topics(int argc, char **argv);
