@@ -19,7 +19,6 @@
  * committed records; drive the lifecycle.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,6 +32,7 @@
 #include "lifecycle.h"
 #include "kq/codec.h"
 #include "kq/ctl_codec.h"
+#include "kq/daemon.h"
 #include "kq/error.h"
 #include "kq/image.h"
 #include "kq/log.h"
@@ -553,23 +553,6 @@ static void metrics_update(broker *b)
 
 /* ---------- start-up ---------- */
 
-static void *signal_thread(void *arg)
-{
-    broker *b = arg;
-    sigset_t set;
-    int sig = 0;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    for (;;) {
-        if (sigwait(&set, &sig) != 0)
-            continue;
-        b->stop = 1;
-        kq_loopq_push(b->q, EV_SIGNAL, NULL);
-    }
-    return NULL;
-}
-
 /* Open (or, the first time, create) the metadata log under the data directory, stamped with
  * the data directory's identity. */
 static int open_metadata_store(broker *b, char *err, size_t errlen)
@@ -781,57 +764,18 @@ static int run(broker *b)
     }
 }
 
-#define TEARDOWN_WATCHDOG_MS 3000
-
-static void *teardown_watchdog(void *arg)
-{
-    int code = (int)(intptr_t)arg;
-    struct timespec ts = {TEARDOWN_WATCHDOG_MS / 1000, (TEARDOWN_WATCHDOG_MS % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-    KQ_WARN("broker", "shutdown: network teardown is stuck, exiting anyway", "after_ms=%d",
-            TEARDOWN_WATCHDOG_MS);
-    _exit(code);
-    return NULL;
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: kq-broker-agent --config FILE\n"
-               "  Runs one broker agent of a kq cluster. See docs/broker.md.\n");
-}
+static const char usage[] = "usage: kq-broker-agent --config FILE\n"
+                            "  Runs one broker agent of a kq cluster. See docs/broker.md.\n";
 
 int main(int argc, char **argv)
 {
     static broker b;
     char err[1024] = "";
     const char *config = NULL;
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    int o;
-    while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-        switch (o) {
-        case 'c':
-            config = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return EXIT_CONFIG;
-        }
-    }
-    if (config == NULL || optind != argc) {
-        usage(stderr);
-        return EXIT_CONFIG;
-    }
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    int exit_code = 0;
+    if (kq_daemon_args(argc, argv, usage, &config, &exit_code) != 0)
+        return exit_code;
+    kq_daemon_block_signals();
 
     kq_log_init(-1, KQ_LOG_INFO);
     int rc = kq_broker_config_load(config, &b.cfg, err, sizeof(err));
@@ -847,16 +791,13 @@ int main(int argc, char **argv)
         KQ_ERROR("broker", "cannot start", "error=%s detail=\"%s\"", kq_err_name(rc), err);
         return rc == KQ_ERR_IO || rc == KQ_ERR_NOMEM ? 1 : EXIT_CONFIG;
     }
-    pthread_t th;
-    if (pthread_create(&th, NULL, signal_thread, &b) != 0) {
+    if (kq_daemon_signal_thread(&b.stop, b.q, EV_SIGNAL) != 0) {
         fprintf(stderr, "kq-broker-agent: cannot start the signal thread\n");
         return 1;
     }
     int code = run(&b);
     commit(&b);
-    pthread_t wd;
-    if (pthread_create(&wd, NULL, teardown_watchdog, (void *)(intptr_t)code) == 0)
-        pthread_detach(wd);
+    kq_daemon_teardown_watchdog("broker", code);
     kq_store_close(b.store);
     kq_plog_close(b.plog);
     kq_http_stop(b.http);

@@ -13,7 +13,6 @@
  *   6. answer writes whose records committed, compute the next deadline.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 #include "ops.h"
 #include "kq/ctl_codec.h"
 #include "kq/codec.h"
+#include "kq/daemon.h"
 #include "kq/error.h"
 #include "kq/log.h"
 #include "kq/loopq.h"
@@ -1302,23 +1302,6 @@ static void metrics_update(ctl *c)
 
 /* ---------- start-up ---------- */
 
-static void *signal_thread(void *arg)
-{
-    ctl *c = arg;
-    sigset_t set;
-    int sig = 0;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    for (;;) {
-        if (sigwait(&set, &sig) != 0)
-            continue;
-        c->stop = 1;
-        kq_loopq_push(c->q, EV_SIGNAL, NULL);
-    }
-    return NULL;
-}
-
 static int start(ctl *c, char *err, size_t errlen)
 {
     kq_store_recovered rec;
@@ -1612,61 +1595,20 @@ static void run(ctl *c)
     }
 }
 
-/* nng 1.5.2 can hang closing a socket whose peer vanished mid-message (upstream #1636, fixed
- * after 1.5.2). Everything durable is committed before teardown starts, so if teardown takes
- * longer than this, exiting is safe. */
-#define TEARDOWN_WATCHDOG_MS 3000
-
-static void *teardown_watchdog(void *arg)
-{
-    (void)arg;
-    struct timespec ts = {TEARDOWN_WATCHDOG_MS / 1000, (TEARDOWN_WATCHDOG_MS % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-    KQ_WARN("controller", "shutdown: network teardown is stuck, exiting anyway", "after_ms=%d",
-            TEARDOWN_WATCHDOG_MS);
-    _exit(0);
-    return NULL;
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: kq-controller --config FILE\n"
-               "  Runs one voter of the kq metadata quorum. See docs/configuration.md.\n");
-}
+static const char usage[] =
+    "usage: kq-controller --config FILE\n"
+    "  Runs one voter of the kq metadata quorum. See docs/configuration.md.\n";
 
 int main(int argc, char **argv)
 {
     static ctl c;
     char err[1024] = "";
     const char *config = NULL;
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    int o;
-    while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-        switch (o) {
-        case 'c':
-            config = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return EXIT_CONFIG;
-        }
-    }
-    if (config == NULL || optind != argc) {
-        usage(stderr);
-        return EXIT_CONFIG;
-    }
+    int exit_code = 0;
+    if (kq_daemon_args(argc, argv, usage, &config, &exit_code) != 0)
+        return exit_code;
     /* Block the shutdown signals before any thread exists; one thread sigwait()s for them. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    kq_daemon_block_signals();
 
     kq_log_init(-1, KQ_LOG_INFO);
     int rc = kq_ctl_config_load(config, &c.cfg, err, sizeof(err));
@@ -1681,8 +1623,7 @@ int main(int argc, char **argv)
         KQ_ERROR("controller", "cannot start", "error=%s detail=\"%s\"", kq_err_name(rc), err);
         return rc == KQ_ERR_IO ? 1 : EXIT_CONFIG;
     }
-    pthread_t th;
-    if (pthread_create(&th, NULL, signal_thread, &c) != 0) {
+    if (kq_daemon_signal_thread(&c.stop, c.q, EV_SIGNAL) != 0) {
         fprintf(stderr, "kq-controller: cannot start the signal thread\n");
         return 1;
     }
@@ -1691,9 +1632,7 @@ int main(int argc, char **argv)
     flush_outbox(&c);
     /* Give the EndQuorumEpoch requests a moment on the wire before the sockets close. */
     usleep(50 * 1000);
-    pthread_t wd;
-    if (pthread_create(&wd, NULL, teardown_watchdog, NULL) == 0)
-        pthread_detach(wd);
+    kq_daemon_teardown_watchdog("controller", 0);
     kq_store_close(c.store); /* everything is committed; close it before the network */
     kq_http_stop(c.http);
     kq_rpc_server_stop(c.server);

@@ -19,6 +19,7 @@
 #include "kq/util.h"
 #include "kq_record.pb-c.h"
 #include "kq_rpc.pb-c.h"
+#include "pb_wire.h"
 
 /* Largest record count one batch may claim. */
 #define KQ_CODEC_MAX_BATCH_COUNT 1000000
@@ -28,7 +29,6 @@
 #define KQ_CODEC_DIRECTORY_ID_LEN 22
 #define KQ_CODEC_MAX_LISTENER 31
 /* Nesting depth of our schemas is 3 (Response > FetchResponse > Batch); allow some slack. */
-#define KQ_CODEC_MAX_DEPTH 8
 
 static const uint8_t empty_input[1];
 
@@ -221,91 +221,6 @@ static void copy_str(char *dst, size_t cap, const char *src)
 
     memcpy(dst, src ? src : "", n);
     dst[n] = '\0';
-}
-
-static bool read_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out)
-{
-    uint64_t v = 0;
-    unsigned shift;
-
-    for (shift = 0; shift < 64; shift += 7) {
-        uint8_t byte;
-
-        if (*pos >= len)
-            return false;
-        byte = p[(*pos)++];
-        v |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80)) {
-            *out = v;
-            return true;
-        }
-    }
-    return false;
-}
-
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-    size_t n = 0;
-
-    while (v >= 0x80) {
-        p[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (uint8_t)v;
-    return n;
-}
-
-/*
- * protobuf-c NUL-terminates strings and so silently cuts one that carries a NUL byte. Walk the
- * wire bytes of a message that already unpacked and reject any string field (at any depth)
- * holding a NUL, so that "host\0evil" never reaches a tool as "host".
- */
-static bool wire_strings_ok(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
-                            int depth)
-{
-    size_t pos = 0;
-
-    if (depth > KQ_CODEC_MAX_DEPTH)
-        return false;
-    while (pos < len) {
-        uint64_t key, v;
-        const ProtobufCFieldDescriptor *f;
-
-        if (!read_varint(p, len, &pos, &key))
-            return false;
-        switch (key & 7) {
-        case 0:
-            if (!read_varint(p, len, &pos, &v))
-                return false;
-            break;
-        case 1:
-            if (len - pos < 8)
-                return false;
-            pos += 8;
-            break;
-        case 5:
-            if (len - pos < 4)
-                return false;
-            pos += 4;
-            break;
-        case 2:
-            if (!read_varint(p, len, &pos, &v) || v > len - pos)
-                return false;
-            f = (key >> 3) <= UINT32_MAX
-                    ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
-                    : NULL;
-            if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p + pos, 0, (size_t)v))
-                return false;
-            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
-                !wire_strings_ok(f->descriptor, p + pos, (size_t)v, depth + 1))
-                return false;
-            pos += (size_t)v;
-            break;
-        default:
-            return false; /* groups: none in our schemas */
-        }
-    }
-    return true;
 }
 
 static int pack_message(const ProtobufCMessage *msg, kq_buf *out)
@@ -921,7 +836,7 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
                   "%s version %u is not supported (only version 0)", name, rq->api_version);
         goto out;
     }
-    if (!wire_strings_ok(&kq__request__descriptor, buf ? buf : empty_input, len, 0)) {
+    if (!kq_pb_strings_ok(&kq__request__descriptor, buf ? buf : empty_input, len)) {
         rc = BAD("%s request has a string with a NUL byte", name);
         goto out;
     }
@@ -1301,7 +1216,7 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
         rc = BAD("response for unknown api key %u", rs->api_key);
         goto out;
     }
-    if (!wire_strings_ok(&kq__response__descriptor, buf ? buf : empty_input, len, 0)) {
+    if (!kq_pb_strings_ok(&kq__response__descriptor, buf ? buf : empty_input, len)) {
         rc = BAD("%s response has a string with a NUL byte", name);
         goto out;
     }
@@ -1417,7 +1332,7 @@ static int append_record(kq_buf *b, const Kq__Record *rec)
     if (!b || (!b->data && b->len > 0))
         return KQ_ERR_INVALID_REQUEST;
     n = kq__record__get_packed_size(rec);
-    h = put_varint(hdr, n);
+    h = kq_pb_put_varint(hdr, n);
     if (b->len > SIZE_MAX - n - h)
         return KQ_ERR_NOMEM;
     p = realloc(b->data, b->len + h + n);
@@ -1547,7 +1462,7 @@ int kq_codec_walk_records(const uint8_t *records, size_t len, int64_t base_offse
         kq_record_type type = KQ_RECORD_UNKNOWN;
         size_t dpos = 0;
 
-        if (!read_varint(records, len, &pos, &n) || n > len - pos)
+        if (!kq_pb_read_varint(records, len, &pos, &n) || n > len - pos)
             return KQ_ERR_MALFORMED;
         rec = kq__record__unpack(NULL, (size_t)n, n ? records + pos : empty_input);
         if (!rec)

@@ -26,11 +26,9 @@
  */
 #include "kq/plog.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <lmdb.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +36,8 @@
 #include "kq/error.h"
 #include "kq/log.h"
 #include "kq/util.h"
+#include "lmdb_util.h"
 
-#define PLOG_MAP_SIZE ((size_t)1 << 40) /* as kq_store: address space only, the file is sparse */
 #define PLOG_MAX_DBS 16
 #define PKEY_LEN 20
 #define BKEY_LEN (PKEY_LEN + 8)
@@ -77,67 +75,10 @@ typedef struct pinfo {
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 
-static void put_be16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static uint16_t get_be16(const uint8_t *p)
-{
-    return (uint16_t)(((unsigned)p[0] << 8) | p[1]);
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-    put_be32(p, (uint32_t)(v >> 32));
-    put_be32(p + 4, (uint32_t)v);
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-    return ((uint64_t)get_be32(p) << 32) | get_be32(p + 4);
-}
-
-static void seterr(char *errbuf, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (errbuf == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, errlen, fmt, ap);
-    va_end(ap);
-}
-
+/* As kq_store's mapping, but a damaged partition entry is reported as corrupt. */
 static int mdb_to_kq(int rc)
 {
-    switch (rc) {
-    case 0:
-        return 0;
-    case MDB_MAP_FULL:
-        return KQ_ERR_FULL;
-    case ENOMEM:
-        return KQ_ERR_NOMEM;
-    case MDB_CORRUPTED:
-        return KQ_ERR_CORRUPT_MESSAGE;
-    default:
-        return KQ_ERR_IO;
-    }
+    return rc == MDB_CORRUPTED ? KQ_ERR_CORRUPT_MESSAGE : kq_lmdb_err(rc);
 }
 
 static void make_pkey(uint8_t *out, const kq_plog_tp *tp)
@@ -331,32 +272,15 @@ static int check_identity(const char *dir, const char *expect_cluster_id, int32_
     kq_store *s = NULL;
     int ret = kq_store_open_readonly(dir, &s, errbuf, errlen);
     if (ret == KQ_ERR_NOT_FORMATTED) {
-        seterr(errbuf, errlen,
-               "log directory %s is not formatted; run: kq storage format --config <file> "
-               "--cluster-id <id>",
-               dir);
+        kq_lmdb_not_formatted(errbuf, errlen, "log", dir);
         return ret;
     }
     if (ret != 0)
         return ret;
     *id = *kq_store_identity_of(s);
     kq_store_close(s);
-    if (expect_cluster_id != NULL && strcmp(expect_cluster_id, id->cluster_id) != 0) {
-        seterr(errbuf, errlen,
-               "stored cluster.id %s does not match configured cluster id %s in %s; this "
-               "directory belongs to another cluster: point log.dirs at this cluster's "
-               "directory, or wipe it and run kq storage format with --cluster-id %s",
-               id->cluster_id, expect_cluster_id, dir, expect_cluster_id);
-        return KQ_ERR_MISMATCH;
-    }
-    if (expect_node_id >= 0 && expect_node_id != id->node_id) {
-        seterr(errbuf, errlen,
-               "stored node.id %" PRId32 " does not match configured node.id %" PRId32
-               " in %s; point log.dirs at this node's own directory",
-               id->node_id, expect_node_id, dir);
-        return KQ_ERR_MISMATCH;
-    }
-    return 0;
+    return kq_lmdb_check_identity(id, dir, "log.dirs", expect_cluster_id, expect_node_id, errbuf,
+                                  errlen);
 }
 
 int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_node_id,
@@ -368,19 +292,19 @@ int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_
     char ver[16];
     int rc, ret = 0;
 
-    seterr(errbuf, errlen, "%s", "");
+    kq_errf(errbuf, errlen, "%s", "");
     *out = NULL;
     if (dir == NULL || dir[0] == '\0') {
-        seterr(errbuf, errlen, "no log directory given (set log.dirs)");
+        kq_errf(errbuf, errlen, "no log directory given (set log.dirs)");
         return KQ_ERR_CONFIG;
     }
     p = calloc(1, sizeof(*p));
     if (p == NULL) {
-        seterr(errbuf, errlen, "out of memory");
+        kq_errf(errbuf, errlen, "out of memory");
         return KQ_ERR_NOMEM;
     }
     if (strlen(dir) >= sizeof(p->dir)) {
-        seterr(errbuf, errlen, "log directory path too long: %s", dir);
+        kq_errf(errbuf, errlen, "log directory path too long: %s", dir);
         ret = KQ_ERR_CONFIG;
         goto out;
     }
@@ -388,15 +312,8 @@ int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_
     if ((ret = check_identity(dir, expect_cluster_id, expect_node_id, &p->id, errbuf, errlen)) != 0)
         goto out;
 
-    if ((rc = mdb_env_create(&p->env)) != 0)
-        goto mdb_fail;
-    if ((rc = mdb_env_set_mapsize(p->env, PLOG_MAP_SIZE)) != 0 ||
-        (rc = mdb_env_set_maxdbs(p->env, PLOG_MAX_DBS)) != 0 ||
-        (rc = mdb_env_open(p->env, dir, MDB_NOTLS, 0640)) != 0)
-        goto mdb_fail;
-    int dead = 0;
-    mdb_reader_check(p->env, &dead);
-    if ((rc = mdb_txn_begin(p->env, NULL, 0, &txn)) != 0 ||
+    if ((rc = kq_lmdb_env_open(dir, 0, PLOG_MAX_DBS, &p->env)) != 0 ||
+        (rc = mdb_txn_begin(p->env, NULL, 0, &txn)) != 0 ||
         (rc = mdb_dbi_open(txn, "meta", 0, &p->meta)) != 0)
         goto mdb_fail;
     k.mv_size = strlen("plog_format_version");
@@ -411,11 +328,11 @@ int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_
     } else if (rc != 0) {
         goto mdb_fail;
     } else if (v.mv_size != 1 || ((const char *)v.mv_data)[0] != '1') {
-        seterr(errbuf, errlen,
-               "partition logs in %s have format version %.*s but this kq reads version %d; "
-               "use a matching kq release",
-               dir, (int)(v.mv_size < 16 ? v.mv_size : 16), (const char *)v.mv_data,
-               KQ_PLOG_FORMAT_VERSION);
+        kq_errf(errbuf, errlen,
+                "partition logs in %s have format version %.*s but this kq reads version %d; "
+                "use a matching kq release",
+                dir, (int)(v.mv_size < 16 ? v.mv_size : 16), (const char *)v.mv_data,
+                KQ_PLOG_FORMAT_VERSION);
         ret = KQ_ERR_UNSUPPORTED_VERSION;
         goto out;
     }
@@ -430,7 +347,7 @@ int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_
     goto out;
 
 mdb_fail:
-    seterr(errbuf, errlen, "cannot open the partition logs in %s: %s", dir, mdb_strerror(rc));
+    kq_errf(errbuf, errlen, "cannot open the partition logs in %s: %s", dir, mdb_strerror(rc));
     ret = mdb_to_kq(rc);
 out:
     if (txn != NULL)
@@ -553,26 +470,26 @@ static int delete_from(MDB_txn *txn, MDB_dbi dbi, const uint8_t *from, size_t fl
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* kq_lmdb_seek_fn: the last epoch entry of the partition whose key is arg. */
+static int seek_last_epoch(MDB_cursor *c, MDB_val *k, MDB_val *v, const void *pkey)
+{
+    return seek_last(c, pkey, 4, k, v);
+}
+
+/* kq_lmdb_offset_fn: an epoch entry's start offset. */
+static int epoch_start(const MDB_val *k, const MDB_val *v, int64_t *off)
+{
+    (void)k;
+    if (v->mv_size != 8)
+        return MDB_CORRUPTED;
+    *off = (int64_t)get_be64(v->mv_data);
+    return 0;
+}
+
 /* Deletes the partition's trailing epoch entries whose start offset is >= offset. */
 static int delete_epochs_from(MDB_txn *txn, MDB_dbi dbi, const uint8_t *pkey, int64_t offset)
 {
-    MDB_cursor *c = NULL;
-    MDB_val k, v;
-    int rc = mdb_cursor_open(txn, dbi, &c);
-    if (rc != 0)
-        return rc;
-    while ((rc = seek_last(c, pkey, 4, &k, &v)) == 0) {
-        if (v.mv_size != 8) {
-            rc = MDB_CORRUPTED;
-            break;
-        }
-        if ((int64_t)get_be64(v.mv_data) < offset)
-            break;
-        if ((rc = mdb_cursor_del(c, 0)) != 0)
-            break;
-    }
-    mdb_cursor_close(c);
-    return rc == MDB_NOTFOUND ? 0 : rc;
+    return kq_lmdb_delete_tail(txn, dbi, seek_last_epoch, pkey, epoch_start, offset);
 }
 
 /* Adds the entry epoch -> start, after removing trailing entries starting at >= start. */

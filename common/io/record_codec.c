@@ -15,8 +15,7 @@
 #include "kq/util.h"
 
 #include "kq_record.pb-c.h"
-
-#define MAX_DEPTH 8
+#include "pb_wire.h"
 
 static int fail(int code, char *errbuf, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -31,85 +30,6 @@ static int fail(int code, char *errbuf, size_t errlen, const char *fmt, ...)
         va_end(ap);
     }
     return code;
-}
-
-static bool read_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        uint8_t byte;
-
-        if (*pos >= len)
-            return false;
-        byte = p[(*pos)++];
-        v |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80)) {
-            *out = v;
-            return true;
-        }
-    }
-    return false;
-}
-
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-    size_t n = 0;
-
-    while (v >= 0x80) {
-        p[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (uint8_t)v;
-    return n;
-}
-
-/* protobuf-c cuts a string at an embedded NUL; reject such input instead (at any depth). */
-static bool strings_ok(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len, int depth)
-{
-    size_t pos = 0;
-
-    if (depth > MAX_DEPTH)
-        return false;
-    while (pos < len) {
-        uint64_t key, v;
-        const ProtobufCFieldDescriptor *f;
-
-        if (!read_varint(p, len, &pos, &key))
-            return false;
-        switch (key & 7) {
-        case 0:
-            if (!read_varint(p, len, &pos, &v))
-                return false;
-            break;
-        case 1:
-            if (len - pos < 8)
-                return false;
-            pos += 8;
-            break;
-        case 5:
-            if (len - pos < 4)
-                return false;
-            pos += 4;
-            break;
-        case 2:
-            if (!read_varint(p, len, &pos, &v) || v > len - pos)
-                return false;
-            f = (key >> 3) <= UINT32_MAX
-                    ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
-                    : NULL;
-            if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p + pos, 0, (size_t)v))
-                return false;
-            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
-                !strings_ok(f->descriptor, p + pos, (size_t)v, depth + 1))
-                return false;
-            pos += (size_t)v;
-            break;
-        default:
-            return false;
-        }
-    }
-    return true;
 }
 
 /* ---- encode ------------------------------------------------------------------------------- */
@@ -362,7 +282,7 @@ int kq_record_append(kq_buf *b, const kq_record *r, char *errbuf, size_t errlen)
         return fail(KQ_ERR_INVALID_REQUEST, errbuf, errlen, "invalid output buffer");
     if ((rc = pack(r, 0, &p, &n, errbuf, errlen)))
         return rc;
-    h = put_varint(hdr, n);
+    h = kq_pb_put_varint(hdr, n);
     nb = realloc(b->data, b->len + h + n);
     if (!nb) {
         free(p);
@@ -635,7 +555,7 @@ int kq_record_decode(const uint8_t *buf, size_t len, kq_record *out, char *errbu
     if (!m)
         return fail(KQ_ERR_MALFORMED, errbuf, errlen,
                     "record of %zu bytes does not parse as kq.Record", len);
-    if (!strings_ok(&kq__record__descriptor, len ? buf : empty, len, 0)) {
+    if (!kq_pb_strings_ok(&kq__record__descriptor, len ? buf : empty, len)) {
         kq__record__free_unpacked(m, NULL);
         return fail(KQ_ERR_MALFORMED, errbuf, errlen, "record holds a string with a NUL byte");
     }
@@ -655,7 +575,7 @@ int kq_record_decode_next(const uint8_t *buf, size_t len, size_t *pos, kq_record
     out->type = KQ_REC_NOOP;
     if ((!buf && len) || p > len)
         return fail(KQ_ERR_MALFORMED, errbuf, errlen, "invalid position %zu in %zu bytes", p, len);
-    if (!read_varint(buf, len, &p, &n) || n > len - p)
+    if (!kq_pb_read_varint(buf, len, &p, &n) || n > len - p)
         return fail(KQ_ERR_MALFORMED, errbuf, errlen,
                     "record length at byte %zu is truncated or exceeds the %zu bytes left", *pos,
                     len - *pos);

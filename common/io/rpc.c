@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,20 +36,6 @@
 
 /* ------------------------------------------------------------------------------------------ */
 /* helpers */
-
-static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (errbuf == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static uint64_t mono_ms(void)
 {
@@ -315,7 +300,7 @@ int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes, k
     if (out != NULL)
         *out = NULL;
     if (url == NULL || cb == NULL || out == NULL) {
-        set_err(errbuf, errlen, "rpc server: url, callback and out are required");
+        kq_errf(errbuf, errlen, "rpc server: url, callback and out are required");
         return KQ_ERR_CONFIG;
     }
     if (n_contexts <= 0)
@@ -326,22 +311,22 @@ int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes, k
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
         err = KQ_ERR_NOMEM;
-        set_err(errbuf, errlen, "rpc server %s: out of memory", url);
+        kq_errf(errbuf, errlen, "rpc server %s: out of memory", url);
         goto out;
     }
     s->slots = calloc((size_t)n_contexts, sizeof(*s->slots));
     if (s->slots == NULL) {
         err = KQ_ERR_NOMEM;
-        set_err(errbuf, errlen, "rpc server %s: out of memory", url);
+        kq_errf(errbuf, errlen, "rpc server %s: out of memory", url);
         goto out;
     }
     if (pthread_mutex_init(&s->mu, NULL) != 0) {
-        set_err(errbuf, errlen, "rpc server %s: cannot initialise lock", url);
+        kq_errf(errbuf, errlen, "rpc server %s: cannot initialise lock", url);
         goto out;
     }
     mu_init = true;
     if (pthread_cond_init(&s->cv, NULL) != 0) {
-        set_err(errbuf, errlen, "rpc server %s: cannot initialise condition", url);
+        kq_errf(errbuf, errlen, "rpc server %s: cannot initialise condition", url);
         goto out;
     }
     cv_init = true;
@@ -352,12 +337,12 @@ int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes, k
     snprintf(s->url, sizeof(s->url), "%s", url);
 
     if ((rv = nng_rep0_open(&s->sock)) != 0) {
-        set_err(errbuf, errlen, "rpc server %s: cannot open REP socket: %s", url, nng_strerror(rv));
+        kq_errf(errbuf, errlen, "rpc server %s: cannot open REP socket: %s", url, nng_strerror(rv));
         goto out;
     }
     s->sock_open = true;
     if ((rv = nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, max_msg_bytes)) != 0) {
-        set_err(errbuf, errlen, "rpc server %s: cannot set receive size limit: %s", url,
+        kq_errf(errbuf, errlen, "rpc server %s: cannot set receive size limit: %s", url,
                 nng_strerror(rv));
         goto out;
     }
@@ -366,19 +351,19 @@ int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes, k
 
         r->srv = s;
         if ((rv = nng_aio_alloc(&r->aio, srv_aio_cb, r)) != 0) {
-            set_err(errbuf, errlen, "rpc server %s: cannot allocate aio: %s", url,
+            kq_errf(errbuf, errlen, "rpc server %s: cannot allocate aio: %s", url,
                     nng_strerror(rv));
             goto out;
         }
         if ((rv = nng_ctx_open(&r->ctx, s->sock)) != 0) {
-            set_err(errbuf, errlen, "rpc server %s: cannot open context: %s", url,
+            kq_errf(errbuf, errlen, "rpc server %s: cannot open context: %s", url,
                     nng_strerror(rv));
             goto out;
         }
         r->ctx_open = true;
     }
     if ((rv = nng_listen(s->sock, url, NULL, 0)) != 0) {
-        set_err(errbuf, errlen, "rpc server: cannot listen on %s: %s", url, nng_strerror(rv));
+        kq_errf(errbuf, errlen, "rpc server: cannot listen on %s: %s", url, nng_strerror(rv));
         goto out;
     }
     for (int i = 0; i < n_contexts; i++) {
@@ -655,7 +640,7 @@ int kq_rpc_client_open(const char *url, size_t max_msg_bytes, kq_rpc_client **ou
     if (out != NULL)
         *out = NULL;
     if (url == NULL || out == NULL) {
-        set_err(errbuf, errlen, "rpc client: url and out are required");
+        kq_errf(errbuf, errlen, "rpc client: url and out are required");
         return KQ_ERR_CONFIG;
     }
     if (max_msg_bytes == 0)
@@ -663,22 +648,22 @@ int kq_rpc_client_open(const char *url, size_t max_msg_bytes, kq_rpc_client **ou
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
         err = KQ_ERR_NOMEM;
-        set_err(errbuf, errlen, "rpc client %s: out of memory", url);
+        kq_errf(errbuf, errlen, "rpc client %s: out of memory", url);
         goto out;
     }
     snprintf(c->url, sizeof(c->url), "%s", url);
     if (pthread_mutex_init(&c->mu, NULL) != 0) {
-        set_err(errbuf, errlen, "rpc client %s: cannot initialise lock", url);
+        kq_errf(errbuf, errlen, "rpc client %s: cannot initialise lock", url);
         goto out;
     }
     mu_init = true;
     if (pthread_cond_init(&c->cv, NULL) != 0) {
-        set_err(errbuf, errlen, "rpc client %s: cannot initialise condition", url);
+        kq_errf(errbuf, errlen, "rpc client %s: cannot initialise condition", url);
         goto out;
     }
     cv_init = true;
     if ((rv = nng_req0_open(&c->sock)) != 0) {
-        set_err(errbuf, errlen, "rpc client %s: cannot open REQ socket: %s", url, nng_strerror(rv));
+        kq_errf(errbuf, errlen, "rpc client %s: cannot open REQ socket: %s", url, nng_strerror(rv));
         goto out;
     }
     sock_open = true;
@@ -686,12 +671,12 @@ int kq_rpc_client_open(const char *url, size_t max_msg_bytes, kq_rpc_client **ou
         (rv = nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, max_msg_bytes)) != 0 ||
         (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 100)) != 0 ||
         (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 2000)) != 0) {
-        set_err(errbuf, errlen, "rpc client %s: cannot set socket options: %s", url,
+        kq_errf(errbuf, errlen, "rpc client %s: cannot set socket options: %s", url,
                 nng_strerror(rv));
         goto out;
     }
     if ((rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
-        set_err(errbuf, errlen, "rpc client: cannot dial %s: %s", url, nng_strerror(rv));
+        kq_errf(errbuf, errlen, "rpc client: cannot dial %s: %s", url, nng_strerror(rv));
         goto out;
     }
     *out = c;

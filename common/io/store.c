@@ -41,7 +41,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <lmdb.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +53,8 @@
 #include "kq/error.h"
 #include "kq/log.h"
 #include "kq/util.h"
+#include "lmdb_util.h"
 
-#define STORE_MAP_SIZE ((size_t)1 << 40) /* 1 TiB of address space; the file stays sparse */
 #define STORE_MAX_DBS 8
 #define BATCH_HDR_LEN 12
 #define QSTATE_LEN 13
@@ -87,62 +86,12 @@ struct kq_store {
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-    put_be32(p, (uint32_t)(v >> 32));
-    put_be32(p + 4, (uint32_t)v);
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-    return ((uint64_t)get_be32(p) << 32) | get_be32(p + 4);
-}
-
-static void seterr(char *errbuf, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (errbuf == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, errlen, fmt, ap);
-    va_end(ap);
-}
-
-static int mdb_to_kq(int rc)
-{
-    switch (rc) {
-    case 0:
-        return 0;
-    case MDB_MAP_FULL:
-        return KQ_ERR_FULL;
-    case ENOMEM:
-        return KQ_ERR_NOMEM;
-    default:
-        return KQ_ERR_IO;
-    }
-}
-
 static int mkdir_p(const char *dir, char *errbuf, size_t errlen)
 {
     char path[PATH_MAX];
     size_t n = strlen(dir);
     if (n == 0 || n >= sizeof(path)) {
-        seterr(errbuf, errlen, "invalid metadata directory path '%s'", dir);
+        kq_errf(errbuf, errlen, "invalid metadata directory path '%s'", dir);
         return KQ_ERR_CONFIG;
     }
     memcpy(path, dir, n + 1);
@@ -152,14 +101,14 @@ static int mkdir_p(const char *dir, char *errbuf, size_t errlen)
         char saved = path[i];
         path[i] = '\0';
         if (mkdir(path, 0750) != 0 && errno != EEXIST) {
-            seterr(errbuf, errlen, "cannot create directory %s: %s", path, strerror(errno));
+            kq_errf(errbuf, errlen, "cannot create directory %s: %s", path, strerror(errno));
             return KQ_ERR_IO;
         }
         path[i] = saved;
     }
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        seterr(errbuf, errlen, "%s exists and is not a directory", dir);
+        kq_errf(errbuf, errlen, "%s exists and is not a directory", dir);
         return KQ_ERR_IO;
     }
     return 0;
@@ -192,24 +141,6 @@ static int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *val,
 {
     MDB_val k = {strlen(key), (void *)key}, v = {len, (void *)val};
     return mdb_put(txn, dbi, &k, &v, 0);
-}
-
-static int env_create(const char *dir, unsigned flags, MDB_env **out)
-{
-    MDB_env *env = NULL;
-    int rc = mdb_env_create(&env);
-    if (rc != 0)
-        return rc;
-    if ((rc = mdb_env_set_mapsize(env, STORE_MAP_SIZE)) != 0 ||
-        (rc = mdb_env_set_maxdbs(env, STORE_MAX_DBS)) != 0 ||
-        (rc = mdb_env_open(env, dir, flags | MDB_NOTLS, 0640)) != 0) {
-        mdb_env_close(env);
-        return rc;
-    }
-    int dead = 0;
-    mdb_reader_check(env, &dead);
-    *out = env;
-    return 0;
 }
 
 /* Reads the last batch (key and header) visible in txn. Returns MDB_NOTFOUND if empty. */
@@ -298,7 +229,7 @@ static int write_meta_properties(const char *dir, const kq_store_identity *id, c
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     f = fopen(tmp, "w");
     if (f == NULL) {
-        seterr(errbuf, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot write %s: %s", tmp, strerror(errno));
         ret = KQ_ERR_IO;
         goto out;
     }
@@ -308,19 +239,19 @@ static int write_meta_properties(const char *dir, const kq_store_identity *id, c
             "cluster.id=%s\nnode.id=%" PRId32 "\ndirectory.id=%s\nversion=%d\n",
             id->cluster_id, id->node_id, id->directory_id, KQ_STORE_FORMAT_VERSION);
     if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
-        seterr(errbuf, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot write %s: %s", tmp, strerror(errno));
         ret = KQ_ERR_IO;
         goto out;
     }
     if (fclose(f) != 0) {
         f = NULL;
-        seterr(errbuf, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot write %s: %s", tmp, strerror(errno));
         ret = KQ_ERR_IO;
         goto out;
     }
     f = NULL;
     if (rename(tmp, path) != 0) {
-        seterr(errbuf, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
         ret = KQ_ERR_IO;
         goto out;
     }
@@ -343,35 +274,35 @@ int kq_store_format(const char *dir, const char *cluster_id, int32_t node_id,
     char buf[32];
     int rc, ret = 0;
 
-    seterr(errbuf, errlen, "%s", "");
+    kq_errf(errbuf, errlen, "%s", "");
     if (dir == NULL || cluster_id == NULL) {
-        seterr(errbuf, errlen, "metadata directory and cluster id are required");
+        kq_errf(errbuf, errlen, "metadata directory and cluster id are required");
         return KQ_ERR_CONFIG;
     }
     if (strlen(cluster_id) != KQ_STORE_ID_LEN || !kq_uuid_parse(cluster_id, raw)) {
-        seterr(errbuf, errlen,
-               "invalid cluster id '%s': expected 22 characters of URL-safe base64 "
-               "(generate one with: kq storage random-uuid)",
-               cluster_id);
+        kq_errf(errbuf, errlen,
+                "invalid cluster id '%s': expected 22 characters of URL-safe base64 "
+                "(generate one with: kq storage random-uuid)",
+                cluster_id);
         return KQ_ERR_CONFIG;
     }
     if (node_id < 0) {
-        seterr(errbuf, errlen, "invalid node.id %" PRId32 ": must be >= 0", node_id);
+        kq_errf(errbuf, errlen, "invalid node.id %" PRId32 ": must be >= 0", node_id);
         return KQ_ERR_CONFIG;
     }
     memset(&id, 0, sizeof(id));
     memcpy(id.cluster_id, cluster_id, KQ_STORE_ID_LEN);
     id.node_id = node_id;
     if (kq_uuid_random(id.directory_id) != 0) {
-        seterr(errbuf, errlen, "cannot generate a directory id");
+        kq_errf(errbuf, errlen, "cannot generate a directory id");
         return KQ_ERR_IO;
     }
     if ((ret = mkdir_p(dir, errbuf, errlen)) != 0)
         return ret;
 
-    if ((rc = env_create(dir, 0, &env)) != 0) {
-        seterr(errbuf, errlen, "cannot create the store in %s: %s", dir, mdb_strerror(rc));
-        ret = mdb_to_kq(rc);
+    if ((rc = kq_lmdb_env_open(dir, 0, STORE_MAX_DBS, &env)) != 0) {
+        kq_errf(errbuf, errlen, "cannot create the store in %s: %s", dir, mdb_strerror(rc));
+        ret = kq_lmdb_err(rc);
         goto out;
     }
     if ((rc = mdb_txn_begin(env, NULL, 0, &txn)) != 0 ||
@@ -379,10 +310,10 @@ int kq_store_format(const char *dir, const char *cluster_id, int32_t node_id,
         goto mdb_fail;
     rc = meta_get_str(txn, meta, "format_version", buf, sizeof(buf));
     if (rc == 0) {
-        seterr(errbuf, errlen,
-               "Log directory %s is already formatted. Use --ignore-formatted to ignore this "
-               "directory and format the others.",
-               dir);
+        kq_errf(errbuf, errlen,
+                "Log directory %s is already formatted. Use --ignore-formatted to ignore this "
+                "directory and format the others.",
+                dir);
         ret = KQ_ERR_ALREADY_FORMATTED;
         goto out;
     }
@@ -405,7 +336,7 @@ int kq_store_format(const char *dir, const char *cluster_id, int32_t node_id,
     if ((ret = write_meta_properties(dir, &id, errbuf, errlen)) != 0)
         goto out;
     if (fsync_path(dir, O_RDONLY | O_DIRECTORY) != 0) {
-        seterr(errbuf, errlen, "cannot sync directory %s: %s", dir, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot sync directory %s: %s", dir, strerror(errno));
         ret = KQ_ERR_IO;
         goto out;
     }
@@ -414,8 +345,8 @@ int kq_store_format(const char *dir, const char *cluster_id, int32_t node_id,
     goto out;
 
 mdb_fail:
-    seterr(errbuf, errlen, "cannot format %s: %s", dir, mdb_strerror(rc));
-    ret = mdb_to_kq(rc);
+    kq_errf(errbuf, errlen, "cannot format %s: %s", dir, mdb_strerror(rc));
+    ret = kq_lmdb_err(rc);
 out:
     if (txn != NULL)
         mdb_txn_abort(txn);
@@ -433,14 +364,14 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
     struct stat st;
     int rc, ret = 0;
 
-    seterr(errbuf, errlen, "%s", "");
+    kq_errf(errbuf, errlen, "%s", "");
     *out = NULL;
     if (dir == NULL || dir[0] == '\0') {
-        seterr(errbuf, errlen, "no metadata directory given (set metadata.log.dir)");
+        kq_errf(errbuf, errlen, "no metadata directory given (set metadata.log.dir)");
         return KQ_ERR_CONFIG;
     }
     if (strlen(dir) >= sizeof(s->dir)) {
-        seterr(errbuf, errlen, "metadata directory path too long: %s", dir);
+        kq_errf(errbuf, errlen, "metadata directory path too long: %s", dir);
         return KQ_ERR_CONFIG;
     }
     snprintf(path, sizeof(path), "%s/data.mdb", dir);
@@ -448,26 +379,26 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
     if (stat(path, &st) != 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             goto not_formatted;
-        seterr(errbuf, errlen, "cannot access %s: %s", path, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot access %s: %s", path, strerror(errno));
         return KQ_ERR_IO;
     }
     s = calloc(1, sizeof(*s));
     if (s != NULL)
         s->lock_fd = -1;
     if (s == NULL) {
-        seterr(errbuf, errlen, "out of memory");
+        kq_errf(errbuf, errlen, "out of memory");
         return KQ_ERR_NOMEM;
     }
     snprintf(s->dir, sizeof(s->dir), "%s", dir);
     s->readonly = readonly;
-    if ((rc = env_create(dir, readonly ? MDB_RDONLY : 0, &s->env)) != 0) {
-        seterr(errbuf, errlen, "cannot open the store in %s: %s", dir, mdb_strerror(rc));
-        ret = mdb_to_kq(rc);
+    if ((rc = kq_lmdb_env_open(dir, readonly ? MDB_RDONLY : 0, STORE_MAX_DBS, &s->env)) != 0) {
+        kq_errf(errbuf, errlen, "cannot open the store in %s: %s", dir, mdb_strerror(rc));
+        ret = kq_lmdb_err(rc);
         goto out;
     }
     if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0) {
-        seterr(errbuf, errlen, "cannot read the store in %s: %s", dir, mdb_strerror(rc));
-        ret = mdb_to_kq(rc);
+        kq_errf(errbuf, errlen, "cannot read the store in %s: %s", dir, mdb_strerror(rc));
+        ret = kq_lmdb_err(rc);
         goto out;
     }
     rc = mdb_dbi_open(txn, "meta", 0, &s->meta);
@@ -478,15 +409,15 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
         goto out;
     }
     if (rc != 0) {
-        seterr(errbuf, errlen, "cannot read the store in %s: %s", dir, mdb_strerror(rc));
-        ret = mdb_to_kq(rc);
+        kq_errf(errbuf, errlen, "cannot read the store in %s: %s", dir, mdb_strerror(rc));
+        ret = kq_lmdb_err(rc);
         goto out;
     }
     if (strcmp(buf, "1") != 0) {
-        seterr(errbuf, errlen,
-               "store in %s has format version %s but this kq reads version %d; use a matching "
-               "kq release",
-               dir, buf, KQ_STORE_FORMAT_VERSION);
+        kq_errf(errbuf, errlen,
+                "store in %s has format version %s but this kq reads version %d; use a matching "
+                "kq release",
+                dir, buf, KQ_STORE_FORMAT_VERSION);
         ret = KQ_ERR_UNSUPPORTED_VERSION;
         goto out;
     }
@@ -497,8 +428,8 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
         (rc = meta_get_str(txn, s->meta, "node_id", buf, sizeof(buf))) != 0 ||
         (rc = mdb_dbi_open(txn, "log", 0, &s->log)) != 0 ||
         (rc = mdb_dbi_open(txn, "epochs", 0, &s->epochs)) != 0) {
-        seterr(errbuf, errlen, "store in %s is damaged (%s); wipe it and re-format", dir,
-               mdb_strerror(rc));
+        kq_errf(errbuf, errlen, "store in %s is damaged (%s); wipe it and re-format", dir,
+                mdb_strerror(rc));
         ret = KQ_ERR_IO;
         goto out;
     }
@@ -506,29 +437,15 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
     errno = 0;
     long nid = strtol(buf, &end, 10);
     if (errno != 0 || end == buf || *end != '\0' || nid < 0 || nid > INT32_MAX) {
-        seterr(errbuf, errlen, "store in %s has an invalid node_id '%s'; wipe it and re-format",
-               dir, buf);
+        kq_errf(errbuf, errlen, "store in %s has an invalid node_id '%s'; wipe it and re-format",
+                dir, buf);
         ret = KQ_ERR_IO;
         goto out;
     }
     s->id.node_id = (int32_t)nid;
-    if (expect_cluster_id != NULL && strcmp(expect_cluster_id, s->id.cluster_id) != 0) {
-        seterr(errbuf, errlen,
-               "stored cluster.id %s does not match configured cluster id %s in %s; this "
-               "directory belongs to another cluster: point metadata.log.dir at this cluster's "
-               "directory, or wipe it and run kq storage format with --cluster-id %s",
-               s->id.cluster_id, expect_cluster_id, dir, expect_cluster_id);
-        ret = KQ_ERR_MISMATCH;
+    if ((ret = kq_lmdb_check_identity(&s->id, dir, "metadata.log.dir", expect_cluster_id,
+                                      expect_node_id, errbuf, errlen)) != 0)
         goto out;
-    }
-    if (expect_node_id >= 0 && expect_node_id != s->id.node_id) {
-        seterr(errbuf, errlen,
-               "stored node.id %" PRId32 " does not match configured node.id %" PRId32
-               " in %s; point metadata.log.dir at this node's own directory",
-               s->id.node_id, expect_node_id, dir);
-        ret = KQ_ERR_MISMATCH;
-        goto out;
-    }
     int64_t base;
     int32_t epoch, count;
     rc = read_log_start(txn, s->meta, &s->log_start, &s->log_start_epoch);
@@ -543,8 +460,8 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
     if (rc == 0)
         rc = last_entry_epoch(txn, s->epochs, &s->last_entry_epoch);
     if (rc != 0) {
-        seterr(errbuf, errlen, "cannot read the log in %s: %s", dir, mdb_strerror(rc));
-        ret = mdb_to_kq(rc);
+        kq_errf(errbuf, errlen, "cannot read the log in %s: %s", dir, mdb_strerror(rc));
+        ret = kq_lmdb_err(rc);
         goto out;
     }
     s->txn_end_offset = s->end_offset;
@@ -556,8 +473,8 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
     rc = mdb_txn_commit(txn);
     txn = NULL;
     if (rc != 0) {
-        seterr(errbuf, errlen, "cannot read the store in %s: %s", dir, mdb_strerror(rc));
-        ret = mdb_to_kq(rc);
+        kq_errf(errbuf, errlen, "cannot read the store in %s: %s", dir, mdb_strerror(rc));
+        ret = kq_lmdb_err(rc);
     }
 
 out:
@@ -574,10 +491,7 @@ out:
 
 not_formatted:
     kq_store_close(s);
-    seterr(errbuf, errlen,
-           "metadata directory %s is not formatted; run: kq storage format --config <file> "
-           "--cluster-id <id>",
-           dir);
+    kq_lmdb_not_formatted(errbuf, errlen, "metadata", dir);
     return KQ_ERR_NOT_FORMATTED;
 }
 
@@ -589,16 +503,16 @@ static int lock_dir(kq_store *s, const char *dir, char *errbuf, size_t errlen)
     snprintf(path, sizeof(path), "%s/.lock", dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
     if (fd < 0) {
-        seterr(errbuf, errlen, "cannot create the lock file %s: %s", path, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot create the lock file %s: %s", path, strerror(errno));
         return KQ_ERR_IO;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
         pid[n > 0 ? n : 0] = '\0';
         pid[strcspn(pid, "\n")] = '\0';
-        seterr(errbuf, errlen,
-               "metadata directory %s is in use by another process (pid %s); stop it first", dir,
-               pid[0] ? pid : "unknown");
+        kq_errf(errbuf, errlen,
+                "metadata directory %s is in use by another process (pid %s); stop it first", dir,
+                pid[0] ? pid : "unknown");
         close(fd);
         return KQ_ERR_IO;
     }
@@ -619,10 +533,10 @@ int kq_store_open(const char *dir, const char *expect_cluster_id, int32_t expect
         *out = NULL;
     }
     if (rc == 0 && (rc = snapshots_fixup(*out)) != 0) {
-        seterr(errbuf, errlen,
-               "cannot recover the snapshots in %s/snapshots (%s); check the directory's "
-               "permissions and free space",
-               dir, kq_err_message(rc));
+        kq_errf(errbuf, errlen,
+                "cannot recover the snapshots in %s/snapshots (%s); check the directory's "
+                "permissions and free space",
+                dir, kq_err_message(rc));
         kq_store_close(*out);
         *out = NULL;
     }
@@ -762,7 +676,7 @@ corrupt:
     goto out;
 mdb_fail:
     KQ_ERROR("store", "cannot read the store", "dir=%s err=\"%s\"", s->dir, mdb_strerror(rc));
-    ret = mdb_to_kq(rc);
+    ret = kq_lmdb_err(rc);
 out:
     if (c != NULL)
         mdb_cursor_close(c);
@@ -790,7 +704,7 @@ static int txn_fail(kq_store *s, int rc, const char *what)
 {
     s->txn_bad = 1;
     KQ_ERROR("store", "write failed", "dir=%s op=%s err=\"%s\"", s->dir, what, mdb_strerror(rc));
-    return mdb_to_kq(rc);
+    return kq_lmdb_err(rc);
 }
 
 int kq_store_begin(kq_store *s)
@@ -804,7 +718,7 @@ int kq_store_begin(kq_store *s)
         s->txn = NULL;
         KQ_ERROR("store", "cannot begin a write transaction", "dir=%s err=\"%s\"", s->dir,
                  mdb_strerror(rc));
-        return mdb_to_kq(rc);
+        return kq_lmdb_err(rc);
     }
     s->txn_bad = 0;
     s->txn_end_offset = s->end_offset;
@@ -828,9 +742,28 @@ int kq_store_put_qstate(kq_store *s, const kq_raft_qstate *qs)
     return rc ? txn_fail(s, rc, "put_qstate") : 0;
 }
 
+/* kq_lmdb_offset_fn for the log (an 8-byte key) and the epochs (an 8-byte value); an entry of
+ * another size ends the deletion. */
+static int key_offset(const MDB_val *k, const MDB_val *v, int64_t *off)
+{
+    (void)v;
+    if (k->mv_size != 8)
+        return MDB_NOTFOUND;
+    *off = (int64_t)get_be64(k->mv_data);
+    return 0;
+}
+
+static int value_offset(const MDB_val *k, const MDB_val *v, int64_t *off)
+{
+    (void)k;
+    if (v->mv_size != 8)
+        return MDB_NOTFOUND;
+    *off = (int64_t)get_be64(v->mv_data);
+    return 0;
+}
+
 int kq_store_truncate(kq_store *s, int64_t offset)
 {
-    MDB_cursor *c = NULL;
     MDB_val k, v;
     uint8_t key[8];
     int rc = 0, ret = txn_check(s);
@@ -849,40 +782,13 @@ int kq_store_truncate(kq_store *s, int64_t offset)
     if (rc != 0)
         return txn_fail(s, rc, "truncate");
 
-    /* Delete from the end backwards: re-positioning on every step avoids LMDB's cursor
-     * position subtleties after mdb_cursor_del. */
-    if ((rc = mdb_cursor_open(s->txn, s->log, &c)) != 0)
-        goto fail;
-    while ((rc = mdb_cursor_get(c, &k, &v, MDB_LAST)) == 0) {
-        if (k.mv_size != 8 || (int64_t)get_be64(k.mv_data) < offset)
-            break;
-        if ((rc = mdb_cursor_del(c, 0)) != 0)
-            goto fail;
-    }
-    if (rc != 0 && rc != MDB_NOTFOUND)
-        goto fail;
-    mdb_cursor_close(c);
-    c = NULL;
-    if ((rc = mdb_cursor_open(s->txn, s->epochs, &c)) != 0)
-        goto fail;
-    while ((rc = mdb_cursor_get(c, &k, &v, MDB_LAST)) == 0) {
-        if (v.mv_size != 8 || (int64_t)get_be64(v.mv_data) < offset)
-            break;
-        if ((rc = mdb_cursor_del(c, 0)) != 0)
-            goto fail;
-    }
-    if (rc != 0 && rc != MDB_NOTFOUND)
-        goto fail;
-    mdb_cursor_close(c);
-    c = NULL;
-    if ((rc = last_entry_epoch(s->txn, s->epochs, &s->txn_last_entry_epoch)) != 0)
-        goto fail;
+    /* Delete from the end backwards: batches by their key, epoch entries by their value. */
+    if ((rc = kq_lmdb_delete_tail(s->txn, s->log, NULL, NULL, key_offset, offset)) != 0 ||
+        (rc = kq_lmdb_delete_tail(s->txn, s->epochs, NULL, NULL, value_offset, offset)) != 0 ||
+        (rc = last_entry_epoch(s->txn, s->epochs, &s->txn_last_entry_epoch)) != 0)
+        return txn_fail(s, rc, "truncate");
     s->txn_end_offset = offset;
     return 0;
-fail:
-    if (c != NULL)
-        mdb_cursor_close(c);
-    return txn_fail(s, rc, "truncate");
 }
 
 int kq_store_append(kq_store *s, int64_t base_offset, int32_t epoch, int32_t count,
@@ -1094,7 +1000,7 @@ int kq_store_read(kq_store *s, int64_t from, int64_t to, size_t max_bytes, kq_st
 
 mdb_fail:
     KQ_ERROR("store", "cannot read the log", "dir=%s err=\"%s\"", s->dir, mdb_strerror(rc));
-    ret = mdb_to_kq(rc);
+    ret = kq_lmdb_err(rc);
 out:
     if (c != NULL)
         mdb_cursor_close(c);
@@ -1317,17 +1223,17 @@ static int verify_snap_file(const char *path, kq_raft_snapshot_id id, uint8_t **
     if (fd < 0) {
         if (errno == ENOENT)
             return KQ_ERR_SNAPSHOT_NOT_FOUND;
-        seterr(errbuf, errlen, "cannot open snapshot %s: %s", path, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot open snapshot %s: %s", path, strerror(errno));
         return KQ_ERR_IO;
     }
     if (fstat(fd, &st) != 0) {
-        seterr(errbuf, errlen, "cannot stat snapshot %s: %s", path, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot stat snapshot %s: %s", path, strerror(errno));
         ret = KQ_ERR_IO;
         goto out;
     }
     if (st.st_size < SNAP_HDR) {
-        seterr(errbuf, errlen, "snapshot %s is truncated (%lld bytes, header needs %d)", path,
-               (long long)st.st_size, SNAP_HDR);
+        kq_errf(errbuf, errlen, "snapshot %s is truncated (%lld bytes, header needs %d)", path,
+                (long long)st.st_size, SNAP_HDR);
         ret = KQ_ERR_CORRUPT_MESSAGE;
         goto out;
     }
@@ -1341,8 +1247,8 @@ static int verify_snap_file(const char *path, kq_raft_snapshot_id id, uint8_t **
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            seterr(errbuf, errlen, "cannot read snapshot %s: %s", path,
-                   n < 0 ? strerror(errno) : "unexpected end of file");
+            kq_errf(errbuf, errlen, "cannot read snapshot %s: %s", path,
+                    n < 0 ? strerror(errno) : "unexpected end of file");
             ret = KQ_ERR_IO;
             goto out;
         }
@@ -1350,24 +1256,24 @@ static int verify_snap_file(const char *path, kq_raft_snapshot_id id, uint8_t **
     }
     size_t len = (size_t)st.st_size - SNAP_HDR;
     if (memcmp(buf, SNAP_MAGIC, 8) != 0 || get_be32(buf + 32) != kq_crc32c(0, buf, 32)) {
-        seterr(errbuf, errlen, "snapshot %s has a damaged header (bad magic or header CRC)", path);
+        kq_errf(errbuf, errlen, "snapshot %s has a damaged header (bad magic or header CRC)", path);
         ret = KQ_ERR_CORRUPT_MESSAGE;
         goto out;
     }
     if ((int64_t)get_be64(buf + 8) != id.end_offset || (int32_t)get_be32(buf + 16) != id.epoch) {
-        seterr(errbuf, errlen, "snapshot %s holds snapshot %lld-%d, not the one its name says",
-               path, (long long)get_be64(buf + 8), (int)get_be32(buf + 16));
+        kq_errf(errbuf, errlen, "snapshot %s holds snapshot %lld-%d, not the one its name says",
+                path, (long long)get_be64(buf + 8), (int)get_be32(buf + 16));
         ret = KQ_ERR_CORRUPT_MESSAGE;
         goto out;
     }
     if (get_be64(buf + 20) != (uint64_t)len) {
-        seterr(errbuf, errlen, "snapshot %s is %zu payload bytes, its header says %llu", path, len,
-               (unsigned long long)get_be64(buf + 20));
+        kq_errf(errbuf, errlen, "snapshot %s is %zu payload bytes, its header says %llu", path, len,
+                (unsigned long long)get_be64(buf + 20));
         ret = KQ_ERR_CORRUPT_MESSAGE;
         goto out;
     }
     if (get_be32(buf + 28) != kq_crc32c(0, buf + SNAP_HDR, len)) {
-        seterr(errbuf, errlen, "snapshot %s: payload CRC32C mismatch (the file is damaged)", path);
+        kq_errf(errbuf, errlen, "snapshot %s: payload CRC32C mismatch (the file is damaged)", path);
         ret = KQ_ERR_CORRUPT_MESSAGE;
         goto out;
     }
@@ -1389,16 +1295,16 @@ int kq_store_snapshot_write(kq_store *s, kq_raft_snapshot_id id, const uint8_t *
     char part[PATH_MAX + 64], path[PATH_MAX + 64];
     uint8_t hdr[SNAP_HDR];
     int fd = -1, ret = 0;
-    seterr(errbuf, errlen, "%s", "");
+    kq_errf(errbuf, errlen, "%s", "");
     if (s->failed)
         return KQ_ERR_IO;
     if (s->readonly || !snap_id_ok(id) || (payload == NULL && len > 0)) {
-        seterr(errbuf, errlen, "invalid snapshot id %lld-%d or payload", (long long)id.end_offset,
-               (int)id.epoch);
+        kq_errf(errbuf, errlen, "invalid snapshot id %lld-%d or payload", (long long)id.end_offset,
+                (int)id.epoch);
         return KQ_ERR_INVALID_REQUEST;
     }
     if ((ret = ensure_snap_dir(s)) != 0) {
-        seterr(errbuf, errlen, "cannot create %s/snapshots: %s", s->dir, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot create %s/snapshots: %s", s->dir, strerror(errno));
         return ret;
     }
     snap_path(s, id, ".part", part, sizeof(part));
@@ -1407,14 +1313,14 @@ int kq_store_snapshot_write(kq_store *s, kq_raft_snapshot_id id, const uint8_t *
     fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
     if (fd < 0 || write_all(fd, hdr, sizeof(hdr), 0) != 0 ||
         (len > 0 && write_all(fd, payload, len, SNAP_HDR) != 0) || fsync(fd) != 0) {
-        seterr(errbuf, errlen, "cannot write snapshot %s: %s", part, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot write snapshot %s: %s", part, strerror(errno));
         ret = KQ_ERR_IO;
         goto out;
     }
     close(fd);
     fd = -1;
     if (rename(part, path) != 0 || sync_snap_dir(s) != 0) {
-        seterr(errbuf, errlen, "cannot rename snapshot %s: %s", part, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot rename snapshot %s: %s", part, strerror(errno));
         ret = KQ_ERR_IO;
         goto out;
     }
@@ -1556,13 +1462,13 @@ int kq_store_snapshot_load(kq_store *s, kq_raft_snapshot_id id, uint8_t **payloa
                            char *errbuf, size_t errlen)
 {
     char path[PATH_MAX + 64];
-    seterr(errbuf, errlen, "%s", "");
+    kq_errf(errbuf, errlen, "%s", "");
     *payload = NULL;
     *len = 0;
     snap_path(s, id, "", path, sizeof(path));
     int rc = verify_snap_file(path, id, payload, len, errbuf, errlen);
     if (rc == KQ_ERR_SNAPSHOT_NOT_FOUND)
-        seterr(errbuf, errlen, "snapshot %s does not exist", path);
+        kq_errf(errbuf, errlen, "snapshot %s does not exist", path);
     if (rc == KQ_ERR_CORRUPT_MESSAGE)
         KQ_ERROR("store", "snapshot is damaged", "dir=%s detail=\"%s\"", s->dir,
                  errbuf ? errbuf : "");
@@ -1679,20 +1585,20 @@ int kq_store_install_snapshot(kq_store *s, kq_raft_snapshot_id id, char *errbuf,
 {
     char part[PATH_MAX + 64], path[PATH_MAX + 64];
     int ret;
-    seterr(errbuf, errlen, "%s", "");
+    kq_errf(errbuf, errlen, "%s", "");
     if (s->failed)
         return KQ_ERR_IO;
     if (s->readonly || s->txn != NULL || !snap_id_ok(id)) {
-        seterr(errbuf, errlen,
-               "cannot install snapshot %lld-%d now (read-only store, open "
-               "transaction or bad id)",
-               (long long)id.end_offset, (int)id.epoch);
+        kq_errf(errbuf, errlen,
+                "cannot install snapshot %lld-%d now (read-only store, open "
+                "transaction or bad id)",
+                (long long)id.end_offset, (int)id.epoch);
         return KQ_ERR_INVALID_REQUEST;
     }
     snap_path(s, id, ".part", part, sizeof(part));
     snap_path(s, id, "", path, sizeof(path));
     if (fsync_path(part, O_RDONLY) != 0) {
-        seterr(errbuf, errlen, "cannot sync fetched snapshot %s: %s", part, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot sync fetched snapshot %s: %s", part, strerror(errno));
         return errno == ENOENT ? KQ_ERR_SNAPSHOT_NOT_FOUND : KQ_ERR_IO;
     }
     ret = verify_snap_file(part, id, NULL, NULL, errbuf, errlen);
@@ -1704,12 +1610,12 @@ int kq_store_install_snapshot(kq_store *s, kq_raft_snapshot_id id, char *errbuf,
     if (ret != 0)
         return ret;
     if ((ret = reset_log_to(s, id)) != 0) {
-        seterr(errbuf, errlen, "cannot reset the log in %s to snapshot %lld-%d", s->dir,
-               (long long)id.end_offset, (int)id.epoch);
+        kq_errf(errbuf, errlen, "cannot reset the log in %s to snapshot %lld-%d", s->dir,
+                (long long)id.end_offset, (int)id.epoch);
         return ret;
     }
     if (rename(part, path) != 0 || sync_snap_dir(s) != 0) {
-        seterr(errbuf, errlen, "cannot rename fetched snapshot %s: %s", part, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot rename fetched snapshot %s: %s", part, strerror(errno));
         return KQ_ERR_IO;
     }
     return 0;

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,17 +33,6 @@ struct kq_config {
     size_t n;
     size_t cap;
 };
-
-__attribute__((format(printf, 3, 4))) static void set_err(char *errbuf, size_t errlen,
-                                                          const char *fmt, ...)
-{
-    va_list ap;
-    if (errbuf == NULL || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static bool is_ws(char c)
 {
@@ -306,7 +294,7 @@ static int parse_logical(kq_config *c, const char *s, size_t len, int line, cons
         vend--;
 
     if (k == 0) {
-        set_err(errbuf, errlen, "%sline %d: missing key before '%c'", where, line,
+        kq_errf(errbuf, errlen, "%sline %d: missing key before '%c'", where, line,
                 len > 0 ? s[0] : '=');
         return KQ_ERR_CONFIG;
     }
@@ -314,13 +302,13 @@ static int parse_logical(kq_config *c, const char *s, size_t len, int line, cons
     if (key == NULL) {
         if (!bad)
             return KQ_ERR_NOMEM;
-        set_err(errbuf, errlen, "%sline %d: malformed \\uXXXX escape in key", where, line);
+        kq_errf(errbuf, errlen, "%sline %d: malformed \\uXXXX escape in key", where, line);
         return KQ_ERR_CONFIG;
     }
     char *value = unescape(s + v, vend - v, &bad);
     if (value == NULL) {
         if (bad)
-            set_err(errbuf, errlen, "%sline %d: malformed \\uXXXX escape in the value of '%s'",
+            kq_errf(errbuf, errlen, "%sline %d: malformed \\uXXXX escape in the value of '%s'",
                     where, line, key);
         free(key);
         return bad ? KQ_ERR_CONFIG : KQ_ERR_NOMEM;
@@ -372,7 +360,7 @@ static int parse_text(const char *text, const char *where, kq_config **out, char
     c = NULL;
 out:
     if (rc == KQ_ERR_NOMEM)
-        set_err(errbuf, errlen, "%sout of memory while parsing", where);
+        kq_errf(errbuf, errlen, "%sout of memory while parsing", where);
     free(lb.p);
     kq_config_free(c);
     return rc;
@@ -397,17 +385,17 @@ int kq_config_load(const char *path, kq_config **out, char *errbuf, size_t errle
         return KQ_ERR_INTERNAL;
     *out = NULL;
     if (path == NULL || path[0] == '\0') {
-        set_err(errbuf, errlen, "no config file given");
+        kq_errf(errbuf, errlen, "no config file given");
         return KQ_ERR_CONFIG;
     }
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) != 0) {
-        set_err(errbuf, errlen, "cannot read config file '%s': %s", path, strerror(errno));
+        kq_errf(errbuf, errlen, "cannot read config file '%s': %s", path, strerror(errno));
         rc = KQ_ERR_CONFIG;
         goto out;
     }
     if (S_ISDIR(st.st_mode)) {
-        set_err(errbuf, errlen, "cannot read config file '%s': %s", path, strerror(EISDIR));
+        kq_errf(errbuf, errlen, "cannot read config file '%s': %s", path, strerror(EISDIR));
         rc = KQ_ERR_CONFIG;
         goto out;
     }
@@ -420,7 +408,7 @@ int kq_config_load(const char *path, kq_config **out, char *errbuf, size_t errle
     for (;;) {
         if (len + 1 == cap) {
             if (cap > CONFIG_FILE_MAX) {
-                set_err(errbuf, errlen, "config file '%s' is larger than %u bytes", path,
+                kq_errf(errbuf, errlen, "config file '%s' is larger than %u bytes", path,
                         CONFIG_FILE_MAX);
                 rc = KQ_ERR_CONFIG;
                 goto out;
@@ -437,7 +425,7 @@ int kq_config_load(const char *path, kq_config **out, char *errbuf, size_t errle
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            set_err(errbuf, errlen, "cannot read config file '%s': %s", path, strerror(errno));
+            kq_errf(errbuf, errlen, "cannot read config file '%s': %s", path, strerror(errno));
             rc = KQ_ERR_CONFIG;
             goto out;
         }
@@ -447,7 +435,7 @@ int kq_config_load(const char *path, kq_config **out, char *errbuf, size_t errle
     }
     text[len] = '\0';
     if (strlen(text) != len) {
-        set_err(errbuf, errlen, "config file '%s' contains a NUL byte (not a text file?)", path);
+        kq_errf(errbuf, errlen, "config file '%s' contains a NUL byte (not a text file?)", path);
         rc = KQ_ERR_CONFIG;
         goto out;
     }
@@ -455,7 +443,7 @@ int kq_config_load(const char *path, kq_config **out, char *errbuf, size_t errle
     rc = parse_text(text, where, out, errbuf, errlen);
 out:
     if (rc == KQ_ERR_NOMEM)
-        set_err(errbuf, errlen, "out of memory reading config file '%s'", path);
+        kq_errf(errbuf, errlen, "out of memory reading config file '%s'", path);
     if (fd >= 0)
         close(fd);
     free(text);
@@ -511,7 +499,7 @@ int kq_config_required(kq_config *c, const char *key, const char **out, char *er
     const char *v = kq_config_get(c, key);
     if (v == NULL || v[0] == '\0') {
         *out = NULL;
-        set_err(errbuf, errlen, "%s: missing required key (it has no default value)", key);
+        kq_errf(errbuf, errlen, "%s: missing required key (it has no default value)", key);
         return KQ_ERR_CONFIG;
     }
     *out = v;
@@ -572,11 +560,11 @@ int kq_config_int(kq_config *c, const char *key, int64_t def, int64_t min, int64
     return 0;
 
 not_int:
-    set_err(errbuf, errlen, "%s: '%s' is not an integer in [%" PRId64 ", %" PRId64 "]", key, raw,
+    kq_errf(errbuf, errlen, "%s: '%s' is not an integer in [%" PRId64 ", %" PRId64 "]", key, raw,
             min, max);
     return KQ_ERR_CONFIG;
 range:
-    set_err(errbuf, errlen,
+    kq_errf(errbuf, errlen,
             "%s: '%s' is out of range; expected an integer in [%" PRId64 ", %" PRId64 "]", key, v,
             min, max);
     return KQ_ERR_CONFIG;
@@ -599,7 +587,7 @@ int kq_config_bool(kq_config *c, const char *key, int def, int *out, char *errbu
         *out = 0;
         return 0;
     }
-    set_err(errbuf, errlen, "%s: '%s' is not a boolean (expected true or false)", key, raw);
+    kq_errf(errbuf, errlen, "%s: '%s' is not a boolean (expected true or false)", key, raw);
     return KQ_ERR_CONFIG;
 }
 
@@ -764,7 +752,7 @@ int kq_config_parse_voters(const char *value, kq_voter_addr *out, int max, int *
     if (n != NULL)
         *n = 0;
     if (value == NULL || out == NULL || n == NULL) {
-        set_err(errbuf, errlen, "%s: no value", key);
+        kq_errf(errbuf, errlen, "%s: no value", key);
         return KQ_ERR_CONFIG;
     }
     const char *p = value;
@@ -782,15 +770,15 @@ int kq_config_parse_voters(const char *value, kq_voter_addr *out, int max, int *
             len--;
         if (len == 0) {
             if (pos == 1 && comma == NULL)
-                set_err(errbuf, errlen, "%s: empty; expected ID@HOST:PORT[,ID@HOST:PORT...]", key);
+                kq_errf(errbuf, errlen, "%s: empty; expected ID@HOST:PORT[,ID@HOST:PORT...]", key);
             else
-                set_err(errbuf, errlen, "%s: entry %d is empty (stray ',')", key, pos);
+                kq_errf(errbuf, errlen, "%s: entry %d is empty (stray ',')", key, pos);
             return KQ_ERR_CONFIG;
         }
         int elen = len > 200 ? 200 : (int)len;
         const char *at = memchr(s, '@', len);
         if (at == NULL) {
-            set_err(errbuf, errlen, "%s: entry '%.*s': expected ID@HOST:PORT", key, elen, s);
+            kq_errf(errbuf, errlen, "%s: entry '%.*s': expected ID@HOST:PORT", key, elen, s);
             return KQ_ERR_CONFIG;
         }
         /* id */
@@ -804,23 +792,23 @@ int kq_config_parse_voters(const char *value, kq_voter_addr *out, int max, int *
                 id = id * 10 + (s[k] - '0');
         }
         if (!ok || id > INT32_MAX) {
-            set_err(errbuf, errlen,
+            kq_errf(errbuf, errlen,
                     "%s: entry '%.*s': node id '%.*s' is not an integer in [0, 2147483647]", key,
                     elen, s, (int)idlen, s);
             return KQ_ERR_CONFIG;
         }
         if (count >= max) {
-            set_err(errbuf, errlen, "%s: more than %d voters", key, max);
+            kq_errf(errbuf, errlen, "%s: more than %d voters", key, max);
             return KQ_ERR_CONFIG;
         }
         kq_voter_addr *va = &out[count];
         if (parse_endpoint(at + 1, len - idlen - 1, 0, va->host, sizeof(va->host), &va->port, why,
                            sizeof(why)) != 0) {
-            set_err(errbuf, errlen, "%s: entry '%.*s': %s", key, elen, s, why);
+            kq_errf(errbuf, errlen, "%s: entry '%.*s': %s", key, elen, s, why);
             return KQ_ERR_CONFIG;
         }
         if (unspecified_host(va->host)) {
-            set_err(errbuf, errlen,
+            kq_errf(errbuf, errlen,
                     "%s: entry '%.*s': %s is not a routable address; give the host other nodes "
                     "use to reach voter %" PRId64,
                     key, elen, s, va->host, id);
@@ -829,12 +817,12 @@ int kq_config_parse_voters(const char *value, kq_voter_addr *out, int max, int *
         va->id = (int32_t)id;
         for (int k = 0; k < count; k++) {
             if (out[k].id == va->id) {
-                set_err(errbuf, errlen, "%s: entry '%.*s': duplicate voter id %" PRId32, key, elen,
+                kq_errf(errbuf, errlen, "%s: entry '%.*s': duplicate voter id %" PRId32, key, elen,
                         s, va->id);
                 return KQ_ERR_CONFIG;
             }
             if (out[k].port == va->port && strcasecmp(out[k].host, va->host) == 0) {
-                set_err(errbuf, errlen,
+                kq_errf(errbuf, errlen,
                         "%s: entry '%.*s': voters %" PRId32 " and %" PRId32
                         " have the same address",
                         key, elen, s, out[k].id, va->id);
@@ -854,21 +842,21 @@ int kq_config_parse_listener(const char *value, kq_listener *out, char *errbuf, 
 {
     char why[160];
     if (value == NULL || out == NULL) {
-        set_err(errbuf, errlen, "listener: no value");
+        kq_errf(errbuf, errlen, "listener: no value");
         return KQ_ERR_CONFIG;
     }
     const char *sep = strstr(value, "://");
     if (sep == NULL) {
-        set_err(errbuf, errlen, "listener '%s': expected NAME://HOST:PORT", value);
+        kq_errf(errbuf, errlen, "listener '%s': expected NAME://HOST:PORT", value);
         return KQ_ERR_CONFIG;
     }
     size_t nlen = (size_t)(sep - value);
     if (nlen == 0) {
-        set_err(errbuf, errlen, "listener '%s': missing listener name before '://'", value);
+        kq_errf(errbuf, errlen, "listener '%s': missing listener name before '://'", value);
         return KQ_ERR_CONFIG;
     }
     if (nlen >= sizeof(out->name)) {
-        set_err(errbuf, errlen, "listener '%s': listener name is longer than %zu characters", value,
+        kq_errf(errbuf, errlen, "listener '%s': listener name is longer than %zu characters", value,
                 sizeof(out->name) - 1);
         return KQ_ERR_CONFIG;
     }
@@ -876,7 +864,7 @@ int kq_config_parse_listener(const char *value, kq_listener *out, char *errbuf, 
         char ch = value[i];
         if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
               ch == '_' || ch == '-')) {
-            set_err(errbuf, errlen,
+            kq_errf(errbuf, errlen,
                     "listener '%s': listener name '%.*s' may only contain letters, digits, '_' "
                     "and '-'",
                     value, (int)nlen, value);
@@ -886,7 +874,7 @@ int kq_config_parse_listener(const char *value, kq_listener *out, char *errbuf, 
     const char *ep = sep + 3;
     if (parse_endpoint(ep, strlen(ep), EP_ALLOW_EMPTY_HOST, out->host, sizeof(out->host),
                        &out->port, why, sizeof(why)) != 0) {
-        set_err(errbuf, errlen, "listener '%s': %s", value, why);
+        kq_errf(errbuf, errlen, "listener '%s': %s", value, why);
         return KQ_ERR_CONFIG;
     }
     memcpy(out->name, value, nlen);
@@ -901,11 +889,11 @@ int kq_config_parse_hostport(const char *value, char *host, size_t hostlen, int 
 {
     char why[160];
     if (value == NULL || host == NULL || hostlen == 0 || port == NULL) {
-        set_err(errbuf, errlen, "address: no value");
+        kq_errf(errbuf, errlen, "address: no value");
         return KQ_ERR_CONFIG;
     }
     if (parse_endpoint(value, strlen(value), 0, host, hostlen, port, why, sizeof(why)) != 0) {
-        set_err(errbuf, errlen, "address '%s': %s (expected HOST:PORT)", value, why);
+        kq_errf(errbuf, errlen, "address '%s': %s (expected HOST:PORT)", value, why);
         return KQ_ERR_CONFIG;
     }
     return 0;

@@ -3,7 +3,9 @@
  */
 #include "kq/error.h"
 
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct err_info {
@@ -57,4 +59,14 @@ int kq_err_from_name(const char *name)
             return err_table[i].code;
     }
     return -1;
+}
+
+void kq_errf(char *errbuf, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (errbuf == NULL || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, errlen, fmt, ap);
+    va_end(ap);
 }

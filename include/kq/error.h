@@ -9,6 +9,8 @@
 #ifndef KQ_ERROR_H
 #define KQ_ERROR_H
 
+#include <stddef.h>
+
 /* X(NAME, number, retriable, "message") */
 #define KQ_ERROR_TABLE(X)                                                                       \
     X(NONE, 0, 0, "no error")                                                                   \
@@ -89,5 +91,10 @@ const char *kq_err_message(int code);
 int kq_err_retriable(int code);
 /* Code for a name as printed by kq_err_name, or -1. */
 int kq_err_from_name(const char *name);
+
+/* printf-style message into the caller-owned errbuf (errlen bytes, truncated, always
+ * NUL-terminated); does nothing when errbuf is NULL or errlen is 0. */
+void kq_errf(char *errbuf, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -951,3 +951,36 @@ kq_raft_msg h_fetch_req(int32_t from, int32_t to, int32_t epoch, int64_t offset,
     m.u.fetch_req.max_wait_ms = max_wait;
     return m;
 }
+
+bool h_has_leader(harness *h)
+{
+    return h_leader(h) != 0;
+}
+
+void h_expire(harness *h, int32_t id)
+{
+    h_node *nd = h_node_of(h, id);
+    if (nd->deadline > h->now)
+        h->now = nd->deadline;
+    h_tick(h, id);
+}
+
+void h_disk_append(harness *h, int32_t id, int32_t epoch, int32_t count)
+{
+    h_node *nd = h_node_of(h, id);
+    int64_t base = nd->n_log ? nd->log[nd->n_log - 1].base + nd->log[nd->n_log - 1].count : 0;
+    if (nd->n_log == nd->cap_log) {
+        size_t cap = nd->cap_log ? nd->cap_log * 2 : 64;
+        h_batch *l = realloc(nd->log, cap * sizeof(*l));
+        if (!l)
+            die("out of memory");
+        nd->log = l;
+        nd->cap_log = cap;
+    }
+    h_batch *b = &nd->log[nd->n_log++];
+    b->base = base;
+    b->epoch = epoch;
+    b->count = count;
+    b->payload = 0x5000 + (uint64_t)base;
+    nd->n_durable = nd->n_log;
+}

@@ -167,6 +167,13 @@ int32_t h_epoch(const harness *h, int32_t id);
 int64_t h_leo(const harness *h, int32_t id);
 /* The leader with the highest epoch among up nodes, 0 for none. */
 int32_t h_leader(const harness *h);
+/* h_run_until predicate: some up node leads (h_leader != 0). */
+bool h_has_leader(harness *h);
+/* Moves the clock to node id's deadline (if later) and ticks it: its timer fires. */
+void h_expire(harness *h, int32_t id);
+/* Writes a batch of `count` records at `epoch` straight onto node id's disk (durable), after
+ * its last batch; for nodes that are down. */
+void h_disk_append(harness *h, int32_t id, int32_t epoch, int32_t count);
 /* Number of up nodes in the Leader role at `epoch`. */
 int h_leaders_in_epoch(const harness *h, int32_t epoch);
 /* Every pair of nodes agrees on every batch below the lower of their HWs. */

@@ -14,42 +14,12 @@
 
 /* ------------------------------------------------------------ helpers */
 
-static void expire(harness *h, int32_t id)
-{
-    h_node *nd = h_node_of(h, id);
-    if (nd->deadline > h->now)
-        h->now = nd->deadline;
-    h_tick(h, id);
-}
-
-static void disk_append(harness *h, int32_t id, int32_t epoch, int32_t count)
-{
-    h_node *nd = h_node_of(h, id);
-    int64_t base = nd->n_log ? nd->log[nd->n_log - 1].base + nd->log[nd->n_log - 1].count : 0;
-    if (nd->n_log == nd->cap_log) {
-        nd->cap_log = nd->cap_log ? nd->cap_log * 2 : 64;
-        nd->log = realloc(nd->log, nd->cap_log * sizeof(*nd->log));
-        assert_non_null(nd->log);
-    }
-    h_batch *b = &nd->log[nd->n_log++];
-    b->base = base;
-    b->epoch = epoch;
-    b->count = count;
-    b->payload = 0x5000 + (uint64_t)base;
-    nd->n_durable = nd->n_log;
-}
-
-static bool has_leader(harness *h)
-{
-    return h_leader(h) != 0;
-}
-
 /* 3 voters (ids 1-3), all started; runs until a leader exists. Returns the leader id. */
 static int32_t elect(harness *h, int voters, int observers, uint64_t seed)
 {
     h_init(h, voters, observers, seed);
     h_start_all(h);
-    assert_true(h_run_until(h, 30000, has_leader));
+    assert_true(h_run_until(h, 30000, h_has_leader));
     return h_leader(h);
 }
 
@@ -92,7 +62,7 @@ static void test_restart_as_leader_becomes_resigned(void **state)
     harness h;
     h_init(&h, 3, 0, 2);
     h_node_of(&h, 1)->qs = (kq_raft_qstate){.epoch = 4, .voted_id = 1, .leader_id = 1};
-    disk_append(&h, 1, 4, 3);
+    h_disk_append(&h, 1, 4, 3);
     h_start(&h, 1);
     assert_int_equal(h_role(&h, 1), KQ_RAFT_RESIGNED);
     assert_int_equal(h_epoch(&h, 1), 4);
@@ -163,8 +133,8 @@ static void test_restart_with_stale_qstate_epoch_uses_log_epoch(void **state)
     harness h;
     h_init(&h, 3, 0, 6);
     h_node_of(&h, 1)->qs = (kq_raft_qstate){.epoch = 2, .voted_id = 1, .leader_id = -1};
-    disk_append(&h, 1, 2, 1);
-    disk_append(&h, 1, 7, 1);
+    h_disk_append(&h, 1, 2, 1);
+    h_disk_append(&h, 1, 7, 1);
     h_start(&h, 1);
     assert_int_equal(h_role(&h, 1), KQ_RAFT_UNATTACHED);
     assert_int_equal(h_epoch(&h, 1), 7);
@@ -181,7 +151,7 @@ static void test_election_timeout_starts_prevote_without_epoch_bump(void **state
     harness h;
     one_node(&h, 3);
     int writes = h_node_of(&h, 1)->n_qstate_writes;
-    expire(&h, 1);
+    h_expire(&h, 1);
     assert_int_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
     assert_int_equal(h_epoch(&h, 1), 0);
     assert_int_equal(h_node_of(&h, 1)->n_qstate_writes, writes); /* not durable */
@@ -244,7 +214,7 @@ static void test_prevote_majority_makes_candidate_with_durable_self_vote(void **
 {
     harness h;
     one_node(&h, 3);
-    expire(&h, 1);
+    h_expire(&h, 1);
     kq_raft_msg g;
     memset(&g, 0, sizeof(g));
     g.type = KQ_RAFT_VOTE_RESP;
@@ -362,7 +332,7 @@ static void test_prospective_returns_to_follower_on_leader_hint(void **state)
     harness h;
     one_node(&h, 3);
     make_follower(&h, 2, 1);
-    expire(&h, 1); /* fetch timeout */
+    h_expire(&h, 1); /* fetch timeout */
     assert_int_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
     kq_raft_msg r;
     memset(&r, 0, sizeof(r));
@@ -382,7 +352,7 @@ static void test_failed_prevote_round_backs_off_and_retries_without_epoch_bump(v
 {
     harness h;
     one_node(&h, 3);
-    expire(&h, 1);
+    h_expire(&h, 1);
     kq_raft_msg r;
     memset(&r, 0, sizeof(r));
     r.type = KQ_RAFT_VOTE_RESP;
@@ -396,7 +366,7 @@ static void test_failed_prevote_round_backs_off_and_retries_without_epoch_bump(v
     /* back-off is 100 ms x random(0 .. 1) after the first failure */
     if (!h_last_msg(&h, 1, KQ_RAFT_VOTE_REQ, 0)) {
         assert_int_equal(h_node_of(&h, 1)->deadline - h.now, 100);
-        expire(&h, 1); /* back-off over: a new round */
+        h_expire(&h, 1); /* back-off over: a new round */
     }
     assert_int_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
     assert_int_equal(h_epoch(&h, 1), 0);
@@ -414,7 +384,7 @@ static void test_vote_rejected_when_candidate_log_is_behind(void **state)
 {
     harness h;
     h_init(&h, 3, 0, 8);
-    disk_append(&h, 1, 1, 5);
+    h_disk_append(&h, 1, 1, 5);
     h_node_of(&h, 1)->qs.epoch = 1;
     h_start(&h, 1);
     kq_raft_msg v = h_vote_req(2, 1, 2, 1, 3, false); /* same last epoch, shorter */
@@ -433,7 +403,7 @@ static void test_vote_log_comparison_is_epoch_first(void **state)
 {
     harness h;
     h_init(&h, 3, 0, 9);
-    disk_append(&h, 1, 1, 10);
+    h_disk_append(&h, 1, 1, 10);
     h_node_of(&h, 1)->qs.epoch = 1;
     h_start(&h, 1);
     /* a shorter log with a higher last epoch is more up to date */
@@ -528,7 +498,7 @@ static void test_candidate_backs_off_after_losing(void **state)
 {
     harness h;
     one_node(&h, 5);
-    expire(&h, 1);
+    h_expire(&h, 1);
     kq_raft_msg g;
     memset(&g, 0, sizeof(g));
     g.type = KQ_RAFT_VOTE_RESP;
@@ -561,7 +531,7 @@ static void test_candidate_backs_off_after_losing(void **state)
     assert_true(again == NULL || again->u.vote_req.pre_vote);
     if (h_role(&h, 1) == KQ_RAFT_CANDIDATE) {
         assert_true(h_node_of(&h, 1)->deadline - h.now <= 100);
-        expire(&h, 1);
+        h_expire(&h, 1);
     }
     assert_int_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
     assert_int_equal(h_epoch(&h, 1), 1);
@@ -602,7 +572,7 @@ static void test_at_most_one_leader_per_epoch_under_partitions(void **state)
                 assert_true(h_leaders_in_epoch(&h, e) <= 1);
         }
         h_heal(&h);
-        assert_true(h_run_until(&h, 30000, has_leader));
+        assert_true(h_run_until(&h, 30000, h_has_leader));
         h_free(&h);
     }
 }
@@ -614,7 +584,7 @@ static void test_new_leader_appends_leader_change_and_sends_begin_epoch(void **s
     harness h;
     one_node(&h, 3);
     h_node_of(&h, 1)->hold_persist = true;
-    expire(&h, 1);
+    h_expire(&h, 1);
     kq_raft_msg g;
     memset(&g, 0, sizeof(g));
     g.type = KQ_RAFT_VOTE_RESP;
@@ -769,7 +739,7 @@ static void test_shutdown_of_non_leader_keeps_stored_leader_of_its_epoch(void **
     harness h;
     one_node(&h, 3);
     make_follower(&h, 3, 4); /* stored {e4, no vote, leader 3} */
-    expire(&h, 1);           /* fetch timeout: pre-vote round, leader 3 still known */
+    h_expire(&h, 1);         /* fetch timeout: pre-vote round, leader 3 still known */
     assert_int_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
     int writes = h_node_of(&h, 1)->n_qstate_writes;
     assert_int_equal(h_resign(&h, 1), 0);
@@ -799,10 +769,10 @@ static void test_shutdown_of_former_leader_keeps_its_leadership_stored(void **st
     harness h;
     h_init(&h, 3, 0, 21);
     h_node_of(&h, 1)->qs = (kq_raft_qstate){.epoch = 4, .voted_id = 1, .leader_id = 1};
-    disk_append(&h, 1, 4, 3);
+    h_disk_append(&h, 1, 4, 3);
     h_start(&h, 1);
     assert_int_equal(h_role(&h, 1), KQ_RAFT_RESIGNED);
-    expire(&h, 1); /* election timeout: pre-vote round from Resigned */
+    h_expire(&h, 1); /* election timeout: pre-vote round from Resigned */
     assert_int_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
     assert_int_equal(h_last(&h, 1)->leader_id, -1); /* no longer claims to lead */
     assert_int_equal(h_resign(&h, 1), 0);
@@ -825,9 +795,9 @@ static void test_former_leader_never_follows_another_leader_in_its_epoch(void **
     harness h;
     h_init(&h, 3, 0, 22);
     h_node_of(&h, 1)->qs = (kq_raft_qstate){.epoch = 4, .voted_id = 1, .leader_id = 1};
-    disk_append(&h, 1, 4, 3);
+    h_disk_append(&h, 1, 4, 3);
     h_start(&h, 1);
-    expire(&h, 1);
+    h_expire(&h, 1);
     assert_int_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
     kq_raft_msg b;
     memset(&b, 0, sizeof(b));
@@ -850,8 +820,8 @@ static void test_restart_with_self_vote_and_log_of_that_epoch_never_campaigns_in
     harness h;
     h_init(&h, 3, 0, 23);
     h_node_of(&h, 1)->qs = (kq_raft_qstate){.epoch = 4, .voted_id = 1, .leader_id = -1};
-    disk_append(&h, 1, 2, 2);
-    disk_append(&h, 1, 4, 3);
+    h_disk_append(&h, 1, 2, 2);
+    h_disk_append(&h, 1, 4, 3);
     h_start(&h, 1);
     assert_int_not_equal(h_role(&h, 1), KQ_RAFT_CANDIDATE);
     assert_int_equal(h_epoch(&h, 1), 4);
@@ -861,7 +831,7 @@ static void test_restart_with_self_vote_and_log_of_that_epoch_never_campaigns_in
     h_inject(&h, 1, &v);
     assert_false(h_last_msg(&h, 1, KQ_RAFT_VOTE_RESP, 2)->u.vote_resp.granted);
     /* after its election timeout: pre-vote, then real votes at epoch 5 > last log epoch 4 */
-    expire(&h, 1);
+    h_expire(&h, 1);
     assert_int_equal(h_role(&h, 1), KQ_RAFT_PROSPECTIVE);
     kq_raft_msg g;
     memset(&g, 0, sizeof(g));
@@ -938,7 +908,7 @@ static void test_higher_epoch_response_steps_leader_down(void **state)
 {
     harness h;
     one_node(&h, 3);
-    expire(&h, 1);
+    h_expire(&h, 1);
     kq_raft_msg g;
     memset(&g, 0, sizeof(g));
     g.type = KQ_RAFT_VOTE_RESP;

@@ -14,29 +14,11 @@
 
 /* ------------------------------------------------------------ helpers */
 
-static void expire(harness *h, int32_t id)
-{
-    h_node *nd = h_node_of(h, id);
-    if (nd->deadline > h->now)
-        h->now = nd->deadline;
-    h_tick(h, id);
-}
-
+/* h_disk_append, and the node's stored quorum epoch follows the batch's epoch. */
 static void disk_append(harness *h, int32_t id, int32_t epoch, int32_t count)
 {
+    h_disk_append(h, id, epoch, count);
     h_node *nd = h_node_of(h, id);
-    int64_t base = nd->n_log ? nd->log[nd->n_log - 1].base + nd->log[nd->n_log - 1].count : 0;
-    if (nd->n_log == nd->cap_log) {
-        nd->cap_log = nd->cap_log ? nd->cap_log * 2 : 64;
-        nd->log = realloc(nd->log, nd->cap_log * sizeof(*nd->log));
-        assert_non_null(nd->log);
-    }
-    h_batch *b = &nd->log[nd->n_log++];
-    b->base = base;
-    b->epoch = epoch;
-    b->count = count;
-    b->payload = 0x5000 + (uint64_t)base;
-    nd->n_durable = nd->n_log;
     if (nd->qs.epoch < epoch)
         nd->qs.epoch = epoch;
 }
@@ -58,7 +40,7 @@ static kq_raft_msg vote_resp(int32_t from, int32_t epoch, bool granted)
 static int32_t make_leader(harness *h, int voters, int observers)
 {
     h_start(h, 1);
-    expire(h, 1);
+    h_expire(h, 1);
     int32_t e = h_epoch(h, 1);
     kq_raft_msg g = vote_resp(2, e, true);
     h_inject(h, 1, &g);
@@ -132,11 +114,6 @@ static int64_t hw_of(harness *h, int32_t id)
     kq_raft_status s;
     kq_raft_get_status(h_node_of(h, id)->r, &s);
     return s.high_watermark;
-}
-
-static bool has_leader(harness *h)
-{
-    return h_leader(h) != 0;
 }
 
 /* ------------------------------------------------------------ high watermark (1.6) */
@@ -568,7 +545,7 @@ static void test_follower_holding_only_a_later_epoch_converges(void **state)
     disk_append(&h, 1, 2, 20); /* node 1: epoch 2 only, [0,35) */
     disk_append(&h, 1, 2, 15);
     h_start_all(&h);
-    assert_true(h_run_until(&h, 30000, has_leader));
+    assert_true(h_run_until(&h, 30000, h_has_leader));
     int32_t l = h_leader(&h);
     assert_int_not_equal(l, 1);
     h_propose(&h, l, 2);
@@ -657,7 +634,7 @@ static void test_former_leader_never_truncates_below_the_hw_it_knew(void **state
     fetch_resp(&h, 2, 1, 8, NULL, 0);
     assert_int_equal(hw_of(&h, 1), 8);
     /* it wins epoch 2 (LeaderChange at 12) and its HW is unknown again */
-    expire(&h, 1);
+    h_expire(&h, 1);
     kq_raft_msg g = vote_resp(2, 1, true);
     h_inject(&h, 1, &g);
     g = vote_resp(2, 2, true);
@@ -695,7 +672,7 @@ static void test_follower_rejects_non_contiguous_batches(void **state)
         /* it backs off retry_backoff_ms and fetches again */
         assert_null(h_last_msg(&h, 1, KQ_RAFT_FETCH_REQ, 0));
         assert_int_equal(h_last(&h, 1)->next_deadline_ms, h.now + 20);
-        expire(&h, 1);
+        h_expire(&h, 1);
         assert_non_null(h_last_msg(&h, 1, KQ_RAFT_FETCH_REQ, 2));
     }
     h_free(&h);
@@ -716,7 +693,7 @@ static void test_follower_retries_after_transport_error(void **state)
     assert_int_equal(h_role(&h, 1), KQ_RAFT_FOLLOWER);
     assert_null(h_last_msg(&h, 1, KQ_RAFT_FETCH_REQ, 0));
     assert_int_equal(h_last(&h, 1)->next_deadline_ms, h.now + 20);
-    expire(&h, 1);
+    h_expire(&h, 1);
     assert_non_null(h_last_msg(&h, 1, KQ_RAFT_FETCH_REQ, 2));
     h_free(&h);
 }
@@ -771,7 +748,7 @@ static void test_observer_discovers_leader_through_not_leader_hint(void **state)
     harness h;
     h_init(&h, 3, 1, 25);
     h_start_all(&h);
-    assert_true(h_run_until(&h, 30000, has_leader));
+    assert_true(h_run_until(&h, 30000, h_has_leader));
     int32_t l = h_leader(&h);
     h_propose(&h, l, 3);
     assert_true(h_run_until(&h, 30000, observer_caught_up));
@@ -854,7 +831,7 @@ static void test_committed_entries_survive_leader_crash(void **state)
     harness h;
     h_init(&h, 3, 0, 29);
     h_start_all(&h);
-    assert_true(h_run_until(&h, 30000, has_leader));
+    assert_true(h_run_until(&h, 30000, h_has_leader));
     int32_t l1 = h_leader(&h);
     for (int i = 0; i < 5; i++)
         h_propose(&h, l1, 2);
@@ -862,7 +839,7 @@ static void test_committed_entries_survive_leader_crash(void **state)
     int64_t committed = hw_of(&h, l1);
     assert_true(committed >= 11);
     h_crash(&h, l1);
-    assert_true(h_run_until(&h, 30000, has_leader));
+    assert_true(h_run_until(&h, 30000, h_has_leader));
     int32_t l2 = h_leader(&h);
     assert_int_not_equal(l2, l1);
     assert_true(h_leo(&h, l2) >= committed);
@@ -889,7 +866,7 @@ static void test_uncommitted_entries_of_old_leader_are_truncated(void **state)
     harness h;
     h_init(&h, 3, 0, 30);
     h_start_all(&h);
-    assert_true(h_run_until(&h, 30000, has_leader));
+    assert_true(h_run_until(&h, 30000, h_has_leader));
     int32_t l1 = h_leader(&h);
     h_run(&h, 500);
     h_isolate(&h, l1);
@@ -952,7 +929,7 @@ static void test_random_faults_keep_committed_prefix(void **state)
         for (int32_t id = 1; id <= 6; id++)
             if (!h_node_of(&h, id)->up)
                 h_start(&h, id);
-        assert_true(h_run_until(&h, 30000, has_leader));
+        assert_true(h_run_until(&h, 30000, h_has_leader));
         int32_t l = h_leader(&h);
         h_propose(&h, l, 1);
         h_run(&h, 5000);

@@ -1,0 +1,94 @@
+/*
+ * Helpers shared by kq_store and kq_plog; see lmdb_util.h.
+ */
+#include "lmdb_util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "kq/error.h"
+
+int kq_lmdb_err(int rc)
+{
+    switch (rc) {
+    case 0:
+        return 0;
+    case MDB_MAP_FULL:
+        return KQ_ERR_FULL;
+    case ENOMEM:
+        return KQ_ERR_NOMEM;
+    default:
+        return KQ_ERR_IO;
+    }
+}
+
+int kq_lmdb_env_open(const char *dir, unsigned flags, unsigned max_dbs, MDB_env **out)
+{
+    MDB_env *env = NULL;
+    int rc = mdb_env_create(&env);
+    if (rc != 0)
+        return rc;
+    if ((rc = mdb_env_set_mapsize(env, KQ_LMDB_MAP_SIZE)) != 0 ||
+        (rc = mdb_env_set_maxdbs(env, max_dbs)) != 0 ||
+        (rc = mdb_env_open(env, dir, flags | MDB_NOTLS, 0640)) != 0) {
+        mdb_env_close(env);
+        return rc;
+    }
+    int dead = 0;
+    mdb_reader_check(env, &dead);
+    *out = env;
+    return 0;
+}
+
+int kq_lmdb_check_identity(const kq_store_identity *id, const char *dir, const char *dir_key,
+                           const char *expect_cluster_id, int32_t expect_node_id, char *errbuf,
+                           size_t errlen)
+{
+    if (expect_cluster_id != NULL && strcmp(expect_cluster_id, id->cluster_id) != 0) {
+        kq_errf(errbuf, errlen,
+                "stored cluster.id %s does not match configured cluster id %s in %s; this "
+                "directory belongs to another cluster: point %s at this cluster's "
+                "directory, or wipe it and run kq storage format with --cluster-id %s",
+                id->cluster_id, expect_cluster_id, dir, dir_key, expect_cluster_id);
+        return KQ_ERR_MISMATCH;
+    }
+    if (expect_node_id >= 0 && expect_node_id != id->node_id) {
+        kq_errf(errbuf, errlen,
+                "stored node.id %" PRId32 " does not match configured node.id %" PRId32
+                " in %s; point %s at this node's own directory",
+                id->node_id, expect_node_id, dir, dir_key);
+        return KQ_ERR_MISMATCH;
+    }
+    return 0;
+}
+
+void kq_lmdb_not_formatted(char *errbuf, size_t errlen, const char *kind, const char *dir)
+{
+    kq_errf(errbuf, errlen,
+            "%s directory %s is not formatted; run: kq storage format --config <file> "
+            "--cluster-id <id>",
+            kind, dir);
+}
+
+int kq_lmdb_delete_tail(MDB_txn *txn, MDB_dbi dbi, kq_lmdb_seek_fn seek, const void *seek_arg,
+                        kq_lmdb_offset_fn offset_of, int64_t from)
+{
+    MDB_cursor *c = NULL;
+    MDB_val k, v;
+    int64_t off;
+    int rc = mdb_cursor_open(txn, dbi, &c);
+    if (rc != 0)
+        return rc;
+    for (;;) {
+        rc = seek != NULL ? seek(c, &k, &v, seek_arg) : mdb_cursor_get(c, &k, &v, MDB_LAST);
+        if (rc != 0)
+            break;
+        if ((rc = offset_of(&k, &v, &off)) != 0 || off < from)
+            break;
+        if ((rc = mdb_cursor_del(c, 0)) != 0)
+            break;
+    }
+    mdb_cursor_close(c);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}

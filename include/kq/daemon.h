@@ -1,0 +1,38 @@
+/*
+ * kq_daemon: process scaffolding shared by the daemons (kq-controller, kq-broker-agent):
+ * command line, shutdown signals, and the teardown watchdog.
+ *
+ * Ownership: strings passed in (usage text, module name) must stay valid for the life of the
+ * process (string literals); *config points into argv. The signal thread keeps stop and q.
+ */
+#ifndef KQ_DAEMON_H
+#define KQ_DAEMON_H
+
+#include <signal.h>
+
+#include "kq/loopq.h"
+
+/* Exit code of a daemon for a usage or configuration error. */
+#define KQ_DAEMON_EXIT_CONFIG 2
+
+/* Parses "--config FILE" / "-c FILE" and "--help" / "-h". Returns 0 with *config set when the
+ * daemon should run; otherwise returns 1 and sets *exit_code: 0 after --help (usage printed
+ * to stdout), KQ_DAEMON_EXIT_CONFIG for anything else (usage printed to stderr). */
+int kq_daemon_args(int argc, char **argv, const char *usage, const char **config, int *exit_code);
+
+/* Blocks SIGTERM and SIGINT in the calling thread (call before any thread exists, so every
+ * thread inherits the mask) and ignores SIGPIPE. */
+void kq_daemon_block_signals(void);
+
+/* Starts the thread that sigwait()s for SIGTERM/SIGINT; on each it sets *stop = 1 and pushes
+ * an event of type `event` (ptr NULL) to q. One per process. 0 or KQ_ERR_INTERNAL. */
+int kq_daemon_signal_thread(volatile sig_atomic_t *stop, kq_loopq *q, int event);
+
+/* nng 1.5.2 can hang closing a socket whose peer vanished mid-message (upstream #1636, fixed
+ * after 1.5.2). Call once everything durable is committed, before network teardown: if the
+ * process is still alive KQ_DAEMON_TEARDOWN_MS later, it logs a warning under `module` and
+ * calls _exit(exit_code). */
+#define KQ_DAEMON_TEARDOWN_MS 3000
+void kq_daemon_teardown_watchdog(const char *module, int exit_code);
+
+#endif
