@@ -30,6 +30,7 @@
 
 #include "broker_config.h"
 #include "lifecycle.h"
+#include "replica_manager.h"
 #include "kq/codec.h"
 #include "kq/ctl_codec.h"
 #include "kq/daemon.h"
@@ -70,6 +71,8 @@ typedef struct broker_metrics {
     kq_metrics *reg;
     kq_metric *state[5]; /* indexed by kq_bl_state */
     kq_metric *fenced, *epoch, *leader, *hw, *leo, *applied;
+    kq_metric *rm_leaders, *rm_followers, *rm_changes; /* replica manager */
+    uint64_t rm_changes_seen;
 } broker_metrics;
 
 typedef struct broker {
@@ -79,6 +82,8 @@ typedef struct broker {
     uint8_t incarnation[16];
     char incarnation_str[KQ_UUID_STR_LEN + 1];
     kq_plog *plog;
+    kq_rm *rm;              /* replica manager, on plog */
+    int64_t rm_applied_end; /* applied_end the replica manager last acted on */
     kq_store *store;
     kq_raft *raft;
     kq_raft_net *net;
@@ -320,6 +325,12 @@ static void apply_committed(broker *b)
         if (b->applied_end == before)
             fatal("internal", "no progress replaying committed metadata");
     }
+    if (b->applied_end != b->rm_applied_end) {
+        char why[1024];
+        b->rm_applied_end = b->applied_end;
+        if (kq_rm_on_metadata(b->rm, b->img, b->now, why, sizeof(why)) != 0)
+            fatal("replica manager", why);
+    }
     if (b->ready_target < 0 && b->hw >= 0)
         b->ready_target = b->hw;
     if (b->ready_target >= 0 && b->applied_end >= b->ready_target && !b->lc.ready_to_unfence) {
@@ -532,6 +543,15 @@ static int metrics_init(broker *b, char *err, size_t errlen)
                                   "Metadata log end offset of this observer", NULL);
     m->applied = kq_metrics_gauge_int(m->reg, "kq_metadata_last_applied_offset",
                                       "Last metadata offset applied to the image", NULL);
+    m->rm_leaders =
+        kq_metrics_gauge_int(m->reg, "kq_broker_partitions",
+                             "Partition replicas this broker hosts, by role", "role=\"leader\"");
+    m->rm_followers =
+        kq_metrics_gauge_int(m->reg, "kq_broker_partitions",
+                             "Partition replicas this broker hosts, by role", "role=\"follower\"");
+    m->rm_changes = kq_metrics_counter(
+        m->reg, "kq_broker_replica_changes_total",
+        "Metadata changes applied to replicas (become leader/follower, update, stop)", NULL);
     if (b->cfg.metrics_host[0] != '\0')
         return kq_http_start(b->cfg.metrics_host, b->cfg.metrics_port, m->reg, ready_cb, b,
                              &b->http, err, errlen);
@@ -548,6 +568,12 @@ static void metrics_update(broker *b)
     kq_metric_set_int(b->m.hw, b->st.high_watermark);
     kq_metric_set_int(b->m.leo, b->st.log_end_offset);
     kq_metric_set_int(b->m.applied, b->applied_end - 1);
+    kq_rm_counts rc;
+    kq_rm_get_counts(b->rm, &rc);
+    kq_metric_set_int(b->m.rm_leaders, (int64_t)rc.leaders);
+    kq_metric_set_int(b->m.rm_followers, (int64_t)rc.followers);
+    kq_metric_add(b->m.rm_changes, (double)(rc.changes - b->m.rm_changes_seen));
+    b->m.rm_changes_seen = rc.changes;
     b->ready = b->lc.broker_epoch < 0 ? 0 : (b->lc.fenced ? 2 : 1);
 }
 
@@ -587,6 +613,14 @@ static int start(broker *b, char *err, size_t errlen)
     if (rc != 0)
         return rc;
     snprintf(b->cluster_id, sizeof(b->cluster_id), "%s", kq_plog_identity_of(b->plog)->cluster_id);
+    kq_rm_config rmc = {.node_id = b->cfg.node_id,
+                        .replica_lag_time_max_ms = b->cfg.replica_lag_time_max_ms,
+                        .min_insync_replicas = b->cfg.min_insync_replicas};
+    b->rm = kq_rm_new(&rmc, b->plog);
+    if (b->rm == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return KQ_ERR_NOMEM;
+    }
     rc = open_metadata_store(b, err, errlen);
     if (rc != 0)
         return rc;
@@ -799,6 +833,7 @@ int main(int argc, char **argv)
     commit(&b);
     kq_daemon_teardown_watchdog("broker", code);
     kq_store_close(b.store);
+    kq_rm_free(b.rm);
     kq_plog_close(b.plog);
     kq_http_stop(b.http);
     kq_rpc_server_stop(b.server);

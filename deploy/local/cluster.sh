@@ -1,24 +1,34 @@
 #!/usr/bin/env bash
-# deploy/local/cluster.sh: a local kq controller quorum on 127.0.0.1.
+# deploy/local/cluster.sh: a local kq cluster on 127.0.0.1: a controller quorum and broker agents.
 #
-#   deploy/local/cluster.sh up [--controllers 3|5]   install, build, format, start, wait for a leader
-#   deploy/local/cluster.sh status                   describe --status and which processes live
-#   deploy/local/cluster.sh stop NODE                SIGTERM: graceful resignation
-#   deploy/local/cluster.sh kill NODE                SIGKILL: a crash
-#   deploy/local/cluster.sh start NODE               restart a stopped node on its existing data
-#   deploy/local/cluster.sh down [--purge]           stop everything (--purge also deletes the data)
+#   deploy/local/cluster.sh up [--controllers 3|5] [--brokers N]   install, build, format, start
+#                                    the controllers, wait for a leader, then start N brokers
+#                                    (default 3, 0 allowed) and wait until they are unfenced
+#   deploy/local/cluster.sh status   describe --status, cluster describe, which processes live
+#   deploy/local/cluster.sh stop NODE       SIGTERM: graceful resignation / controlled shutdown
+#   deploy/local/cluster.sh shutdown NODE   the same signal (SIGTERM), named as for brokers
+#   deploy/local/cluster.sh kill NODE       SIGKILL: a crash
+#   deploy/local/cluster.sh start NODE      restart a stopped node on its existing data
+#   deploy/local/cluster.sh down [--purge]  stop everything (--purge also deletes the data)
+#
+# NODE: a controller is 1..5 (or controller-N); a broker is broker-B or just B. Broker ids
+# are 101, 102, ... (the first broker is 101): they can never clash with voter ids 1..5.
 #
 # Environment:
 #   KQ_LOCAL_DIR   where configs, data, logs and pid files live (default: <repo>/.kq-local)
-#   KQ_BASE_PORT   port of node 1 (default 19093); node N listens on
-#                  KQ_BASE_PORT + (N-1) * KQ_PORT_STEP
+#   KQ_BASE_PORT   port of controller 1 (default 19093); controller N listens on
+#                  KQ_BASE_PORT + (N-1) * KQ_PORT_STEP, its /metrics on that port + 1
 #   KQ_PORT_STEP   default 10000 (19093, 29093, 39093, 49093, 59093)
+#   KQ_BROKER_BASE_PORT  port of broker 101 (default KQ_BASE_PORT + 100); broker B listens on
+#                  KQ_BROKER_BASE_PORT + (B-101) * 2, its /metrics on that port + 1
 #   KQ_BUILD_DIR   build tree to use (default: <repo>/build/release, the "release" preset)
-#   KQ_WAIT_SECS   how long `up` and `start` wait for a leader (default 30)
+#   KQ_WAIT_SECS   how long `up` and `start` wait for a leader / unfenced brokers (default 30)
 #   KQ_NO_INSTALL  set to 1 to never call apt-get
+#   KQ_NO_BUILD    set to 1 to use the binaries in KQ_BUILD_DIR as they are (never rebuild)
 #
-# Layout under $KQ_LOCAL_DIR: cluster.env (controller count, ports, cluster id), and per node
-# N: node-N.properties, node-N/ (metadata.log.dir), node-N.log (stderr), node-N.pid.
+# Layout under $KQ_LOCAL_DIR: cluster.env (counts, ports, cluster id); per controller N:
+# node-N.properties, node-N/ (metadata.log.dir), node-N.log (stderr), node-N.pid; per broker
+# B: broker-B.properties, broker-B/ (log.dirs), broker-B.log, broker-B.pid.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -28,6 +38,7 @@ BUILD_DIR=${KQ_BUILD_DIR:-$ROOT/build/release}
 BIN=$BUILD_DIR/bin
 KQ=$BIN/kq
 CTL=$BIN/kq-controller
+BA=$BIN/kq-broker-agent
 WAIT_SECS=${KQ_WAIT_SECS:-30}
 PACKAGES=(cmake ninja-build gcc libc6-dev pkgconf libprotobuf-c-dev protobuf-c-compiler
     libnng-dev liblmdb-dev libcmocka-dev)
@@ -39,7 +50,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit "${1:-0}"
 }
 
@@ -71,7 +82,7 @@ ensure_packages() {
 
 # True when a binary is missing or older than any source, header, proto or CMake file.
 binaries_stale() {
-    [[ -x $KQ && -x $CTL ]] || return 0
+    [[ -x $KQ && -x $CTL && -x $BA ]] || return 0
     local newer
     newer=$(find "$ROOT/CMakeLists.txt" "$ROOT/CMakePresets.json" "$ROOT/common" \
         "$ROOT/controller" "$ROOT/tools" "$ROOT/include" "$ROOT/proto" \
@@ -80,29 +91,36 @@ binaries_stale() {
     [[ -n $newer ]] || newer=$(find "$ROOT/common" "$ROOT/tools" "$ROOT/include" "$ROOT/proto" \
         \( -name '*.[ch]' -o -name '*.proto' -o -name CMakeLists.txt \) \
         -newer "$KQ" -print -quit 2>/dev/null || true)
+    [[ -n $newer ]] || newer=$(find "$ROOT/common" "$ROOT/broker-agent" "$ROOT/include" "$ROOT/proto" \
+        \( -name '*.[ch]' -o -name '*.proto' -o -name CMakeLists.txt \) \
+        -newer "$BA" -print -quit 2>/dev/null || true)
     [[ -n $newer ]]
 }
 
 ensure_built() {
+    if [[ ${KQ_NO_BUILD:-0} == 1 ]]; then
+        [[ -x $KQ && -x $CTL && -x $BA ]] || die "KQ_NO_BUILD=1 but $KQ, $CTL or $BA is missing"
+        return 0
+    fi
     if ! binaries_stale; then
         return 0
     fi
     ensure_packages
-    say "building kq and kq-controller in $BUILD_DIR"
+    say "building kq, kq-controller and kq-broker-agent in $BUILD_DIR"
     if [[ -z ${KQ_BUILD_DIR:-} ]]; then
         (cd "$ROOT" && cmake --preset release >/dev/null)
     elif [[ ! -f $BUILD_DIR/CMakeCache.txt ]]; then
         cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
     fi
-    if ! cmake --build "$BUILD_DIR" --target kq kq-controller; then
-        if [[ -x $KQ && -x $CTL ]]; then
+    if ! cmake --build "$BUILD_DIR" --target kq kq-controller kq-broker-agent; then
+        if [[ -x $KQ && -x $CTL && -x $BA ]]; then
             say "warning: the rebuild failed; using the existing binaries in $BIN"
             return 0
         fi
         die "build failed"
     fi
-    [[ -x $KQ && -x $CTL ]] || die "build produced no $KQ / $CTL"
-    touch "$KQ" "$CTL" # an up-to-date build must not look stale next time
+    [[ -x $KQ && -x $CTL && -x $BA ]] || die "build produced no $KQ / $CTL / $BA"
+    touch "$KQ" "$CTL" "$BA" # an up-to-date build must not look stale next time
 }
 
 # ---------------------------------------------------------------------------------------
@@ -110,12 +128,53 @@ ensure_built() {
 
 load_env() {
     [[ -f $LOCAL_DIR/cluster.env ]] || die "no local cluster in $LOCAL_DIR (run: $0 up)"
+    BROKERS=0 # a cluster.env written before brokers existed has none
+    BROKER_BASE_PORT=0
     # shellcheck source=/dev/null
     source "$LOCAL_DIR/cluster.env"
 }
 
-port_of() { # NODE
+save_env() {
+    printf 'CONTROLLERS=%s\nBASE_PORT=%s\nPORT_STEP=%s\nCLUSTER_ID=%s\nBROKERS=%s\nBROKER_BASE_PORT=%s\n' \
+        "$CONTROLLERS" "$BASE_PORT" "$PORT_STEP" "$CLUSTER_ID" "$BROKERS" "$BROKER_BASE_PORT" \
+        >"$LOCAL_DIR/cluster.env"
+}
+
+port_of() { # NODE (controller id)
     echo $((BASE_PORT + ($1 - 1) * PORT_STEP))
+}
+
+broker_port_of() { # BROKER ID (101..)
+    echo $((BROKER_BASE_PORT + ($1 - 101) * 2))
+}
+
+# A node's name is the prefix of its files: node-N (controller N) or broker-B (broker B).
+name_port() { # NAME
+    case $1 in
+    node-*) port_of "${1#node-}" ;;
+    broker-*) broker_port_of "${1#broker-}" ;;
+    esac
+}
+
+name_label() { # NAME -> "controller N" / "broker B"
+    case $1 in
+    node-*) echo "controller ${1#node-}" ;;
+    broker-*) echo "broker ${1#broker-}" ;;
+    esac
+}
+
+controller_names() {
+    local i
+    for ((i = 1; i <= CONTROLLERS; i++)); do
+        echo "node-$i"
+    done
+}
+
+broker_names() {
+    local b
+    for ((b = 101; b < 101 + BROKERS; b++)); do
+        echo "broker-$b"
+    done
 }
 
 bootstrap() {
@@ -126,31 +185,53 @@ bootstrap() {
     echo "$s"
 }
 
-pid_of() { # NODE: prints the pid if the process runs
-    local f=$LOCAL_DIR/node-$1.pid pid
+voters() {
+    local i v=""
+    for ((i = 1; i <= CONTROLLERS; i++)); do
+        v+="${v:+,}$i@127.0.0.1:$(port_of "$i")"
+    done
+    echo "$v"
+}
+
+pid_of() { # NAME: prints the pid if the process runs
+    local f=$LOCAL_DIR/$1.pid pid
     [[ -f $f ]] || return 1
     pid=$(<"$f")
     [[ $pid =~ ^[0-9]+$ ]] || return 1
     kill -0 "$pid" 2>/dev/null || return 1
     # A recycled pid belongs to some other program: check the command line names our config.
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "node-$1.properties" || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "/$1.properties" || return 1
     echo "$pid"
 }
 
-check_node() { # NODE
-    if ! [[ $1 =~ ^[0-9]+$ ]] || (($1 < 1 || $1 > CONTROLLERS)); then
-        die "node must be 1..$CONTROLLERS, got '$1'"
+# node_name ARG -> NAME: 1..CONTROLLERS or controller-N is a controller, broker-B or B (101..)
+# a broker of this cluster.
+node_name() {
+    local a=$1 id
+    case $a in
+    controller-*) id=${a#controller-} ;;
+    broker-*) id=${a#broker-} ;;
+    *) id=$a ;;
+    esac
+    [[ $id =~ ^[0-9]+$ ]] || die "NODE must be a controller 1..$CONTROLLERS or a broker broker-101.., got '$a'"
+    id=$((10#$id))
+    if [[ $a != broker-* ]] && ((id >= 1 && id <= CONTROLLERS)); then
+        echo "node-$id"
+    elif [[ $a != controller-* ]] && ((id >= 101 && id < 101 + BROKERS)); then
+        echo "broker-$id"
+    elif ((BROKERS > 0)); then
+        die "no node '$a': controllers are 1..$CONTROLLERS, brokers broker-101..broker-$((100 + BROKERS))"
+    else
+        die "no node '$a': controllers are 1..$CONTROLLERS, and this cluster has no brokers"
     fi
 }
 
 write_configs() {
-    local i v="" p
-    for ((i = 1; i <= CONTROLLERS; i++)); do
-        v+="${v:+,}$i@127.0.0.1:$(port_of "$i")"
-    done
+    local i p v
+    v=$(voters)
     for ((i = 1; i <= CONTROLLERS; i++)); do
         p=$(port_of "$i")
-        cat >"$LOCAL_DIR/node-$i.properties" <<EOF
+        cat >"$LOCAL_DIR/node-$i.properties" <<EOT
 # kq controller $i of a local $CONTROLLERS-controller quorum (written by deploy/local/cluster.sh)
 # Every key is described in docs/configuration.md.
 process.roles=controller
@@ -162,41 +243,87 @@ metadata.log.dir=$LOCAL_DIR/node-$i
 # Prometheus /metrics, /healthz, /readyz (docs/metrics.md)
 metrics.listener=127.0.0.1:$((p + 1))
 log.level=info
-EOF
+EOT
     done
 }
 
-start_node() { # NODE
-    local i=$1 pid
-    if pid=$(pid_of "$i"); then
-        say "node $i already running (pid $pid)"
+write_broker_config() { # BROKER ID
+    local b=$1 p
+    p=$(broker_port_of "$b")
+    cat >"$LOCAL_DIR/broker-$b.properties" <<EOT
+# kq broker $b of a local cluster (written by deploy/local/cluster.sh); keys: docs/broker.md
+process.roles=broker
+node.id=$b
+controller.quorum.voters=$(voters)
+listeners=PLAINTEXT://127.0.0.1:$p
+log.dirs=$LOCAL_DIR/broker-$b
+# Shorter than signal_node's 30 s wait, so \`down\` never needs SIGKILL.
+broker.controlled.shutdown.timeout.ms=20000
+# Prometheus /metrics, /healthz, /readyz
+metrics.listener=127.0.0.1:$((p + 1))
+log.level=info
+EOT
+}
+
+# format_brokers FROM TO: write the configs and format log.dirs of brokers FROM..TO.
+format_brokers() {
+    local b
+    for ((b = $1; b <= $2; b++)); do
+        write_broker_config "$b"
+        "$KQ" storage format --config "$LOCAL_DIR/broker-$b.properties" --cluster-id "$CLUSTER_ID" ||
+            die "formatting broker $b failed"
+    done
+}
+
+check_ports() { # every controller and broker port (and +1) distinct and <= 65535
+    local -A seen=()
+    local n p q
+    while read -r n; do
+        p=$(name_port "$n")
+        for q in "$p" $((p + 1)); do
+            ((q >= 1 && q <= 65535)) || die "port $q of $(name_label "$n") is out of range: change KQ_BASE_PORT / KQ_PORT_STEP / KQ_BROKER_BASE_PORT"
+            [[ -z ${seen[$q]:-} ]] || die "port $q is used by both ${seen[$q]} and $(name_label "$n"): change KQ_PORT_STEP / KQ_BROKER_BASE_PORT"
+            seen[$q]=$(name_label "$n")
+        done
+    done < <(controller_names && broker_names)
+}
+
+start_node() { # NAME
+    local n=$1 pid port bin label
+    port=$(name_port "$n")
+    label=$(name_label "$n")
+    bin=$CTL
+    [[ $n == broker-* ]] && bin=$BA
+    if pid=$(pid_of "$n"); then
+        say "$label already running (pid $pid)"
         return 0
     fi
-    if (exec 3<>"/dev/tcp/127.0.0.1/$(port_of "$i")") 2>/dev/null; then
-        die "port $(port_of "$i") for node $i is in use by another process (set KQ_BASE_PORT)"
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        die "port $port for $label is in use by another process (set KQ_BASE_PORT / KQ_BROKER_BASE_PORT)"
     fi
-    echo "---- start $(date -Is) ----" >>"$LOCAL_DIR/node-$i.log"
+    echo "---- start $(date -Is) ----" >>"$LOCAL_DIR/$n.log"
     # setsid: the daemon gets its own session, so a Ctrl-C in this terminal does not reach it.
-    setsid "$CTL" --config "$LOCAL_DIR/node-$i.properties" </dev/null >>"$LOCAL_DIR/node-$i.log" 2>&1 &
+    setsid "$bin" --config "$LOCAL_DIR/$n.properties" </dev/null >>"$LOCAL_DIR/$n.log" 2>&1 &
     pid=$!
-    echo "$pid" >"$LOCAL_DIR/node-$i.pid"
+    echo "$pid" >"$LOCAL_DIR/$n.pid"
     # A config or storage problem makes the daemon exit at once: report it here.
     sleep 0.3
     if ! kill -0 "$pid" 2>/dev/null; then
         local rc=0
         wait "$pid" || rc=$?
-        rm -f "$LOCAL_DIR/node-$i.pid"
-        tail -n 5 "$LOCAL_DIR/node-$i.log" >&2
-        die "node $i exited at start (status $rc); see $LOCAL_DIR/node-$i.log"
+        rm -f "$LOCAL_DIR/$n.pid"
+        tail -n 5 "$LOCAL_DIR/$n.log" >&2
+        die "$label exited at start (status $rc); see $LOCAL_DIR/$n.log"
     fi
-    say "started node $i (pid $pid, 127.0.0.1:$(port_of "$i"), log $LOCAL_DIR/node-$i.log)"
+    say "started $label (pid $pid, 127.0.0.1:$port, log $LOCAL_DIR/$n.log)"
 }
 
-signal_node() { # NODE SIGNAL
-    local i=$1 sig=$2 pid deadline
-    if ! pid=$(pid_of "$i"); then
-        say "node $i is not running"
-        rm -f "$LOCAL_DIR/node-$i.pid"
+signal_node() { # NAME SIGNAL
+    local n=$1 sig=$2 pid deadline label
+    label=$(name_label "$n")
+    if ! pid=$(pid_of "$n"); then
+        say "$label is not running"
+        rm -f "$LOCAL_DIR/$n.pid"
         return 0
     fi
     kill -CONT "$pid" 2>/dev/null || true
@@ -204,17 +331,36 @@ signal_node() { # NODE SIGNAL
     deadline=$(($(date +%s) + 30))
     while kill -0 "$pid" 2>/dev/null; do
         if (($(date +%s) >= deadline)); then
-            say "node $i (pid $pid) still runs 30 s after SIG$sig"
+            say "$label (pid $pid) still runs 30 s after SIG$sig"
             return 1
         fi
         sleep 0.1
     done
-    rm -f "$LOCAL_DIR/node-$i.pid"
-    say "node $i (pid $pid) stopped by SIG$sig"
+    rm -f "$LOCAL_DIR/$n.pid"
+    say "$label (pid $pid) stopped by SIG$sig"
+}
+
+# stop_all NAME...: SIGTERM in parallel, then SIGKILL for those still running.
+stop_all() {
+    local n
+    for n in "$@"; do
+        signal_node "$n" TERM &
+    done
+    wait
+    for n in "$@"; do
+        if pid_of "$n" >/dev/null; then
+            say "$(name_label "$n") ignored SIGTERM, sending SIGKILL"
+            signal_node "$n" KILL
+        fi
+    done
 }
 
 describe() { # extra args
     "$KQ" metadata-quorum --bootstrap-controller "$(bootstrap)" describe "$@"
+}
+
+cluster_describe() { # extra args
+    "$KQ" cluster --bootstrap-controller "$(bootstrap)" describe "$@"
 }
 
 wait_for_leader() {
@@ -235,46 +381,123 @@ wait_for_leader() {
     done
 }
 
-# ---------------------------------------------------------------------------------------
-# Broker agents: kq-broker-agent joins the local cluster in a later issue. It will get
-# broker-N.properties / broker-N/ / broker-N.log / broker-N.pid next to the controllers
-# (ports KQ_BROKER_BASE_PORT + ...), be started after the controllers have a leader in `up`,
-# and be stopped before them in `down`. Nothing to do yet.
-start_brokers() { :; }
-stop_brokers() { :; }
+# broker_epochs: "id epoch fenced" for every broker `kq cluster describe --json` shows.
+broker_epochs() {
+    local out
+    out=$(cluster_describe --json 2>/dev/null) || return 1
+    # shellcheck disable=SC2001 # one object per line, then the fields
+    sed 's/},{/}\n{/g' <<<"$out" |
+        sed -n 's/.*"id":\([0-9]*\),"epoch":\([0-9-]*\),"fenced":\([a-z]*\).*/\1 \2 \3/p'
+}
+
+# wait_for_brokers ID:OLD_EPOCH...: wait until each broker is registered and unfenced with an
+# epoch other than OLD_EPOCH (the registration of an earlier run, "" for none): a restarted
+# broker registers anew, and its killed predecessor's lease may still look unfenced.
+wait_for_brokers() {
+    local deadline=$(($(date +%s) + WAIT_SECS)) rows p missing
+    while :; do
+        missing=()
+        rows=$(broker_epochs || true)
+        for p in "$@"; do
+            awk -v id="${p%%:*}" -v old="${p#*:}" \
+                '$1 == id && $2 != old && $3 == "false" { found = 1 } END { exit !found }' \
+                <<<"$rows" || missing+=("${p%%:*}")
+        done
+        [[ ${#missing[@]} -eq 0 ]] && return 0
+        if (($(date +%s) >= deadline)); then
+            say "brokers not registered and unfenced after ${WAIT_SECS} s: ${missing[*]}" >&2
+            return 1
+        fi
+        sleep 0.3
+    done
+}
+
+# epoch_args ID...: "ID:EPOCH" pairs with each broker's current registration epoch.
+epoch_args() {
+    local rows b
+    rows=$(broker_epochs || true)
+    for b in "$@"; do
+        echo "$b:$(awk -v id="$b" '$1 == id { print $2 }' <<<"$rows")"
+    done
+}
+
+start_brokers() {
+    local n rows pairs=()
+    ((BROKERS > 0)) || return 0
+    rows=$(broker_epochs || true)
+    while read -r n; do
+        if pid_of "$n" >/dev/null; then
+            pairs+=("${n#broker-}:") # running: its registration stands, any epoch will do
+        else
+            # (re)started: wait for a registration newer than the one it may have left
+            pairs+=("${n#broker-}:$(awk -v id="${n#broker-}" '$1 == id { print $2 }' <<<"$rows")")
+        fi
+    done < <(broker_names)
+    while read -r n; do
+        start_node "$n"
+    done < <(broker_names)
+    say "waiting up to ${WAIT_SECS} s for brokers 101..$((100 + BROKERS)) to register and be unfenced"
+    if ! wait_for_brokers "${pairs[@]}"; then
+        cmd_pids
+        die "brokers not unfenced within ${WAIT_SECS} s; logs are in $LOCAL_DIR/broker-*.log"
+    fi
+    cluster_describe || true
+}
 
 # ---------------------------------------------------------------------------------------
 # Commands
 
 cmd_up() {
-    local n=3
+    local n=3 nb=""
     while [[ $# -gt 0 ]]; do
         case $1 in
         --controllers) n=${2:-} && shift 2 ;;
         --controllers=*) n=${1#*=} && shift ;;
+        --brokers) nb=${2:-} && shift 2 ;;
+        --brokers=*) nb=${1#*=} && shift ;;
         -h | --help) usage 0 ;;
         *) die "up: unknown option '$1'" ;;
         esac
     done
     [[ $n == 3 || $n == 5 ]] || die "--controllers must be 3 or 5, got '$n'"
+    if [[ -n $nb ]]; then
+        if ! [[ $nb =~ ^[0-9]+$ ]] || ((10#$nb > 100)); then
+            die "--brokers must be 0..100, got '$nb'"
+        fi
+        nb=$((10#$nb))
+    fi
     if [[ -f $LOCAL_DIR/cluster.env ]]; then
         load_env
         if [[ $CONTROLLERS != "$n" ]]; then
             die "$LOCAL_DIR holds a $CONTROLLERS-controller cluster; run '$0 down --purge' first to create a $n-controller one"
+        fi
+        if [[ -n $nb ]] && ((nb < BROKERS)); then
+            die "$LOCAL_DIR holds $BROKERS brokers; run '$0 down --purge' first to create a cluster with $nb"
         fi
     fi
     ensure_built
     mkdir -p "$LOCAL_DIR"
     if [[ -f $LOCAL_DIR/cluster.env ]]; then
         say "reusing the cluster $CLUSTER_ID in $LOCAL_DIR"
+        if [[ -n $nb ]] && ((nb > BROKERS)); then
+            # Brokers added to an existing cluster (or to one from before brokers existed).
+            local old=$BROKERS
+            BROKERS=$nb
+            ((BROKER_BASE_PORT > 0)) || BROKER_BASE_PORT=${KQ_BROKER_BASE_PORT:-$((BASE_PORT + 100))}
+            check_ports
+            format_brokers $((101 + old)) $((100 + BROKERS))
+            save_env
+            say "formatted brokers $((101 + old))..$((100 + BROKERS))"
+        fi
     else
         CONTROLLERS=$n
+        BROKERS=${nb:-3}
         BASE_PORT=${KQ_BASE_PORT:-19093}
         PORT_STEP=${KQ_PORT_STEP:-10000}
-        [[ $BASE_PORT =~ ^[0-9]+$ && $PORT_STEP =~ ^[0-9]+$ ]] ||
-            die "KQ_BASE_PORT and KQ_PORT_STEP must be numbers"
-        (($(port_of "$n") <= 65535 && BASE_PORT >= 1)) ||
-            die "ports $BASE_PORT + (N-1) * $PORT_STEP exceed 65535: lower KQ_BASE_PORT or KQ_PORT_STEP"
+        BROKER_BASE_PORT=${KQ_BROKER_BASE_PORT:-$((BASE_PORT + 100))}
+        [[ $BASE_PORT =~ ^[0-9]+$ && $PORT_STEP =~ ^[0-9]+$ && $BROKER_BASE_PORT =~ ^[0-9]+$ ]] ||
+            die "KQ_BASE_PORT, KQ_PORT_STEP and KQ_BROKER_BASE_PORT must be numbers"
+        check_ports
         CLUSTER_ID=$("$KQ" storage random-uuid) || die "kq storage random-uuid failed"
         write_configs
         local i
@@ -282,38 +505,37 @@ cmd_up() {
             "$KQ" storage format --config "$LOCAL_DIR/node-$i.properties" --cluster-id "$CLUSTER_ID" ||
                 die "formatting node $i failed"
         done
-        printf 'CONTROLLERS=%s\nBASE_PORT=%s\nPORT_STEP=%s\nCLUSTER_ID=%s\n' \
-            "$CONTROLLERS" "$BASE_PORT" "$PORT_STEP" "$CLUSTER_ID" >"$LOCAL_DIR/cluster.env"
-        say "formatted $CONTROLLERS controllers with cluster id $CLUSTER_ID"
+        format_brokers 101 $((100 + BROKERS))
+        save_env
+        say "formatted $CONTROLLERS controllers and $BROKERS brokers with cluster id $CLUSTER_ID"
     fi
-    local i
-    for ((i = 1; i <= CONTROLLERS; i++)); do
-        start_node "$i"
-    done
+    local c
+    while read -r c; do
+        start_node "$c"
+    done < <(controller_names)
     say "waiting up to ${WAIT_SECS} s for a leader"
     if ! wait_for_leader; then
         cmd_pids
         die "no leader within ${WAIT_SECS} s; logs are in $LOCAL_DIR/node-*.log"
     fi
     start_brokers
-    say "up: $CONTROLLERS controllers; try: $KQ metadata-quorum --bootstrap-controller $(bootstrap) describe --replication"
+    say "up: $CONTROLLERS controllers, $BROKERS brokers; try: $KQ metadata-quorum --bootstrap-controller $(bootstrap) describe --replication"
 }
 
 cmd_pids() {
-    local i pid
-    for ((i = 1; i <= CONTROLLERS; i++)); do
-        if pid=$(pid_of "$i"); then
-            local state
+    local n pid state
+    while read -r n; do
+        if pid=$(pid_of "$n"); then
             state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || echo '?')
             if [[ $state == T ]]; then
-                echo "node $i: pid $pid paused (SIGSTOP), 127.0.0.1:$(port_of "$i")"
+                echo "$(name_label "$n"): pid $pid paused (SIGSTOP), 127.0.0.1:$(name_port "$n")"
             else
-                echo "node $i: pid $pid alive, 127.0.0.1:$(port_of "$i")"
+                echo "$(name_label "$n"): pid $pid alive, 127.0.0.1:$(name_port "$n")"
             fi
         else
-            echo "node $i: not running"
+            echo "$(name_label "$n"): not running"
         fi
-    done
+    done < <(controller_names && broker_names)
 }
 
 cmd_status() {
@@ -321,6 +543,9 @@ cmd_status() {
     [[ -x $KQ ]] || die "$KQ is missing: run '$0 up' (it builds)"
     local rc=0
     describe --status || rc=$?
+    if ((BROKERS > 0)); then
+        cluster_describe || rc=$?
+    fi
     cmd_pids
     return "$rc"
 }
@@ -334,23 +559,17 @@ cmd_down() {
         return 0
     fi
     load_env
-    stop_brokers
-    local i pids=()
-    for ((i = 1; i <= CONTROLLERS; i++)); do
-        if pid_of "$i" >/dev/null; then
-            pids+=("$i")
-        fi
-    done
-    for i in "${pids[@]}"; do
-        signal_node "$i" TERM &
-    done
-    wait
-    for i in "${pids[@]}"; do
-        if pid_of "$i" >/dev/null; then
-            say "node $i ignored SIGTERM, sending SIGKILL"
-            signal_node "$i" KILL
-        fi
-    done
+    local n running=()
+    # Brokers first (a controlled shutdown needs the controllers), then the controllers.
+    while read -r n; do
+        pid_of "$n" >/dev/null && running+=("$n")
+    done < <(broker_names)
+    [[ ${#running[@]} -eq 0 ]] || stop_all "${running[@]}"
+    running=()
+    while read -r n; do
+        pid_of "$n" >/dev/null && running+=("$n")
+    done < <(controller_names)
+    [[ ${#running[@]} -eq 0 ]] || stop_all "${running[@]}"
     if [[ $purge -eq 1 ]]; then
         rm -rf -- "$LOCAL_DIR"
         say "down: data in $LOCAL_DIR deleted"
@@ -360,22 +579,30 @@ cmd_down() {
 }
 
 main() {
-    local cmd=${1:-}
+    local cmd=${1:-} n
     [[ $# -gt 0 ]] && shift
     case $cmd in
     up) cmd_up "$@" ;;
     down) cmd_down "$@" ;;
     status) cmd_status ;;
-    stop | kill | start)
+    stop | shutdown | kill | start)
         [[ $# -eq 1 ]] || die "usage: $0 $cmd NODE"
         load_env
-        check_node "$1"
+        n=$(node_name "$1")
         case $cmd in
-        stop) signal_node "$1" TERM ;;
-        kill) signal_node "$1" KILL ;;
+        stop | shutdown) signal_node "$n" TERM ;;
+        kill) signal_node "$n" KILL ;;
         start)
             ensure_built
-            start_node "$1"
+            if [[ $n == broker-* ]] && ! pid_of "$n" >/dev/null; then
+                local pair
+                pair=$(epoch_args "${n#broker-}")
+                start_node "$n"
+                wait_for_brokers "$pair" || die "broker ${n#broker-} not unfenced within ${WAIT_SECS} s; see $LOCAL_DIR/$n.log"
+                say "broker ${n#broker-} registered and unfenced"
+            else
+                start_node "$n"
+            fi
             ;;
         esac
         ;;
