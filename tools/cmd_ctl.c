@@ -69,25 +69,6 @@ typedef struct conn {
     bool json;
 } conn;
 
-static int next_opt(const char *cmd, const char *usage, int argc, char **argv,
-                    const struct option *opts)
-{
-    char ob[64];
-    int c = getopt_long(argc, argv, ":h", opts, NULL);
-
-    if (c == '?') {
-        kq_tools_usage_error(cmd, usage, "unknown option '%s'",
-                             kq_tools_bad_option(argv, ob, sizeof ob));
-        return '?';
-    }
-    if (c == ':') {
-        kq_tools_usage_error(cmd, usage, "option '%s' needs a value",
-                             kq_tools_bad_option(argv, ob, sizeof ob));
-        return '?';
-    }
-    return c;
-}
-
 /* Handle a connection option; 1 if handled, 0 if not, -1 on a usage error (printed). */
 static int conn_opt(const char *cmd, const char *usage, conn *c, int opt, const char *v)
 {
@@ -116,6 +97,35 @@ static int conn_opt(const char *cmd, const char *usage, conn *c, int opt, const 
     }
 }
 
+/* The next option that is not a connection option (those are applied to c); -1 at the end,
+ * '?' after a usage error (printed). */
+static int next_opt(const char *cmd, const char *usage, int argc, char **argv,
+                    const struct option *opts, conn *c)
+{
+    for (;;) {
+        char ob[64];
+        int o = getopt_long(argc, argv, ":h", opts, NULL), h;
+
+        if (o == '?') {
+            kq_tools_usage_error(cmd, usage, "unknown option '%s'",
+                                 kq_tools_bad_option(argv, ob, sizeof ob));
+            return '?';
+        }
+        if (o == ':') {
+            kq_tools_usage_error(cmd, usage, "option '%s' needs a value",
+                                 kq_tools_bad_option(argv, ob, sizeof ob));
+            return '?';
+        }
+        if (o == -1)
+            return o;
+        h = conn_opt(cmd, usage, c, o, optarg);
+        if (h < 0)
+            return '?';
+        if (!h)
+            return o;
+    }
+}
+
 /* Send req to the active controller; on success *resp holds the answer (free it). */
 static int call(const conn *c, const kq_ctl_request *req, kq_response *resp)
 {
@@ -135,62 +145,63 @@ static int call(const conn *c, const kq_ctl_request *req, kq_response *resp)
     return rc;
 }
 
+/* Send req and decode the answer into out, whose type follows req->api_key: kq_ctl_topics_desc
+ * (DescribeTopics), kq_ctl_cluster_desc (DescribeCluster), kq_ctl_configs_desc
+ * (DescribeConfigs), kq_ctl_features_desc (DescribeFeatures), otherwise kq_ctl_item_results
+ * (per-item results of a write RPC). The caller owns and frees out. Returns the exit code. */
+static int call_decode(const conn *c, const kq_ctl_request *req, void *out)
+{
+    kq_response resp;
+    char err[256] = "";
+    const char *what = "";
+    int rc;
+
+    if (call(c, req, &resp) != KQ_EXIT_OK)
+        return KQ_EXIT_FAILURE;
+    switch (req->api_key) {
+    case KQ_API_DESCRIBE_TOPICS:
+        what = "DescribeTopics ";
+        rc = kq_ctl_decode_describe_topics_response(&resp, out, err, sizeof err);
+        break;
+    case KQ_API_DESCRIBE_CLUSTER:
+        what = "DescribeCluster ";
+        rc = kq_ctl_decode_describe_cluster_response(&resp, out, err, sizeof err);
+        break;
+    case KQ_API_DESCRIBE_CONFIGS:
+        what = "DescribeConfigs ";
+        rc = kq_ctl_decode_describe_configs_response(&resp, out, err, sizeof err);
+        break;
+    case KQ_API_DESCRIBE_FEATURES:
+        what = "DescribeFeatures ";
+        rc = kq_ctl_decode_describe_features_response(&resp, out, err, sizeof err);
+        break;
+    default:
+        rc = kq_ctl_decode_item_results(&resp, out, err, sizeof err);
+        break;
+    }
+    kq_response_free(&resp);
+    if (rc) {
+        kq_tools_errorf("malformed %sresponse: %s", what, err);
+        return KQ_EXIT_FAILURE;
+    }
+    return KQ_EXIT_OK;
+}
+
 static int describe_topics(const conn *c, const char *const *names, int32_t n,
                            kq_ctl_topics_desc *out)
 {
     kq_ctl_request req = {.api_key = KQ_API_DESCRIBE_TOPICS};
-    kq_response resp;
-    char err[256] = "";
-    int rc;
 
     req.describe_topics.names = names;
     req.describe_topics.n = n;
-    if (call(c, &req, &resp) != KQ_EXIT_OK)
-        return KQ_EXIT_FAILURE;
-    rc = kq_ctl_decode_describe_topics_response(&resp, out, err, sizeof err);
-    kq_response_free(&resp);
-    if (rc) {
-        kq_tools_errorf("malformed DescribeTopics response: %s", err);
-        return KQ_EXIT_FAILURE;
-    }
-    return KQ_EXIT_OK;
+    return call_decode(c, &req, out);
 }
 
 static int describe_cluster(const conn *c, kq_ctl_cluster_desc *out)
 {
     kq_ctl_request req = {.api_key = KQ_API_DESCRIBE_CLUSTER};
-    kq_response resp;
-    char err[256] = "";
-    int rc;
 
-    if (call(c, &req, &resp) != KQ_EXIT_OK)
-        return KQ_EXIT_FAILURE;
-    rc = kq_ctl_decode_describe_cluster_response(&resp, out, err, sizeof err);
-    kq_response_free(&resp);
-    if (rc) {
-        kq_tools_errorf("malformed DescribeCluster response: %s", err);
-        return KQ_EXIT_FAILURE;
-    }
-    return KQ_EXIT_OK;
-}
-
-/* Per-item results of a write RPC; prints "Error while executing <what> command : <msg>"
- * for each failed item. Returns the exit code. */
-static int call_items(const conn *c, const kq_ctl_request *req, kq_ctl_item_results *items)
-{
-    kq_response resp;
-    char err[256] = "";
-    int rc;
-
-    if (call(c, req, &resp) != KQ_EXIT_OK)
-        return KQ_EXIT_FAILURE;
-    rc = kq_ctl_decode_item_results(&resp, items, err, sizeof err);
-    kq_response_free(&resp);
-    if (rc) {
-        kq_tools_errorf("malformed response: %s", err);
-        return KQ_EXIT_FAILURE;
-    }
-    return KQ_EXIT_OK;
+    return call_decode(c, &req, out);
 }
 
 static const char *item_message(const kq_ctl_item_result *it)
@@ -252,7 +263,7 @@ static int alter_topic(const conn *c, const char *topic, int32_t total, const ch
     }
     req.create_partitions.topics = &cp;
     req.create_partitions.n = 1;
-    ret = call_items(c, &req, &items);
+    ret = call_decode(c, &req, &items);
     if (ret)
         goto out;
     if (items.n != 1) {
@@ -308,17 +319,10 @@ int kq_cmd_topics(int argc, char **argv)
 
     optind = 0;
     for (;;) {
-        int o = next_opt(cmd, TOPICS_USAGE, argc, argv, opts), h;
+        int o = next_opt(cmd, TOPICS_USAGE, argc, argv, opts, &c);
 
         if (o == -1)
             break;
-        h = conn_opt(cmd, TOPICS_USAGE, &c, o, optarg);
-        if (h < 0) {
-            ret = KQ_EXIT_USAGE;
-            goto out;
-        }
-        if (h)
-            continue;
         switch (o) {
         case OPT_CREATE:
         case OPT_LIST:
@@ -475,7 +479,7 @@ int kq_cmd_topics(int argc, char **argv)
                             "to use either, but not both.\n");
         req.create_topics.topics = &ct;
         req.create_topics.n = 1;
-        ret = call_items(&c, &req, &items);
+        ret = call_decode(&c, &req, &items);
         if (ret)
             goto out;
         if (items.n != 1) {
@@ -495,7 +499,7 @@ int kq_cmd_topics(int argc, char **argv)
 
         req.delete_topics.topics = &dt;
         req.delete_topics.n = 1;
-        ret = call_items(&c, &req, &items);
+        ret = call_decode(&c, &req, &items);
         if (ret)
             goto out;
         if (items.n != 1 || items.items[0].error) {
@@ -553,15 +557,10 @@ int kq_cmd_cluster(int argc, char **argv)
 
     optind = 0;
     for (;;) {
-        int o = next_opt(cmd, CLUSTER_USAGE, argc, argv, opts), h;
+        int o = next_opt(cmd, CLUSTER_USAGE, argc, argv, opts, &c);
 
         if (o == -1)
             break;
-        h = conn_opt(cmd, CLUSTER_USAGE, &c, o, optarg);
-        if (h < 0)
-            return KQ_EXIT_USAGE;
-        if (h)
-            continue;
         if (o == 'h' || o == OPT_HELP) {
             fputs(CLUSTER_USAGE, stdout);
             return KQ_EXIT_OK;
@@ -615,15 +614,10 @@ int kq_cmd_leader_election(int argc, char **argv)
 
     optind = 0;
     for (;;) {
-        int o = next_opt(cmd, ELECT_USAGE, argc, argv, opts), h;
+        int o = next_opt(cmd, ELECT_USAGE, argc, argv, opts, &c);
 
         if (o == -1)
             break;
-        h = conn_opt(cmd, ELECT_USAGE, &c, o, optarg);
-        if (h < 0)
-            return KQ_EXIT_USAGE;
-        if (h)
-            continue;
         switch (o) {
         case OPT_ELECTION_TYPE:
             if (strcasecmp(optarg, "PREFERRED") == 0)
@@ -672,7 +666,7 @@ int kq_cmd_leader_election(int argc, char **argv)
         req.elect_leaders.targets = &target;
         req.elect_leaders.n_targets = 1;
     }
-    ret = call_items(&c, &req, &items);
+    ret = call_decode(&c, &req, &items);
     if (ret)
         return ret;
     failed = kq_tools_print_election(stdout, &items, type);
@@ -744,15 +738,10 @@ int kq_cmd_configs(int argc, char **argv)
 
     optind = 0;
     for (;;) {
-        int o = next_opt(cmd, CONFIGS_USAGE, argc, argv, opts), h;
+        int o = next_opt(cmd, CONFIGS_USAGE, argc, argv, opts, &c);
 
         if (o == -1)
             break;
-        h = conn_opt(cmd, CONFIGS_USAGE, &c, o, optarg);
-        if (h < 0)
-            return KQ_EXIT_USAGE;
-        if (h)
-            continue;
         switch (o) {
         case OPT_ENTITY_TYPE:
             if (strcmp(optarg, "topics") == 0)
@@ -829,7 +818,7 @@ int kq_cmd_configs(int argc, char **argv)
         r.n_ops = n_ops;
         req.alter_configs.resources = &r;
         req.alter_configs.n = 1;
-        ret = call_items(&c, &req, &items);
+        ret = call_decode(&c, &req, &items);
         if (ret)
             return ret;
         if (items.n != 1 || items.items[0].error) {
@@ -848,19 +837,12 @@ int kq_cmd_configs(int argc, char **argv)
 
     kq_describe_config_resource r = {.resource_type = type, .resource_name = name};
     kq_ctl_request req = {.api_key = KQ_API_DESCRIBE_CONFIGS};
-    kq_response resp;
-    char err[256] = "";
 
     req.describe_configs.resources = &r;
     req.describe_configs.n = 1;
-    if (call(&c, &req, &resp) != KQ_EXIT_OK)
-        return KQ_EXIT_FAILURE;
-    ret = kq_ctl_decode_describe_configs_response(&resp, &cd, err, sizeof err);
-    kq_response_free(&resp);
-    if (ret) {
-        kq_tools_errorf("malformed DescribeConfigs response: %s", err);
-        return KQ_EXIT_FAILURE;
-    }
+    ret = call_decode(&c, &req, &cd);
+    if (ret)
+        return ret;
     if (cd.n_results != 1) {
         kq_tools_errorf("the controller answered %d results for one resource", cd.n_results);
         ret = KQ_EXIT_FAILURE;
@@ -892,18 +874,9 @@ static int describe_features(const conn *c)
 {
     kq_ctl_request req = {.api_key = KQ_API_DESCRIBE_FEATURES};
     kq_ctl_features_desc fd = {0};
-    kq_response resp;
-    char err[256] = "";
-    int rc;
 
-    if (call(c, &req, &resp) != KQ_EXIT_OK)
+    if (call_decode(c, &req, &fd) != KQ_EXIT_OK)
         return KQ_EXIT_FAILURE;
-    rc = kq_ctl_decode_describe_features_response(&resp, &fd, err, sizeof err);
-    kq_response_free(&resp);
-    if (rc) {
-        kq_tools_errorf("malformed DescribeFeatures response: %s", err);
-        return KQ_EXIT_FAILURE;
-    }
     kq_tools_print_features(stdout, &fd, c->json);
     kq_ctl_features_desc_free(&fd);
     return KQ_EXIT_OK;
@@ -930,7 +903,7 @@ static int update_features(const conn *c, kq_tools_feature_op op, const char *co
     req.update_features.updates = u->ups;
     req.update_features.n = u->n;
     req.update_features.validate_only = dry_run;
-    ret = call_items(c, &req, &items);
+    ret = call_decode(c, &req, &items);
     if (ret)
         goto out;
     failed = kq_tools_print_feature_results(stdout, op, u, &items, dry_run);
@@ -963,15 +936,10 @@ int kq_cmd_features(int argc, char **argv)
 
     optind = 0;
     for (;;) {
-        int o = next_opt(cmd, FEATURES_USAGE, argc, argv, opts), h;
+        int o = next_opt(cmd, FEATURES_USAGE, argc, argv, opts, &c);
 
         if (o == -1)
             break;
-        h = conn_opt(cmd, FEATURES_USAGE, &c, o, optarg);
-        if (h < 0)
-            return KQ_EXIT_USAGE;
-        if (h)
-            continue;
         switch (o) {
         case OPT_FEATURE:
             if (n_values >= KQ_TOOLS_MAX_FEATURES)

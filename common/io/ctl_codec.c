@@ -334,6 +334,28 @@ static int dec_assignments(arena *a, Kq__CtlReplicaAssignment **w, size_t n, siz
     return 0;
 }
 
+/* A request's list of n items: 1..KQ_CTL_MAX_ITEMS of them ("<what> has no <none>", "<what> has
+ * N <noun> (max M)" otherwise). Returns n zeroed outputs of size bytes in arena a, or NULL with
+ * *rc set (and errbuf filled). */
+static void *dec_list(arena *a, size_t n, size_t size, const char *what, const char *none,
+                      const char *noun, int *rc, char *errbuf, size_t errlen)
+{
+    void *p;
+
+    if (n == 0) {
+        *rc = BAD("%s has no %s", what, none);
+        return NULL;
+    }
+    if (n > KQ_CTL_MAX_ITEMS) {
+        *rc = BAD("%s has %zu %s (max %d)", what, n, noun, KQ_CTL_MAX_ITEMS);
+        return NULL;
+    }
+    p = aalloc(a, n, size);
+    if (!p)
+        *rc = NOMEM();
+    return p;
+}
+
 static int dec_topic_name(const char *name, const char *what, size_t i, char *errbuf, size_t errlen)
 {
     if (!str_ok(name, KQ_CTL_MAX_TOPIC_NAME_BYTES, false))
@@ -348,13 +370,10 @@ static int dec_create_topics(arena *a, const Kq__CreateTopicsRequest *w, kq_ctl_
     size_t total = 0;
     int rc;
 
-    if (w->n_topics == 0)
-        return BAD("create_topics has no topics");
-    if (w->n_topics > KQ_CTL_MAX_ITEMS)
-        return BAD("create_topics has %zu topics (max %d)", w->n_topics, KQ_CTL_MAX_ITEMS);
-    ts = aalloc(a, w->n_topics, sizeof *ts);
+    ts = dec_list(a, w->n_topics, sizeof *ts, "create_topics", "topics", "topics", &rc, errbuf,
+                  errlen);
     if (!ts)
-        return NOMEM();
+        return rc;
     for (size_t i = 0; i < w->n_topics; i++) {
         const Kq__CreatableTopic *t = w->topics[i];
         kq_config_kv *cs;
@@ -407,20 +426,17 @@ static int dec_delete_topics(arena *a, const Kq__DeleteTopicsRequest *w, kq_ctl_
                              char *errbuf, size_t errlen)
 {
     kq_delete_topic *ts;
+    int rc;
 
-    if (w->n_topics == 0)
-        return BAD("delete_topics has no topics");
-    if (w->n_topics > KQ_CTL_MAX_ITEMS)
-        return BAD("delete_topics has %zu topics (max %d)", w->n_topics, KQ_CTL_MAX_ITEMS);
-    ts = aalloc(a, w->n_topics, sizeof *ts);
+    ts = dec_list(a, w->n_topics, sizeof *ts, "delete_topics", "topics", "topics", &rc, errbuf,
+                  errlen);
     if (!ts)
-        return NOMEM();
+        return rc;
     for (size_t i = 0; i < w->n_topics; i++) {
         const Kq__DeleteTopicState *t = w->topics[i];
 
         if (t->name) {
-            int rc = dec_topic_name(t->name, "delete_topics topic", i, errbuf, errlen);
-
+            rc = dec_topic_name(t->name, "delete_topics topic", i, errbuf, errlen);
             if (rc)
                 return rc;
             ts[i].name = t->name;
@@ -442,13 +458,10 @@ static int dec_create_partitions(arena *a, const Kq__CreatePartitionsRequest *w,
     size_t total = 0;
     int rc;
 
-    if (w->n_topics == 0)
-        return BAD("create_partitions has no topics");
-    if (w->n_topics > KQ_CTL_MAX_ITEMS)
-        return BAD("create_partitions has %zu topics (max %d)", w->n_topics, KQ_CTL_MAX_ITEMS);
-    ts = aalloc(a, w->n_topics, sizeof *ts);
+    ts = dec_list(a, w->n_topics, sizeof *ts, "create_partitions", "topics", "topics", &rc, errbuf,
+                  errlen);
     if (!ts)
-        return NOMEM();
+        return rc;
     for (size_t i = 0; i < w->n_topics; i++) {
         const Kq__CreatePartitionsTopic *t = w->topics[i];
 
@@ -537,14 +550,10 @@ static int dec_alter_configs(arena *a, const Kq__IncrementalAlterConfigsRequest 
     kq_alter_config_resource *rs;
     int rc;
 
-    if (w->n_resources == 0)
-        return BAD("incremental_alter_configs has no resources");
-    if (w->n_resources > KQ_CTL_MAX_ITEMS)
-        return BAD("incremental_alter_configs has %zu resources (max %d)", w->n_resources,
-                   KQ_CTL_MAX_ITEMS);
-    rs = aalloc(a, w->n_resources, sizeof *rs);
+    rs = dec_list(a, w->n_resources, sizeof *rs, "incremental_alter_configs", "resources",
+                  "resources", &rc, errbuf, errlen);
     if (!rs)
-        return NOMEM();
+        return rc;
     for (size_t i = 0; i < w->n_resources; i++) {
         const Kq__AlterConfigsResource *x = w->resources[i];
         kq_config_op *ops;
@@ -595,13 +604,10 @@ static int dec_describe_configs(arena *a, const Kq__DescribeConfigsRequest *w, k
     kq_describe_config_resource *rs;
     int rc;
 
-    if (w->n_resources == 0)
-        return BAD("describe_configs has no resources");
-    if (w->n_resources > KQ_CTL_MAX_ITEMS)
-        return BAD("describe_configs has %zu resources (max %d)", w->n_resources, KQ_CTL_MAX_ITEMS);
-    rs = aalloc(a, w->n_resources, sizeof *rs);
+    rs = dec_list(a, w->n_resources, sizeof *rs, "describe_configs", "resources", "resources", &rc,
+                  errbuf, errlen);
     if (!rs)
-        return NOMEM();
+        return rc;
     for (size_t i = 0; i < w->n_resources; i++) {
         const Kq__DescribeConfigsResource *x = w->resources[i];
 
@@ -631,15 +637,12 @@ static int dec_update_features(arena *a, const Kq__UpdateFeaturesRequest *w, kq_
                                char *errbuf, size_t errlen)
 {
     kq_feature_update *us;
+    int rc;
 
-    if (w->n_feature_updates == 0)
-        return BAD("update_features has no feature updates");
-    if (w->n_feature_updates > KQ_CTL_MAX_ITEMS)
-        return BAD("update_features has %zu updates (max %d)", w->n_feature_updates,
-                   KQ_CTL_MAX_ITEMS);
-    us = aalloc(a, w->n_feature_updates, sizeof *us);
+    us = dec_list(a, w->n_feature_updates, sizeof *us, "update_features", "feature updates",
+                  "updates", &rc, errbuf, errlen);
     if (!us)
-        return NOMEM();
+        return rc;
     for (size_t i = 0; i < w->n_feature_updates; i++) {
         const Kq__FeatureUpdate *u = w->feature_updates[i];
 
@@ -894,6 +897,8 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
 {
 #define ALLOC(var, n) (var = aalloc(a, (size_t)(n), sizeof *(var)))
 #define CHECKN(n, p) ((n) < 0 || ((n) > 0 && !(p)))
+/* Put w into rq as the body of API NAME (oneof member `field`); 0. */
+#define SET_BODY(NAME, field) (rq->body_case = KQ__REQUEST__BODY_##NAME, rq->field = w, 0)
     switch (req->api_key) {
     case KQ_API_BROKER_REGISTRATION: {
         const kq_broker_registration *r = &req->broker_registration;
@@ -910,9 +915,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
         w->n_endpoints = (size_t)r->n_endpoints;
         if (r->n_endpoints && !(w->endpoints = enc_endpoints(a, r->endpoints, r->n_endpoints)))
             return KQ_ERR_NOMEM;
-        rq->body_case = KQ__REQUEST__BODY_BROKER_REGISTRATION;
-        rq->broker_registration = w;
-        return 0;
+        return SET_BODY(BROKER_REGISTRATION, broker_registration);
     }
     case KQ_API_BROKER_HEARTBEAT: {
         Kq__BrokerHeartbeatRequest *w;
@@ -925,9 +928,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
         w->current_metadata_offset = req->broker_heartbeat.current_metadata_offset;
         w->want_fence = req->broker_heartbeat.want_fence;
         w->want_shut_down = req->broker_heartbeat.want_shutdown;
-        rq->body_case = KQ__REQUEST__BODY_BROKER_HEARTBEAT;
-        rq->broker_heartbeat = w;
-        return 0;
+        return SET_BODY(BROKER_HEARTBEAT, broker_heartbeat);
     }
     case KQ_API_UNREGISTER_BROKER: {
         Kq__UnregisterBrokerRequest *w;
@@ -936,9 +937,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
             return KQ_ERR_NOMEM;
         kq__unregister_broker_request__init(w);
         w->broker_id = req->unregister_broker_id;
-        rq->body_case = KQ__REQUEST__BODY_UNREGISTER_BROKER;
-        rq->unregister_broker = w;
-        return 0;
+        return SET_BODY(UNREGISTER_BROKER, unregister_broker);
     }
     case KQ_API_ALTER_PARTITION: {
         const kq_alter_partition *r = &req->alter_partition;
@@ -998,9 +997,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
         }
         w->n_topics = (size_t)r->n_topics;
         w->topics = tp;
-        rq->body_case = KQ__REQUEST__BODY_ALTER_PARTITION;
-        rq->alter_partition = w;
-        return 0;
+        return SET_BODY(ALTER_PARTITION, alter_partition);
     }
     case KQ_API_CREATE_TOPICS: {
         int32_t n = req->create_topics.n;
@@ -1041,9 +1038,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
         }
         w->n_topics = (size_t)n;
         w->topics = tp;
-        rq->body_case = KQ__REQUEST__BODY_CREATE_TOPICS;
-        rq->create_topics = w;
-        return 0;
+        return SET_BODY(CREATE_TOPICS, create_topics);
     }
     case KQ_API_DELETE_TOPICS: {
         int32_t n = req->delete_topics.n;
@@ -1069,9 +1064,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
         }
         w->n_topics = (size_t)n;
         w->topics = tp;
-        rq->body_case = KQ__REQUEST__BODY_DELETE_TOPICS;
-        rq->delete_topics = w;
-        return 0;
+        return SET_BODY(DELETE_TOPICS, delete_topics);
     }
     case KQ_API_CREATE_PARTITIONS: {
         int32_t n = req->create_partitions.n;
@@ -1098,9 +1091,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
         }
         w->n_topics = (size_t)n;
         w->topics = tp;
-        rq->body_case = KQ__REQUEST__BODY_CREATE_PARTITIONS;
-        rq->create_partitions = w;
-        return 0;
+        return SET_BODY(CREATE_PARTITIONS, create_partitions);
     }
     case KQ_API_ELECT_LEADERS: {
         const kq_elect_leaders *r = &req->elect_leaders;
@@ -1137,9 +1128,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
             w->n_topic_partitions = (size_t)nt;
             w->topic_partitions = tp;
         }
-        rq->body_case = KQ__REQUEST__BODY_ELECT_LEADERS;
-        rq->elect_leaders = w;
-        return 0;
+        return SET_BODY(ELECT_LEADERS, elect_leaders);
     }
     case KQ_API_INCREMENTAL_ALTER_CONFIGS: {
         int32_t n = req->alter_configs.n;
@@ -1175,9 +1164,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
         }
         w->n_resources = (size_t)n;
         w->resources = rp;
-        rq->body_case = KQ__REQUEST__BODY_INCREMENTAL_ALTER_CONFIGS;
-        rq->incremental_alter_configs = w;
-        return 0;
+        return SET_BODY(INCREMENTAL_ALTER_CONFIGS, incremental_alter_configs);
     }
     case KQ_API_DESCRIBE_CONFIGS: {
         int32_t n = req->describe_configs.n;
@@ -1202,9 +1189,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
         }
         w->n_resources = (size_t)n;
         w->resources = rp;
-        rq->body_case = KQ__REQUEST__BODY_DESCRIBE_CONFIGS;
-        rq->describe_configs = w;
-        return 0;
+        return SET_BODY(DESCRIBE_CONFIGS, describe_configs);
     }
     case KQ_API_UPDATE_FEATURES: {
         int32_t n = req->update_features.n;
@@ -1228,9 +1213,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
         w->feature_updates = up;
         w->has_validate_only = 1;
         w->validate_only = req->update_features.validate_only;
-        rq->body_case = KQ__REQUEST__BODY_UPDATE_FEATURES;
-        rq->update_features = w;
-        return 0;
+        return SET_BODY(UPDATE_FEATURES, update_features);
     }
     case KQ_API_DESCRIBE_FEATURES: {
         Kq__DescribeFeaturesRequest *w;
@@ -1238,9 +1221,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
         if (!ALLOC(w, 1))
             return KQ_ERR_NOMEM;
         kq__describe_features_request__init(w);
-        rq->body_case = KQ__REQUEST__BODY_DESCRIBE_FEATURES;
-        rq->describe_features = w;
-        return 0;
+        return SET_BODY(DESCRIBE_FEATURES, describe_features);
     }
     case KQ_API_DESCRIBE_CLUSTER: {
         Kq__DescribeClusterRequest *w;
@@ -1248,9 +1229,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
         if (!ALLOC(w, 1))
             return KQ_ERR_NOMEM;
         kq__describe_cluster_request__init(w);
-        rq->body_case = KQ__REQUEST__BODY_DESCRIBE_CLUSTER;
-        rq->describe_cluster = w;
-        return 0;
+        return SET_BODY(DESCRIBE_CLUSTER, describe_cluster);
     }
     case KQ_API_DESCRIBE_TOPICS: {
         Kq__DescribeTopicsRequest *w;
@@ -1262,15 +1241,14 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
         kq__describe_topics_request__init(w);
         w->n_topics = (size_t)req->describe_topics.n;
         w->topics = (char **)req->describe_topics.names;
-        rq->body_case = KQ__REQUEST__BODY_DESCRIBE_TOPICS;
-        rq->describe_topics = w;
-        return 0;
+        return SET_BODY(DESCRIBE_TOPICS, describe_topics);
     }
     default:
         return KQ_ERR_INVALID_REQUEST;
     }
 #undef ALLOC
 #undef CHECKN
+#undef SET_BODY
 }
 
 int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ctl_request *req,
@@ -1311,6 +1289,12 @@ static int finish_response(arena *a, Kq__Response *rs, uint32_t api_key, kq_buf 
     return rc;
 }
 
+/* In a response encoder (locals rs, body, a, out): put body into rs as the body of API NAME
+ * (oneof member `field`), encode it into out and free a. */
+#define FINISH(NAME, field)                                                                        \
+    (rs.body_case = KQ__RESPONSE__BODY_##NAME, rs.field = &body,                                   \
+     finish_response(&a, &rs, KQ_API_##NAME, out))
+
 static int start(kq_buf *out)
 {
     if (!out)
@@ -1326,6 +1310,27 @@ static int error_response(uint32_t api_key, int error, const char *message, kq_b
                                           -1, -1, NULL, out);
 }
 
+/* True if x, y and z were all allocated; otherwise frees the arena. */
+static bool all_allocated(arena *a, const void *x, const void *y, const void *z)
+{
+    if (x && y && z)
+        return true;
+    arena_free(a);
+    return false;
+}
+
+/* Per-item result lists: n result structs, n pointers to them and n message buffers, all in
+ * arena a. False (and a freed) if out of memory. */
+#define ALLOC_RESULTS(a, n, ts, tp, msgs)                                                          \
+    ((ts) = aalloc((a), (size_t)(n), sizeof *(ts)), (tp) = aalloc((a), (size_t)(n), sizeof *(tp)), \
+     (msgs) = aalloc((a), (size_t)(n), MAX_MESSAGE + 1), all_allocated((a), (ts), (tp), (msgs)))
+
+/* Item i's message, clipped into its slot of msgs (arena-owned). */
+static char *item_message(char *msgs, int32_t i, const char *message)
+{
+    return clip(message, msgs + (size_t)i * (MAX_MESSAGE + 1));
+}
+
 int kq_ctl_encode_broker_registration_response(const kq_registration_result *res, kq_buf *out)
 {
     Kq__Response rs = KQ__RESPONSE__INIT;
@@ -1337,9 +1342,7 @@ int kq_ctl_encode_broker_registration_response(const kq_registration_result *res
     if (res->error)
         return error_response(KQ_API_BROKER_REGISTRATION, res->error, res->message, out);
     body.broker_epoch = res->broker_epoch;
-    rs.body_case = KQ__RESPONSE__BODY_BROKER_REGISTRATION;
-    rs.broker_registration = &body;
-    return finish_response(&a, &rs, KQ_API_BROKER_REGISTRATION, out);
+    return FINISH(BROKER_REGISTRATION, broker_registration);
 }
 
 int kq_ctl_encode_broker_heartbeat_response(const kq_heartbeat_result *res, kq_buf *out)
@@ -1357,9 +1360,7 @@ int kq_ctl_encode_broker_heartbeat_response(const kq_heartbeat_result *res, kq_b
     body.should_shut_down = res->should_shutdown;
     body.has_in_controlled_shutdown = 1;
     body.in_controlled_shutdown = res->in_controlled_shutdown;
-    rs.body_case = KQ__RESPONSE__BODY_BROKER_HEARTBEAT;
-    rs.broker_heartbeat = &body;
-    return finish_response(&a, &rs, KQ_API_BROKER_HEARTBEAT, out);
+    return FINISH(BROKER_HEARTBEAT, broker_heartbeat);
 }
 
 int kq_ctl_encode_unregister_broker_response(int error, const char *message, kq_buf *out)
@@ -1372,9 +1373,7 @@ int kq_ctl_encode_unregister_broker_response(int error, const char *message, kq_
         return KQ_ERR_INVALID_REQUEST;
     if (error)
         return error_response(KQ_API_UNREGISTER_BROKER, error, message, out);
-    rs.body_case = KQ__RESPONSE__BODY_UNREGISTER_BROKER;
-    rs.unregister_broker = &body;
-    return finish_response(&a, &rs, KQ_API_UNREGISTER_BROKER, out);
+    return FINISH(UNREGISTER_BROKER, unregister_broker);
 }
 
 int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
@@ -1435,9 +1434,7 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
     }
     body.n_topics = (size_t)req->n_topics;
     body.topics = tp;
-    rs.body_case = KQ__RESPONSE__BODY_ALTER_PARTITION;
-    rs.alter_partition = &body;
-    return finish_response(&a, &rs, KQ_API_ALTER_PARTITION, out);
+    return FINISH(ALTER_PARTITION, alter_partition);
 nomem:
     arena_free(&a);
     return KQ_ERR_NOMEM;
@@ -1454,18 +1451,13 @@ int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
 
     if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
         return KQ_ERR_INVALID_REQUEST;
-    ts = aalloc(&a, (size_t)n, sizeof *ts);
-    tp = aalloc(&a, (size_t)n, sizeof *tp);
-    msgs = aalloc(&a, (size_t)n, MAX_MESSAGE + 1);
-    if (!ts || !tp || !msgs) {
-        arena_free(&a);
+    if (!ALLOC_RESULTS(&a, n, ts, tp, msgs))
         return KQ_ERR_NOMEM;
-    }
     for (int32_t i = 0; i < n; i++) {
         kq__creatable_topic_result__init(&ts[i]);
         ts[i].name = (char *)(reqs[i].name ? reqs[i].name : "");
         ts[i].error_code = res[i].error;
-        ts[i].error_message = clip(res[i].message, msgs + (size_t)i * (MAX_MESSAGE + 1));
+        ts[i].error_message = item_message(msgs, i, res[i].message);
         if (!res[i].error) {
             ts[i].has_topic_id = 1;
             ts[i].topic_id.data = (uint8_t *)res[i].topic_id;
@@ -1477,9 +1469,7 @@ int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
     }
     body.n_topics = (size_t)n;
     body.topics = tp;
-    rs.body_case = KQ__RESPONSE__BODY_CREATE_TOPICS;
-    rs.create_topics = &body;
-    return finish_response(&a, &rs, KQ_API_CREATE_TOPICS, out);
+    return FINISH(CREATE_TOPICS, create_topics);
 }
 
 int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_simple_result *res,
@@ -1493,13 +1483,8 @@ int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_s
 
     if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
         return KQ_ERR_INVALID_REQUEST;
-    ts = aalloc(&a, (size_t)n, sizeof *ts);
-    tp = aalloc(&a, (size_t)n, sizeof *tp);
-    msgs = aalloc(&a, (size_t)n, MAX_MESSAGE + 1);
-    if (!ts || !tp || !msgs) {
-        arena_free(&a);
+    if (!ALLOC_RESULTS(&a, n, ts, tp, msgs))
         return KQ_ERR_NOMEM;
-    }
     for (int32_t i = 0; i < n; i++) {
         kq__deletable_topic_result__init(&ts[i]);
         if (reqs[i].name) {
@@ -1510,14 +1495,12 @@ int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_s
             ts[i].topic_id.len = 16;
         }
         ts[i].error_code = res[i].error;
-        ts[i].error_message = clip(res[i].message, msgs + (size_t)i * (MAX_MESSAGE + 1));
+        ts[i].error_message = item_message(msgs, i, res[i].message);
         tp[i] = &ts[i];
     }
     body.n_topics = (size_t)n;
     body.topics = tp;
-    rs.body_case = KQ__RESPONSE__BODY_DELETE_TOPICS;
-    rs.delete_topics = &body;
-    return finish_response(&a, &rs, KQ_API_DELETE_TOPICS, out);
+    return FINISH(DELETE_TOPICS, delete_topics);
 }
 
 /* CtlResourceResult list (CreatePartitions). */
@@ -1532,25 +1515,18 @@ int kq_ctl_encode_create_partitions_response(const kq_create_partitions *reqs,
 
     if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
         return KQ_ERR_INVALID_REQUEST;
-    ts = aalloc(&a, (size_t)n, sizeof *ts);
-    tp = aalloc(&a, (size_t)n, sizeof *tp);
-    msgs = aalloc(&a, (size_t)n, MAX_MESSAGE + 1);
-    if (!ts || !tp || !msgs) {
-        arena_free(&a);
+    if (!ALLOC_RESULTS(&a, n, ts, tp, msgs))
         return KQ_ERR_NOMEM;
-    }
     for (int32_t i = 0; i < n; i++) {
         kq__ctl_resource_result__init(&ts[i]);
         ts[i].name = (char *)(reqs[i].topic ? reqs[i].topic : "");
         ts[i].error_code = res[i].error;
-        ts[i].error_message = clip(res[i].message, msgs + (size_t)i * (MAX_MESSAGE + 1));
+        ts[i].error_message = item_message(msgs, i, res[i].message);
         tp[i] = &ts[i];
     }
     body.n_topics = (size_t)n;
     body.topics = tp;
-    rs.body_case = KQ__RESPONSE__BODY_CREATE_PARTITIONS;
-    rs.create_partitions = &body;
-    return finish_response(&a, &rs, KQ_API_CREATE_PARTITIONS, out);
+    return FINISH(CREATE_PARTITIONS, create_partitions);
 }
 
 int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_leaders *req,
@@ -1611,9 +1587,7 @@ int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_lea
     }
     body.n_results = nt;
     body.results = tp;
-    rs.body_case = KQ__RESPONSE__BODY_ELECT_LEADERS;
-    rs.elect_leaders = &body;
-    return finish_response(&a, &rs, KQ_API_ELECT_LEADERS, out);
+    return FINISH(ELECT_LEADERS, elect_leaders);
 }
 
 int kq_ctl_encode_alter_configs_response(const kq_alter_config_resource *reqs,
@@ -1627,26 +1601,19 @@ int kq_ctl_encode_alter_configs_response(const kq_alter_config_resource *reqs,
 
     if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
         return KQ_ERR_INVALID_REQUEST;
-    ts = aalloc(&a, (size_t)n, sizeof *ts);
-    tp = aalloc(&a, (size_t)n, sizeof *tp);
-    msgs = aalloc(&a, (size_t)n, MAX_MESSAGE + 1);
-    if (!ts || !tp || !msgs) {
-        arena_free(&a);
+    if (!ALLOC_RESULTS(&a, n, ts, tp, msgs))
         return KQ_ERR_NOMEM;
-    }
     for (int32_t i = 0; i < n; i++) {
         kq__alter_configs_resource_result__init(&ts[i]);
         ts[i].resource_type = reqs[i].resource_type;
         ts[i].resource_name = (char *)(reqs[i].resource_name ? reqs[i].resource_name : "");
         ts[i].error_code = res[i].error;
-        ts[i].error_message = clip(res[i].message, msgs + (size_t)i * (MAX_MESSAGE + 1));
+        ts[i].error_message = item_message(msgs, i, res[i].message);
         tp[i] = &ts[i];
     }
     body.n_responses = (size_t)n;
     body.responses = tp;
-    rs.body_case = KQ__RESPONSE__BODY_INCREMENTAL_ALTER_CONFIGS;
-    rs.incremental_alter_configs = &body;
-    return finish_response(&a, &rs, KQ_API_INCREMENTAL_ALTER_CONFIGS, out);
+    return FINISH(INCREMENTAL_ALTER_CONFIGS, incremental_alter_configs);
 }
 
 int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
@@ -1660,25 +1627,18 @@ int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
 
     if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
         return KQ_ERR_INVALID_REQUEST;
-    ts = aalloc(&a, (size_t)n, sizeof *ts);
-    tp = aalloc(&a, (size_t)n, sizeof *tp);
-    msgs = aalloc(&a, (size_t)n, MAX_MESSAGE + 1);
-    if (!ts || !tp || !msgs) {
-        arena_free(&a);
+    if (!ALLOC_RESULTS(&a, n, ts, tp, msgs))
         return KQ_ERR_NOMEM;
-    }
     for (int32_t i = 0; i < n; i++) {
         kq__updatable_feature_result__init(&ts[i]);
         ts[i].feature = (char *)(reqs[i].name ? reqs[i].name : "");
         ts[i].error_code = res[i].error;
-        ts[i].error_message = clip(res[i].message, msgs + (size_t)i * (MAX_MESSAGE + 1));
+        ts[i].error_message = item_message(msgs, i, res[i].message);
         tp[i] = &ts[i];
     }
     body.n_results = (size_t)n;
     body.results = tp;
-    rs.body_case = KQ__RESPONSE__BODY_UPDATE_FEATURES;
-    rs.update_features = &body;
-    return finish_response(&a, &rs, KQ_API_UPDATE_FEATURES, out);
+    return FINISH(UPDATE_FEATURES, update_features);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1721,9 +1681,7 @@ int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
     body.controller_id = controller_id;
     body.n_brokers = i;
     body.brokers = bp;
-    rs.body_case = KQ__RESPONSE__BODY_DESCRIBE_CLUSTER;
-    rs.describe_cluster = &body;
-    return finish_response(&a, &rs, KQ_API_DESCRIBE_CLUSTER, out);
+    return FINISH(DESCRIBE_CLUSTER, describe_cluster);
 nomem:
     arena_free(&a);
     return KQ_ERR_NOMEM;
@@ -1898,9 +1856,7 @@ int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names,
     }
     body.n_topics = k;
     body.topics = tp;
-    rs.body_case = KQ__RESPONSE__BODY_DESCRIBE_TOPICS;
-    rs.describe_topics = &body;
-    return finish_response(&a, &rs, KQ_API_DESCRIBE_TOPICS, out);
+    return FINISH(DESCRIBE_TOPICS, describe_topics);
 nomem:
     arena_free(&a);
     return KQ_ERR_NOMEM;
@@ -2051,9 +2007,7 @@ int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config
     }
     body.n_results = (size_t)n;
     body.results = tp;
-    rs.body_case = KQ__RESPONSE__BODY_DESCRIBE_CONFIGS;
-    rs.describe_configs = &body;
-    return finish_response(&a, &rs, KQ_API_DESCRIBE_CONFIGS, out);
+    return FINISH(DESCRIBE_CONFIGS, describe_configs);
 nomem:
     arena_free(&a);
     return KQ_ERR_NOMEM;
@@ -2148,9 +2102,7 @@ int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_ra
     body.finalized_features_epoch = kq_image_committed_offset(img);
     body.n_features = fl.n;
     body.features = fp;
-    rs.body_case = KQ__RESPONSE__BODY_DESCRIBE_FEATURES;
-    rs.describe_features = &body;
-    return finish_response(&a, &rs, KQ_API_DESCRIBE_FEATURES, out);
+    return FINISH(DESCRIBE_FEATURES, describe_features);
 nomem:
     arena_free(&a);
     return KQ_ERR_NOMEM;
@@ -2278,6 +2230,15 @@ out:
     return rc;
 }
 
+/* Copy one config entry into e (e owns the copies); KQ_ERR_NOMEM if a copy failed. */
+static int dup_entry(kq_ctl_config_entry *e, const char *name, const char *value, int source)
+{
+    e->name = dupstr(name);
+    e->value = dupstr(value);
+    e->source = source;
+    return !e->name || (value && !e->value) ? KQ_ERR_NOMEM : 0;
+}
+
 static void free_entries(kq_ctl_config_entry *e, int32_t n)
 {
     for (int32_t i = 0; e && i < n; i++) {
@@ -2358,10 +2319,8 @@ int kq_ctl_decode_describe_topics_response(const kq_response *env, kq_ctl_topics
         }
         for (size_t k = 0; k < t->n_configs; k++) {
             d->n_configs = (int32_t)k + 1;
-            d->configs[k].name = dupstr(t->configs[k]->name);
-            d->configs[k].value = dupstr(t->configs[k]->value);
-            d->configs[k].source = KQ_CONFIG_SOURCE_DYNAMIC_TOPIC;
-            if (!d->configs[k].name || (t->configs[k]->value && !d->configs[k].value)) {
+            if (dup_entry(&d->configs[k], t->configs[k]->name, t->configs[k]->value,
+                          KQ_CONFIG_SOURCE_DYNAMIC_TOPIC)) {
                 rc = NOMEM();
                 goto out;
             }
@@ -2443,10 +2402,8 @@ int kq_ctl_decode_describe_configs_response(const kq_response *env, kq_ctl_confi
         }
         for (size_t k = 0; k < x->n_configs; k++) {
             d->n_entries = (int32_t)k + 1;
-            d->entries[k].name = dupstr(x->configs[k]->name);
-            d->entries[k].value = dupstr(x->configs[k]->value);
-            d->entries[k].source = x->configs[k]->config_source;
-            if (!d->entries[k].name || (x->configs[k]->value && !d->entries[k].value)) {
+            if (dup_entry(&d->entries[k], x->configs[k]->name, x->configs[k]->value,
+                          x->configs[k]->config_source)) {
                 rc = NOMEM();
                 goto out;
             }
