@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -298,7 +299,10 @@ static void test_non_retriable_error_stops(void **state)
     fake_start(&leader, FAKE_ANSWER);
     kq_tools_addr a[2] = {addr_of(bad.port), addr_of(leader.port)};
     kq_response resp;
-    assert_int_equal(describe(a, 2, CALL_TIMEOUT_MS, &resp), KQ_EXIT_FAILURE);
+    /* A long timeout: reads move on to the next address when the first has not answered
+     * within min(timeout / 4, 2 s); the error answer must win well before that even on a
+     * loaded machine. */
+    assert_int_equal(describe(a, 2, 30000u, &resp), KQ_EXIT_FAILURE);
     assert_int_equal(atomic_load(&bad.requests), 1);
     assert_int_equal(atomic_load(&leader.requests), 0);
     fake_stop(&bad);
@@ -317,6 +321,117 @@ static void test_nobody_answers(void **state)
     fake_stop(&leaderless);
 }
 
+/* A dead first address (connection refused) must not cost the per-address timeout: with a 30 s
+ * timeout the call must come back long before that (the deadline below is generous). */
+#define LONG_TIMEOUT_MS 30000u
+#define WELL_UNDER_MS 10000
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void test_first_address_dead_answers_well_under_timeout(void **state)
+{
+    fake leader;
+    fake_start(&leader, FAKE_ANSWER);
+    int dead = free_port();
+    assert_true(dead > 0);
+    kq_tools_addr a[2] = {addr_of(dead), addr_of(leader.port)};
+    kq_response resp;
+    long long t0 = mono_ms();
+    assert_int_equal(describe(a, 2, LONG_TIMEOUT_MS, &resp), KQ_EXIT_OK);
+    assert_true(mono_ms() - t0 < WELL_UNDER_MS);
+    assert_int_equal(resp.describe.leader_id, 2);
+    kq_response_free(&resp);
+    assert_int_equal(atomic_load(&leader.requests), 1);
+    fake_stop(&leader);
+}
+
+/* The same for a write, which must reach exactly one controller exactly once. */
+static void test_write_skips_dead_first_address_sent_once(void **state)
+{
+    fake leader, follower;
+    fake_start(&leader, FAKE_ANSWER);
+    fake_start(&follower, FAKE_HINT);
+    fake_hint_to(&follower, &leader);
+    int dead = free_port();
+    assert_true(dead > 0);
+
+    const uint8_t r0[] = "x";
+    const uint8_t *recs[] = {r0};
+    size_t lens[] = {1};
+    kq_buf req = {NULL, 0};
+    assert_int_equal(kq_codec_encode_write_request("", recs, lens, 1, &req), 0);
+    kq_tools_addr a[3] = {addr_of(dead), addr_of(follower.port), addr_of(leader.port)};
+    kq_tools_call_opts o = {
+        .bootstrap = a, .n_bootstrap = 3, .timeout_ms = LONG_TIMEOUT_MS, .max_hops = 3};
+    kq_response resp;
+    long long t0 = mono_ms();
+    assert_int_equal(kq_tools_call_controller(&o, KQ_API_WRITE, &req, &resp), KQ_EXIT_OK);
+    assert_true(mono_ms() - t0 < WELL_UNDER_MS);
+    assert_int_equal(resp.write_base_offset, 101);
+    kq_response_free(&resp);
+    kq_buf_free(&req);
+    /* Bootstrap order: the follower (hint) first, then the leader once; never twice. */
+    assert_int_equal(atomic_load(&follower.requests), 1);
+    assert_int_equal(atomic_load(&leader.requests), 1);
+    fake_stop(&follower);
+    fake_stop(&leader);
+}
+
+/* A live but silent controller first (it never answers): a read goes on to the next address
+ * without waiting out the 30 s timeout. */
+static void on_request_silent(void *arg, kq_rpc_req *req)
+{
+    atomic_int *n = arg;
+    atomic_fetch_add(n, 1);
+    kq_rpc_req_drop(req);
+}
+
+static void test_read_does_not_wait_for_silent_controller(void **state)
+{
+    fake leader;
+    fake_start(&leader, FAKE_ANSWER);
+    atomic_int silent_requests = 0;
+    kq_rpc_server *silent = NULL;
+    char url[64], err[256];
+    int port = -1;
+    for (int attempt = 0; attempt < 20 && silent == NULL; attempt++) {
+        port = free_port();
+        snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+        if (kq_rpc_server_start(url, 4, KQ_RPC_DEFAULT_MAX_MSG, on_request_silent, &silent_requests,
+                                &silent, err, sizeof err) != 0)
+            silent = NULL;
+    }
+    assert_non_null(silent);
+    kq_tools_addr a[2] = {addr_of(port), addr_of(leader.port)};
+    kq_response resp;
+    long long t0 = mono_ms();
+    assert_int_equal(describe(a, 2, LONG_TIMEOUT_MS, &resp), KQ_EXIT_OK);
+    assert_true(mono_ms() - t0 < WELL_UNDER_MS);
+    assert_int_equal(resp.describe.leader_epoch, 5);
+    kq_response_free(&resp);
+    assert_int_equal(atomic_load(&silent_requests), 1);
+    assert_int_equal(atomic_load(&leader.requests), 1);
+    kq_rpc_server_stop(silent);
+    fake_stop(&leader);
+}
+
+/* Every address dead: a prompt failure naming them, not a wait. */
+static void test_all_dead_fails_promptly(void **state)
+{
+    int d1 = free_port(), d2 = free_port();
+    assert_true(d1 > 0 && d2 > 0);
+    kq_tools_addr a[2] = {addr_of(d1), addr_of(d2)};
+    kq_response resp;
+    long long t0 = mono_ms();
+    assert_int_equal(describe(a, 2, LONG_TIMEOUT_MS, &resp), KQ_EXIT_FAILURE);
+    assert_true(mono_ms() - t0 < WELL_UNDER_MS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +441,10 @@ int main(void)
         cmocka_unit_test(test_hint_loop_stops_after_three_hops),
         cmocka_unit_test(test_non_retriable_error_stops),
         cmocka_unit_test(test_nobody_answers),
+        cmocka_unit_test(test_first_address_dead_answers_well_under_timeout),
+        cmocka_unit_test(test_write_skips_dead_first_address_sent_once),
+        cmocka_unit_test(test_read_does_not_wait_for_silent_controller),
+        cmocka_unit_test(test_all_dead_fails_promptly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
