@@ -228,8 +228,10 @@ typedef struct kq_tools_call_opts {
     int max_hops;        /* leader hints followed per bootstrap address */
 } kq_tools_call_opts;
 
-/* Send `req` to the bootstrap controllers in turn (following NOT_CONTROLLER /
- * NOT_LEADER_OR_FOLLOWER leader hints) until one answers it with error NONE; that decoded
+/* Send `req` to the bootstrap controllers (following NOT_CONTROLLER / NOT_LEADER_OR_FOLLOWER
+ * leader hints) until one answers it with error NONE. Addresses that refuse a TCP connection
+ * are skipped at once; reads (describes) are staggered across controllers, writes go to one
+ * controller at a time (see tools/client.c). The decoded
  * response is stored in *resp (caller frees with kq_response_free). On failure returns
  * KQ_EXIT_FAILURE after printing the error on stderr; a non-retriable error answer stops the
  * search at once. */
