@@ -46,6 +46,11 @@ enum {
     KQ_API_UNREGISTER_BROKER = 64,
     KQ_API_DESCRIBE_TOPICS = 75, /* Kafka's DescribeTopicPartitions */
     KQ_API_DESCRIBE_FEATURES = 1001,
+    /* Data-plane RPCs served by broker agents (proto/kq_data.proto; include/kq/data_codec.h).
+     * Kafka's Fetch key 1 is the metadata Fetch, so these get kq-local keys. */
+    KQ_API_DATA_FETCH = 1100,
+    KQ_API_PRODUCE = 1101,
+    KQ_API_LIST_OFFSETS = 2, /* Kafka's number; data plane too */
 };
 
 typedef struct kq_buf {
