@@ -920,7 +920,7 @@ static int dec_batches(const Kq__DataFetchPartitionResponse *s, const char *what
         kq_data_batch *b = &dst[j];
         char bw[80];
 
-        snprintf(bw, sizeof bw, "%s batches[%zu]", what, j);
+        snprintf(bw, sizeof bw, "%.40s batches[%zu]", what, j);
         if (w->base_offset < 0)
             return BAD("%s base_offset %" PRId64 " is invalid (must be >= 0)", bw, w->base_offset);
         if (w->leader_epoch < 0)
