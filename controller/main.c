@@ -498,20 +498,26 @@ static int64_t batch_next_offset(const ctl *c)
     return c->st.log_end_offset + c->batch_count;
 }
 
-/* Add one record to this iteration's proposal. On the active controller the image applies it
- * at once (so the next decision sees it); otherwise it is applied when it commits. */
-static void batch_add_record(ctl *c, const kq_record *r)
+/* Append r to a proposal that will start at the log end offset. On the active controller the
+ * image applies it at once (so the next decision sees it); otherwise it is applied when it
+ * commits. */
+static void add_to_proposal(ctl *c, kq_buf *batch, int32_t *count, const kq_record *r)
 {
     char err[512];
     if (c->meta.active) {
-        if (kq_meta_add(&c->meta, r, &c->batch, c->st.log_end_offset, &c->batch_count, err,
-                        sizeof(err)) != 0)
+        if (kq_meta_add(&c->meta, r, batch, c->st.log_end_offset, count, err, sizeof(err)) != 0)
             fatal("metadata image", err);
         return;
     }
-    if (kq_record_append(&c->batch, r, err, sizeof(err)) != 0)
+    if (kq_record_append(batch, r, err, sizeof(err)) != 0)
         fatal("encode", err);
-    c->batch_count++;
+    (*count)++;
+}
+
+/* ... to this iteration's proposal. */
+static void batch_add_record(ctl *c, const kq_record *r)
+{
+    add_to_proposal(c, &c->batch, &c->batch_count, r);
 }
 
 static void batch_add_opaque(ctl *c, const uint8_t *data, size_t len)
@@ -1031,14 +1037,8 @@ static void maybe_noop(ctl *c)
     memset(&r, 0, sizeof(r));
     r.type = KQ_REC_NOOP;
     int32_t n = 0;
-    char why[512];
-    if (c->meta.active) {
-        if (kq_meta_add(&c->meta, &r, &b, c->st.log_end_offset, &n, why, sizeof(why)) != 0)
-            fatal("metadata image", why);
-    } else if (kq_record_append(&b, &r, why, sizeof(why)) != 0) {
-        fatal("encode", why);
-    }
-    propose(c, &b, 1, &base, &epoch, &err);
+    add_to_proposal(c, &b, &n, &r);
+    propose(c, &b, n, &base, &epoch, &err);
     kq_buf_free(&b);
 }
 

@@ -48,8 +48,8 @@ static int apply_one(kq_meta *m, int64_t offset, const kq_record *r, char *errbu
     return 0;
 }
 
-int kq_meta_apply_batch(kq_meta *m, int64_t base, int32_t count, const uint8_t *records,
-                        size_t len, char *errbuf, size_t errlen)
+int kq_meta_apply_batch(kq_meta *m, int64_t base, int32_t count, const uint8_t *records, size_t len,
+                        char *errbuf, size_t errlen)
 {
     size_t pos = 0;
     int rc = 0;
@@ -146,16 +146,5 @@ int kq_meta_add(kq_meta *m, const kq_record *r, kq_buf *batch, int64_t batch_bas
         return rc;
     }
     (*batch_count)++;
-    return 0;
-}
-
-int kq_meta_add_list(kq_meta *m, const kq_reclist *l, kq_buf *batch, int64_t batch_base,
-                     int32_t *batch_count, char *errbuf, size_t errlen)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        int rc = kq_meta_add(m, &l->v[i], batch, batch_base, batch_count, errbuf, errlen);
-        if (rc != 0)
-            return rc;
-    }
     return 0;
 }

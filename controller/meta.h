@@ -46,8 +46,8 @@ void kq_meta_free(kq_meta *m);
 
 /* Decode and apply the `count` records of one committed batch at base (only the part at or
  * above applied_end). 0, or an error with errbuf naming the offset and the reason. */
-int kq_meta_apply_batch(kq_meta *m, int64_t base, int32_t count, const uint8_t *records,
-                        size_t len, char *errbuf, size_t errlen);
+int kq_meta_apply_batch(kq_meta *m, int64_t base, int32_t count, const uint8_t *records, size_t len,
+                        char *errbuf, size_t errlen);
 /* Everything below hw is committed: drop undo entries. */
 void kq_meta_committed(kq_meta *m, int64_t hw);
 
@@ -68,8 +68,4 @@ int kq_meta_deactivate(kq_meta *m, char *errbuf, size_t errlen);
  * offset batch_base + *batch_count. On an apply error nothing is appended. */
 int kq_meta_add(kq_meta *m, const kq_record *r, kq_buf *batch, int64_t batch_base,
                 int32_t *batch_count, char *errbuf, size_t errlen);
-/* Same for a whole list; stops at the first error (records before it stay added). */
-int kq_meta_add_list(kq_meta *m, const kq_reclist *l, kq_buf *batch, int64_t batch_base,
-                     int32_t *batch_count, char *errbuf, size_t errlen);
-
 #endif

@@ -18,8 +18,8 @@ static const kq_ctl_feature_range SUPPORTED_FEATURES[] = {
 
 static int add_record(const kq_op_ctx *ctx, const kq_record *r, char *errbuf, size_t errlen)
 {
-    if (kq_meta_add(ctx->meta, r, ctx->batch, *ctx->batch_base, ctx->batch_count, errbuf,
-                    errlen) != 0)
+    if (kq_meta_add(ctx->meta, r, ctx->batch, *ctx->batch_base, ctx->batch_count, errbuf, errlen) !=
+        0)
         return KQ_ERR_FATAL;
     if (ctx->flush != NULL && ctx->batch->len >= ctx->max_batch_bytes)
         ctx->flush(ctx->flush_arg);
@@ -34,8 +34,8 @@ static int check_records(const kq_reclist *l, bool capped, char *errbuf, size_t 
 {
     char why[256];
     if (capped && l->n > KQ_OP_MAX_RECORDS) {
-        snprintf(errbuf, errlen, "the operation would write %zu records; the limit is %d",
-                 l->n, KQ_OP_MAX_RECORDS);
+        snprintf(errbuf, errlen, "the operation would write %zu records; the limit is %d", l->n,
+                 KQ_OP_MAX_RECORDS);
         return KQ_ERR_POLICY_VIOLATION;
     }
     for (size_t i = 0; i < l->n; i++) {
@@ -47,8 +47,7 @@ static int check_records(const kq_reclist *l, bool capped, char *errbuf, size_t 
     return 0;
 }
 
-static int add_list(const kq_op_ctx *ctx, kq_reclist *l, bool capped, char *errbuf,
-                    size_t errlen)
+static int add_list(const kq_op_ctx *ctx, kq_reclist *l, bool capped, char *errbuf, size_t errlen)
 {
     int rc = check_records(l, capped, errbuf, errlen);
     for (size_t i = 0; i < l->n && rc == 0; i++)
@@ -90,8 +89,8 @@ static int op_register(const kq_op_ctx *ctx, const kq_broker_registration *req, 
     return kq_ctl_encode_broker_registration_response(&res, resp);
 }
 
-static int op_heartbeat(const kq_op_ctx *ctx, const kq_heartbeat *req, kq_buf *resp,
-                        char *errbuf, size_t errlen)
+static int op_heartbeat(const kq_op_ctx *ctx, const kq_heartbeat *req, kq_buf *resp, char *errbuf,
+                        size_t errlen)
 {
     kq_reclist out;
     kq_heartbeat_result res;
@@ -139,9 +138,9 @@ static int op_create_topics(const kq_op_ctx *ctx, const kq_create_topic *reqs, i
     /* Refuse before building millions of records (one per partition). */
     int64_t partitions = 0;
     for (int32_t i = 0; i < n; i++)
-        partitions += reqs[i].n_assignments > 0     ? reqs[i].n_assignments
+        partitions += reqs[i].n_assignments > 0    ? reqs[i].n_assignments
                       : reqs[i].num_partitions > 0 ? reqs[i].num_partitions
-                                                    : ctx->meta->settings.num_partitions;
+                                                   : ctx->meta->settings.num_partitions;
     if (partitions > KQ_OP_MAX_RECORDS) {
         snprintf(errbuf, errlen,
                  "the request creates %lld partitions; one request may create at most %d",
@@ -152,8 +151,7 @@ static int op_create_topics(const kq_op_ctx *ctx, const kq_create_topic *reqs, i
     if (res == NULL)
         return KQ_ERR_NOMEM;
     kq_reclist_init(&out);
-    kq_rc_create_topics(&ctx->meta->settings, ctx->meta->img, reqs, n, &ctx->meta->rng, &out,
-                        res);
+    kq_rc_create_topics(&ctx->meta->settings, ctx->meta->img, reqs, n, &ctx->meta->rng, &out, res);
     int rc = add_records(ctx, &out, errbuf, errlen);
     if (rc == 0)
         rc = kq_ctl_encode_create_topics_response(reqs, res, n, resp);
@@ -161,9 +159,14 @@ static int op_create_topics(const kq_op_ctx *ctx, const kq_create_topic *reqs, i
     return rc;
 }
 
-/* Per-item operations whose later items must see the earlier items' records. */
-static int op_delete_topics(const kq_op_ctx *ctx, const kq_delete_topic *reqs, int32_t n,
-                            kq_buf *resp, char *errbuf, size_t errlen)
+/* Per-item operations whose later items must see the earlier items' records: decide one
+ * item, add its records (applied at once), then the next. *res_out (n results) is the
+ * caller's to free. */
+typedef void (*item_fn)(const kq_op_ctx *ctx, int32_t i, kq_reclist *out, kq_simple_result *res,
+                        const void *reqs);
+
+static int run_items(const kq_op_ctx *ctx, const void *reqs, int32_t n, item_fn fn,
+                     kq_simple_result **res_out, char *errbuf, size_t errlen)
 {
     int rc = 0;
     kq_simple_result *res = calloc(n > 0 ? (size_t)n : 1, sizeof(*res));
@@ -172,9 +175,53 @@ static int op_delete_topics(const kq_op_ctx *ctx, const kq_delete_topic *reqs, i
     for (int32_t i = 0; i < n && rc == 0; i++) {
         kq_reclist out;
         kq_reclist_init(&out);
-        kq_rc_delete_topic(ctx->meta->img, reqs[i].name, reqs[i].topic_id, &out, &res[i]);
+        fn(ctx, i, &out, &res[i], reqs);
         rc = add_records(ctx, &out, errbuf, errlen);
     }
+    if (rc != 0) {
+        free(res);
+        return rc;
+    }
+    *res_out = res;
+    return 0;
+}
+
+static void delete_one(const kq_op_ctx *ctx, int32_t i, kq_reclist *out, kq_simple_result *res,
+                       const void *reqs)
+{
+    const kq_delete_topic *r = &((const kq_delete_topic *)reqs)[i];
+    kq_rc_delete_topic(ctx->meta->img, r->name, r->topic_id, out, res);
+}
+
+static void create_partitions_one(const kq_op_ctx *ctx, int32_t i, kq_reclist *out,
+                                  kq_simple_result *res, const void *reqs)
+{
+    const kq_create_partitions *r = &((const kq_create_partitions *)reqs)[i];
+    if (r->count > KQ_OP_MAX_RECORDS) {
+        const kq_topic *t = kq_image_topic_by_name(ctx->meta->img, r->topic);
+        if (t == NULL || r->count - (int32_t)t->n_partitions > KQ_OP_MAX_RECORDS) {
+            res->error = KQ_ERR_POLICY_VIOLATION;
+            snprintf(res->message, sizeof(res->message),
+                     "one request may add at most %d partitions", KQ_OP_MAX_RECORDS);
+            return;
+        }
+    }
+    kq_rc_create_partitions(&ctx->meta->settings, ctx->meta->img, r, 1, &ctx->meta->rng, out, res);
+}
+
+static void alter_configs_one(const kq_op_ctx *ctx, int32_t i, kq_reclist *out,
+                              kq_simple_result *res, const void *reqs)
+{
+    const kq_alter_config_resource *r = &((const kq_alter_config_resource *)reqs)[i];
+    kq_rc_alter_configs(ctx->meta->img, r->resource_type, r->resource_name, r->ops, r->n_ops, out,
+                        res);
+}
+
+static int op_delete_topics(const kq_op_ctx *ctx, const kq_delete_topic *reqs, int32_t n,
+                            kq_buf *resp, char *errbuf, size_t errlen)
+{
+    kq_simple_result *res = NULL;
+    int rc = run_items(ctx, reqs, n, delete_one, &res, errbuf, errlen);
     if (rc == 0)
         rc = kq_ctl_encode_delete_topics_response(reqs, res, n, resp);
     free(res);
@@ -184,28 +231,21 @@ static int op_delete_topics(const kq_op_ctx *ctx, const kq_delete_topic *reqs, i
 static int op_create_partitions(const kq_op_ctx *ctx, const kq_create_partitions *reqs, int32_t n,
                                 kq_buf *resp, char *errbuf, size_t errlen)
 {
-    int rc = 0;
-    kq_simple_result *res = calloc(n > 0 ? (size_t)n : 1, sizeof(*res));
-    if (res == NULL)
-        return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n && rc == 0; i++) {
-        kq_reclist out;
-        if (reqs[i].count > KQ_OP_MAX_RECORDS + (int32_t)0) {
-            const kq_topic *t = kq_image_topic_by_name(ctx->meta->img, reqs[i].topic);
-            if (t == NULL || reqs[i].count - (int32_t)t->n_partitions > KQ_OP_MAX_RECORDS) {
-                res[i].error = KQ_ERR_POLICY_VIOLATION;
-                snprintf(res[i].message, sizeof(res[i].message),
-                         "one request may add at most %d partitions", KQ_OP_MAX_RECORDS);
-                continue;
-            }
-        }
-        kq_reclist_init(&out);
-        kq_rc_create_partitions(&ctx->meta->settings, ctx->meta->img, &reqs[i], 1,
-                                &ctx->meta->rng, &out, &res[i]);
-        rc = add_records(ctx, &out, errbuf, errlen);
-    }
+    kq_simple_result *res = NULL;
+    int rc = run_items(ctx, reqs, n, create_partitions_one, &res, errbuf, errlen);
     if (rc == 0)
         rc = kq_ctl_encode_create_partitions_response(reqs, res, n, resp);
+    free(res);
+    return rc;
+}
+
+static int op_alter_configs(const kq_op_ctx *ctx, const kq_alter_config_resource *reqs, int32_t n,
+                            kq_buf *resp, char *errbuf, size_t errlen)
+{
+    kq_simple_result *res = NULL;
+    int rc = run_items(ctx, reqs, n, alter_configs_one, &res, errbuf, errlen);
+    if (rc == 0)
+        rc = kq_ctl_encode_alter_configs_response(reqs, res, n, resp);
     free(res);
     return rc;
 }
@@ -217,10 +257,10 @@ static int op_elect_leaders(const kq_op_ctx *ctx, const kq_elect_leaders *req, k
     kq_elect_result *results = NULL;
     int32_t n_results = 0;
     kq_reclist_init(&out);
-    int err = kq_rc_elect_leaders(&ctx->meta->settings, ctx->meta->img, req->election_type,
-                                  req->all_partitions ? NULL : req->targets,
-                                  req->all_partitions ? 0 : req->n_targets, &out, &results,
-                                  &n_results);
+    int err =
+        kq_rc_elect_leaders(&ctx->meta->settings, ctx->meta->img, req->election_type,
+                            req->all_partitions ? NULL : req->targets,
+                            req->all_partitions ? 0 : req->n_targets, &out, &results, &n_results);
     if (err != 0) {
         kq_reclist_free(&out);
         free(results);
@@ -231,26 +271,6 @@ static int op_elect_leaders(const kq_op_ctx *ctx, const kq_elect_leaders *req, k
     if (rc == 0)
         rc = kq_ctl_encode_elect_leaders_response(ctx->meta->img, req, results, n_results, resp);
     free(results);
-    return rc;
-}
-
-static int op_alter_configs(const kq_op_ctx *ctx, const kq_alter_config_resource *reqs, int32_t n,
-                            kq_buf *resp, char *errbuf, size_t errlen)
-{
-    int rc = 0;
-    kq_simple_result *res = calloc(n > 0 ? (size_t)n : 1, sizeof(*res));
-    if (res == NULL)
-        return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n && rc == 0; i++) {
-        kq_reclist out;
-        kq_reclist_init(&out);
-        kq_rc_alter_configs(ctx->meta->img, reqs[i].resource_type, reqs[i].resource_name,
-                            reqs[i].ops, reqs[i].n_ops, &out, &res[i]);
-        rc = add_records(ctx, &out, errbuf, errlen);
-    }
-    if (rc == 0)
-        rc = kq_ctl_encode_alter_configs_response(reqs, res, n, resp);
-    free(res);
     return rc;
 }
 
@@ -295,8 +315,8 @@ static int op_update_features(const kq_op_ctx *ctx, const kq_feature_update *req
     return rc;
 }
 
-int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp,
-              int64_t *wait_offset, char *errbuf, size_t errlen)
+int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int64_t *wait_offset,
+              char *errbuf, size_t errlen)
 {
     int rc;
     const kq_image *img = ctx->meta->img;
@@ -330,8 +350,8 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp,
         rc = op_elect_leaders(ctx, &req->elect_leaders, resp, errbuf, errlen);
         break;
     case KQ_API_INCREMENTAL_ALTER_CONFIGS:
-        rc = op_alter_configs(ctx, req->alter_configs.resources, req->alter_configs.n, resp,
-                              errbuf, errlen);
+        rc = op_alter_configs(ctx, req->alter_configs.resources, req->alter_configs.n, resp, errbuf,
+                              errlen);
         break;
     case KQ_API_UPDATE_FEATURES:
         rc = op_update_features(ctx, req->update_features.updates, req->update_features.n,
@@ -341,8 +361,7 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp,
         rc = kq_ctl_encode_describe_cluster(img, ctx->meta->cluster_id, ctx->controller_id, resp);
         break;
     case KQ_API_DESCRIBE_TOPICS:
-        rc = kq_ctl_encode_describe_topics(img, req->describe_topics.names,
-                                           req->describe_topics.n,
+        rc = kq_ctl_encode_describe_topics(img, req->describe_topics.names, req->describe_topics.n,
                                            ctx->meta->settings.min_insync_replicas, resp);
         break;
     case KQ_API_DESCRIBE_CONFIGS: {
