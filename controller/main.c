@@ -492,11 +492,6 @@ static void describe(ctl *c, kq_rpc_req *req)
 
 static void flush_writes(ctl *c);
 
-/* Offset the next record added to the proposal being built will get. */
-static int64_t batch_next_offset(const ctl *c)
-{
-    return c->st.log_end_offset + c->batch_count;
-}
 
 /* Append r to a proposal that will start at the log end offset. On the active controller the
  * image applies it at once (so the next decision sees it); otherwise it is applied when it
@@ -993,7 +988,7 @@ static void flush_writes(ctl *c)
     int err = 0;
     if (c->batch_count == 0)
         return;
-    int64_t expected = batch_next_offset(c) - c->batch_count;
+    int64_t expected = c->st.log_end_offset; /* where its records were applied from */
     propose(c, &c->batch, c->batch_count, &base, &epoch, &err);
     if (err == 0 && base != expected)
         fatal("internal", "proposal landed at another offset than its records were applied at");
