@@ -32,6 +32,10 @@ typedef struct data_priv {
     kq_data_batch *batches;
     kq_list_offsets_partition *lo_parts;
     kq_list_offsets_partition_result *lo_results;
+    const char **md_names;
+    kq_data_metadata_broker *md_brokers;
+    kq_data_metadata_topic *md_topics;
+    kq_data_metadata_partition *md_parts;
 } data_priv;
 
 static void priv_free(data_priv *p)
@@ -49,6 +53,10 @@ static void priv_free(data_priv *p)
     free(p->batches);
     free(p->lo_parts);
     free(p->lo_results);
+    free(p->md_names);
+    free(p->md_brokers);
+    free(p->md_topics);
+    free(p->md_parts);
     free(p);
 }
 
@@ -70,7 +78,7 @@ __attribute__((format(printf, 4, 5))) static int fail(char *errbuf, size_t errle
 bool kq_data_is_data_api(uint32_t api_key)
 {
     return api_key == KQ_API_PRODUCE || api_key == KQ_API_DATA_FETCH ||
-           api_key == KQ_API_LIST_OFFSETS;
+           api_key == KQ_API_LIST_OFFSETS || api_key == KQ_API_METADATA;
 }
 
 static int pack(const ProtobufCMessage *msg, kq_buf *out)
@@ -341,6 +349,33 @@ out:
     return rc;
 }
 
+int kq_data_encode_metadata_request(const char *cluster_id, int32_t sender_id,
+                                    const kq_data_metadata_request *req, kq_buf *out)
+{
+    Kq__Request rq = KQ__REQUEST__INIT;
+    Kq__MetadataRequest mr = KQ__METADATA_REQUEST__INIT;
+    char **names = NULL;
+    int rc;
+
+    if ((rc = start(out)) != 0)
+        return rc;
+    if (!req || (req->n_topics > 0 && !req->topics))
+        return KQ_ERR_INVALID_REQUEST;
+    names = calloc(req->n_topics ? req->n_topics : 1, sizeof *names);
+    if (!names)
+        return KQ_ERR_NOMEM;
+    for (size_t i = 0; i < req->n_topics; i++)
+        names[i] = (char *)(req->topics[i] ? req->topics[i] : "");
+    mr.n_topics = req->n_topics;
+    mr.topics = names;
+    rq.api_key = KQ_API_METADATA;
+    rq.body_case = KQ__REQUEST__BODY_METADATA;
+    rq.metadata = &mr;
+    rc = encode_request(cluster_id, sender_id, &rq, out);
+    free(names);
+    return rc;
+}
+
 static int check_producer(const char *what, int64_t pid, int32_t pepoch, int32_t seq, char *errbuf,
                           size_t errlen)
 {
@@ -597,6 +632,84 @@ static int dec_list_offsets(const Kq__ListOffsetsRequest *w, int32_t sender_id,
     return 0;
 }
 
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+static int cmp_i32(const void *x, const void *y)
+{
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+
+    return (a > b) - (a < b);
+}
+
+/* A topic name as Metadata carries it: 1..KQ_DATA_MAX_TOPIC_NAME bytes (NULs were rejected
+ * with the envelope). */
+static int check_topic_name(const char *what, const char *name, char *errbuf, size_t errlen)
+{
+    size_t n = bounded_len(name, KQ_DATA_MAX_TOPIC_NAME);
+
+    if (n == 0)
+        return BAD("%s topic name is empty", what);
+    if (n > KQ_DATA_MAX_TOPIC_NAME)
+        return BAD("%s topic name \"%.40s...\" is longer than %d bytes", what, name,
+                   KQ_DATA_MAX_TOPIC_NAME);
+    return 0;
+}
+
+/* Rejects a name present twice among n; sorts a copy. */
+static int check_unique_names(const char *what, const char *const *names, size_t n, char *errbuf,
+                              size_t errlen)
+{
+    const char **sorted;
+    int rc = 0;
+
+    if (n < 2)
+        return 0;
+    sorted = malloc(n * sizeof *sorted);
+    if (!sorted)
+        return fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding %s", what);
+    memcpy(sorted, names, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, cmp_str);
+    for (size_t i = 1; i < n; i++) {
+        if (strcmp(sorted[i - 1], sorted[i]) == 0) {
+            rc = BAD("%s names topic \"%.64s\" twice", what, sorted[i]);
+            break;
+        }
+    }
+    free(sorted);
+    return rc;
+}
+
+static int dec_metadata(const Kq__MetadataRequest *w, kq_data_metadata_request *r, data_priv *pv,
+                        char *errbuf, size_t errlen)
+{
+    int rc;
+
+    if (w->n_topics > KQ_DATA_MAX_METADATA_TOPICS)
+        return BAD("Metadata request has %zu topics (at most %d)", w->n_topics,
+                   KQ_DATA_MAX_METADATA_TOPICS);
+    for (size_t i = 0; i < w->n_topics; i++) {
+        char what[48];
+
+        snprintf(what, sizeof what, "Metadata request topics[%zu]", i);
+        if ((rc = check_topic_name(what, w->topics[i], errbuf, errlen)) != 0)
+            return rc;
+    }
+    if ((rc = check_unique_names("Metadata request", (const char *const *)w->topics, w->n_topics,
+                                 errbuf, errlen)) != 0)
+        return rc;
+    pv->md_names = calloc(w->n_topics ? w->n_topics : 1, sizeof *pv->md_names);
+    if (!pv->md_names)
+        return fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding Metadata");
+    for (size_t i = 0; i < w->n_topics; i++)
+        pv->md_names[i] = w->topics[i];
+    r->topics = w->n_topics ? pv->md_names : NULL;
+    r->n_topics = w->n_topics;
+    return 0;
+}
+
 int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out, char *errbuf,
                            size_t errlen)
 {
@@ -628,6 +741,7 @@ int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out,
     pv->rq = rq;
     name = rq->api_key == KQ_API_PRODUCE      ? "Produce"
            : rq->api_key == KQ_API_DATA_FETCH ? "Fetch"
+           : rq->api_key == KQ_API_METADATA   ? "Metadata"
                                               : "ListOffsets";
     if (rq->api_version != 0) {
         rc = fail(errbuf, errlen, KQ_ERR_UNSUPPORTED_VERSION,
@@ -659,6 +773,12 @@ int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out,
         }
         rc = dec_list_offsets(rq->list_offsets, rq->sender_id, &out->u.list_offsets, pv, errbuf,
                               errlen);
+    } else if (rq->api_key == KQ_API_METADATA) {
+        if (rq->body_case != KQ__REQUEST__BODY_METADATA) {
+            rc = BAD("Metadata request has no Metadata body");
+            goto out;
+        }
+        rc = dec_metadata(rq->metadata, &out->u.metadata, pv, errbuf, errlen);
     } else {
         if (rq->body_case != KQ__REQUEST__BODY_DATA_FETCH) {
             rc = BAD("Fetch request has no data-plane Fetch body");
@@ -1203,6 +1323,350 @@ out:
 }
 
 void kq_data_list_offsets_response_free(kq_list_offsets_response *r)
+{
+    if (!r)
+        return;
+    priv_free(r->priv_);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Metadata responses                                                                        */
+
+int kq_data_encode_metadata_response(const kq_data_metadata_response *res, kq_buf *out)
+{
+    Kq__Response rs = KQ__RESPONSE__INIT;
+    Kq__MetadataResponse mr = KQ__METADATA_RESPONSE__INIT;
+    Kq__MetadataBroker *brokers = NULL, **bp = NULL;
+    Kq__MetadataTopic *topics = NULL, **tp = NULL;
+    Kq__MetadataPartition *parts = NULL, **pp = NULL;
+    size_t np = 0, k = 0;
+    int rc;
+
+    if ((rc = start(out)) != 0)
+        return rc;
+    if (!res || (res->n_brokers > 0 && !res->brokers) || (res->n_topics > 0 && !res->topics))
+        return KQ_ERR_INVALID_REQUEST;
+    for (size_t i = 0; i < res->n_topics; i++) {
+        const kq_data_metadata_topic *t = &res->topics[i];
+
+        if (t->n_partitions > 0 && !t->partitions)
+            return KQ_ERR_INVALID_REQUEST;
+        for (size_t j = 0; j < t->n_partitions; j++) {
+            const kq_data_metadata_partition *p = &t->partitions[j];
+
+            if (p->n_replicas < 0 || p->n_isr < 0 || (p->n_replicas > 0 && !p->replicas) ||
+                (p->n_isr > 0 && !p->isr))
+                return KQ_ERR_INVALID_REQUEST;
+        }
+        np += t->n_partitions;
+    }
+    brokers = calloc(res->n_brokers ? res->n_brokers : 1, sizeof *brokers);
+    bp = calloc(res->n_brokers ? res->n_brokers : 1, sizeof *bp);
+    topics = calloc(res->n_topics ? res->n_topics : 1, sizeof *topics);
+    tp = calloc(res->n_topics ? res->n_topics : 1, sizeof *tp);
+    parts = calloc(np ? np : 1, sizeof *parts);
+    pp = calloc(np ? np : 1, sizeof *pp);
+    if (!brokers || !bp || !topics || !tp || !parts || !pp) {
+        rc = KQ_ERR_NOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < res->n_brokers; i++) {
+        const kq_data_metadata_broker *s = &res->brokers[i];
+
+        kq__metadata_broker__init(&brokers[i]);
+        brokers[i].node_id = s->id;
+        brokers[i].host = (char *)(s->host ? s->host : "");
+        brokers[i].port = s->port;
+        brokers[i].rack = (char *)s->rack;
+        bp[i] = &brokers[i];
+    }
+    for (size_t i = 0; i < res->n_topics; i++) {
+        const kq_data_metadata_topic *s = &res->topics[i];
+        Kq__MetadataTopic *d = &topics[i];
+
+        kq__metadata_topic__init(d);
+        d->name = (char *)(s->name ? s->name : "");
+        d->topic_id.data = (uint8_t *)s->topic_id;
+        d->topic_id.len = 16;
+        d->error_code = s->error;
+        d->n_partitions = s->n_partitions;
+        d->partitions = &pp[k];
+        for (size_t j = 0; j < s->n_partitions; j++, k++) {
+            const kq_data_metadata_partition *sp = &s->partitions[j];
+            Kq__MetadataPartition *dp = &parts[k];
+
+            kq__metadata_partition__init(dp);
+            dp->partition = sp->partition;
+            dp->error_code = sp->error;
+            dp->leader_id = sp->leader_id;
+            dp->leader_epoch = sp->leader_epoch;
+            dp->n_replicas = (size_t)sp->n_replicas;
+            dp->replicas = (int32_t *)sp->replicas;
+            dp->n_isr = (size_t)sp->n_isr;
+            dp->isr = (int32_t *)sp->isr;
+            pp[k] = dp;
+        }
+        tp[i] = d;
+    }
+    mr.n_brokers = res->n_brokers;
+    mr.brokers = bp;
+    mr.n_topics = res->n_topics;
+    mr.topics = tp;
+    rs.api_key = KQ_API_METADATA;
+    rs.error_code = 0;
+    rs.body_case = KQ__RESPONSE__BODY_METADATA;
+    rs.metadata = &mr;
+    rc = pack(&rs.base, out);
+out:
+    free(brokers);
+    free(bp);
+    free(topics);
+    free(tp);
+    free(parts);
+    free(pp);
+    return rc;
+}
+
+static int dec_metadata_brokers(const Kq__MetadataResponse *w, data_priv *pv, char *errbuf,
+                                size_t errlen)
+{
+    int32_t *ids = NULL;
+    int rc = 0;
+
+    if (w->n_brokers > KQ_DATA_MAX_METADATA_BROKERS)
+        return BAD("Metadata response has %zu brokers (at most %d)", w->n_brokers,
+                   KQ_DATA_MAX_METADATA_BROKERS);
+    pv->md_brokers = calloc(w->n_brokers ? w->n_brokers : 1, sizeof *pv->md_brokers);
+    ids = calloc(w->n_brokers ? w->n_brokers : 1, sizeof *ids);
+    if (!pv->md_brokers || !ids) {
+        rc = fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding Metadata response");
+        goto out;
+    }
+    for (size_t i = 0; i < w->n_brokers; i++) {
+        const Kq__MetadataBroker *s = w->brokers[i];
+        kq_data_metadata_broker *d = &pv->md_brokers[i];
+        size_t hl = bounded_len(s->host, KQ_CODEC_MAX_ENDPOINT - 1);
+
+        if (s->node_id < 0) {
+            rc = BAD("Metadata response brokers[%zu] id %" PRId32 " is invalid (must be >= 0)", i,
+                     s->node_id);
+            goto out;
+        }
+        if (hl == 0 || hl > KQ_CODEC_MAX_ENDPOINT - 1) {
+            rc = BAD("Metadata response brokers[%zu] (id %" PRId32
+                     ") host is %s (must be 1..%d bytes)",
+                     i, s->node_id, hl ? "too long" : "empty", KQ_CODEC_MAX_ENDPOINT - 1);
+            goto out;
+        }
+        if (s->port < 1 || s->port > 65535) {
+            rc = BAD("Metadata response brokers[%zu] (id %" PRId32 ") port %" PRId32
+                     " is invalid (must be 1..65535)",
+                     i, s->node_id, s->port);
+            goto out;
+        }
+        if (bounded_len(s->rack, KQ_DATA_MAX_RACK) > KQ_DATA_MAX_RACK) {
+            rc = BAD("Metadata response brokers[%zu] (id %" PRId32 ") rack is longer than %d bytes",
+                     i, s->node_id, KQ_DATA_MAX_RACK);
+            goto out;
+        }
+        d->id = s->node_id;
+        d->host = s->host;
+        d->port = s->port;
+        d->rack = s->rack;
+        ids[i] = s->node_id;
+    }
+    qsort(ids, w->n_brokers, sizeof *ids, cmp_i32);
+    for (size_t i = 1; i < w->n_brokers; i++) {
+        if (ids[i] == ids[i - 1]) {
+            rc = BAD("Metadata response names broker %" PRId32 " twice", ids[i]);
+            goto out;
+        }
+    }
+out:
+    free(ids);
+    return rc;
+}
+
+/* Sorted copy of n ids into tmp (room for n); rejects a negative id or one named twice. */
+static int sorted_ids(const char *what, const char *list, const int32_t *ids, size_t n,
+                      int32_t *tmp, char *errbuf, size_t errlen)
+{
+    if (n > KQ_DATA_MAX_METADATA_REPLICAS)
+        return BAD("%s has %zu %s (at most %d)", what, n, list, KQ_DATA_MAX_METADATA_REPLICAS);
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0)
+            return BAD("%s %s[%zu] %" PRId32 " is invalid (must be >= 0)", what, list, i, ids[i]);
+        tmp[i] = ids[i];
+    }
+    qsort(tmp, n, sizeof *tmp, cmp_i32);
+    for (size_t i = 1; i < n; i++)
+        if (tmp[i] == tmp[i - 1])
+            return BAD("%s %s name broker %" PRId32 " twice", what, list, tmp[i]);
+    return 0;
+}
+
+static int dec_metadata_partition(const Kq__MetadataPartition *s, const char *what,
+                                  kq_data_metadata_partition *d, int32_t *reps, int32_t *isr,
+                                  char *errbuf, size_t errlen)
+{
+    int rc;
+
+    if (s->partition < 0)
+        return BAD("%s partition %" PRId32 " is invalid (must be >= 0)", what, s->partition);
+    if (s->error_code < 0)
+        return BAD("%s error_code %" PRId32 " is invalid", what, s->error_code);
+    if (s->leader_id < -1 || s->leader_epoch < -1)
+        return BAD("%s leader_id %" PRId32 " or leader_epoch %" PRId32
+                   " is invalid (must be >= -1)",
+                   what, s->leader_id, s->leader_epoch);
+    if ((rc = sorted_ids(what, "replicas", s->replicas, s->n_replicas, reps, errbuf, errlen)) != 0)
+        return rc;
+    if ((rc = sorted_ids(what, "isr", s->isr, s->n_isr, isr, errbuf, errlen)) != 0)
+        return rc;
+    for (size_t i = 0; i < s->n_isr; i++)
+        if (!bsearch(&s->isr[i], reps, s->n_replicas, sizeof *reps, cmp_i32))
+            return BAD("%s isr member %" PRId32 " is not a replica", what, s->isr[i]);
+    if (s->leader_id >= 0 && !bsearch(&s->leader_id, reps, s->n_replicas, sizeof *reps, cmp_i32))
+        return BAD("%s leader %" PRId32 " is not a replica", what, s->leader_id);
+    d->partition = s->partition;
+    d->error = s->error_code;
+    d->leader_id = s->leader_id;
+    d->leader_epoch = s->leader_epoch;
+    d->replicas = s->n_replicas ? s->replicas : NULL;
+    d->n_replicas = (int)s->n_replicas;
+    d->isr = s->n_isr ? s->isr : NULL;
+    d->n_isr = (int)s->n_isr;
+    return 0;
+}
+
+static int dec_metadata_topics(const Kq__MetadataResponse *w, data_priv *pv, char *errbuf,
+                               size_t errlen)
+{
+    int32_t *reps = NULL, *isr = NULL, *pids = NULL;
+    const char **names = NULL;
+    size_t np = 0, k = 0;
+    int rc = 0;
+
+    if (w->n_topics > KQ_DATA_MAX_METADATA_TOPICS)
+        return BAD("Metadata response has %zu topics (at most %d)", w->n_topics,
+                   KQ_DATA_MAX_METADATA_TOPICS);
+    for (size_t i = 0; i < w->n_topics; i++) {
+        if (w->topics[i]->n_partitions > KQ_DATA_MAX_METADATA_PARTITIONS - np)
+            return BAD("Metadata response has more than %d partitions",
+                       KQ_DATA_MAX_METADATA_PARTITIONS);
+        np += w->topics[i]->n_partitions;
+    }
+    pv->md_topics = calloc(w->n_topics ? w->n_topics : 1, sizeof *pv->md_topics);
+    pv->md_parts = calloc(np ? np : 1, sizeof *pv->md_parts);
+    names = calloc(w->n_topics ? w->n_topics : 1, sizeof *names);
+    reps = calloc(KQ_DATA_MAX_METADATA_REPLICAS, sizeof *reps);
+    isr = calloc(KQ_DATA_MAX_METADATA_REPLICAS, sizeof *isr);
+    pids = calloc(np ? np : 1, sizeof *pids);
+    if (!pv->md_topics || !pv->md_parts || !names || !reps || !isr || !pids) {
+        rc = fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding Metadata response");
+        goto out;
+    }
+    for (size_t i = 0; i < w->n_topics; i++) {
+        const Kq__MetadataTopic *s = w->topics[i];
+        kq_data_metadata_topic *d = &pv->md_topics[i];
+        char what[64];
+
+        snprintf(what, sizeof what, "Metadata response topics[%zu]", i);
+        if ((rc = check_topic_name(what, s->name, errbuf, errlen)) != 0)
+            goto out;
+        if (s->topic_id.len != 16) {
+            rc = BAD("%s (%s) topic_id is %zu bytes (must be 16)", what, s->name, s->topic_id.len);
+            goto out;
+        }
+        memcpy(d->topic_id, s->topic_id.data, 16);
+        if (s->error_code < 0) {
+            rc = BAD("%s (%s) error_code %" PRId32 " is invalid", what, s->name, s->error_code);
+            goto out;
+        }
+        if (s->error_code == 0 && zero_id(d->topic_id)) {
+            rc = BAD("%s (%s) topic_id is all zero", what, s->name);
+            goto out;
+        }
+        if (s->error_code != 0 && s->n_partitions > 0) {
+            rc = BAD("%s (%s) has error %s and %zu partitions", what, s->name,
+                     kq_err_name(s->error_code), s->n_partitions);
+            goto out;
+        }
+        for (size_t j = 0; j < s->n_partitions; j++) {
+            char pw[128];
+
+            snprintf(pw, sizeof pw, "Metadata response topic %.64s partitions[%zu]", s->name, j);
+            rc = dec_metadata_partition(s->partitions[j], pw, &pv->md_parts[k + j], reps, isr,
+                                        errbuf, errlen);
+            if (rc)
+                goto out;
+            pids[j] = s->partitions[j]->partition;
+        }
+        qsort(pids, s->n_partitions, sizeof *pids, cmp_i32);
+        for (size_t j = 1; j < s->n_partitions; j++) {
+            if (pids[j] == pids[j - 1]) {
+                rc = BAD("%s (%s) names partition %" PRId32 " twice", what, s->name, pids[j]);
+                goto out;
+            }
+        }
+        d->name = s->name;
+        d->error = s->error_code;
+        d->partitions = s->n_partitions ? &pv->md_parts[k] : NULL;
+        d->n_partitions = s->n_partitions;
+        names[i] = s->name;
+        k += s->n_partitions;
+    }
+    rc = check_unique_names("Metadata response", names, w->n_topics, errbuf, errlen);
+out:
+    free(names);
+    free(reps);
+    free(isr);
+    free(pids);
+    return rc;
+}
+
+int kq_data_decode_metadata_response(const uint8_t *buf, size_t len, kq_data_metadata_response *out,
+                                     char *errbuf, size_t errlen)
+{
+    data_priv *pv = NULL;
+    int rc;
+
+    if (!out)
+        return BAD("no output for decoded response");
+    memset(out, 0, sizeof *out);
+    pv = calloc(1, sizeof *pv);
+    if (!pv)
+        return fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding Metadata response");
+    rc = unpack_response(buf, len, KQ_API_METADATA, "Metadata", KQ__RESPONSE__BODY_METADATA,
+                         &pv->rs, errbuf, errlen);
+    if (rc)
+        goto out;
+    if (pv->rs->error_code != 0) {
+        out->error = pv->rs->error_code;
+        snprintf(out->error_message, sizeof out->error_message, "%s",
+                 pv->rs->error_message ? pv->rs->error_message : "");
+        goto out;
+    }
+    if ((rc = dec_metadata_brokers(pv->rs->metadata, pv, errbuf, errlen)) != 0)
+        goto out;
+    if ((rc = dec_metadata_topics(pv->rs->metadata, pv, errbuf, errlen)) != 0)
+        goto out;
+    out->brokers = pv->rs->metadata->n_brokers ? pv->md_brokers : NULL;
+    out->n_brokers = pv->rs->metadata->n_brokers;
+    out->topics = pv->rs->metadata->n_topics ? pv->md_topics : NULL;
+    out->n_topics = pv->rs->metadata->n_topics;
+out:
+    if (rc) {
+        memset(out, 0, sizeof *out);
+        priv_free(pv);
+    } else {
+        out->priv_ = pv;
+    }
+    return rc;
+}
+
+void kq_data_metadata_response_free(kq_data_metadata_response *r)
 {
     if (!r)
         return;

@@ -51,6 +51,7 @@ enum {
     KQ_API_DATA_FETCH = 1100,
     KQ_API_PRODUCE = 1101,
     KQ_API_LIST_OFFSETS = 2, /* Kafka's number; data plane too */
+    KQ_API_METADATA = 3,     /* Kafka's number; data plane (brokers, topics, leaders) */
 };
 
 typedef struct kq_buf {

@@ -2,8 +2,9 @@
  * kq_datacodec: the data-plane RPCs of the broker agent (proto/kq_data.proto, carried in the
  * kq_rpc.proto envelope) <-> plain C structs. Produce (KQ_API_PRODUCE = 1101), the
  * data-plane Fetch (KQ_API_DATA_FETCH = 1100; consumers send replica_id -1, followers their
- * broker id) and ListOffsets (KQ_API_LIST_OFFSETS = 2, earliest/latest). Pure functions; protobuf-c
- * types never appear here.
+ * broker id), ListOffsets (KQ_API_LIST_OFFSETS = 2, earliest/latest) and Metadata
+ * (KQ_API_METADATA = 3: brokers, topics, partition leaders). Pure functions; protobuf-c types
+ * never appear here.
  *
  * Every decode is fully validated: bytes that do not parse -> KQ_ERR_MALFORMED (as kq_codec);
  * a wrong value, count or bound -> KQ_ERR_INVALID_REQUEST; a batch whose crc32c does not match
@@ -36,12 +37,18 @@
 #define KQ_DATA_MAX_FETCH_PARTITIONS 10000           /* partitions in one Fetch */
 #define KQ_DATA_MAX_BATCHES 100000                   /* batches in one partition's answer */
 #define KQ_DATA_MAX_ERROR_MESSAGE 255
+#define KQ_DATA_MAX_TOPIC_NAME 249              /* Kafka's limit, bytes */
+#define KQ_DATA_MAX_METADATA_TOPICS 10000       /* topics in one Metadata request/answer */
+#define KQ_DATA_MAX_METADATA_BROKERS 10000      /* brokers in one Metadata answer */
+#define KQ_DATA_MAX_METADATA_PARTITIONS 1000000 /* partitions in one Metadata answer */
+#define KQ_DATA_MAX_METADATA_REPLICAS 1000      /* replicas (and ISR) of one partition */
+#define KQ_DATA_MAX_RACK 255                    /* bytes */
 
 #define KQ_DATA_ACKS_ALL (-1)
 #define KQ_DATA_CONSUMER_REPLICA_ID (-1)
 #define KQ_DATA_NO_PRODUCER_ID (-1)
 
-/* 1 if api_key is KQ_API_PRODUCE, KQ_API_DATA_FETCH or KQ_API_LIST_OFFSETS. */
+/* 1 if api_key is KQ_API_PRODUCE, KQ_API_DATA_FETCH, KQ_API_LIST_OFFSETS or KQ_API_METADATA. */
 bool kq_data_is_data_api(uint32_t api_key);
 
 /* ---- Produce ----------------------------------------------------------------------------- */
@@ -191,6 +198,63 @@ typedef struct kq_list_offsets_response {
     void *priv_;         /* owned */
 } kq_list_offsets_response;
 
+/* ---- Metadata --------------------------------------------------------------------------- */
+
+/* Valid: at most KQ_DATA_MAX_METADATA_TOPICS names, each 1..KQ_DATA_MAX_TOPIC_NAME bytes, no
+ * name twice; none means all topics. A broker answers a name it does not know (or an
+ * invalid one) with that topic's error UNKNOWN_TOPIC_OR_PARTITION; the codec only carries it. */
+typedef struct kq_data_metadata_request {
+    const char *const *topics; /* topics[i], i < n_topics */
+    size_t n_topics;
+} kq_data_metadata_request;
+
+/* Valid: id >= 0 and no id twice; host 1..KQ_CODEC_MAX_ENDPOINT - 1 bytes; port 1..65535;
+ * rack absent (NULL) or <= KQ_DATA_MAX_RACK bytes. */
+typedef struct kq_data_metadata_broker {
+    int32_t id;
+    const char *host;
+    int32_t port;
+    const char *rack; /* NULL: none */
+} kq_data_metadata_broker;
+
+/* Valid: partition >= 0 and not twice in its topic; error >= 0; leader_id and leader_epoch
+ * >= -1; 0..KQ_DATA_MAX_METADATA_REPLICAS replicas, each >= 0, none twice; the ISR likewise
+ * and a subset of the replicas; leader_id -1 or one of the replicas. */
+typedef struct kq_data_metadata_partition {
+    int32_t partition;
+    int error; /* kq_err */
+    int32_t leader_id;
+    int32_t leader_epoch;
+    const int32_t *replicas;
+    int n_replicas;
+    const int32_t *isr;
+    int n_isr;
+} kq_data_metadata_partition;
+
+/* Valid: name 1..KQ_DATA_MAX_TOPIC_NAME bytes; error >= 0; with no error topic_id not all
+ * zero (with an error it may be all zero, e.g. for an unknown name) and no partitions with
+ * an error; no topic name twice. */
+typedef struct kq_data_metadata_topic {
+    const char *name;
+    uint8_t topic_id[16];
+    int error; /* kq_err */
+    const kq_data_metadata_partition *partitions;
+    size_t n_partitions;
+} kq_data_metadata_topic;
+
+/* A Metadata answer. A whole-request error decodes with error != 0, error_message set and no
+ * brokers or topics, as for Fetch. Valid: at most KQ_DATA_MAX_METADATA_BROKERS brokers,
+ * KQ_DATA_MAX_METADATA_TOPICS topics and KQ_DATA_MAX_METADATA_PARTITIONS partitions in all. */
+typedef struct kq_data_metadata_response {
+    int error;
+    char error_message[KQ_DATA_MAX_ERROR_MESSAGE + 1];
+    const kq_data_metadata_broker *brokers;
+    size_t n_brokers;
+    const kq_data_metadata_topic *topics;
+    size_t n_topics;
+    void *priv_; /* owned: unpacked message and arrays */
+} kq_data_metadata_response;
+
 /* ---- Batch payloads ------------------------------------------------------------------------ */
 
 /* The records bytes of a data-plane batch: `count` records, each a base-128 varint length
@@ -211,13 +275,14 @@ int kq_data_records_walk(const uint8_t *payload, size_t len, int64_t base_offset
 
 /* A decoded data-plane request: api_key says which member of the union is filled. */
 typedef struct kq_data_request {
-    uint32_t api_key; /* KQ_API_PRODUCE or KQ_API_DATA_FETCH */
+    uint32_t api_key; /* KQ_API_PRODUCE, _DATA_FETCH, _LIST_OFFSETS or _METADATA */
     char cluster_id[KQ_CODEC_MAX_CLUSTER_ID + 1];
     int32_t sender_id;
     union {
         kq_produce_request produce;
         kq_data_fetch_request fetch;
         kq_list_offsets_request list_offsets;
+        kq_data_metadata_request metadata; /* topics point into the owned message */
     } u;
     void *priv_; /* owned: unpacked message and arrays */
 } kq_data_request;
@@ -228,6 +293,8 @@ int kq_data_encode_fetch_request(const char *cluster_id, int32_t sender_id,
                                  const kq_data_fetch_request *req, kq_buf *out);
 int kq_data_encode_list_offsets_request(const char *cluster_id, int32_t sender_id,
                                         const kq_list_offsets_request *req, kq_buf *out);
+int kq_data_encode_metadata_request(const char *cluster_id, int32_t sender_id,
+                                    const kq_data_metadata_request *req, kq_buf *out);
 
 /* Decode a request envelope. If it parses but its api_key is not a data-plane API, returns
  * KQ_ERR_NOT_FOUND with out->api_key set and nothing owned: the caller hands the bytes to
@@ -248,9 +315,10 @@ void kq_data_request_free(kq_data_request *r);
 int kq_data_encode_produce_response(const kq_produce_response *res, kq_buf *out);
 int kq_data_encode_fetch_response(const kq_data_fetch_response *res, kq_buf *out);
 int kq_data_encode_list_offsets_response(const kq_list_offsets_response *res, kq_buf *out);
+int kq_data_encode_metadata_response(const kq_data_metadata_response *res, kq_buf *out);
 
-/* Decode an answer to Produce / Fetch / ListOffsets. An error answer without a body (from
- * kq_codec_encode_error_response) decodes to 0 with out->error set from the envelope. */
+/* Decode an answer to Produce / Fetch / ListOffsets / Metadata. An error answer without a body
+ * (from kq_codec_encode_error_response) decodes to 0 with out->error set from the envelope. */
 int kq_data_decode_produce_response(const uint8_t *buf, size_t len, kq_produce_response *out,
                                     char *errbuf, size_t errlen);
 int kq_data_decode_fetch_response(const uint8_t *buf, size_t len, kq_data_fetch_response *out,
@@ -260,5 +328,8 @@ int kq_data_decode_list_offsets_response(const uint8_t *buf, size_t len,
                                          kq_list_offsets_response *out, char *errbuf,
                                          size_t errlen);
 void kq_data_list_offsets_response_free(kq_list_offsets_response *r);
+int kq_data_decode_metadata_response(const uint8_t *buf, size_t len, kq_data_metadata_response *out,
+                                     char *errbuf, size_t errlen);
+void kq_data_metadata_response_free(kq_data_metadata_response *r);
 
 #endif

@@ -192,4 +192,61 @@ example_list_offsets_response(kq_list_offsets_partition_result *parts)
     return r;
 }
 
+static const char *const example_md_names[2] = {"ledger", "payments.eu-1"};
+
+static inline kq_data_metadata_request example_metadata_request(void)
+{
+    kq_data_metadata_request r = {.topics = example_md_names, .n_topics = 2};
+
+    return r;
+}
+
+static const int32_t md_reps_a[3] = {1, 2, 3};
+static const int32_t md_isr_a[2] = {2, 1};
+static const int32_t md_reps_b[2] = {3, 1};
+
+/* brokers must have room for 3, topics for 3, parts for 2. Topic 0 "ledger" has partitions
+ * 0 (leader 1, isr 2,1) and 1 (no leader); topic 1 is unknown; topic 2 has no partitions. */
+static inline kq_data_metadata_response example_metadata_response(kq_data_metadata_broker *brokers,
+                                                                  kq_data_metadata_topic *topics,
+                                                                  kq_data_metadata_partition *parts)
+{
+    kq_data_metadata_response r;
+
+    memset(&r, 0, sizeof r);
+    memset(brokers, 0, 3 * sizeof *brokers);
+    memset(topics, 0, 3 * sizeof *topics);
+    memset(parts, 0, 2 * sizeof *parts);
+    brokers[0] = (kq_data_metadata_broker){.id = 1, .host = "127.0.0.1", .port = 19092};
+    brokers[1] = (kq_data_metadata_broker){
+        .id = 2, .host = "broker-2.example", .port = 19093, .rack = "rack-b"};
+    brokers[2] = (kq_data_metadata_broker){.id = 3, .host = "::1", .port = 65535, .rack = ""};
+    parts[0] = (kq_data_metadata_partition){.partition = 0,
+                                            .leader_id = 1,
+                                            .leader_epoch = 4,
+                                            .replicas = md_reps_a,
+                                            .n_replicas = 3,
+                                            .isr = md_isr_a,
+                                            .n_isr = 2};
+    parts[1] = (kq_data_metadata_partition){.partition = 1,
+                                            .error = KQ_ERR_LEADER_NOT_AVAILABLE,
+                                            .leader_id = -1,
+                                            .leader_epoch = -1,
+                                            .replicas = md_reps_b,
+                                            .n_replicas = 2};
+    topics[0].name = "ledger";
+    memcpy(topics[0].topic_id, topic_a, 16);
+    topics[0].partitions = parts;
+    topics[0].n_partitions = 2;
+    topics[1].name = "nope";
+    topics[1].error = KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    topics[2].name = "empty";
+    memcpy(topics[2].topic_id, topic_b, 16);
+    r.brokers = brokers;
+    r.n_brokers = 3;
+    r.topics = topics;
+    r.n_topics = 3;
+    return r;
+}
+
 #endif

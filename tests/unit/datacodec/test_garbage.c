@@ -1,7 +1,7 @@
 /*
  * Hostile input: every truncation and every single-bit flip of a valid encoding of each
  * data-plane message, then 100,000 deterministic mutated buffers (bit flips, byte overwrites,
- * truncations, splices, insertions) and 20,000 random buffers, each through all four
+ * truncations, splices, insertions) and 20,000 random buffers, each through all five
  * decoders. Each input must give an error with a message, or a decode whose result passes the
  * documented rules (checked here independently); never a crash, which ASan/UBSan
  * (-DKQ_SANITIZE=ON) would turn into a failure.
@@ -13,6 +13,7 @@
 
 #define MUTATED_ITERATIONS 100000
 #define RANDOM_ITERATIONS 20000
+#define N_DECODERS 5 /* request, Produce, Fetch, ListOffsets, Metadata responses */
 
 static uint64_t rng_state = 0x646174617072746full;
 
@@ -87,6 +88,17 @@ static void check_request_ok(const kq_data_request *r)
             for (size_t j = 0; j < i; j++)
                 assert_false(memcmp(p->topic_id, l->partitions[j].topic_id, 16) == 0 &&
                              p->partition == l->partitions[j].partition);
+        }
+    } else if (r->api_key == KQ_API_METADATA) {
+        const kq_data_metadata_request *m = &r->u.metadata;
+
+        assert_true(m->n_topics <= KQ_DATA_MAX_METADATA_TOPICS);
+        for (size_t i = 0; i < m->n_topics; i++) {
+            size_t n = strlen(m->topics[i]);
+
+            assert_true(n >= 1 && n <= KQ_DATA_MAX_TOPIC_NAME);
+            for (size_t j = 0; j < i; j++)
+                assert_true(strcmp(m->topics[i], m->topics[j]) != 0);
         }
     } else {
         const kq_data_fetch_request *f = &r->u.fetch;
@@ -174,6 +186,64 @@ static void check_list_offsets_response_ok(const kq_list_offsets_response *r)
     }
 }
 
+static bool in_ids(int32_t id, const int32_t *ids, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+static void check_metadata_response_ok(const kq_data_metadata_response *r)
+{
+    assert_true(r->error >= 0);
+    assert_true(r->n_brokers <= KQ_DATA_MAX_METADATA_BROKERS);
+    assert_true(r->n_topics <= KQ_DATA_MAX_METADATA_TOPICS);
+    if (r->error)
+        assert_true(r->n_brokers == 0 && r->n_topics == 0);
+    for (size_t i = 0; i < r->n_brokers; i++) {
+        const kq_data_metadata_broker *b = &r->brokers[i];
+        size_t hl = strlen(b->host);
+
+        assert_true(b->id >= 0 && b->port >= 1 && b->port <= 65535);
+        assert_true(hl >= 1 && hl < KQ_CODEC_MAX_ENDPOINT);
+        assert_true(!b->rack || strlen(b->rack) <= KQ_DATA_MAX_RACK);
+        for (size_t j = 0; j < i; j++)
+            assert_true(r->brokers[j].id != b->id);
+    }
+    for (size_t i = 0; i < r->n_topics; i++) {
+        const kq_data_metadata_topic *t = &r->topics[i];
+        size_t nl = strlen(t->name);
+
+        assert_true(nl >= 1 && nl <= KQ_DATA_MAX_TOPIC_NAME && t->error >= 0);
+        if (t->error)
+            assert_int_equal(t->n_partitions, 0);
+        else
+            assert_false(zero16(t->topic_id));
+        for (size_t j = 0; j < i; j++)
+            assert_true(strcmp(r->topics[j].name, t->name) != 0);
+        for (size_t j = 0; j < t->n_partitions; j++) {
+            const kq_data_metadata_partition *p = &t->partitions[j];
+
+            assert_true(p->partition >= 0 && p->error >= 0);
+            assert_true(p->leader_id >= -1 && p->leader_epoch >= -1);
+            assert_true(p->n_replicas >= 0 && p->n_replicas <= KQ_DATA_MAX_METADATA_REPLICAS);
+            assert_true(p->n_isr >= 0 && p->n_isr <= p->n_replicas);
+            for (int k = 0; k < p->n_replicas; k++) {
+                assert_true(p->replicas[k] >= 0);
+                assert_false(in_ids(p->replicas[k], p->replicas, k));
+            }
+            for (int k = 0; k < p->n_isr; k++) {
+                assert_true(in_ids(p->isr[k], p->replicas, p->n_replicas));
+                assert_false(in_ids(p->isr[k], p->isr, k));
+            }
+            assert_true(p->leader_id == -1 || in_ids(p->leader_id, p->replicas, p->n_replicas));
+            for (size_t k = 0; k < j; k++)
+                assert_true(t->partitions[k].partition != p->partition);
+        }
+    }
+}
+
 /* Runs buf through every decoder and checks the outcome. */
 static void feed(const uint8_t *buf, size_t len, counts *c)
 {
@@ -229,9 +299,22 @@ static void feed(const uint8_t *buf, size_t len, counts *c)
         c->rejected++;
     }
     kq_data_list_offsets_response_free(&lr);
+
+    kq_data_metadata_response mr;
+    err[0] = 0;
+    rc = kq_data_decode_metadata_response(buf, len, &mr, err, sizeof err);
+    if (rc == 0) {
+        check_metadata_response_ok(&mr);
+        c->ok++;
+    } else {
+        assert_true(err[0] != 0);
+        assert_null(mr.priv_);
+        c->rejected++;
+    }
+    kq_data_metadata_response_free(&mr);
 }
 
-#define N_SEEDS 8
+#define N_SEEDS 10
 
 static void make_seeds(kq_buf seeds[N_SEEDS])
 {
@@ -258,6 +341,13 @@ static void make_seeds(kq_buf seeds[N_SEEDS])
     kq_list_offsets_partition_result lrp[2];
     kq_list_offsets_response lrs = example_list_offsets_response(lrp);
     assert_int_equal(kq_data_encode_list_offsets_response(&lrs, &seeds[7]), 0);
+    kq_data_metadata_request mq = example_metadata_request();
+    assert_int_equal(kq_data_encode_metadata_request("", -1, &mq, &seeds[8]), 0);
+    kq_data_metadata_broker mb[3];
+    kq_data_metadata_topic mt[3];
+    kq_data_metadata_partition mp[2];
+    kq_data_metadata_response mrs = example_metadata_response(mb, mt, mp);
+    assert_int_equal(kq_data_encode_metadata_response(&mrs, &seeds[9]), 0);
 }
 
 static void free_seeds(kq_buf seeds[N_SEEDS])
@@ -374,7 +464,7 @@ static void test_mutated_buffers(void **state)
         free(exact);
     }
     printf("mutated: %zu decodes accepted, %zu rejected\n", c.ok, c.rejected);
-    assert_int_equal(c.ok + c.rejected, (size_t)MUTATED_ITERATIONS * 4);
+    assert_int_equal(c.ok + c.rejected, (size_t)MUTATED_ITERATIONS * N_DECODERS);
     assert_true(c.rejected > (size_t)MUTATED_ITERATIONS); /* most mutations are caught */
     free(buf);
     free_seeds(seeds);
@@ -396,7 +486,7 @@ static void test_random_buffers(void **state)
         free(buf);
     }
     printf("random: %zu decodes accepted, %zu rejected\n", c.ok, c.rejected);
-    assert_int_equal(c.ok + c.rejected, (size_t)RANDOM_ITERATIONS * 4);
+    assert_int_equal(c.ok + c.rejected, (size_t)RANDOM_ITERATIONS * N_DECODERS);
 }
 
 int main(void)
