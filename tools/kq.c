@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "data_client.h"
 #include "kq_tools.h"
 
 #ifndef KQ_VERSION
@@ -32,6 +33,8 @@ static const command COMMANDS[] = {
     {"leader-election", NULL, kq_cmd_leader_election, "run a PREFERRED or UNCLEAN leader election"},
     {"configs", NULL, kq_cmd_configs, "describe and alter topic and broker configs"},
     {"features", NULL, kq_cmd_features, "describe, upgrade, downgrade and disable feature levels"},
+    {"produce", NULL, kq_cmd_produce, "write records (stdin lines or --value) to a partition"},
+    {"consume", NULL, kq_cmd_consume, "print the committed records of a partition"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
