@@ -203,7 +203,9 @@ static int load_from(kq_config *c, kq_broker_config *out, char *errbuf, size_t e
         (rc = get_ms(c, "replica.lag.time.max.ms", 30000, 1, &out->replica_lag_time_max_ms, errbuf,
                      errlen)) != 0 ||
         (rc = get_ms(c, "replica.fetch.wait.max.ms", 500, 0, &out->replica_fetch_wait_max_ms,
-                     errbuf, errlen)) != 0)
+                     errbuf, errlen)) != 0 ||
+        (rc = get_ms(c, "kq.test.replica.fetch.delay.ms", 0, 0, &out->test_fetch_delay_ms, errbuf,
+                     errlen)) != 0)
         return rc;
     if (out->heartbeat_interval_ms >= out->session_timeout_ms) {
         snprintf(errbuf, errlen,

@@ -34,6 +34,8 @@ typedef struct kq_broker_config {
     uint32_t shutdown_timeout_ms;       /* broker.controlled.shutdown.timeout.ms, 30000 */
     uint32_t replica_lag_time_max_ms;   /* replica.lag.time.max.ms, 30000 */
     uint32_t replica_fetch_wait_max_ms; /* replica.fetch.wait.max.ms, 500 */
+    uint32_t test_fetch_delay_ms;       /* kq.test.replica.fetch.delay.ms, 0: tests only (a slow
+                                         * follower: wait this long between fetches) */
     uint32_t replica_fetch_max_bytes;   /* replica.fetch.max.bytes, 1048576 */
     int32_t min_insync_replicas;        /* min.insync.replicas, 1 (cluster default) */
     uint32_t max_request_bytes;         /* socket.request.max.bytes, 16 MiB */

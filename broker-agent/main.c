@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "broker_config.h"
+#include "data_plane.h"
 #include "lifecycle.h"
 #include "replica_manager.h"
 #include "kq/codec.h"
@@ -52,7 +53,7 @@
 #define SERVER_CONTEXTS 64
 #define METADATA_SUBDIR "__cluster_metadata"
 
-enum { EV_RAFT = 1, EV_CTL, EV_REQUEST, EV_SIGNAL };
+enum { EV_RAFT = 1, EV_CTL, EV_REQUEST, EV_SIGNAL, EV_DATA };
 
 /* A controller RPC answer (registration or heartbeat), built on an nng thread. */
 typedef struct ctl_ev {
@@ -73,6 +74,11 @@ typedef struct broker_metrics {
     kq_metric *fenced, *epoch, *leader, *hw, *leo, *applied;
     kq_metric *rm_leaders, *rm_followers, *rm_changes; /* replica manager */
     uint64_t rm_changes_seen;
+    /* data plane: counters follow kq_dp_counts (the *_seen fields are what was added so far) */
+    kq_metric *produce, *produce_err, *fetch, *invalid, *appended, *shrinks, *expands;
+    kq_metric *under_replicated, *under_min_isr, *parked_produces, *parked_fetches;
+    kq_dp_counts dp_seen;
+    uint64_t gauges_at; /* when the per-partition gauges were last computed (once a second) */
 } broker_metrics;
 
 typedef struct broker {
@@ -83,6 +89,8 @@ typedef struct broker {
     char incarnation_str[KQ_UUID_STR_LEN + 1];
     kq_plog *plog;
     kq_rm *rm;              /* replica manager, on plog */
+    kq_dp *dp;              /* data plane: Produce, Fetch, fetchers, AlterPartition */
+    bool metadata_changed;  /* the replica manager acted on new metadata this iteration */
     int64_t rm_applied_end; /* applied_end the replica manager last acted on */
     kq_store *store;
     kq_raft *raft;
@@ -330,6 +338,7 @@ static void apply_committed(broker *b)
         b->rm_applied_end = b->applied_end;
         if (kq_rm_on_metadata(b->rm, b->img, b->now, why, sizeof(why)) != 0)
             fatal("replica manager", why);
+        b->metadata_changed = true;
     }
     if (b->ready_target < 0 && b->hw >= 0)
         b->ready_target = b->hw;
@@ -478,9 +487,12 @@ static void handle_ctl_answer(broker *b, ctl_ev *ev)
     free(ev);
 }
 
-/* The data plane is not served yet: answer every request, never leave a client hanging. */
+/* Data-plane requests go to the data plane; anything else is not served by a broker: answer
+ * it with an error, never leave a client hanging. */
 static void handle_request(broker *b, kq_rpc_req *req)
 {
+    if (kq_dp_on_request(b->dp, req, b->img, b->now))
+        return;
     kq_request r;
     kq_buf out = {0};
     char err[256];
@@ -488,7 +500,7 @@ static void handle_request(broker *b, kq_rpc_req *req)
     int rc =
         kq_codec_decode_request(kq_rpc_req_data(req), kq_rpc_req_len(req), &r, err, sizeof(err));
     int code = rc != 0 ? KQ_ERR_INVALID_REQUEST : KQ_ERR_UNSUPPORTED_VERSION;
-    const char *msg = rc != 0 ? err : "this broker agent does not serve this api yet";
+    const char *msg = rc != 0 ? err : "a broker does not serve this api; ask a controller";
     if (kq_codec_encode_error_response(r.api_key, code, msg, b->st.leader_id, -1, NULL, &out) ==
         0) {
         kq_rpc_reply(req, out.data, out.len);
@@ -552,6 +564,33 @@ static int metrics_init(broker *b, char *err, size_t errlen)
     m->rm_changes = kq_metrics_counter(
         m->reg, "kq_broker_replica_changes_total",
         "Metadata changes applied to replicas (become leader/follower, update, stop)", NULL);
+    m->produce = kq_metrics_counter(m->reg, "kq_broker_produce_requests_total",
+                                    "Produce requests received", NULL);
+    m->produce_err = kq_metrics_counter(m->reg, "kq_broker_produce_errors_total",
+                                        "Produce requests answered with an error", NULL);
+    m->fetch =
+        kq_metrics_counter(m->reg, "kq_broker_fetch_requests_total",
+                           "Data-plane Fetch requests received (consumers and followers)", NULL);
+    m->invalid = kq_metrics_counter(m->reg, "kq_broker_invalid_requests_total",
+                                    "Data-plane requests answered INVALID_REQUEST", NULL);
+    m->appended =
+        kq_metrics_counter(m->reg, "kq_broker_records_appended_total",
+                           "Records written to partition logs (as leader or follower)", NULL);
+    m->shrinks = kq_metrics_counter(m->reg, "kq_broker_isr_shrinks_total",
+                                    "ISR shrinks requested by this broker as leader", NULL);
+    m->expands = kq_metrics_counter(m->reg, "kq_broker_isr_expands_total",
+                                    "ISR expansions requested by this broker as leader", NULL);
+    m->under_replicated = kq_metrics_gauge_int(
+        m->reg, "kq_broker_under_replicated_partitions",
+        "Partitions led by this broker whose ISR is smaller than their replica list", NULL);
+    m->under_min_isr = kq_metrics_gauge_int(
+        m->reg, "kq_broker_under_min_isr_partitions",
+        "Partitions led by this broker whose ISR is below min.insync.replicas", NULL);
+    m->parked_produces =
+        kq_metrics_gauge_int(m->reg, "kq_broker_waiting_produces",
+                             "acks=all Produce requests waiting for the ISR", NULL);
+    m->parked_fetches = kq_metrics_gauge_int(m->reg, "kq_broker_waiting_fetches",
+                                             "Fetch requests long-polling for new records", NULL);
     if (b->cfg.metrics_host[0] != '\0')
         return kq_http_start(b->cfg.metrics_host, b->cfg.metrics_port, m->reg, ready_cb, b,
                              &b->http, err, errlen);
@@ -574,6 +613,38 @@ static void metrics_update(broker *b)
     kq_metric_set_int(b->m.rm_followers, (int64_t)rc.followers);
     kq_metric_add(b->m.rm_changes, (double)(rc.changes - b->m.rm_changes_seen));
     b->m.rm_changes_seen = rc.changes;
+    kq_dp_counts dc;
+    kq_dp_get_counts(b->dp, &dc);
+    kq_dp_counts *seen = &b->m.dp_seen;
+    kq_metric_add(b->m.produce, (double)(dc.produce_requests - seen->produce_requests));
+    kq_metric_add(b->m.produce_err, (double)(dc.produce_errors - seen->produce_errors));
+    kq_metric_add(b->m.fetch, (double)(dc.fetch_requests - seen->fetch_requests));
+    kq_metric_add(b->m.invalid, (double)(dc.invalid_requests - seen->invalid_requests));
+    kq_metric_add(b->m.appended, (double)(dc.records_appended - seen->records_appended));
+    kq_metric_add(b->m.shrinks, (double)(dc.isr_shrinks - seen->isr_shrinks));
+    kq_metric_add(b->m.expands, (double)(dc.isr_expands - seen->isr_expands));
+    *seen = dc;
+    kq_metric_set_int(b->m.parked_produces, (int64_t)dc.parked_produces);
+    kq_metric_set_int(b->m.parked_fetches, (int64_t)dc.parked_fetches);
+    if (b->now >= b->m.gauges_at + 1000) {
+        size_t n = 0;
+        int64_t under = 0, under_min = 0;
+        b->m.gauges_at = b->now;
+        kq_rm_partitions(b->rm, &n);
+        for (size_t i = 0; i < n; i++) {
+            kq_replica_status st;
+            const kq_replica *r = kq_rm_replica(b->rm, i);
+            if (r == NULL)
+                continue;
+            kq_replica_get_status(r, &st);
+            if (st.role != KQ_REPLICA_LEADER)
+                continue;
+            under += st.n_isr < st.n_replicas;
+            under_min += st.n_isr < st.min_insync_replicas;
+        }
+        kq_metric_set_int(b->m.under_replicated, under);
+        kq_metric_set_int(b->m.under_min_isr, under_min);
+    }
     b->ready = b->lc.broker_epoch < 0 ? 0 : (b->lc.fenced ? 2 : 1);
 }
 
@@ -669,6 +740,24 @@ static int start(broker *b, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         goto out;
     }
+    {
+        kq_dp_config dc = {.node_id = b->cfg.node_id,
+                           .cluster_id = b->cluster_id,
+                           .replica_fetch_wait_max_ms = b->cfg.replica_fetch_wait_max_ms,
+                           .replica_fetch_max_bytes = b->cfg.replica_fetch_max_bytes,
+                           .test_fetch_delay_ms = b->cfg.test_fetch_delay_ms,
+                           .request_timeout_ms = b->cfg.raft.request_timeout_ms,
+                           .max_msg_bytes = KQ_RPC_DEFAULT_MAX_MSG,
+                           .q = b->q,
+                           .ev_type = EV_DATA,
+                           .fatal = fatal};
+        b->dp = kq_dp_new(&dc, b->rm);
+        if (b->dp == NULL) {
+            rc = KQ_ERR_NOMEM;
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+    }
     rc = kq_raft_net_open(b->cfg.voters, b->cfg.n_voters, b->cfg.max_request_bytes, b->q, EV_RAFT,
                           &b->net, err, errlen);
     if (rc != 0)
@@ -734,6 +823,9 @@ static int run(broker *b)
         uint64_t deadline = b->deadline;
         if (a.next_ms < deadline)
             deadline = a.next_ms;
+        uint64_t dd = kq_dp_deadline(b->dp);
+        if (dd < deadline)
+            deadline = dd;
         if (b->n_outbox > 0)
             deadline = 0;
         size_t n = kq_loopq_pop(b->q, items, 256, deadline);
@@ -748,6 +840,9 @@ static int run(broker *b)
                 break;
             case EV_REQUEST:
                 handle_request(b, items[i].ptr);
+                break;
+            case EV_DATA:
+                kq_dp_on_net_event(b->dp, items[i].ptr, b->now);
                 break;
             default:
                 break;
@@ -771,7 +866,16 @@ static int run(broker *b)
             if (b->n_outbox == 0 && !kq_store_in_txn(b->store))
                 break;
         }
+        kq_dp_tick(b->dp, b->img, b->now);
+        kq_dp_commit(b->dp, b->img, b->now);
+        b->metadata_changed = false;
         apply_committed(b);
+        if (b->metadata_changed)
+            kq_dp_after_metadata(b->dp, b->img, b->now);
+        {
+            int vi = voter_index(b, b->st.leader_id);
+            kq_dp_pump(b->dp, b->img, vi >= 0 ? b->ctl[vi] : NULL, b->lc.broker_epoch, b->now);
+        }
         if (b->st.leader_id != b->last_leader) {
             b->last_leader = b->st.leader_id;
             if (b->st.leader_id >= 0)
@@ -833,6 +937,7 @@ int main(int argc, char **argv)
     commit(&b);
     kq_daemon_teardown_watchdog("broker", code);
     kq_store_close(b.store);
+    kq_dp_free(b.dp);
     kq_rm_free(b.rm);
     kq_plog_close(b.plog);
     kq_http_stop(b.http);

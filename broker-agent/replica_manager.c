@@ -199,6 +199,8 @@ struct kq_rm {
     kq_replica **replicas;   /* parallel to hosted */
     size_t n_hosted;
     bool swept; /* stray partition logs deleted (first call) */
+    kq_rm_update_cb update_cb;
+    void *update_arg;
     kq_rm_counts counts;
 };
 
@@ -260,10 +262,10 @@ static int brokers_of(const kq_image *img, const kq_rm_partition *p, kq_replica_
     return n;
 }
 
-/* Apply the log instructions of a metadata step (no data flows yet, so only truncation and
- * the epoch cache can change) inside the open plog transaction. */
-static int apply_log_update(kq_rm *rm, const kq_rm_partition *p, kq_replica *r,
-                            const kq_replica_update *u, char *errbuf, size_t errlen)
+/* Steps 1-2 of the update order (replica.h): reset and truncation, inside the open plog
+ * transaction. */
+static int log_prepare(kq_rm *rm, const kq_rm_partition *p, const kq_replica_update *u,
+                       char *errbuf, size_t errlen)
 {
     kq_plog_tp tp = tp_of(p);
     int rc = 0;
@@ -278,6 +280,20 @@ static int apply_log_update(kq_rm *rm, const kq_rm_partition *p, kq_replica *r,
                  p->partition, (long long)u->truncate_to, kq_err_message(rc));
         return rc;
     }
+    if (u->reset_log_start >= 0 || u->truncate_to >= 0)
+        KQ_INFO("replica", "Truncated the partition log", "partition=%s-%d to=%lld reset=%s",
+                p->topic, p->partition,
+                (long long)(u->reset_log_start >= 0 ? u->reset_log_start : u->truncate_to),
+                u->reset_log_start >= 0 ? "true" : "false");
+    return 0;
+}
+
+/* Step 4 (the epoch cache, after the appends) and the update's log lines. */
+static int log_finish(kq_rm *rm, const kq_rm_partition *p, const kq_replica *r,
+                      const kq_replica_update *u, char *errbuf, size_t errlen)
+{
+    kq_plog_tp tp = tp_of(p);
+    int rc = 0;
     if (u->epochs_changed) {
         size_t n = 0;
         const kq_replica_epoch_entry *e = kq_replica_epochs(r, &n);
@@ -296,6 +312,14 @@ static int apply_log_update(kq_rm *rm, const kq_rm_partition *p, kq_replica *r,
     for (int i = 0; i < u->n_log; i++)
         KQ_INFO("replica", u->log[i], "partition=%s-%d", p->topic, p->partition);
     return 0;
+}
+
+/* Apply the log instructions of a metadata step (a DELTA appends nothing). */
+static int apply_log_update(kq_rm *rm, const kq_rm_partition *p, kq_replica *r,
+                            const kq_replica_update *u, char *errbuf, size_t errlen)
+{
+    int rc = log_prepare(rm, p, u, errbuf, errlen);
+    return rc != 0 ? rc : log_finish(rm, p, r, u, errbuf, errlen);
 }
 
 /* Open the partition's log (creating it the first time) and start a replica on it. */
@@ -393,6 +417,8 @@ static int step_delta(kq_rm *rm, const kq_image *img, const kq_rm_partition *p, 
     }
     if ((rc = apply_log_update(rm, p, r, &u, errbuf, errlen)) != 0)
         return rc;
+    if (rm->update_cb != NULL)
+        rm->update_cb(rm->update_arg, p, r, &u);
     kq_plog_tp tp = tp_of(p);
     kq_plog_state st;
     if (kq_plog_state_of(rm->plog, &tp, &st) == 0 && p->partition_epoch > st.partition_epoch &&
@@ -592,4 +618,51 @@ const kq_rm_partition *kq_rm_partitions(const kq_rm *rm, size_t *n)
 const kq_replica *kq_rm_replica(const kq_rm *rm, size_t i)
 {
     return i < rm->n_hosted ? rm->replicas[i] : NULL;
+}
+
+void kq_rm_set_update_cb(kq_rm *rm, kq_rm_update_cb cb, void *arg)
+{
+    rm->update_cb = cb;
+    rm->update_arg = arg;
+}
+
+size_t kq_rm_find(const kq_rm *rm, const uint8_t topic_id[16], int32_t partition)
+{
+    kq_rm_partition key;
+    memcpy(key.topic_id, topic_id, sizeof(key.topic_id));
+    key.partition = partition;
+    return find_hosted(rm->hosted, rm->n_hosted, &key);
+}
+
+kq_replica *kq_rm_replica_mut(kq_rm *rm, size_t i)
+{
+    return i < rm->n_hosted ? rm->replicas[i] : NULL;
+}
+
+kq_plog *kq_rm_plog(kq_rm *rm)
+{
+    return rm->plog;
+}
+
+int kq_rm_log_prepare(kq_rm *rm, size_t i, const kq_replica_update *u, char *errbuf, size_t errlen)
+{
+    if (i >= rm->n_hosted) {
+        snprintf(errbuf, errlen, "replica manager: no hosted partition %zu", i);
+        return KQ_ERR_INTERNAL;
+    }
+    return log_prepare(rm, &rm->hosted[i], u, errbuf, errlen);
+}
+
+int kq_rm_log_finish(kq_rm *rm, size_t i, const kq_replica_update *u, char *errbuf, size_t errlen)
+{
+    if (i >= rm->n_hosted) {
+        snprintf(errbuf, errlen, "replica manager: no hosted partition %zu", i);
+        return KQ_ERR_INTERNAL;
+    }
+    return log_finish(rm, &rm->hosted[i], rm->replicas[i], u, errbuf, errlen);
+}
+
+int kq_rm_brokers_of(const kq_image *img, const kq_rm_partition *p, kq_replica_broker *out)
+{
+    return brokers_of(img, p, out);
 }

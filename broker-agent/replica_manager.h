@@ -9,6 +9,10 @@
  * ignored; one this broker is no longer a replica of (reassigned, or topic deleted) is stopped
  * and its log deleted; at the first call, logs of partitions not hosted are deleted too.
  *
+ * The data plane (data_plane.h) steps the same replicas for Produce, Fetch, AlterPartition
+ * answers and timers, through kq_rm_find / kq_rm_replica_mut and the kq_rm_log_* helpers, and
+ * sees every metadata step's update through the update callback.
+ *
  * Log lines (INFO, component "replica"): "Became leader of T-P at leader epoch E",
  * "Became follower of T-P at leader epoch E (leader L)", "Stopped replica of T-P".
  *
@@ -102,5 +106,27 @@ void kq_rm_get_counts(const kq_rm *rm, kq_rm_counts *out);
 /* The hosted set (sorted) and the replica of entry i; valid until the next on_metadata. */
 const kq_rm_partition *kq_rm_partitions(const kq_rm *rm, size_t *n);
 const kq_replica *kq_rm_replica(const kq_rm *rm, size_t i);
+
+/* ---- for the data plane ---- */
+
+/* Called for every DELTA stepped by kq_rm_on_metadata, after its log instructions were applied
+ * (inside the manager's open plog transaction: the callback must not begin or commit one).
+ * p and u are borrowed for the call; r is the replica (owned by the manager). */
+typedef void (*kq_rm_update_cb)(void *arg, const kq_rm_partition *p, kq_replica *r,
+                                const kq_replica_update *u);
+void kq_rm_set_update_cb(kq_rm *rm, kq_rm_update_cb cb, void *arg);
+
+/* Index of the hosted partition, or SIZE_MAX. Indexes change at each on_metadata. */
+size_t kq_rm_find(const kq_rm *rm, const uint8_t topic_id[16], int32_t partition);
+/* The replica of entry i (owned by the manager), NULL if out of range. */
+kq_replica *kq_rm_replica_mut(kq_rm *rm, size_t i);
+/* The borrowed plog. */
+kq_plog *kq_rm_plog(kq_rm *rm);
+/* Steps 1-2 of replica.h's update order (reset, truncate) and step 4 plus the log lines, for
+ * hosted entry i, inside a plog transaction the caller opened. 0 or a kq error (errbuf). */
+int kq_rm_log_prepare(kq_rm *rm, size_t i, const kq_replica_update *u, char *errbuf, size_t errlen);
+int kq_rm_log_finish(kq_rm *rm, size_t i, const kq_replica_update *u, char *errbuf, size_t errlen);
+/* Registration state of p's replicas in img; out has room for KQ_REPLICA_MAX_REPLICAS. */
+int kq_rm_brokers_of(const kq_image *img, const kq_rm_partition *p, kq_replica_broker *out);
 
 #endif
