@@ -711,6 +711,7 @@ static int on_delta(kq_replica *r, const kq_replica_delta *d)
 
     kq_replica_role old_role = r->role;
     int32_t old_leader = r->leader_id;
+    int32_t old_partition_epoch = r->partition_epoch;
     r->partition_epoch = d->partition_epoch;
     r->leader_id = d->leader_id;
     if (d->leader_epoch > r->leader_epoch || !was_member) {
@@ -720,7 +721,12 @@ static int on_delta(kq_replica *r, const kq_replica_delta *d)
     if (leading) {
         memcpy(r->isr, d->isr, (size_t)d->n_isr * sizeof(d->isr[0]));
         r->n_isr = d->n_isr;
-        clear_pending(r);
+        /* The same partition epoch again: the pending AlterPartition was sent with it and may
+         * still be accepted, so its maximal ISR keeps bounding the HW (4.3). */
+        if (new_epoch || old_role != KQ_REPLICA_LEADER ||
+            d->partition_epoch != old_partition_epoch) {
+            clear_pending(r);
+        }
         follower_state fol[MAX_IDS];
         int n = 0;
         for (int i = 0; i < d->n_replicas; i++) {

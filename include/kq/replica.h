@@ -18,7 +18,9 @@
  *     7. send u.alter (AlterPartition) to the active controller if u.send_alter;
  *     8. print u.log[0..n_log) (INFO), remember u.high_watermark;
  *     9. if u.restart_fetcher: (re)start fetching from u.leader_id at the LEO; a follower's
- *        next Fetch is built by kq_replica_next_fetch() after each FETCH_RESPONSE step;
+ *        next Fetch is built by kq_replica_next_fetch() after each FETCH_RESPONSE step, and
+ *        sent only once the log is durable up to that fetch offset (the leader counts it for
+ *        the HW; tests/sim/dsim.c --bug early-fetch shows the loss otherwise);
  *    10. arm a timer for u.next_deadline_ms (UINT64_MAX: none) and step TICK when it fires.
  *
  * Rules: ../shared/reference/kraft-semantics.md section 4 and DESIGN.md section 9.
@@ -45,7 +47,9 @@
  * - Truncation (4.6): leader epoch cache; the leader answers a follower Fetch with a diverging
  *   epoch when the follower's last fetched epoch is unknown or ends before its fetch offset; the
  *   follower truncates to min(leader end, its own end for that epoch, LEO). Never by its HW.
- * - Metadata (4.7): a delta with an older partition epoch is ignored.
+ * - Metadata (4.7): a delta with an older partition epoch is ignored; one with the leader's
+ *   current partition epoch keeps a pending AlterPartition and its maximal ISR (the request
+ *   carries that epoch and may still be accepted).
  *
  * Offsets are per record; LEO is exclusive. The core keeps offsets and epochs only, never
  * payloads. Time: now_ms of events, monotonic, never decreasing.
