@@ -394,14 +394,15 @@ int kq_cc_register(kq_cc *cc, const kq_image *img, const kq_broker_registration 
                   "broker %d registration: %s", (int)req->broker_id, err);
         goto out;
     }
-    /* New incarnation of a broker still in ISRs/ELRs: unclean shutdown changes first. With
-     * ELR it also leaves the ELR; without ELR only a lease-expired (unfenced) broker needs
-     * its ISR removal, as fencing would have done it. */
-    if (old && !same) {
-        bool elr = kq_decide_elr_enabled(cc->s, img);
-
-        if (elr || !old->fenced)
-            rc = remove_broker(cc->s, img, req->broker_id, elr, out);
+    /* New incarnation of a broker still in ISRs: it leaves them first (only a lease-expired,
+     * unfenced broker is still in any, as fencing would have removed it). Departure from
+     * Kafka (docs/architecture.md, "ELR across restarts"): it stays in the ELRs. Kafka drops a
+     * broker that restarted after an unclean shutdown from every ELR because it may have lost
+     * unflushed records; a kq broker fsyncs every batch before acknowledging it or fetching
+     * past it, so after a crash it still holds every record it held when it left the ISR,
+     * which is all an ELR member promises. */
+    if (old && !same && !old->fenced) {
+        rc = remove_broker(cc->s, img, req->broker_id, false, out);
         if (rc)
             goto out;
     }
