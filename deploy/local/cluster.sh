@@ -11,24 +11,31 @@
 #   deploy/local/cluster.sh start NODE      restart a stopped node on its existing data
 #   deploy/local/cluster.sh down [--purge]  stop everything (--purge also deletes the data)
 #
-# NODE: a controller is 1..5 (or controller-N); a broker is broker-B or just B. Broker ids
-# are 101, 102, ... (the first broker is 101): they can never clash with voter ids 1..5.
+# Node ids (node.id, unique across the cluster: a broker is a Raft observer with its id):
+# broker B is node 1..N (as in the seed articles: "stop broker 3"), controller i (1..5) is
+# node 3000+i (3001, 3002, ...). NODE is broker-B or a bare B for broker B, controller-i or
+# its node id 300i for controller i: `cluster.sh stop 3` stops broker 3, `stop 3001` or
+# `stop controller-1` the first controller. `up` and `status` print the bootstrap lists
+# ("brokers: 127.0.0.1:...," for kq produce/consume --bootstrap-server, "controllers: ..."
+# for --bootstrap-controller).
 #
 # Environment:
 #   KQ_LOCAL_DIR   where configs, data, logs and pid files live (default: <repo>/.kq-local)
-#   KQ_BASE_PORT   port of controller 1 (default 19093); controller N listens on
-#                  KQ_BASE_PORT + (N-1) * KQ_PORT_STEP, its /metrics on that port + 1
+#   KQ_BASE_PORT   port of controller 1 (default 19093); controller i (node 3000+i) listens on
+#                  KQ_BASE_PORT + (i-1) * KQ_PORT_STEP, its /metrics on that port + 1
 #   KQ_PORT_STEP   default 10000 (19093, 29093, 39093, 49093, 59093)
-#   KQ_BROKER_BASE_PORT  port of broker 101 (default KQ_BASE_PORT + 100); broker B listens on
-#                  KQ_BROKER_BASE_PORT + (B-101) * 2, its /metrics on that port + 1
+#   KQ_BROKER_BASE_PORT  port of broker 1 (default KQ_BASE_PORT + 100); broker B listens on
+#                  KQ_BROKER_BASE_PORT + (B-1) * 2, its /metrics on that port + 1
 #   KQ_BUILD_DIR   build tree to use (default: <repo>/build/release, the "release" preset)
 #   KQ_WAIT_SECS   how long `up` and `start` wait for a leader / unfenced brokers (default 30)
 #   KQ_NO_INSTALL  set to 1 to never call apt-get
 #   KQ_NO_BUILD    set to 1 to use the binaries in KQ_BUILD_DIR as they are (never rebuild)
 #
-# Layout under $KQ_LOCAL_DIR: cluster.env (counts, ports, cluster id); per controller N:
-# node-N.properties, node-N/ (metadata.log.dir), node-N.log (stderr), node-N.pid; per broker
-# B: broker-B.properties, broker-B/ (log.dirs), broker-B.log, broker-B.pid.
+# Layout under $KQ_LOCAL_DIR: cluster.env (counts, ports, id numbering, cluster id); files
+# are named by node id: per controller (node id I = 3001, 3002, ...): node-I.properties,
+# node-I/ (metadata.log.dir), node-I.log (stderr), node-I.pid; per broker B (1, 2, ...):
+# broker-B.properties, broker-B/ (log.dirs), broker-B.log, broker-B.pid. A directory made by
+# an older cluster.sh (controllers 1..5, brokers 101, 102, ...) keeps its numbering.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -50,7 +57,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit "${1:-0}"
 }
 
@@ -126,37 +133,58 @@ ensure_built() {
 # ---------------------------------------------------------------------------------------
 # Cluster state
 
+# Node ids: controller i (1..CONTROLLERS) is node CONTROLLER_ID_BASE + i, broker k
+# (1..BROKERS) is node FIRST_BROKER_ID + k - 1. Both are saved in cluster.env.
+NEW_CONTROLLER_ID_BASE=3000 # controllers 3001, 3002, ...
+NEW_FIRST_BROKER_ID=1       # brokers 1, 2, ... (the seed articles' numbering)
+
 load_env() {
     [[ -f $LOCAL_DIR/cluster.env ]] || die "no local cluster in $LOCAL_DIR (run: $0 up)"
     BROKERS=0 # a cluster.env written before brokers existed has none
     BROKER_BASE_PORT=0
+    # A cluster.env without these was written by an older cluster.sh: controllers 1..5,
+    # brokers 101, 102, ...; its formatted directories keep those ids.
+    CONTROLLER_ID_BASE=0
+    FIRST_BROKER_ID=101
     # shellcheck source=/dev/null
     source "$LOCAL_DIR/cluster.env"
+    [[ $CONTROLLER_ID_BASE =~ ^[0-9]+$ && $FIRST_BROKER_ID =~ ^[0-9]+$ ]] ||
+        die "$LOCAL_DIR/cluster.env: CONTROLLER_ID_BASE and FIRST_BROKER_ID must be numbers"
 }
 
 save_env() {
-    printf 'CONTROLLERS=%s\nBASE_PORT=%s\nPORT_STEP=%s\nCLUSTER_ID=%s\nBROKERS=%s\nBROKER_BASE_PORT=%s\n' \
-        "$CONTROLLERS" "$BASE_PORT" "$PORT_STEP" "$CLUSTER_ID" "$BROKERS" "$BROKER_BASE_PORT" \
+    printf '%s\n' "CONTROLLERS=$CONTROLLERS" "BASE_PORT=$BASE_PORT" "PORT_STEP=$PORT_STEP" \
+        "CLUSTER_ID=$CLUSTER_ID" "BROKERS=$BROKERS" "BROKER_BASE_PORT=$BROKER_BASE_PORT" \
+        "CONTROLLER_ID_BASE=$CONTROLLER_ID_BASE" "FIRST_BROKER_ID=$FIRST_BROKER_ID" \
         >"$LOCAL_DIR/cluster.env"
 }
 
-port_of() { # NODE (controller id)
+ctl_id() { # INDEX (1..CONTROLLERS) -> node id
+    echo $((CONTROLLER_ID_BASE + $1))
+}
+
+last_broker_id() {
+    echo $((FIRST_BROKER_ID + BROKERS - 1))
+}
+
+port_of() { # INDEX (controller 1..CONTROLLERS)
     echo $((BASE_PORT + ($1 - 1) * PORT_STEP))
 }
 
-broker_port_of() { # BROKER ID (101..)
-    echo $((BROKER_BASE_PORT + ($1 - 101) * 2))
+broker_port_of() { # BROKER ID (FIRST_BROKER_ID..)
+    echo $((BROKER_BASE_PORT + ($1 - FIRST_BROKER_ID) * 2))
 }
 
-# A node's name is the prefix of its files: node-N (controller N) or broker-B (broker B).
+# A node's name is the prefix of its files, by node id: node-I (the controller with node id
+# I) or broker-B (broker B).
 name_port() { # NAME
     case $1 in
-    node-*) port_of "${1#node-}" ;;
+    node-*) port_of $((${1#node-} - CONTROLLER_ID_BASE)) ;;
     broker-*) broker_port_of "${1#broker-}" ;;
     esac
 }
 
-name_label() { # NAME -> "controller N" / "broker B"
+name_label() { # NAME -> "controller I" / "broker B" (node ids)
     case $1 in
     node-*) echo "controller ${1#node-}" ;;
     broker-*) echo "broker ${1#broker-}" ;;
@@ -166,13 +194,13 @@ name_label() { # NAME -> "controller N" / "broker B"
 controller_names() {
     local i
     for ((i = 1; i <= CONTROLLERS; i++)); do
-        echo "node-$i"
+        echo "node-$(ctl_id "$i")"
     done
 }
 
 broker_names() {
     local b
-    for ((b = 101; b < 101 + BROKERS; b++)); do
+    for ((b = FIRST_BROKER_ID; b < FIRST_BROKER_ID + BROKERS; b++)); do
         echo "broker-$b"
     done
 }
@@ -185,10 +213,29 @@ bootstrap() {
     echo "$s"
 }
 
+# broker_bootstrap: the brokers' listeners, for kq produce/consume --bootstrap-server.
+broker_bootstrap() {
+    local b s=""
+    for ((b = FIRST_BROKER_ID; b < FIRST_BROKER_ID + BROKERS; b++)); do
+        s+="${s:+,}127.0.0.1:$(broker_port_of "$b")"
+    done
+    echo "$s"
+}
+
+# print_bootstrap: the two lists a user passes to kq.
+print_bootstrap() {
+    echo "controllers: $(bootstrap)"
+    if ((BROKERS > 0)); then
+        echo "brokers: $(broker_bootstrap)"
+    else
+        echo "brokers: none (up --brokers N adds some)"
+    fi
+}
+
 voters() {
     local i v=""
     for ((i = 1; i <= CONTROLLERS; i++)); do
-        v+="${v:+,}$i@127.0.0.1:$(port_of "$i")"
+        v+="${v:+,}$(ctl_id "$i")@127.0.0.1:$(port_of "$i")"
     done
     echo "$v"
 }
@@ -204,8 +251,19 @@ pid_of() { # NAME: prints the pid if the process runs
     echo "$pid"
 }
 
-# node_name ARG -> NAME: 1..CONTROLLERS or controller-N is a controller, broker-B or B (101..)
-# a broker of this cluster.
+# valid_nodes: the NODE arguments this cluster accepts, for error messages.
+valid_nodes() {
+    local c
+    c="a controller (controller-1..controller-$CONTROLLERS, or its node id $(ctl_id 1)..$(ctl_id "$CONTROLLERS"))"
+    if ((BROKERS > 0)); then
+        echo "a broker (broker-$FIRST_BROKER_ID..broker-$(last_broker_id), or just $FIRST_BROKER_ID..$(last_broker_id)) or $c"
+    else
+        echo "$c; this cluster has no brokers"
+    fi
+}
+
+# node_name ARG -> NAME: broker-B or B (a broker's node id) is broker B; controller-i (i in
+# 1..CONTROLLERS) or a controller's node id (bare or as controller-I) is that controller.
 node_name() {
     local a=$1 id
     case $a in
@@ -213,33 +271,34 @@ node_name() {
     broker-*) id=${a#broker-} ;;
     *) id=$a ;;
     esac
-    [[ $id =~ ^[0-9]+$ ]] || die "NODE must be a controller 1..$CONTROLLERS or a broker broker-101.., got '$a'"
+    [[ $id =~ ^[0-9]{1,9}$ ]] || die "no node '$a': NODE must be $(valid_nodes)"
     id=$((10#$id))
-    if [[ $a != broker-* ]] && ((id >= 1 && id <= CONTROLLERS)); then
+    if [[ $a == controller-* ]] && ((id >= 1 && id <= CONTROLLERS)); then
+        echo "node-$(ctl_id "$id")"
+    elif [[ $a != broker-* ]] && ((id > CONTROLLER_ID_BASE && id <= CONTROLLER_ID_BASE + CONTROLLERS)); then
         echo "node-$id"
-    elif [[ $a != controller-* ]] && ((id >= 101 && id < 101 + BROKERS)); then
+    elif [[ $a != controller-* ]] && ((id >= FIRST_BROKER_ID && id <= $(last_broker_id))); then
         echo "broker-$id"
-    elif ((BROKERS > 0)); then
-        die "no node '$a': controllers are 1..$CONTROLLERS, brokers broker-101..broker-$((100 + BROKERS))"
     else
-        die "no node '$a': controllers are 1..$CONTROLLERS, and this cluster has no brokers"
+        die "no node '$a': NODE must be $(valid_nodes)"
     fi
 }
 
 write_configs() {
-    local i p v
+    local i id p v
     v=$(voters)
     for ((i = 1; i <= CONTROLLERS; i++)); do
         p=$(port_of "$i")
-        cat >"$LOCAL_DIR/node-$i.properties" <<EOT
-# kq controller $i of a local $CONTROLLERS-controller quorum (written by deploy/local/cluster.sh)
-# Every key is described in docs/configuration.md.
+        id=$(ctl_id "$i")
+        cat >"$LOCAL_DIR/node-$id.properties" <<EOT
+# kq controller $i (node $id) of a local $CONTROLLERS-controller quorum (written by
+# deploy/local/cluster.sh). Every key is described in docs/configuration.md.
 process.roles=controller
-node.id=$i
+node.id=$id
 controller.quorum.voters=$v
 listeners=CONTROLLER://127.0.0.1:$p
 advertised.listeners=CONTROLLER://127.0.0.1:$p
-metadata.log.dir=$LOCAL_DIR/node-$i
+metadata.log.dir=$LOCAL_DIR/node-$id
 # Prometheus /metrics, /healthz, /readyz (docs/metrics.md)
 metrics.listener=127.0.0.1:$((p + 1))
 log.level=info
@@ -436,7 +495,7 @@ start_brokers() {
     while read -r n; do
         start_node "$n"
     done < <(broker_names)
-    say "waiting up to ${WAIT_SECS} s for brokers 101..$((100 + BROKERS)) to register and be unfenced"
+    say "waiting up to ${WAIT_SECS} s for brokers $FIRST_BROKER_ID..$(last_broker_id) to register and be unfenced"
     if ! wait_for_brokers "${pairs[@]}"; then
         cmd_pids
         die "brokers not unfenced within ${WAIT_SECS} s; logs are in $LOCAL_DIR/broker-*.log"
@@ -448,7 +507,7 @@ start_brokers() {
 # Commands
 
 cmd_up() {
-    local n=3 nb=""
+    local n=3 nb="" c
     while [[ $# -gt 0 ]]; do
         case $1 in
         --controllers) n=${2:-} && shift 2 ;;
@@ -479,15 +538,18 @@ cmd_up() {
     mkdir -p "$LOCAL_DIR"
     if [[ -f $LOCAL_DIR/cluster.env ]]; then
         say "reusing the cluster $CLUSTER_ID in $LOCAL_DIR"
+        if ((CONTROLLER_ID_BASE != NEW_CONTROLLER_ID_BASE || FIRST_BROKER_ID != NEW_FIRST_BROKER_ID)); then
+            say "note: this older cluster keeps its node ids (controllers $(ctl_id 1)..$(ctl_id "$CONTROLLERS"), brokers from $FIRST_BROKER_ID); '$0 down --purge' and 'up' again for brokers $NEW_FIRST_BROKER_ID..N and controllers $((NEW_CONTROLLER_ID_BASE + 1)).."
+        fi
         if [[ -n $nb ]] && ((nb > BROKERS)); then
             # Brokers added to an existing cluster (or to one from before brokers existed).
             local old=$BROKERS
             BROKERS=$nb
             ((BROKER_BASE_PORT > 0)) || BROKER_BASE_PORT=${KQ_BROKER_BASE_PORT:-$((BASE_PORT + 100))}
             check_ports
-            format_brokers $((101 + old)) $((100 + BROKERS))
+            format_brokers $((FIRST_BROKER_ID + old)) "$(last_broker_id)"
             save_env
-            say "formatted brokers $((101 + old))..$((100 + BROKERS))"
+            say "formatted brokers $((FIRST_BROKER_ID + old))..$(last_broker_id)"
         fi
     else
         CONTROLLERS=$n
@@ -495,21 +557,21 @@ cmd_up() {
         BASE_PORT=${KQ_BASE_PORT:-19093}
         PORT_STEP=${KQ_PORT_STEP:-10000}
         BROKER_BASE_PORT=${KQ_BROKER_BASE_PORT:-$((BASE_PORT + 100))}
+        CONTROLLER_ID_BASE=$NEW_CONTROLLER_ID_BASE
+        FIRST_BROKER_ID=$NEW_FIRST_BROKER_ID
         [[ $BASE_PORT =~ ^[0-9]+$ && $PORT_STEP =~ ^[0-9]+$ && $BROKER_BASE_PORT =~ ^[0-9]+$ ]] ||
             die "KQ_BASE_PORT, KQ_PORT_STEP and KQ_BROKER_BASE_PORT must be numbers"
         check_ports
         CLUSTER_ID=$("$KQ" storage random-uuid) || die "kq storage random-uuid failed"
         write_configs
-        local i
-        for ((i = 1; i <= CONTROLLERS; i++)); do
-            "$KQ" storage format --config "$LOCAL_DIR/node-$i.properties" --cluster-id "$CLUSTER_ID" ||
-                die "formatting node $i failed"
-        done
-        format_brokers 101 $((100 + BROKERS))
+        while read -r c; do
+            "$KQ" storage format --config "$LOCAL_DIR/$c.properties" --cluster-id "$CLUSTER_ID" ||
+                die "formatting $(name_label "$c") failed"
+        done < <(controller_names)
+        format_brokers "$FIRST_BROKER_ID" "$(last_broker_id)"
         save_env
         say "formatted $CONTROLLERS controllers and $BROKERS brokers with cluster id $CLUSTER_ID"
     fi
-    local c
     while read -r c; do
         start_node "$c"
     done < <(controller_names)
@@ -519,7 +581,16 @@ cmd_up() {
         die "no leader within ${WAIT_SECS} s; logs are in $LOCAL_DIR/node-*.log"
     fi
     start_brokers
-    say "up: $CONTROLLERS controllers, $BROKERS brokers; try: $KQ metadata-quorum --bootstrap-controller $(bootstrap) describe --replication"
+    print_bootstrap
+    say "up: $CONTROLLERS controllers (node ids $(ctl_id 1)..$(ctl_id "$CONTROLLERS")), $(broker_summary); try: $KQ metadata-quorum --bootstrap-controller $(bootstrap) describe --replication"
+}
+
+broker_summary() {
+    if ((BROKERS > 0)); then
+        echo "$BROKERS brokers (node ids $FIRST_BROKER_ID..$(last_broker_id))"
+    else
+        echo "no brokers"
+    fi
 }
 
 cmd_pids() {
@@ -547,6 +618,7 @@ cmd_status() {
         cluster_describe || rc=$?
     fi
     cmd_pids
+    print_bootstrap
     return "$rc"
 }
 
