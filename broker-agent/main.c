@@ -119,6 +119,8 @@ typedef struct broker {
     uint64_t deadline;
     volatile sig_atomic_t stop;
     bool shutdown_requested;
+    bool pending_install; /* a fetched metadata snapshot is complete: install it */
+    kq_raft_snapshot_id install_id;
 } broker;
 
 static void fatal_config(const char *msg)
@@ -201,9 +203,19 @@ static void apply_update(broker *b, const kq_raft_update *u)
             0)
             fatal("store append", "fetched metadata batch");
     }
-    if (u->snapshot_chunk || u->install_snapshot)
-        fatal("metadata snapshot", "the controller sent a snapshot; this broker version cannot "
-                                   "install metadata snapshots yet");
+    if (u->snapshot_abort)
+        kq_store_snapshot_part_abort(b->store, u->snapshot_id);
+    if (u->snapshot_chunk &&
+        kq_store_snapshot_part_write(b->store, u->snapshot_id, u->chunk_position, u->chunk_data,
+                                     u->chunk_len) != 0)
+        fatal("store", "writing a fetched metadata snapshot chunk");
+    if (u->install_snapshot) {
+        /* Installing rewrites the log in its own transaction: after this iteration's commit. */
+        b->pending_install = true;
+        b->install_id = u->snapshot_id;
+    }
+    if (u->compact_to >= 0)
+        fatal("internal", "an observer was asked to compact its metadata log");
     for (size_t i = 0; i < u->n_msgs; i++) {
         if (b->n_outbox == MAX_OUTBOX)
             fatal("internal", "outbox full");
@@ -347,6 +359,49 @@ static void apply_committed(broker *b)
                 "applied_offset=%lld", (long long)(b->applied_end - 1));
         kq_bl_set_ready(&b->lc);
     }
+}
+
+/* Load a snapshot (the whole committed image up to its end offset) into a fresh image. */
+static int load_snapshot_image(broker *b, kq_raft_snapshot_id id, char *err, size_t errlen)
+{
+    uint8_t *payload = NULL;
+    size_t len = 0;
+    int rc = kq_store_snapshot_load(b->store, id, &payload, &len, err, errlen);
+    if (rc == 0) {
+        kq_image_clear(b->img);
+        rc = kq_image_snapshot_load(b->img, payload, len, id.end_offset, err, errlen);
+    }
+    free(payload);
+    if (rc == 0)
+        b->applied_end = id.end_offset;
+    return rc;
+}
+
+/* A metadata snapshot fetched from the leader (the broker was behind the leader's log start):
+ * install it as the new log start, replace the image with it, and tell the core. */
+static void install_snapshot(broker *b)
+{
+    char err[512];
+    kq_raft_snapshot_id id = b->install_id;
+    b->pending_install = false;
+    commit(b);
+    int rc = kq_store_install_snapshot(b->store, id, err, sizeof(err));
+    if (rc == 0)
+        rc = load_snapshot_image(b, id, err, sizeof(err));
+    if (rc == KQ_ERR_CORRUPT_MESSAGE) {
+        KQ_WARN("metadata", "fetched snapshot is damaged; fetching it again", "detail=\"%s\"",
+                err);
+    } else if (rc != 0) {
+        fatal("installing a fetched metadata snapshot", err);
+    } else {
+        b->durable_end = id.end_offset;
+        KQ_INFO("metadata", "installed a metadata snapshot fetched from the leader",
+                "end_offset=%lld epoch=%d", (long long)id.end_offset, id.epoch);
+    }
+    kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_INSTALLED};
+    ev.u.snapshot.id = id;
+    ev.u.snapshot.error = rc;
+    step(b, &ev);
 }
 
 /* ---------- the lifecycle ---------- */
@@ -707,8 +762,26 @@ static int start(broker *b, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    b->applied_end = rec.log_start_offset;
+    b->applied_end = 0;
     b->durable_end = rec.log_end_offset;
+    if (rec.snapshot.end_offset > 0) {
+        rc = load_snapshot_image(b, rec.snapshot, err, errlen);
+        if (rc != 0) {
+            rc = KQ_ERR_IO;
+            goto out;
+        }
+        KQ_INFO("metadata", "loaded metadata snapshot", "end_offset=%lld epoch=%d",
+                (long long)rec.snapshot.end_offset, rec.snapshot.epoch);
+    }
+    if (rec.log_start_offset > b->applied_end) {
+        snprintf(err, errlen,
+                 "the metadata log in %.600s starts at offset %lld but no snapshot covers the "
+                 "records before it; stop the broker, delete that directory (the broker "
+                 "fetches the metadata again from the controllers) and start it",
+                 b->meta_dir, (long long)rec.log_start_offset);
+        rc = KQ_ERR_IO;
+        goto out;
+    }
 
     kq_uuid_random(b->incarnation_str);
     kq_uuid_parse(b->incarnation_str, b->incarnation);
@@ -862,8 +935,10 @@ static int run(broker *b)
         }
         for (int round = 0; round < 8; round++) {
             commit(b);
+            if (b->pending_install)
+                install_snapshot(b);
             flush_outbox(b);
-            if (b->n_outbox == 0 && !kq_store_in_txn(b->store))
+            if (b->n_outbox == 0 && !kq_store_in_txn(b->store) && !b->pending_install)
                 break;
         }
         kq_dp_tick(b->dp, b->img, b->now);

@@ -32,8 +32,9 @@ static bool same_rack(const char *a, const char *b)
     return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
-/* Fisher-Yates over the rack order and fresh random cursors. */
-static void shuffle(rack *racks, int32_t nr, kq_prng *prng)
+/* Fisher-Yates over the rack order and fresh cursors: random ones, or all equal to
+ * *first_start (then cleared to UINT64_MAX) for the first round of a placement. */
+static void shuffle(rack *racks, int32_t nr, kq_prng *prng, uint64_t *first_start)
 {
     for (int32_t i = nr - 1; i > 0; i--) {
         int32_t j = (int32_t)kq_prng_below(prng, (uint64_t)i + 1);
@@ -43,10 +44,15 @@ static void shuffle(rack *racks, int32_t nr, kq_prng *prng)
         racks[j] = t;
     }
     for (int32_t i = 0; i < nr; i++) {
-        racks[i].next_start_unfenced = (uint32_t)kq_prng_below(prng, 1u << 16);
-        racks[i].next_start_fenced = (uint32_t)kq_prng_below(prng, 1u << 16);
+        if (*first_start != UINT64_MAX) {
+            racks[i].next_start_unfenced = racks[i].next_start_fenced = (uint32_t)*first_start;
+        } else {
+            racks[i].next_start_unfenced = (uint32_t)kq_prng_below(prng, 1u << 16);
+            racks[i].next_start_fenced = (uint32_t)kq_prng_below(prng, 1u << 16);
+        }
         racks[i].partition_unfenced = racks[i].partition_fenced = -1;
     }
+    *first_start = UINT64_MAX;
 }
 
 /* Next broker of `r` (fenced or not) not already in chosen[0..n); -1 if none. */
@@ -81,6 +87,7 @@ int kq_place_replicas(const kq_image *img, int32_t n_partitions, int32_t rf, kq_
     int32_t *ids = NULL, *res = NULL;
     int32_t nr = 0, usable = 0, unfenced = 0, since_shuffle = 0;
     uint32_t start;
+    uint64_t first_start;
     int rc = 0;
 
     *out = NULL;
@@ -157,14 +164,23 @@ int kq_place_replicas(const kq_image *img, int32_t n_partitions, int32_t rf, kq_
             pos += racks[i].n_fenced;
         }
     }
-    shuffle(racks, nr, prng);
+    /* Departure from Kafka's random first cursor (docs/architecture.md): the first round
+     * starts at the number of partitions the cluster already has, so placement rotates
+     * deterministically and a fresh cluster's first partition gets brokers in id order (the
+     * seeds' "Replicas: 1,2,3"). Later rounds re-randomize as StripedReplicaPlacer does. */
+    {
+        kq_image_counts counts;
+        kq_image_get_counts(img, &counts);
+        first_start = counts.partitions;
+    }
+    shuffle(racks, nr, prng, &first_start);
     start = (uint32_t)kq_prng_below(prng, (uint64_t)nr);
     for (int32_t p = 0; p < n_partitions; p++) {
         int32_t *chosen = res + (size_t)p * (size_t)rf;
         int32_t n = 0;
 
         if (since_shuffle == unfenced) {
-            shuffle(racks, nr, prng);
+            shuffle(racks, nr, prng, &first_start);
             since_shuffle = 0;
         }
         for (int pass = 0; pass < 2 && n < rf; pass++) {

@@ -5,9 +5,11 @@
 #                                    the controllers, wait for a leader, then start N brokers
 #                                    (default 3, 0 allowed) and wait until they are unfenced
 #   deploy/local/cluster.sh status   describe --status, cluster describe, which processes live
-#   deploy/local/cluster.sh stop NODE       SIGTERM: graceful resignation / controlled shutdown
-#   deploy/local/cluster.sh shutdown NODE   the same signal (SIGTERM), named as for brokers
-#   deploy/local/cluster.sh kill NODE       SIGKILL: a crash
+#   deploy/local/cluster.sh stop NODE       SIGKILL: a crash, as the seeds' "stop broker 3"
+#   deploy/local/cluster.sh kill NODE       the same (SIGKILL)
+#   deploy/local/cluster.sh shutdown NODE   SIGTERM: controlled shutdown of a broker (leaderships
+#                                    move away first, then exit 0) / graceful resignation of
+#                                    a controller; waits for the exit
 #   deploy/local/cluster.sh start NODE      restart a stopped node on its existing data
 #   deploy/local/cluster.sh down [--purge]  stop everything (--purge also deletes the data)
 #
@@ -30,6 +32,8 @@
 #   KQ_WAIT_SECS   how long `up` and `start` wait for a leader / unfenced brokers (default 30)
 #   KQ_NO_INSTALL  set to 1 to never call apt-get
 #   KQ_NO_BUILD    set to 1 to use the binaries in KQ_BUILD_DIR as they are (never rebuild)
+#   KQ_CONTROLLER_EXTRA_CONFIG, KQ_BROKER_EXTRA_CONFIG  space-separated key=value settings
+#                  added to every controller's / broker's properties when `up` writes them
 #
 # Layout under $KQ_LOCAL_DIR: cluster.env (counts, ports, id numbering, cluster id); files
 # are named by node id: per controller (node id I = 3001, 3002, ...): node-I.properties,
@@ -303,6 +307,10 @@ metadata.log.dir=$LOCAL_DIR/node-$id
 metrics.listener=127.0.0.1:$((p + 1))
 log.level=info
 EOT
+        if [[ -n ${KQ_CONTROLLER_EXTRA_CONFIG:-} ]]; then
+            # shellcheck disable=SC2086 # one setting per word
+            printf '%s\n' "# from KQ_CONTROLLER_EXTRA_CONFIG" ${KQ_CONTROLLER_EXTRA_CONFIG} >>"$LOCAL_DIR/node-$id.properties"
+        fi
     done
 }
 
@@ -322,6 +330,10 @@ broker.controlled.shutdown.timeout.ms=20000
 metrics.listener=127.0.0.1:$((p + 1))
 log.level=info
 EOT
+    if [[ -n ${KQ_BROKER_EXTRA_CONFIG:-} ]]; then
+        # shellcheck disable=SC2086 # one setting per word
+        printf '%s\n' "# from KQ_BROKER_EXTRA_CONFIG" ${KQ_BROKER_EXTRA_CONFIG} >>"$LOCAL_DIR/broker-$b.properties"
+    fi
 }
 
 # format_brokers FROM TO: write the configs and format log.dirs of brokers FROM..TO.
@@ -662,8 +674,8 @@ main() {
         load_env
         n=$(node_name "$1")
         case $cmd in
-        stop | shutdown) signal_node "$n" TERM ;;
-        kill) signal_node "$n" KILL ;;
+        shutdown) signal_node "$n" TERM ;;
+        stop | kill) signal_node "$n" KILL ;;
         start)
             ensure_built
             if [[ $n == broker-* ]] && ! pid_of "$n" >/dev/null; then

@@ -242,6 +242,27 @@ static void test_placement_rules(void **st)
     free(p1);
     free(p2);
 
+    /* On a cluster with no partitions yet, the first partition gets brokers in id order
+     * whatever the random seed (one rack here would make it 1,2,3; racks interleave). */
+    {
+        fx *g = fx_new();
+        int32_t *q1 = NULL, *q2 = NULL;
+        for (int32_t id = 1; id <= 3; id++) {
+            fx_register(g, id, 1, NULL, 0);
+            fx_broker_change(g, id, KQ_FENCE_UNFENCE, 0);
+        }
+        kq_prng_seed(&a, 7);
+        kq_prng_seed(&b, 99);
+        assert_int_equal(kq_place_replicas(g->img, 3, 3, &a, &q1, err, sizeof err), 0);
+        assert_int_equal(kq_place_replicas(g->img, 3, 3, &b, &q2, err, sizeof err), 0);
+        const int32_t want[] = {1, 2, 3, 2, 3, 1, 3, 1, 2};
+        assert_memory_equal(q1, want, sizeof want);
+        assert_memory_equal(q2, want, sizeof want);
+        free(q1);
+        free(q2);
+        fx_free(g);
+    }
+
     /* fenced brokers: never the leader, used only when needed; controlled shutdown: never */
     fx_broker_change(f, 1, KQ_FENCE_FENCE, 0);
     fx_broker_change(f, 2, KQ_FENCE_FENCE, 0);
