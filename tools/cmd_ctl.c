@@ -46,6 +46,7 @@ enum {
     OPT_FEATURE,
     OPT_UNSAFE,
     OPT_DRY_RUN,
+    OPT_ID,
 };
 
 #define CONN_OPTIONS                                                                               \
@@ -543,16 +544,42 @@ out:
 
 static const char CLUSTER_USAGE[] =
     "Usage: kq cluster --bootstrap-controller HOST:PORT[,...] describe [--json]\n"
+    "       kq cluster --bootstrap-controller HOST:PORT[,...] unregister --id B\n"
     "  describe                     every registered broker: id, epoch, fenced, in controlled\n"
-    "                               shutdown, rack, endpoints\n" CONN_USAGE;
+    "                               shutdown, rack, endpoints\n"
+    "  unregister --id B            forget broker B: it leaves every ISR and ELR (do this\n"
+    "                               before starting B on an empty, re-formatted "
+    "log.dirs)\n" CONN_USAGE;
+
+/* UnregisterBroker: the answer has no body; an error comes in the envelope. */
+static int unregister_broker(const conn *c, int32_t id)
+{
+    kq_ctl_request req = {.api_key = KQ_API_UNREGISTER_BROKER};
+    kq_response resp;
+
+    req.unregister_broker_id = id;
+    if (call(c, &req, &resp) != KQ_EXIT_OK)
+        return KQ_EXIT_FAILURE;
+    int err = resp.error;
+    if (err) {
+        kq_tools_errorf("cannot unregister broker %d: %s%s%s", (int)id, kq_err_name(err),
+                        resp.error_message[0] ? ": " : "", resp.error_message);
+    } else {
+        printf("Unregistered broker %d.\n", (int)id);
+    }
+    kq_response_free(&resp);
+    return err ? KQ_EXIT_FAILURE : KQ_EXIT_OK;
+}
 
 int kq_cmd_cluster(int argc, char **argv)
 {
     static const char cmd[] = "cluster";
-    static const struct option opts[] = {CONN_OPTIONS, {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        CONN_OPTIONS, {"id", required_argument, NULL, OPT_ID}, {NULL, 0, NULL, 0}};
     conn c = {.timeout_ms = DEFAULT_TIMEOUT_MS};
     kq_ctl_cluster_desc cd = {0};
-    bool describe = false;
+    bool describe = false, unregister = false;
+    int64_t id = -1;
     int ret;
 
     optind = 0;
@@ -565,19 +592,35 @@ int kq_cmd_cluster(int argc, char **argv)
             fputs(CLUSTER_USAGE, stdout);
             return KQ_EXIT_OK;
         }
+        if (o == OPT_ID) {
+            if (!kq_tools_parse_int(optarg, 0, INT32_MAX, &id))
+                return kq_tools_usage_error(cmd, CLUSTER_USAGE,
+                                            "--id '%s' is not a broker id (0..2147483647)", optarg);
+            continue;
+        }
         return KQ_EXIT_USAGE;
     }
     for (; optind < argc; optind++) {
-        if (strcmp(argv[optind], "describe") == 0 && !describe)
+        if (strcmp(argv[optind], "describe") == 0 && !describe && !unregister)
             describe = true;
+        else if (strcmp(argv[optind], "unregister") == 0 && !describe && !unregister)
+            unregister = true;
         else
             return kq_tools_usage_error(cmd, CLUSTER_USAGE, "unexpected argument '%s'",
                                         argv[optind]);
     }
-    if (!describe)
-        return kq_tools_usage_error(cmd, CLUSTER_USAGE, "missing subcommand 'describe'");
+    if (!describe && !unregister)
+        return kq_tools_usage_error(cmd, CLUSTER_USAGE,
+                                    "missing subcommand 'describe' or 'unregister'");
     if (c.n_addrs == 0)
         return kq_tools_usage_error(cmd, CLUSTER_USAGE, "missing --bootstrap-controller");
+    if (unregister) {
+        if (id < 0)
+            return kq_tools_usage_error(cmd, CLUSTER_USAGE, "unregister needs --id B");
+        return unregister_broker(&c, (int32_t)id);
+    }
+    if (id >= 0)
+        return kq_tools_usage_error(cmd, CLUSTER_USAGE, "--id goes with 'unregister'");
     ret = describe_cluster(&c, &cd);
     if (ret == KQ_EXIT_OK)
         kq_tools_print_cluster(stdout, &cd, c.json);
