@@ -105,11 +105,15 @@ typedef struct probe_args {
     int32_t partition;
     int32_t replica_id;
     uint32_t timeout_ms;
+    int64_t producer_id; /* produce-ok: -1 (not idempotent) or the producer id to send */
+    int32_t producer_epoch;
+    int32_t sequence;
 } probe_args;
 
 static const char usage[] =
     "usage: kq-data-probe --broker HOST:PORT --case CASE [--cluster-id ID] [--topic-id UUID]\n"
     "                     [--partition P] [--replica-id N] [--timeout-ms MS]\n"
+    "                     [--producer-id P [--producer-epoch E] [--sequence S]] (produce-ok)\n"
     "CASE: produce-bad-acks produce-no-records produce-short-topic-id produce-negative-partition\n"
     "      fetch-negative-offset fetch-zero-max-bytes fetch-no-partitions\n"
     "      fetch-follower-unregistered body-mismatch truncated-body empty-request\n"
@@ -130,10 +134,17 @@ static int parse_i32(const char *s, long lo, long hi, int32_t *out)
 static int parse_args(int argc, char **argv, probe_args *a)
 {
     static const struct option opts[] = {
-        {"broker", required_argument, NULL, 'b'},     {"case", required_argument, NULL, 'c'},
-        {"cluster-id", required_argument, NULL, 'C'}, {"topic-id", required_argument, NULL, 't'},
-        {"partition", required_argument, NULL, 'p'},  {"replica-id", required_argument, NULL, 'r'},
-        {"timeout-ms", required_argument, NULL, 'T'}, {NULL, 0, NULL, 0},
+        {"broker", required_argument, NULL, 'b'},
+        {"case", required_argument, NULL, 'c'},
+        {"cluster-id", required_argument, NULL, 'C'},
+        {"topic-id", required_argument, NULL, 't'},
+        {"partition", required_argument, NULL, 'p'},
+        {"replica-id", required_argument, NULL, 'r'},
+        {"timeout-ms", required_argument, NULL, 'T'},
+        {"producer-id", required_argument, NULL, 'P'},
+        {"producer-epoch", required_argument, NULL, 'E'},
+        {"sequence", required_argument, NULL, 'S'},
+        {NULL, 0, NULL, 0},
     };
     const char *kase = NULL;
     int32_t timeout = 10000;
@@ -142,6 +153,8 @@ static int parse_args(int argc, char **argv, probe_args *a)
     memset(a, 0, sizeof(*a));
     a->cluster_id = "";
     a->replica_id = 99;
+    a->producer_id = -1;
+    a->producer_epoch = 0;
     for (int i = 0; i < 16; i++)
         a->topic_id[i] = (uint8_t)(0xa0 + i); /* any non-zero id */
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -170,6 +183,27 @@ static int parse_args(int argc, char **argv, probe_args *a)
         case 'r':
             if (parse_i32(optarg, 0, INT32_MAX, &a->replica_id) != 0) {
                 fprintf(stderr, "kq-data-probe: --replica-id '%s' is not >= 0\n", optarg);
+                return -1;
+            }
+            break;
+        case 'P': {
+            int32_t v;
+            if (parse_i32(optarg, 0, INT32_MAX, &v) != 0) {
+                fprintf(stderr, "kq-data-probe: --producer-id '%s' is not >= 0\n", optarg);
+                return -1;
+            }
+            a->producer_id = v;
+            break;
+        }
+        case 'E':
+            if (parse_i32(optarg, 0, 32767, &a->producer_epoch) != 0) {
+                fprintf(stderr, "kq-data-probe: --producer-epoch '%s' is not 0..32767\n", optarg);
+                return -1;
+            }
+            break;
+        case 'S':
+            if (parse_i32(optarg, 0, INT32_MAX, &a->sequence) != 0) {
+                fprintf(stderr, "kq-data-probe: --sequence '%s' is not >= 0\n", optarg);
                 return -1;
             }
             break;
@@ -321,6 +355,11 @@ static int build_request(const probe_args *a, kq_buf *out, uint32_t *api)
     case CASE_PRODUCE_OK:
         recs[0].data = record_ok;
         recs[0].len = sizeof(record_ok) - 1;
+        if (a->producer_id >= 0) { /* idempotent: --producer-id/--producer-epoch/--sequence */
+            pr.producer_id = a->producer_id;
+            pr.producer_epoch = a->producer_epoch;
+            pr.base_sequence = a->sequence;
+        }
         break;
     case CASE_FETCH_OK:
         fetch = true;

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Bad input to real broker agents (issue 4): 3 controllers and 3 brokers (ids 4, 5, 6), a topic
 # with replication factor 3 and min.insync.replicas=2, one record written with `kq produce`;
+#   - an idempotent producer's retried batch gets its original offset and is not written
+#     twice; a sequence gap gets OUT_OF_ORDER_SEQUENCE_NUMBER;
 #   - malformed Produce and Fetch requests, built by kq-data-probe with protobuf-c (bad acks, no
 #     records, an 8-byte topic id, partition -1, fetch_offset -5, max_bytes 0, no partitions,
 #     a Produce api key with a Fetch body, a truncated body, an empty message), sent to every
@@ -282,6 +284,21 @@ out=$(timeout 120 "$KT_KQ" consume --bootstrap-server "$BROKERS" --topic "$TOPIC
     --from-beginning --print-offsets --timeout-ms 5000 2>"$KT_DIR/consume.err") ||
     bt_fail "kq consume exited non-zero: $out $(cat "$KT_DIR/consume.err")"
 kt_assert_eq "records read back" $'0\tfirst\n1\tprobe-ok\n2\tlast' "$out"
+# ---- idempotent producer: a retried batch is not written twice, a gap is refused ----------------
+idem() { # SEQUENCE EXPECTED_LINE_PART
+    bt_probe "$leader" produce-ok --producer-id 4242 --producer-epoch 0 --sequence "$1"
+    kt_assert_contains "idempotent Produce, producer 4242 sequence $1" "$2" "$PROBE_OUT"
+}
+idem 0 "error=NONE message=written at base_offset 3"
+idem 0 "error=NONE message=written at base_offset 3" # the retry: same offset, not written again
+idem 2 "error=OUT_OF_ORDER_SEQUENCE_NUMBER"
+idem 1 "error=NONE message=written at base_offset 4"
+out=$(timeout 120 "$KT_KQ" consume --bootstrap-server "$BROKERS" --topic "$TOPIC" \
+    --from-beginning --print-offsets --timeout-ms 5000 2>"$KT_DIR/consume.err") ||
+    bt_fail "kq consume exited non-zero: $out $(cat "$KT_DIR/consume.err")"
+kt_assert_eq "records after the idempotent writes" \
+    $'0\tfirst\n1\tprobe-ok\n2\tlast\n3\tprobe-ok\n4\tprobe-ok' "$out"
+
 # Broker 4 got the 10 requests above that are answered INVALID_REQUEST (more if it led).
 invalid=$(bt_metric "$(kt_port 9)" kq_broker_invalid_requests_total)
 kt_assert_ge "broker 4 kq_broker_invalid_requests_total" "${invalid%.*}" 10
