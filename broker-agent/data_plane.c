@@ -76,10 +76,14 @@ typedef struct dp_reply {
     kq_buf buf;
 } dp_reply;
 
-typedef struct dp_fetch_target {
+/* One partition of a follower Fetch in flight: its answer is matched against what was asked
+ * (a stale answer, for another offset or leader epoch, is dropped by the replica). */
+typedef struct dp_sent {
     uint8_t topic_id[16];
     int32_t partition;
-} dp_fetch_target;
+    int64_t fetch_offset;
+    int32_t leader_epoch;
+} dp_sent;
 
 typedef struct dp_fetcher {
     int32_t leader;
@@ -97,7 +101,9 @@ typedef struct dp_net_ev {
     int err;
     uint8_t *data;
     size_t len;
-    int32_t leader;       /* FETCH */
+    int32_t leader; /* FETCH */
+    dp_sent *sent;  /* FETCH: what was asked, per partition (owned) */
+    size_t n_sent;
     uint8_t topic_id[16]; /* ALTER */
     int32_t partition;    /* ALTER */
     uint64_t request_id;  /* ALTER */
@@ -1236,18 +1242,34 @@ static void pump_fetchers(kq_dp *dp, const kq_image *img, int64_t broker_epoch, 
                                      .n_partitions = m};
         kq_buf_free(&buf);
         int rc = kq_data_encode_fetch_request(dp->cfg.cluster_id, dp->cfg.node_id, &req, &buf);
-        free(batch);
         dp_net_ev *ev = rc == 0 ? calloc(1, sizeof(*ev)) : NULL;
         if (ev == NULL) {
             KQ_WARN("replica", "cannot build a fetch request", "leader=%d error=%s", leader,
                     kq_err_name(rc ? rc : KQ_ERR_NOMEM));
+            free(batch);
             continue;
         }
         ev->kind = DP_NET_FETCH;
         ev->dp = dp;
         ev->leader = leader;
+        ev->sent = calloc(m, sizeof(*ev->sent));
+        if (ev->sent == NULL) {
+            free(ev);
+            free(batch);
+            oom(dp, "fetch request");
+            continue;
+        }
+        for (size_t j = 0; j < m; j++) {
+            memcpy(ev->sent[j].topic_id, batch[j].topic_id, 16);
+            ev->sent[j].partition = batch[j].partition;
+            ev->sent[j].fetch_offset = batch[j].fetch_offset;
+            ev->sent[j].leader_epoch = batch[j].current_leader_epoch;
+        }
+        ev->n_sent = m;
+        free(batch);
         uint32_t timeout = dp->cfg.replica_fetch_wait_max_ms + dp->cfg.request_timeout_ms;
         if (kq_rpc_call_async(f->c, buf.data, buf.len, timeout, on_net_answer, ev) != 0) {
+            free(ev->sent);
             free(ev);
             f->backoff_until = now + DP_FETCH_BACKOFF_MS;
             continue;
@@ -1295,8 +1317,14 @@ static void handle_fetch_answer(kq_dp *dp, dp_net_ev *ev, uint64_t now)
         size_t i = kq_rm_find(dp->rm, pr->topic_id, pr->partition);
         const kq_replica *r = i == SIZE_MAX ? NULL : kq_rm_replica(dp->rm, i);
         kq_replica_fetch_request fr;
-        if (r == NULL || !kq_replica_next_fetch(r, &fr) || fr.leader_id != ev->leader)
-            continue; /* no longer following this leader */
+        const dp_sent *sent = NULL;
+        for (size_t j = 0; j < ev->n_sent && sent == NULL; j++)
+            if (ev->sent[j].partition == pr->partition &&
+                memcmp(ev->sent[j].topic_id, pr->topic_id, 16) == 0)
+                sent = &ev->sent[j];
+        if (r == NULL || sent == NULL || !kq_replica_next_fetch(r, &fr) ||
+            fr.leader_id != ev->leader)
+            continue; /* not asked, or no longer following this leader */
         kq_replica_batch rb[KQ_REPLICA_MAX_BATCHES];
         size_t nb = pr->n_batches < KQ_REPLICA_MAX_BATCHES ? pr->n_batches : KQ_REPLICA_MAX_BATCHES;
         for (size_t b = 0; b < nb; b++)
@@ -1305,10 +1333,8 @@ static void handle_fetch_answer(kq_dp *dp, dp_net_ev *ev, uint64_t now)
                                        pr->batches[b].len};
         kq_replica_event rev = {.type = KQ_REPLICA_EV_FETCH_RESPONSE, .now_ms = now};
         rev.u.fetch_resp.error = pr->error;
-        /* The answer is for the offset we asked (one fetch in flight per leader, and the
-         * replica's LEO only moves with these answers or a truncation, which the core checks). */
-        rev.u.fetch_resp.fetch_offset = fr.fetch_offset;
-        rev.u.fetch_resp.leader_epoch = fr.current_leader_epoch;
+        rev.u.fetch_resp.fetch_offset = sent->fetch_offset;
+        rev.u.fetch_resp.leader_epoch = sent->leader_epoch;
         rev.u.fetch_resp.high_watermark = pr->high_watermark;
         rev.u.fetch_resp.log_start_offset = pr->log_start_offset;
         rev.u.fetch_resp.diverging = pr->diverging_epoch >= 0;
@@ -1438,6 +1464,7 @@ void kq_dp_on_net_event(kq_dp *dp, void *arg, uint64_t now_ms)
         handle_fetch_answer(dp, ev, now_ms);
     else
         handle_alter_answer(dp, ev, now_ms);
+    free(ev->sent);
     free(ev->data);
     free(ev);
 }
