@@ -437,37 +437,12 @@ static int write_appends(kq_dp *dp, dp_part *p, const kq_replica_update *u, cons
     return 0;
 }
 
-/* Act on one step's update for hosted entry i (steps 1-4 unless log_done, then the rest of
- * replica.h's order except the sends, which kq_dp_pump does). */
-static void apply(kq_dp *dp, size_t i, kq_replica *r, const kq_replica_update *u, const dp_src *src,
-                  bool log_done)
+/* What every update asks of the data plane besides its log writes (replica.h steps 6-10,
+ * the sends being kq_dp_pump's): answers to parked Produces, HW and AlterPartition to send,
+ * the timer, and when the producer state must be rebuilt. */
+static void note_update(kq_dp *dp, dp_part *p, const kq_replica *r, const kq_replica_update *u)
 {
-    size_t n_hosted = 0;
-    const kq_rm_partition *hp = kq_rm_partitions(dp->rm, &n_hosted);
-    if (i >= n_hosted)
-        return;
-    dp_part *p = part_get(dp, hp[i].topic_id, hp[i].partition);
-    char err[512];
-    if (p == NULL)
-        return;
-    if (!log_done) {
-        bool writes =
-            u->reset_log_start >= 0 || u->truncate_to >= 0 || u->n_append > 0 || u->epochs_changed;
-        if (writes)
-            ensure_txn(dp);
-        if (kq_rm_log_prepare(dp->rm, i, u, err, sizeof(err)) != 0 ||
-            write_appends(dp, p, u, src, err, sizeof(err)) != 0 ||
-            kq_rm_log_finish(dp->rm, i, u, err, sizeof(err)) != 0)
-            dp->cfg.fatal("partition log write", err);
-        if (writes) {
-            p->dirty = true;
-            p->changed = true;
-            dp->wake = true;
-        }
-    }
-    if (u->reset_log_start >= 0 || u->truncate_to >= 0)
-        p->producers_loaded = false;
-    if (u->role_changed && u->role == KQ_REPLICA_LEADER)
+    if (u->reset_log_start >= 0 || u->truncate_to >= 0 || u->role_changed)
         p->producers_loaded = false;
     for (int k = 0; k < u->n_log; k++) {
         if (strncmp(u->log[k], "Shrinking ISR", 13) == 0)
@@ -493,6 +468,34 @@ static void apply(kq_dp *dp, size_t i, kq_replica *r, const kq_replica_update *u
     p->deadline = u->next_deadline_ms;
 }
 
+/* Act on one step's update for hosted entry i: the log writes (replica.h steps 1-4) in the
+ * open transaction, then note_update. */
+static void apply(kq_dp *dp, size_t i, kq_replica *r, const kq_replica_update *u, const dp_src *src)
+{
+    size_t n_hosted = 0;
+    const kq_rm_partition *hp = kq_rm_partitions(dp->rm, &n_hosted);
+    if (i >= n_hosted)
+        return;
+    dp_part *p = part_get(dp, hp[i].topic_id, hp[i].partition);
+    char err[512];
+    if (p == NULL)
+        return;
+    bool writes =
+        u->reset_log_start >= 0 || u->truncate_to >= 0 || u->n_append > 0 || u->epochs_changed;
+    if (writes)
+        ensure_txn(dp);
+    if (kq_rm_log_prepare(dp->rm, i, u, err, sizeof(err)) != 0 ||
+        write_appends(dp, p, u, src, err, sizeof(err)) != 0 ||
+        kq_rm_log_finish(dp->rm, i, u, err, sizeof(err)) != 0)
+        dp->cfg.fatal("partition log write", err);
+    if (writes) {
+        p->dirty = true;
+        p->changed = true;
+        dp->wake = true;
+    }
+    note_update(dp, p, r, u);
+}
+
 /* Step an event into hosted entry i and apply the update. Returns the step's result. */
 static int step(kq_dp *dp, size_t i, const kq_replica_event *ev, kq_replica_update *u,
                 const dp_src *src)
@@ -506,7 +509,7 @@ static int step(kq_dp *dp, size_t i, const kq_replica_event *ev, kq_replica_upda
                 u->reason);
         return rc;
     }
-    apply(dp, i, r, u, src, false);
+    apply(dp, i, r, u, src);
     return 0;
 }
 
@@ -519,26 +522,9 @@ static void on_rm_update(void *arg, const kq_rm_partition *hp, kq_replica *r,
     dp_part *p = part_get(dp, hp->topic_id, hp->partition);
     if (p == NULL)
         return;
-    if (u->reset_log_start >= 0 || u->truncate_to >= 0 || u->role_changed)
-        p->producers_loaded = false;
-    if (u->n_completions > 0) {
-        kq_replica_status st;
-        kq_replica_get_status(r, &st);
-        for (size_t k = 0; k < u->n_completions; k++)
-            answer_parked_produce(dp, &u->completions[k], st.log_start_offset);
-    }
-    if (u->hw_changed) {
-        p->hw = u->high_watermark;
-        p->changed = true;
-        dp->wake = true;
-    }
-    if (u->send_alter) {
-        p->alter_pending = true;
-        p->alter = u->alter;
-    }
     if (u->reset_log_start >= 0 || u->truncate_to >= 0 || u->epochs_changed)
         p->dirty = true; /* durable end may have moved: step PERSISTED after the next commit */
-    p->deadline = u->next_deadline_ms;
+    note_update(dp, p, r, u);
 }
 
 /* ---------- Produce ---------- */
@@ -660,7 +646,7 @@ static void handle_produce(kq_dp *dp, kq_rpc_req *req, const kq_produce_request 
         pp->partition = pr->partition;
         req = NULL;
     }
-    apply(dp, i, rr, &u, &src, false);
+    apply(dp, i, rr, &u, &src);
     if (u.has_produce && req != NULL) {
         int err = u.produce.error;
         if (err == KQ_ERR_NOT_LEADER_OR_FOLLOWER) {
