@@ -445,9 +445,9 @@ static void note_update(kq_dp *dp, dp_part *p, const kq_replica *r, const kq_rep
     if (u->reset_log_start >= 0 || u->truncate_to >= 0 || u->role_changed)
         p->producers_loaded = false;
     for (int k = 0; k < u->n_log; k++) {
-        if (strncmp(u->log[k], "Shrinking ISR", 13) == 0)
+        if (strstr(u->log[k], "] Shrinking ISR") != NULL)
             dp->counts.isr_shrinks++;
-        else if (strncmp(u->log[k], "Expanding ISR", 13) == 0)
+        else if (strstr(u->log[k], "] Expanding ISR") != NULL)
             dp->counts.isr_expands++;
     }
     if (u->n_completions > 0) {

@@ -52,9 +52,17 @@ int kq_cmd_produce(int argc, char **argv)
         kq_tools_errorf("%s", kq_err_message(rc));
         return KQ_EXIT_FAILURE;
     }
-    if ((rc = kq_dc_refresh(dc, a.topic, err, sizeof err)) != 0) {
-        kq_tools_errorf("%s", err);
-        goto out;
+    /* Like a Kafka producer's max.block.ms: keep asking for metadata (a broker may be paused
+     * or restarting) for up to the request timeout. */
+    {
+        uint64_t give_up = kq_now_ms() + (uint64_t)a.request_timeout_ms;
+        while ((rc = kq_dc_refresh(dc, a.topic, err, sizeof err)) != 0 && kq_now_ms() < give_up)
+            usleep(200 * 1000);
+        if (rc != 0) {
+            kq_tools_errorf("%s (kept asking for metadata for --request-timeout-ms %lld)", err,
+                            (long long)a.request_timeout_ms);
+            goto out;
+        }
     }
     for (;;) {
         kq_dc_produce_result r;
