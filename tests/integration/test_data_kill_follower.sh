@@ -47,6 +47,9 @@ kd_wait_line orders 60 'Isr: 1,2,3[[:space:]]'
 kt_log "broker 3 rejoined the ISR $(($(kt_now_ms) - t0)) ms after its restart"
 line=$(kd_wait_log 1 10 "Expanding ISR from 1,2 to 1,2,3")
 kt_log "leader: $line"
+# The expansion is the leader's (the shrink was the controller's, by fencing): its counter.
+kd_wait_metric 1 10 kq_broker_isr_expands_total 1
+kd_wait_metric 1 10 kq_broker_under_replicated_partitions 0
 
 kd_produce all "order 7" || kt_fail "acks=all write after the rejoin: $KD_OUT"
 kt_assert_eq "result of order 7" "written at offset 6" "$KD_OUT"
