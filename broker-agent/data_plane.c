@@ -613,6 +613,14 @@ static void handle_produce(kq_dp *dp, kq_rpc_req *req, const kq_produce_request 
             }
         }
     }
+    if (pr->acks == -1 && st.role == KQ_REPLICA_LEADER &&
+        dp->n_parked + dp->n_fetches >= dp->cfg.max_waiting) {
+        snprintf(msg, sizeof(msg),
+                 "broker busy: %zu requests already wait for replication or new records; retry",
+                 dp->n_parked + dp->n_fetches);
+        reply_produce(dp, req, KQ_ERR_REQUEST_TIMED_OUT, -1, -1, msg);
+        goto out;
+    }
     if (kq_data_records_pack(pr->records, pr->record_lens, pr->n_records, &payload) != 0) {
         oom(dp, "produce payload");
         goto out;
@@ -810,7 +818,8 @@ static bool serve_fetch(kq_dp *dp, kq_rpc_req *req, const kq_data_fetch_request 
         if (reads[k].n > 0)
             anything = true;
     }
-    if (!anything && may_park && fr->max_wait_ms > 0) {
+    if (!anything && may_park && fr->max_wait_ms > 0 &&
+        dp->n_parked + dp->n_fetches < dp->cfg.max_waiting) {
         parked = true;
         goto out;
     }

@@ -49,8 +49,13 @@ typedef struct kq_dp_config {
     uint32_t test_fetch_delay_ms;       /* tests only: pause between a follower's fetches */
     uint32_t request_timeout_ms;        /* AlterPartition and fetch transport timeout */
     size_t max_msg_bytes;               /* rpc client receive limit */
-    kq_loopq *q;                        /* nng callbacks push answers here */
-    int ev_type;                        /* with this loop-queue item type */
+    /* Requests that may wait at once (acks=all Produces for the HW plus long-polling
+     * Fetches): each holds a listener context until answered. Beyond it a Fetch is answered
+     * at once (empty) and an acks=all Produce gets REQUEST_TIMED_OUT, retriable, unwritten,
+     * so the followers' fetches that complete the waiting ones still get in. */
+    size_t max_waiting;
+    kq_loopq *q; /* nng callbacks push answers here */
+    int ev_type; /* with this loop-queue item type */
     /* Called on a storage failure (fsync, LMDB); must not return. */
     void (*fatal)(const char *what, const char *detail);
 } kq_dp_config;

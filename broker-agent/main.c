@@ -50,7 +50,10 @@
 #define EXIT_CONFIG 2
 #define MAX_OUTBOX 4096
 #define READ_MAX_BYTES (8u * 1024u * 1024u)
-#define SERVER_CONTEXTS 64
+/* Requests the listener holds at once. A waiting acks=all Produce or a long-polling Fetch keeps
+ * its context until answered, so the data plane stops parking new ones DP_RESERVED short of
+ * this (data_plane.h), leaving room for the follower fetches that let them complete. */
+#define SERVER_CONTEXTS 1024
 #define METADATA_SUBDIR "__cluster_metadata"
 
 enum { EV_RAFT = 1, EV_CTL, EV_REQUEST, EV_SIGNAL, EV_DATA };
@@ -389,8 +392,7 @@ static void install_snapshot(broker *b)
     if (rc == 0)
         rc = load_snapshot_image(b, id, err, sizeof(err));
     if (rc == KQ_ERR_CORRUPT_MESSAGE) {
-        KQ_WARN("metadata", "fetched snapshot is damaged; fetching it again", "detail=\"%s\"",
-                err);
+        KQ_WARN("metadata", "fetched snapshot is damaged; fetching it again", "detail=\"%s\"", err);
     } else if (rc != 0) {
         fatal("installing a fetched metadata snapshot", err);
     } else {
@@ -821,6 +823,7 @@ static int start(broker *b, char *err, size_t errlen)
                            .test_fetch_delay_ms = b->cfg.test_fetch_delay_ms,
                            .request_timeout_ms = b->cfg.raft.request_timeout_ms,
                            .max_msg_bytes = KQ_RPC_DEFAULT_MAX_MSG,
+                           .max_waiting = SERVER_CONTEXTS - 64,
                            .q = b->q,
                            .ev_type = EV_DATA,
                            .fatal = fatal};
