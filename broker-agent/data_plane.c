@@ -857,7 +857,9 @@ static void handle_fetch(kq_dp *dp, kq_rpc_req *req, kq_data_request *r, const k
             kq_data_request_free(r);
             return;
         }
-        if (br->epoch != fr->broker_epoch) {
+        /* An older epoch is a previous incarnation (a zombie); a newer one is a registration
+         * this broker's metadata has not applied yet, which it will. */
+        if (fr->broker_epoch < br->epoch) {
             snprintf(msg, sizeof(msg), "broker %d: epoch %lld, registered epoch %lld",
                      fr->replica_id, (long long)fr->broker_epoch, (long long)br->epoch);
             reply_error(dp, req, KQ_API_DATA_FETCH, KQ_ERR_STALE_BROKER_EPOCH, msg);
