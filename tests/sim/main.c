@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "kq/error.h"
 #include "sim.h"
 
@@ -42,20 +43,7 @@ static void usage(FILE *f)
 
 static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    char *end = NULL;
-    if (!s || !*s || *s == '-') {
-        fprintf(stderr, "kq-sim: %s needs a non-negative number\n", opt);
-        return -1;
-    }
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end || v < lo || v > hi) {
-        fprintf(stderr, "kq-sim: %s: '%s' is not a number in %" PRIu64 "..%" PRIu64 "\n", opt, s,
-                lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    return kq_sim_parse_u64("kq-sim", opt, s, lo, hi, out);
 }
 
 int main(int argc, char **argv)
