@@ -77,12 +77,6 @@ lc_col() { # ID COLUMN
     awk -v id="$1" -v c="$2" '$1 == id { print $c }' <<<"$LC_ROWS"
 }
 
-# lc_metrics PORT: GET /metrics over bash's /dev/tcp (no curl needed).
-# shellcheck disable=SC2016 # $1 expands in the inner bash
-lc_metrics() {
-    timeout 10 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" &&
-        printf "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3 && cat <&3' _ "$1"
-}
 
 lc_run up
 [[ $LC_RC -eq 0 ]] || { echo "$LC_OUT" >&2; lc_fail "cluster.sh up exited $LC_RC"; }
@@ -127,7 +121,7 @@ leaders=0
 for b in 1 2 3; do
     deadline=$(($(date +%s) + 30))
     while :; do # the gauges follow the log line within a loop iteration
-        m=$(lc_metrics $((BROKER_BASE + 1 + (b - 1) * 2 + 1)) || true)
+        m=$(kt_metrics $((BROKER_BASE + 1 + (b - 1) * 2 + 1)) || true)
         l=$(awk '$1 == "kq_broker_partitions{role=\"leader\"}" { print $2 }' <<<"$m")
         f=$(awk '$1 == "kq_broker_partitions{role=\"follower\"}" { print $2 }' <<<"$m")
         [[ $l =~ ^[0-9]+$ && $f =~ ^[0-9]+$ ]] && (((l + f) == 1)) && break

@@ -26,7 +26,7 @@ for i in 1 2 3; do
     kd_produce all "late $i" || kt_fail "write to late: $KD_OUT"
 done
 # The controllers' log must now start above broker 3's position (it fetched ~10 records).
-start=$(curl -s "http://127.0.0.1:$((KT_BASE_PORT + 2))/metrics" | awk '$1 == "kq_metadata_snapshot_end_offset" { print $2 }')
+start=$(kt_metrics $((KT_BASE_PORT + 2)) | awk '$1 == "kq_metadata_snapshot_end_offset" { print $2 }')
 kt_log "controller 3001: latest snapshot ends at ${start:-?}"
 kt_assert_gt "end offset of the controllers' latest snapshot" "${start:-0}" 20
 

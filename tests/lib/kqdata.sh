@@ -191,7 +191,7 @@ kd_wait_metric() {
     local b=$1 deadline=$(($(date +%s) + $2)) port seen
     port=$((KQ_BROKER_BASE_PORT + ($1 - 1) * 2 + 1))
     while :; do
-        seen=$(curl -s --max-time 2 "http://127.0.0.1:$port/metrics" | awk -v n="$3" '$1 == n { print $2 }')
+        seen=$(kt_metrics "$port" | awk -v n="$3" '$1 == n { print $2 }')
         [[ $seen == "$4" ]] && return 0
         (($(date +%s) < deadline)) || kt_fail "broker $b: $3 = '${seen}', expected $4 within $2 s"
         sleep 0.25

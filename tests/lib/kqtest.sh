@@ -48,6 +48,14 @@ kt_now_ms() {
     date +%s%3N
 }
 
+# kt_metrics PORT: the body of GET /metrics on 127.0.0.1:PORT, over bash's /dev/tcp (no curl
+# needed); empty when nothing answers within 10 s.
+# shellcheck disable=SC2016 # $1 expands in the inner bash
+kt_metrics() {
+    timeout 10 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" &&
+        printf "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3 && cat <&3' _ "$1" 2>/dev/null || true
+}
+
 # ---------------------------------------------------------------------------------------
 # Setup and teardown
 
