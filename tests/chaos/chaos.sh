@@ -301,19 +301,25 @@ monitor() {
 # ---------------------------------------------------------------------------------------
 # Faults (one at a time; each is healed before the next)
 
-rnd() { # N -> 0..N-1 from the seeded bash PRNG
-    echo $((RANDOM % $1))
+# The draws set globals instead of printing: bash (>= 5.1) re-seeds RANDOM in every subshell,
+# so a draw inside $(...) would ignore --seed and the schedule would not replay.
+R=0
+PICK=0
+rnd() { # N -> R in 0..N-1 from the seeded bash PRNG
+    R=$((RANDOM % $1))
 }
-pick_node() { echo $(($(rnd "$NODES") + 1)); }
-pick_other() { # NODE
-    local o
+pick_node() { # -> PICK, a node 1..NODES
+    rnd "$NODES"
+    PICK=$((R + 1))
+}
+pick_other() { # NODE -> PICK, another node
     while :; do
-        o=$(pick_node)
-        [[ $o -ne $1 ]] && echo "$o" && return
+        pick_node
+        [[ $PICK -ne $1 ]] && return
     done
 }
-current_leader() { # the leader, or a random node when none is known
-    if status; then echo "$LEADER"; else pick_node; fi
+current_leader() { # -> PICK: the leader, or a random node when none is known
+    if status; then PICK=$LEADER; else pick_node; fi
 }
 
 fault_log() {
@@ -325,7 +331,9 @@ fault_log() {
 }
 
 hold() { # MIN MAX seconds (seeded), polling for crashes
-    local ms=$((($1 + $(rnd $(($2 - $1 + 1)))) * 1000)) end
+    local ms end
+    rnd $(($2 - $1 + 1))
+    ms=$((($1 + R) * 1000))
     end=$(($(now_ms) + ms))
     while (($(now_ms) < end)); do
         sleep 0.2
@@ -338,13 +346,16 @@ one_fault() {
         kinds+=(partition partition oneway oneway isolate-leader isolate-leader)
     fi
     [[ $NODES -eq 5 ]] && kinds+=(kill-two)
-    k=${kinds[$(rnd ${#kinds[@]})]}
+    rnd ${#kinds[@]}
+    k=${kinds[$R]}
     # Every choice below draws from the PRNG in the same order whatever the cluster does.
-    a=$(pick_node)
-    b=$(pick_other "$a")
+    pick_node
+    a=$PICK
+    pick_other "$a"
+    b=$PICK
     case $k in
     kill | kill-leader)
-        [[ $k == kill-leader ]] && a=$(current_leader)
+        [[ $k == kill-leader ]] && current_leader && a=$PICK
         fault_log "$k: kill -9 node $a"
         kill_node "$a"
         hold 0 5
@@ -360,7 +371,7 @@ one_fault() {
         start_node "$b"
         ;;
     pause | pause-leader)
-        [[ $k == pause-leader ]] && a=$(current_leader)
+        [[ $k == pause-leader ]] && current_leader && a=$PICK
         fault_log "$k: SIGSTOP node $a"
         kill -STOP "${PID[$a]}"
         hold 1 6
@@ -385,7 +396,8 @@ one_fault() {
         cn_heal_all
         ;;
     isolate-leader)
-        a=$(current_leader)
+        current_leader
+        a=$PICK
         fault_log "$k: node $a cut from every other controller (clients still reach it)"
         cn_isolate "$a"
         hold 2 8
