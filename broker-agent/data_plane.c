@@ -47,8 +47,7 @@ typedef struct dp_part {
     uint8_t topic_id[16];
     int32_t partition;
     uint64_t deadline;
-    bool dirty;   /* written in the open transaction: step PERSISTED after the commit */
-    bool changed; /* new records or a new HW: wake parked fetches */
+    bool dirty; /* written in the open transaction: step PERSISTED after the commit */
     int64_t hw;
     int64_t hw_ckpt;
     bool producers_loaded;
@@ -124,7 +123,8 @@ struct kq_dp {
     dp_fetcher fetchers[DP_MAX_FETCHERS];
     int n_fetchers;
     uint64_t token;
-    bool wake; /* some partition changed: retry parked fetches */
+    bool wake;            /* some partition changed: retry parked fetches */
+    uint64_t brokers_sig; /* registrations last passed to the leaders (kq_dp_after_metadata) */
     kq_dp_counts counts;
 };
 
@@ -196,16 +196,31 @@ void kq_dp_get_counts(const kq_dp *dp, kq_dp_counts *out)
 
 /* ---------- partitions ---------- */
 
+/* The state of a partition, created on first use. dp->parts is sorted by (topic id,
+ * partition), so this is a binary search on every replica step; a pointer it returns is valid
+ * until the next part_get of another partition or the next kq_dp_after_metadata. */
 static dp_part *part_get(kq_dp *dp, const uint8_t topic_id[16], int32_t partition)
 {
-    for (size_t i = 0; i < dp->n_parts; i++)
-        if (dp->parts[i].partition == partition && memcmp(dp->parts[i].topic_id, topic_id, 16) == 0)
-            return &dp->parts[i];
+    size_t lo = 0, hi = dp->n_parts;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = memcmp(dp->parts[mid].topic_id, topic_id, 16);
+        if (c == 0)
+            c = (dp->parts[mid].partition > partition) - (dp->parts[mid].partition < partition);
+        if (c == 0)
+            return &dp->parts[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     if (grow((void **)&dp->parts, &dp->cap_parts, dp->n_parts, sizeof(dp_part)) != 0) {
         oom(dp, "partition state");
         return NULL;
     }
-    dp_part *p = &dp->parts[dp->n_parts++];
+    memmove(&dp->parts[lo + 1], &dp->parts[lo], (dp->n_parts - lo) * sizeof(dp_part));
+    dp->n_parts++;
+    dp_part *p = &dp->parts[lo];
     memset(p, 0, sizeof(*p));
     memcpy(p->topic_id, topic_id, 16);
     p->partition = partition;
@@ -243,15 +258,33 @@ static void queue_reply(kq_dp *dp, kq_rpc_req *req, kq_buf *buf)
     memset(buf, 0, sizeof(*buf));
 }
 
+/* Queue an answer encoded with result rc; an answer that could not be encoded is dropped (the
+ * client times out). */
+static void queue_encoded(kq_dp *dp, kq_rpc_req *req, int rc, kq_buf *out)
+{
+    if (rc != 0) {
+        kq_rpc_req_drop(req);
+        kq_buf_free(out);
+        return;
+    }
+    queue_reply(dp, req, out);
+}
+
 static void reply_error(kq_dp *dp, kq_rpc_req *req, uint32_t api, int err, const char *msg)
 {
     kq_buf out = {0};
-    if (kq_codec_encode_error_response(api, err, msg, -1, -1, NULL, &out) != 0) {
-        kq_rpc_req_drop(req);
-        kq_buf_free(&out);
+    queue_encoded(dp, req, kq_codec_encode_error_response(api, err, msg, -1, -1, NULL, &out), &out);
+}
+
+/* Queue an answer to api encoded with result rc; if it could not be encoded, answer INTERNAL. */
+static void queue_answer(kq_dp *dp, kq_rpc_req *req, uint32_t api, int rc, kq_buf *out)
+{
+    if (rc == 0) {
+        queue_reply(dp, req, out);
         return;
     }
-    queue_reply(dp, req, &out);
+    kq_buf_free(out);
+    reply_error(dp, req, api, KQ_ERR_INTERNAL, "cannot encode the answer");
 }
 
 static void reply_produce(kq_dp *dp, kq_rpc_req *req, int err, int64_t base_offset,
@@ -267,12 +300,7 @@ static void reply_produce(kq_dp *dp, kq_rpc_req *req, int err, int64_t base_offs
         snprintf(res.error_message, sizeof(res.error_message), "%s", msg);
     if (err != 0)
         dp->counts.produce_errors++;
-    if (kq_data_encode_produce_response(&res, &out) != 0) {
-        kq_rpc_req_drop(req);
-        kq_buf_free(&out);
-        return;
-    }
-    queue_reply(dp, req, &out);
+    queue_encoded(dp, req, kq_data_encode_produce_response(&res, &out), &out);
 }
 
 /* ---------- producer state (idempotence) ---------- */
@@ -444,6 +472,8 @@ static void note_update(kq_dp *dp, dp_part *p, const kq_replica *r, const kq_rep
 {
     if (u->reset_log_start >= 0 || u->truncate_to >= 0 || u->role_changed)
         p->producers_loaded = false;
+    if (u->role_changed)
+        dp->wake = true; /* a parked fetch there now gets its error at once */
     for (int k = 0; k < u->n_log; k++) {
         if (strstr(u->log[k], "] Shrinking ISR") != NULL)
             dp->counts.isr_shrinks++;
@@ -458,7 +488,6 @@ static void note_update(kq_dp *dp, dp_part *p, const kq_replica *r, const kq_rep
     }
     if (u->hw_changed) {
         p->hw = u->high_watermark;
-        p->changed = true;
         dp->wake = true;
     }
     if (u->send_alter) {
@@ -490,7 +519,6 @@ static void apply(kq_dp *dp, size_t i, kq_replica *r, const kq_replica_update *u
         dp->cfg.fatal("partition log write", err);
     if (writes) {
         p->dirty = true;
-        p->changed = true;
         dp->wake = true;
     }
     note_update(dp, p, r, u);
@@ -827,11 +855,7 @@ static bool serve_fetch(kq_dp *dp, kq_rpc_req *req, const kq_data_fetch_request 
     memset(&resp, 0, sizeof(resp));
     resp.partitions = res;
     resp.n_partitions = n;
-    if (kq_data_encode_fetch_response(&resp, &out) != 0) {
-        reply_error(dp, req, KQ_API_DATA_FETCH, KQ_ERR_INTERNAL, "cannot encode the answer");
-        goto out;
-    }
-    queue_reply(dp, req, &out);
+    queue_answer(dp, req, KQ_API_DATA_FETCH, kq_data_encode_fetch_response(&resp, &out), &out);
 out:
     kq_buf_free(&out);
     for (size_t k = 0; reads != NULL && k < n; k++)
@@ -952,10 +976,8 @@ static void handle_list_offsets(kq_dp *dp, kq_rpc_req *req, const kq_list_offset
     memset(&resp, 0, sizeof(resp));
     resp.partitions = res;
     resp.n_partitions = n;
-    if (kq_data_encode_list_offsets_response(&resp, &out) == 0)
-        queue_reply(dp, req, &out);
-    else
-        reply_error(dp, req, KQ_API_LIST_OFFSETS, KQ_ERR_INTERNAL, "cannot encode the answer");
+    queue_answer(dp, req, KQ_API_LIST_OFFSETS, kq_data_encode_list_offsets_response(&resp, &out),
+                 &out);
     kq_buf_free(&out);
     free(res);
 }
@@ -1062,10 +1084,7 @@ static void handle_metadata(kq_dp *dp, kq_rpc_req *req, const kq_data_metadata_r
     resp.n_brokers = m.n_brokers;
     resp.topics = m.topics;
     resp.n_topics = m.n_topics;
-    if (kq_data_encode_metadata_response(&resp, &out) == 0)
-        queue_reply(dp, req, &out);
-    else
-        reply_error(dp, req, KQ_API_METADATA, KQ_ERR_INTERNAL, "cannot encode the answer");
+    queue_answer(dp, req, KQ_API_METADATA, kq_data_encode_metadata_response(&resp, &out), &out);
 out:
     kq_buf_free(&out);
     md_build_free(&m);
@@ -1123,16 +1142,7 @@ int kq_dp_on_request(kq_dp *dp, kq_rpc_req *req, const kq_image *img, uint64_t n
 static void on_net_answer(void *arg, int err, const uint8_t *data, size_t len)
 {
     dp_net_ev *ev = arg;
-    ev->err = err;
-    if (err == 0 && len > 0) {
-        ev->data = malloc(len);
-        if (ev->data == NULL) {
-            ev->err = KQ_ERR_NETWORK_EXCEPTION;
-        } else {
-            memcpy(ev->data, data, len);
-            ev->len = len;
-        }
-    }
+    ev->err = kq_rpc_copy_answer(err, data, len, &ev->data, &ev->len);
     if (kq_loopq_push(ev->dp->cfg.q, ev->dp->cfg.ev_type, ev) != 0)
         ev->dp->cfg.fatal("loop queue full", "a data-plane answer was dropped");
 }
@@ -1314,11 +1324,13 @@ static void handle_fetch_answer(kq_dp *dp, dp_net_ev *ev, uint64_t now)
         size_t i = kq_rm_find(dp->rm, pr->topic_id, pr->partition);
         const kq_replica *r = i == SIZE_MAX ? NULL : kq_rm_replica(dp->rm, i);
         kq_replica_fetch_request fr;
+        /* The leader answers in request order: look at the same position first. */
         const dp_sent *sent = NULL;
-        for (size_t j = 0; j < ev->n_sent && sent == NULL; j++)
-            if (ev->sent[j].partition == pr->partition &&
-                memcmp(ev->sent[j].topic_id, pr->topic_id, 16) == 0)
-                sent = &ev->sent[j];
+        for (size_t j = 0; j < ev->n_sent && sent == NULL; j++) {
+            const dp_sent *c = &ev->sent[(k + j) % ev->n_sent];
+            if (c->partition == pr->partition && memcmp(c->topic_id, pr->topic_id, 16) == 0)
+                sent = c;
+        }
         if (r == NULL || sent == NULL || !kq_replica_next_fetch(r, &fr) ||
             fr.leader_id != ev->leader)
             continue; /* not asked, or no longer following this leader */
@@ -1547,8 +1559,21 @@ void kq_dp_after_metadata(kq_dp *dp, const kq_image *img, uint64_t now_ms)
 {
     size_t n = 0;
     const kq_rm_partition *hp = kq_rm_partitions(dp->rm, &n);
-    /* Registration changes (fencing, controlled shutdown, new epochs) reach the leaders. */
-    for (size_t i = 0; i < n; i++) {
+    /* Registration changes (fencing, controlled shutdown, new epochs) reach the leaders; most
+     * metadata batches change none (replicas that just became leader got the registrations
+     * with their delta). */
+    uint64_t sig = 1469598103934665603ull;
+    for (const kq_broker *b = kq_image_broker_next(img, NULL); b != NULL;
+         b = kq_image_broker_next(img, b)) {
+        uint64_t v[2] = {((uint64_t)(uint32_t)b->id << 2) | ((uint64_t)b->fenced << 1) |
+                             (uint64_t)b->in_controlled_shutdown,
+                         (uint64_t)b->epoch};
+        for (size_t j = 0; j < 2; j++)
+            sig = (sig ^ v[j]) * 1099511628211ull;
+    }
+    bool brokers_changed = sig != dp->brokers_sig;
+    dp->brokers_sig = sig;
+    for (size_t i = 0; brokers_changed && i < n; i++) {
         if (hp[i].role != KQ_REPLICA_LEADER)
             continue;
         kq_replica_broker brokers[KQ_REPLICA_MAX_REPLICAS];
@@ -1569,17 +1594,18 @@ void kq_dp_after_metadata(kq_dp *dp, const kq_image *img, uint64_t now_ms)
                       "this broker no longer hosts the partition");
         dp->parked[k] = dp->parked[--dp->n_parked];
     }
-    /* Forget the state of partitions no longer hosted. */
-    k = 0;
-    while (k < dp->n_parts) {
-        if (kq_rm_find(dp->rm, dp->parts[k].topic_id, dp->parts[k].partition) != SIZE_MAX) {
-            k++;
+    /* Forget the state of partitions no longer hosted (keeping dp->parts sorted); parked
+     * fetches for them are then answered. */
+    size_t kept = 0;
+    for (k = 0; k < dp->n_parts; k++) {
+        if (kq_rm_find(dp->rm, dp->parts[k].topic_id, dp->parts[k].partition) == SIZE_MAX) {
+            free(dp->parts[k].producers);
+            dp->wake = true;
             continue;
         }
-        free(dp->parts[k].producers);
-        dp->parts[k] = dp->parts[--dp->n_parts];
+        dp->parts[kept++] = dp->parts[k];
     }
-    dp->wake = true;
+    dp->n_parts = kept;
 }
 
 void kq_dp_pump(kq_dp *dp, const kq_image *img, kq_rpc_client *ctl, int64_t broker_epoch,

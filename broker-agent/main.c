@@ -149,16 +149,7 @@ static void on_ctl_response(void *arg, int err, const uint8_t *data, size_t len)
     if (ev == NULL)
         fatal("memory", "controller answer");
     ev->api = cc->api;
-    ev->err = err;
-    if (err == 0 && len > 0) {
-        ev->data = malloc(len);
-        if (ev->data == NULL) {
-            ev->err = KQ_ERR_NETWORK_EXCEPTION;
-        } else {
-            memcpy(ev->data, data, len);
-            ev->len = len;
-        }
-    }
+    ev->err = kq_rpc_copy_answer(err, data, len, &ev->data, &ev->len);
     if (kq_loopq_push(cc->b->q, EV_CTL, ev) != 0)
         fatal("loop queue full", "controller answer dropped");
     free(cc);

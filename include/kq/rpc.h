@@ -18,6 +18,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kq/error.h"
 
 #define KQ_RPC_DEFAULT_MAX_MSG (64u * 1024u * 1024u)
 #define KQ_RPC_DEFAULT_CONTEXTS 64
@@ -30,9 +34,8 @@ typedef void (*kq_rpc_on_request)(void *arg, kq_rpc_req *req);
 
 /* url like "tcp://127.0.0.1:9093". Returns 0 or KQ_ERR_IO with errbuf naming the URL and the
  * nng error (e.g. address in use). Caller owns *out; stop with kq_rpc_server_stop. */
-int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes,
-                        kq_rpc_on_request cb, void *arg, kq_rpc_server **out, char *errbuf,
-                        size_t errlen);
+int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes, kq_rpc_on_request cb,
+                        void *arg, kq_rpc_server **out, char *errbuf, size_t errlen);
 /* Stops listening, drops unanswered requests, frees the server. Do not call from a callback. */
 void kq_rpc_server_stop(kq_rpc_server *s);
 
@@ -46,13 +49,30 @@ void kq_rpc_req_drop(kq_rpc_req *req);
 typedef struct kq_rpc_client kq_rpc_client;
 
 /* url like "tcp://127.0.0.1:9093". Never blocks on the peer being down. */
-int kq_rpc_client_open(const char *url, size_t max_msg_bytes, kq_rpc_client **out,
-                       char *errbuf, size_t errlen);
+int kq_rpc_client_open(const char *url, size_t max_msg_bytes, kq_rpc_client **out, char *errbuf,
+                       size_t errlen);
 /* Cancels outstanding calls (their callbacks run with KQ_ERR_NETWORK_EXCEPTION) and frees. */
 void kq_rpc_client_close(kq_rpc_client *c);
 
 /* Runs on an nng thread; data valid only during the call; err 0 on success. */
 typedef void (*kq_rpc_on_response)(void *arg, int err, const uint8_t *data, size_t len);
+
+/* For an on_response callback that hands the answer to its loop: copies data into *out
+ * (malloc'd, the caller's; NULL and *out_len 0 when err != 0 or len == 0) and returns the
+ * error to report: err, or KQ_ERR_NETWORK_EXCEPTION if the copy failed (a lost answer). */
+static inline int kq_rpc_copy_answer(int err, const uint8_t *data, size_t len, uint8_t **out,
+                                     size_t *out_len)
+{
+    *out = NULL;
+    *out_len = 0;
+    if (err != 0 || len == 0)
+        return err;
+    if ((*out = malloc(len)) == NULL)
+        return KQ_ERR_NETWORK_EXCEPTION;
+    memcpy(*out, data, len);
+    *out_len = len;
+    return 0;
+}
 /* Returns 0 (cb will run exactly once) or an error (cb will not run). */
 int kq_rpc_call_async(kq_rpc_client *c, const uint8_t *req, size_t len, uint32_t timeout_ms,
                       kq_rpc_on_response cb, void *arg);
