@@ -96,13 +96,6 @@ kd_start() { # B: restart on its data; waits until it is registered and unfenced
     kt_log "start broker $1"
     kd_cluster start "$1"
 }
-kd_start_nowait() { # B: restart without waiting (it may not be able to unfence yet)
-    local b=$1
-    kt_log "start broker $b (not waiting)"
-    "$KT_BIN/kq-broker-agent" --config "$KQ_LOCAL_DIR/broker-$b.properties" \
-        >>"$KQ_LOCAL_DIR/broker-$b.log" 2>&1 &
-    echo $! >"$KQ_LOCAL_DIR/broker-$b.pid"
-}
 kd_shutdown() { # B: SIGTERM (controlled shutdown); waits for the exit
     kt_log "SIGTERM broker $1 (controlled shutdown)"
     kd_cluster shutdown "$1"
