@@ -217,39 +217,6 @@ static void alter_configs_one(const kq_op_ctx *ctx, int32_t i, kq_reclist *out,
                         res);
 }
 
-static int op_delete_topics(const kq_op_ctx *ctx, const kq_delete_topic *reqs, int32_t n,
-                            kq_buf *resp, char *errbuf, size_t errlen)
-{
-    kq_simple_result *res = NULL;
-    int rc = run_items(ctx, reqs, n, delete_one, &res, errbuf, errlen);
-    if (rc == 0)
-        rc = kq_ctl_encode_delete_topics_response(reqs, res, n, resp);
-    free(res);
-    return rc;
-}
-
-static int op_create_partitions(const kq_op_ctx *ctx, const kq_create_partitions *reqs, int32_t n,
-                                kq_buf *resp, char *errbuf, size_t errlen)
-{
-    kq_simple_result *res = NULL;
-    int rc = run_items(ctx, reqs, n, create_partitions_one, &res, errbuf, errlen);
-    if (rc == 0)
-        rc = kq_ctl_encode_create_partitions_response(reqs, res, n, resp);
-    free(res);
-    return rc;
-}
-
-static int op_alter_configs(const kq_op_ctx *ctx, const kq_alter_config_resource *reqs, int32_t n,
-                            kq_buf *resp, char *errbuf, size_t errlen)
-{
-    kq_simple_result *res = NULL;
-    int rc = run_items(ctx, reqs, n, alter_configs_one, &res, errbuf, errlen);
-    if (rc == 0)
-        rc = kq_ctl_encode_alter_configs_response(reqs, res, n, resp);
-    free(res);
-    return rc;
-}
-
 static int op_elect_leaders(const kq_op_ctx *ctx, const kq_elect_leaders *req, kq_buf *resp,
                             char *errbuf, size_t errlen)
 {
@@ -320,6 +287,7 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int
 {
     int rc;
     const kq_image *img = ctx->meta->img;
+    kq_simple_result *items = NULL; /* run_items results of a per-item operation */
     memset(resp, 0, sizeof(*resp));
     switch (req->api_key) {
     case KQ_API_BROKER_REGISTRATION:
@@ -339,19 +307,28 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int
                               errlen);
         break;
     case KQ_API_DELETE_TOPICS:
-        rc = op_delete_topics(ctx, req->delete_topics.topics, req->delete_topics.n, resp, errbuf,
-                              errlen);
+        rc = run_items(ctx, req->delete_topics.topics, req->delete_topics.n, delete_one, &items,
+                       errbuf, errlen);
+        if (rc == 0)
+            rc = kq_ctl_encode_delete_topics_response(req->delete_topics.topics, items,
+                                                      req->delete_topics.n, resp);
         break;
     case KQ_API_CREATE_PARTITIONS:
-        rc = op_create_partitions(ctx, req->create_partitions.topics, req->create_partitions.n,
-                                  resp, errbuf, errlen);
+        rc = run_items(ctx, req->create_partitions.topics, req->create_partitions.n,
+                       create_partitions_one, &items, errbuf, errlen);
+        if (rc == 0)
+            rc = kq_ctl_encode_create_partitions_response(req->create_partitions.topics, items,
+                                                          req->create_partitions.n, resp);
         break;
     case KQ_API_ELECT_LEADERS:
         rc = op_elect_leaders(ctx, &req->elect_leaders, resp, errbuf, errlen);
         break;
     case KQ_API_INCREMENTAL_ALTER_CONFIGS:
-        rc = op_alter_configs(ctx, req->alter_configs.resources, req->alter_configs.n, resp, errbuf,
-                              errlen);
+        rc = run_items(ctx, req->alter_configs.resources, req->alter_configs.n, alter_configs_one,
+                       &items, errbuf, errlen);
+        if (rc == 0)
+            rc = kq_ctl_encode_alter_configs_response(req->alter_configs.resources, items,
+                                                      req->alter_configs.n, resp);
         break;
     case KQ_API_UPDATE_FEATURES:
         rc = op_update_features(ctx, req->update_features.updates, req->update_features.n,
@@ -382,6 +359,7 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int
         snprintf(errbuf, errlen, "api %u is not a controller api", req->api_key);
         return KQ_ERR_INVALID_REQUEST;
     }
+    free(items);
     if (rc != 0 && rc != KQ_ERR_FATAL && errbuf[0] == '\0')
         snprintf(errbuf, errlen, "%s", kq_err_message(rc));
     /* Everything the answer reflects has been applied below applied_end. */
