@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "data_client.h"
@@ -16,14 +15,6 @@
 #include "kq/util.h"
 
 #define FETCH_MAX_WAIT_MS 500
-
-static void sleep_ms(uint64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 /* ---- produce ------------------------------------------------------------------------------ */
 
@@ -147,7 +138,7 @@ static bool backoff(uint64_t idle_deadline)
 {
     if (g_stop || (idle_deadline && kq_now_ms() + KQ_DC_RETRY_BACKOFF_MS >= idle_deadline))
         return false;
-    sleep_ms(KQ_DC_RETRY_BACKOFF_MS);
+    kq_dc_sleep_ms(KQ_DC_RETRY_BACKOFF_MS);
     return !g_stop;
 }
 

@@ -12,7 +12,6 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -70,18 +69,6 @@ struct kq_dc {
     size_t n_topics;
     bool stale;
 };
-
-__attribute__((format(printf, 3, 4))) static void say(char *errbuf, size_t errlen, const char *fmt,
-                                                      ...)
-{
-    if (errbuf && errlen > 0) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(errbuf, errlen, fmt, ap);
-        va_end(ap);
-    }
-}
 
 int kq_dc_open(const kq_tools_addr *bootstrap, int n_bootstrap, uint32_t request_timeout_ms,
                kq_dc **out)
@@ -165,11 +152,11 @@ static int probe(const char *addr, uint32_t limit_ms, char *why, size_t whylen)
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV;
     if (!split_addr(addr, host, sizeof host, port, sizeof port)) {
-        say(why, whylen, "'%s' is not host:port", addr);
+        kq_errf(why, whylen, "'%s' is not host:port", addr);
         return KQ_ERR_NETWORK_EXCEPTION;
     }
     if (getaddrinfo(host, port, &hints, &res) != 0 || !res) {
-        say(why, whylen, "cannot connect: host name does not resolve");
+        kq_errf(why, whylen, "cannot connect: host name does not resolve");
         return KQ_ERR_NETWORK_EXCEPTION;
     }
     for (struct addrinfo *ai = res; ai && rc != 0; ai = ai->ai_next) {
@@ -203,7 +190,7 @@ static int probe(const char *addr, uint32_t limit_ms, char *why, size_t whylen)
     }
     freeaddrinfo(res);
     if (rc)
-        say(why, whylen, "cannot connect: %s", strerror(last));
+        kq_errf(why, whylen, "cannot connect: %s", strerror(last));
     return rc;
 }
 
@@ -236,7 +223,7 @@ static int get_conn(kq_dc *c, const char *addr, conn **out, char *why, size_t wh
         snprintf(url, sizeof url, "tcp://%s", addr);
         rc = kq_rpc_client_open(url, KQ_RPC_DEFAULT_MAX_MSG, &k->client, e, sizeof e);
         if (rc) {
-            say(why, whylen, "%s", e[0] ? e : kq_err_message(rc));
+            kq_errf(why, whylen, "%s", e[0] ? e : kq_err_message(rc));
             return KQ_ERR_NETWORK_EXCEPTION;
         }
         c->n_conns++;
@@ -259,8 +246,8 @@ static int rpc(kq_dc *c, const char *addr, const kq_buf *req, uint32_t timeout_m
     rc = kq_rpc_call(k->client, req->data, req->len, timeout_ms, resp, len);
     k->healthy = rc == 0;
     if (rc)
-        say(why, whylen, "%s (%s)", kq_err_name(rc),
-            rc == KQ_ERR_REQUEST_TIMED_OUT ? "no answer in time" : kq_err_message(rc));
+        kq_errf(why, whylen, "%s (%s)", kq_err_name(rc),
+                rc == KQ_ERR_REQUEST_TIMED_OUT ? "no answer in time" : kq_err_message(rc));
     return rc;
 }
 
@@ -402,7 +389,7 @@ int kq_dc_refresh(kq_dc *c, const char *topic, char *errbuf, size_t errlen)
 
     rc = kq_data_encode_metadata_request("", -1, &mr, &req);
     if (rc) {
-        say(errbuf, errlen, "cannot encode the Metadata request: %s", kq_err_message(rc));
+        kq_errf(errbuf, errlen, "cannot encode the Metadata request: %s", kq_err_message(rc));
         return rc;
     }
     n = candidates(c, cand, MAX_CAND);
@@ -444,8 +431,8 @@ int kq_dc_refresh(kq_dc *c, const char *topic, char *errbuf, size_t errlen)
             rused += (size_t)w;
     }
     kq_buf_free(&req);
-    say(errbuf, errlen, "no broker answered within %" PRIu32 " ms (tried %s)%s", c->timeout_ms,
-        tried, reasons);
+    kq_errf(errbuf, errlen, "no broker answered within %" PRIu32 " ms (tried %s)%s", c->timeout_ms,
+            tried, reasons);
     return last; /* the last address's: transport error, answer error or malformed answer */
 }
 
@@ -467,7 +454,7 @@ int kq_dc_route_for(kq_dc *c, const char *topic, int32_t partition, kq_dc_route 
     if (!t || t->error) {
         c->stale = true;
         rc = t ? t->error : KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        say(errbuf, errlen, "topic %s: %s", topic, kq_err_name(rc));
+        kq_errf(errbuf, errlen, "topic %s: %s", topic, kq_err_name(rc));
         return rc;
     }
     for (size_t i = 0; i < t->n_parts && !p; i++)
@@ -475,8 +462,8 @@ int kq_dc_route_for(kq_dc *c, const char *topic, int32_t partition, kq_dc_route 
             p = &t->parts[i];
     if (!p) {
         c->stale = true;
-        say(errbuf, errlen, "topic %s has no partition %" PRId32 " (%zu partitions)", topic,
-            partition, t->n_parts);
+        kq_errf(errbuf, errlen, "topic %s has no partition %" PRId32 " (%zu partitions)", topic,
+                partition, t->n_parts);
         return KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     }
     memcpy(out->topic_id, t->id, 16);
@@ -485,7 +472,7 @@ int kq_dc_route_for(kq_dc *c, const char *topic, int32_t partition, kq_dc_route 
     if (p->error || p->leader_id < 0) {
         c->stale = true;
         rc = p->error ? p->error : KQ_ERR_LEADER_NOT_AVAILABLE;
-        say(errbuf, errlen, "%s-%" PRId32 ": %s", topic, partition, kq_err_name(rc));
+        kq_errf(errbuf, errlen, "%s-%" PRId32 ": %s", topic, partition, kq_err_name(rc));
         return rc;
     }
     for (size_t i = 0; i < c->n_brokers; i++) {
@@ -495,8 +482,8 @@ int kq_dc_route_for(kq_dc *c, const char *topic, int32_t partition, kq_dc_route 
         }
     }
     c->stale = true;
-    say(errbuf, errlen, "%s-%" PRId32 ": the leader, broker %" PRId32 ", has no known endpoint",
-        topic, partition, p->leader_id);
+    kq_errf(errbuf, errlen, "%s-%" PRId32 ": the leader, broker %" PRId32 ", has no known endpoint",
+            topic, partition, p->leader_id);
     return KQ_ERR_LEADER_NOT_AVAILABLE;
 }
 
@@ -524,14 +511,15 @@ static int leader_call(kq_dc *c, const char *topic, int32_t partition, build_fn 
     if ((rc = kq_dc_route_for(c, topic, partition, route, errbuf, errlen)) != 0)
         return rc;
     if ((rc = build(route, arg, &req)) != 0) {
-        say(errbuf, errlen, "cannot encode the request: %s", kq_err_message(rc));
+        kq_errf(errbuf, errlen, "cannot encode the request: %s", kq_err_message(rc));
         return rc;
     }
     rc = rpc(c, route->leader, &req, timeout_ms, resp, len, why, sizeof why);
     kq_buf_free(&req);
     if (rc) {
         c->stale = true;
-        say(errbuf, errlen, "leader %" PRId32 " at %s: %s", route->leader_id, route->leader, why);
+        kq_errf(errbuf, errlen, "leader %" PRId32 " at %s: %s", route->leader_id, route->leader,
+                why);
     }
     return rc;
 }
@@ -541,8 +529,9 @@ static int answer_error(kq_dc *c, const kq_dc_route *route, const char *what, in
 {
     if (kq_dc_refresh_needed(err))
         c->stale = true;
-    say(errbuf, errlen, "%s answer from leader %" PRId32 " at %s: %s%s%s", what, route->leader_id,
-        route->leader, kq_err_name(err), msg && msg[0] ? ": " : "", msg ? msg : "");
+    kq_errf(errbuf, errlen, "%s answer from leader %" PRId32 " at %s: %s%s%s", what,
+            route->leader_id, route->leader, kq_err_name(err), msg && msg[0] ? ": " : "",
+            msg ? msg : "");
     return err;
 }
 
@@ -603,7 +592,7 @@ int kq_dc_produce(kq_dc *c, const char *topic, int32_t partition, int32_t acks, 
     rc = kq_data_decode_produce_response(resp, rlen, &pr, derr, sizeof derr);
     free(resp);
     if (rc) {
-        say(errbuf, errlen, "malformed Produce answer from %s: %s", route.leader, derr);
+        kq_errf(errbuf, errlen, "malformed Produce answer from %s: %s", route.leader, derr);
         return rc;
     }
     if (pr.error)
@@ -650,7 +639,7 @@ int kq_dc_list_offset(kq_dc *c, const char *topic, int32_t partition, int64_t ti
     rc = kq_data_decode_list_offsets_response(resp, rlen, &lr, derr, sizeof derr);
     free(resp);
     if (rc) {
-        say(errbuf, errlen, "malformed ListOffsets answer from %s: %s", route.leader, derr);
+        kq_errf(errbuf, errlen, "malformed ListOffsets answer from %s: %s", route.leader, derr);
         return rc;
     }
     if (lr.error) {
@@ -658,8 +647,8 @@ int kq_dc_list_offset(kq_dc *c, const char *topic, int32_t partition, int64_t ti
         goto out;
     }
     rc = KQ_ERR_MALFORMED;
-    say(errbuf, errlen, "ListOffsets answer from %s has no result for %s-%" PRId32, route.leader,
-        topic, partition);
+    kq_errf(errbuf, errlen, "ListOffsets answer from %s has no result for %s-%" PRId32,
+            route.leader, topic, partition);
     for (size_t i = 0; i < lr.n_partitions; i++) {
         const kq_list_offsets_partition_result *p = &lr.partitions[i];
 
@@ -737,7 +726,7 @@ int kq_dc_fetch(kq_dc *c, const char *topic, int32_t partition, int64_t fetch_of
     rc = kq_data_decode_fetch_response(resp, rlen, &out->resp_, derr, sizeof derr);
     free(resp);
     if (rc) {
-        say(errbuf, errlen, "malformed Fetch answer from %s: %s", route.leader, derr);
+        kq_errf(errbuf, errlen, "malformed Fetch answer from %s: %s", route.leader, derr);
         return rc;
     }
     if (out->resp_.error) {
@@ -761,8 +750,8 @@ int kq_dc_fetch(kq_dc *c, const char *topic, int32_t partition, int64_t fetch_of
         out->n_batches = p->n_batches;
         return 0;
     }
-    say(errbuf, errlen, "Fetch answer from %s has no result for %s-%" PRId32, route.leader, topic,
-        partition);
+    kq_errf(errbuf, errlen, "Fetch answer from %s has no result for %s-%" PRId32, route.leader,
+            topic, partition);
     kq_dc_fetch_result_free(out);
     return KQ_ERR_MALFORMED;
 }
@@ -799,7 +788,7 @@ int kq_dc_producer_init(kq_dc_producer *p, const char *topic, int32_t partition,
     return random_producer_id(&p->producer_id);
 }
 
-static void sleep_ms(uint64_t ms)
+void kq_dc_sleep_ms(uint64_t ms)
 {
     struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
 
@@ -822,7 +811,7 @@ void kq_dc_send_record(kq_dc *c, kq_dc_producer *p, const uint8_t *value, size_t
     memset(r, 0, sizeof *r);
     r->acks = p->acks;
     r->offset = -1;
-    say(detail, detail_len, "%s", "");
+    kq_errf(detail, detail_len, "%s", "");
     for (;;) {
         uint64_t now = kq_now_ms(), left = deadline > now ? deadline - now : 1;
         uint32_t t = left < p->request_timeout_ms ? (uint32_t)left : p->request_timeout_ms;
@@ -837,8 +826,8 @@ void kq_dc_send_record(kq_dc *c, kq_dc_producer *p, const uint8_t *value, size_t
             break;
         /* The back-off, cut short at the deadline: the record then expires without another
          * attempt, its last error standing (as a producer's delivery timeout). */
-        sleep_ms(deadline - after < KQ_DC_RETRY_BACKOFF_MS ? deadline - after
-                                                           : KQ_DC_RETRY_BACKOFF_MS);
+        kq_dc_sleep_ms(deadline - after < KQ_DC_RETRY_BACKOFF_MS ? deadline - after
+                                                                 : KQ_DC_RETRY_BACKOFF_MS);
         if (kq_now_ms() >= deadline)
             break;
     }

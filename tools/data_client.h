@@ -196,6 +196,9 @@ int kq_dc_producer_init(kq_dc_producer *p, const char *topic, int32_t partition,
 void kq_dc_send_record(kq_dc *c, kq_dc_producer *p, const uint8_t *value, size_t len,
                        kq_dc_produce_result *r, char *detail, size_t detail_len);
 
+/* Sleep ms milliseconds (resumed after a signal). */
+void kq_dc_sleep_ms(uint64_t ms);
+
 /* ---- commands (tools/cmd_data.c, kq executable) ----------------------------------------- */
 
 /* argv[0] is the command name; returns a KQ_EXIT_* code. */

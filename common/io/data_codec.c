@@ -395,14 +395,17 @@ static int check_producer(const char *what, int64_t pid, int32_t pepoch, int32_t
     return 0;
 }
 
-static int dec_topic_id(const ProtobufCBinaryData *b, uint8_t out[16], const char *what,
-                        char *errbuf, size_t errlen)
+/* A (topic id, partition) pair: 16 bytes, not all zero, and a partition >= 0. */
+static int dec_tp(const ProtobufCBinaryData *b, int32_t partition, uint8_t out[16],
+                  const char *what, char *errbuf, size_t errlen)
 {
     if (b->len != 16)
         return BAD("%s topic_id is %zu bytes (must be 16)", what, b->len);
     memcpy(out, b->data, 16);
     if (zero_id(out))
         return BAD("%s topic_id is all zero", what);
+    if (partition < 0)
+        return BAD("%s partition %" PRId32 " is invalid (must be >= 0)", what, partition);
     return 0;
 }
 
@@ -412,10 +415,8 @@ static int dec_produce(const Kq__ProduceRequest *w, kq_produce_request *r, data_
     size_t total = 0;
     int rc;
 
-    if ((rc = dec_topic_id(&w->topic_id, r->topic_id, "Produce", errbuf, errlen)) != 0)
+    if ((rc = dec_tp(&w->topic_id, w->partition, r->topic_id, "Produce", errbuf, errlen)) != 0)
         return rc;
-    if (w->partition < 0)
-        return BAD("Produce partition %" PRId32 " is invalid (must be >= 0)", w->partition);
     if (w->acks != -1 && w->acks != 0 && w->acks != 1)
         return BAD("Produce acks %" PRId32 " is invalid (must be -1, 0 or 1)", w->acks);
     if (w->timeout_ms < 0)
@@ -542,10 +543,8 @@ static int dec_fetch(const Kq__DataFetchRequest *w, int32_t sender_id, kq_data_f
         char what[48];
 
         snprintf(what, sizeof what, "Fetch partitions[%zu]", i);
-        if ((rc = dec_topic_id(&s->topic_id, d->topic_id, what, errbuf, errlen)) != 0)
+        if ((rc = dec_tp(&s->topic_id, s->partition, d->topic_id, what, errbuf, errlen)) != 0)
             return rc;
-        if (s->partition < 0)
-            return BAD("%s partition %" PRId32 " is invalid (must be >= 0)", what, s->partition);
         if (s->current_leader_epoch < -1)
             return BAD("%s current_leader_epoch %" PRId32 " is invalid (must be >= -1)", what,
                        s->current_leader_epoch);
@@ -608,10 +607,8 @@ static int dec_list_offsets(const Kq__ListOffsetsRequest *w, int32_t sender_id,
         char what[48];
 
         snprintf(what, sizeof what, "ListOffsets partitions[%zu]", i);
-        if ((rc = dec_topic_id(&src->topic_id, d->topic_id, what, errbuf, errlen)) != 0)
+        if ((rc = dec_tp(&src->topic_id, src->partition, d->topic_id, what, errbuf, errlen)) != 0)
             return rc;
-        if (src->partition < 0)
-            return BAD("%s partition %" PRId32 " is invalid (must be >= 0)", what, src->partition);
         if (src->current_leader_epoch < -1)
             return BAD("%s current_leader_epoch %" PRId32 " is invalid (must be >= -1)", what,
                        src->current_leader_epoch);
@@ -937,10 +934,11 @@ out:
     return rc;
 }
 
-/* Unpacks a response envelope for api_key; *body_missing is set for an error answer without
- * a body. */
+/* Unpacks a response envelope for api_key into *rsp (set even when a check then fails). An
+ * error answer without a body returns 0 with its code and message in *error and msg. */
 static int unpack_response(const uint8_t *buf, size_t len, uint32_t api_key, const char *name,
-                           int body_case, Kq__Response **rsp, char *errbuf, size_t errlen)
+                           int body_case, Kq__Response **rsp, int *error,
+                           char msg[KQ_DATA_MAX_ERROR_MESSAGE + 1], char *errbuf, size_t errlen)
 {
     Kq__Response *rs;
 
@@ -962,11 +960,40 @@ static int unpack_response(const uint8_t *buf, size_t len, uint32_t api_key, con
     if (rs->error_code != 0) {
         if (rs->body_case != KQ__RESPONSE__BODY__NOT_SET)
             return BAD("%s error response carries a body", name);
+        *error = rs->error_code;
+        snprintf(msg, KQ_DATA_MAX_ERROR_MESSAGE + 1, "%s",
+                 rs->error_message ? rs->error_message : "");
         return 0;
     }
     if ((int)rs->body_case != body_case)
         return BAD("%s response has no %s body", name, name);
     return 0;
+}
+
+/* The start of a decoder that keeps a private block: allocates *pvp (left to the caller to
+ * free, also on failure) and unpacks the envelope into it, as unpack_response. */
+static int start_response(const uint8_t *buf, size_t len, uint32_t api_key, const char *name,
+                          int body_case, data_priv **pvp, int *error,
+                          char msg[KQ_DATA_MAX_ERROR_MESSAGE + 1], char *errbuf, size_t errlen)
+{
+    *pvp = calloc(1, sizeof **pvp);
+    if (!*pvp)
+        return fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding %s response", name);
+    return unpack_response(buf, len, api_key, name, body_case, &(*pvp)->rs, error, msg, errbuf,
+                           errlen);
+}
+
+/* The end of such a decoder: on failure out (size bytes) is zeroed and pv freed, else out's
+ * priv_ (*priv) takes pv. Returns rc. */
+static int finish_response(int rc, data_priv *pv, void *out, size_t size, void **priv)
+{
+    if (rc) {
+        memset(out, 0, size);
+        priv_free(pv);
+    } else {
+        *priv = pv;
+    }
+    return rc;
 }
 
 int kq_data_decode_produce_response(const uint8_t *buf, size_t len, kq_produce_response *out,
@@ -982,15 +1009,9 @@ int kq_data_decode_produce_response(const uint8_t *buf, size_t len, kq_produce_r
     out->base_offset = -1;
     out->log_start_offset = -1;
     rc = unpack_response(buf, len, KQ_API_PRODUCE, "Produce", KQ__RESPONSE__BODY_PRODUCE, &rs,
-                         errbuf, errlen);
-    if (rc)
+                         &out->error, out->error_message, errbuf, errlen);
+    if (rc || out->error)
         goto out;
-    if (rs->error_code != 0) {
-        out->error = rs->error_code;
-        snprintf(out->error_message, sizeof out->error_message, "%s",
-                 rs->error_message ? rs->error_message : "");
-        goto out;
-    }
     w = rs->produce;
     if (w->error_code < 0) {
         rc = BAD("Produce response error_code %" PRId32 " is invalid", w->error_code);
@@ -1107,10 +1128,8 @@ static int dec_fetch_partitions(const Kq__DataFetchResponse *w, kq_data_fetch_re
         char what[64];
 
         snprintf(what, sizeof what, "Fetch response partitions[%zu]", i);
-        if ((rc = dec_topic_id(&s->topic_id, d->topic_id, what, errbuf, errlen)) != 0)
+        if ((rc = dec_tp(&s->topic_id, s->partition, d->topic_id, what, errbuf, errlen)) != 0)
             return rc;
-        if (s->partition < 0)
-            return BAD("%s partition %" PRId32 " is invalid (must be >= 0)", what, s->partition);
         if (s->error_code < 0)
             return BAD("%s error_code %" PRId32 " is invalid", what, s->error_code);
         if (s->high_watermark < -1 || s->log_start_offset < -1)
@@ -1171,28 +1190,11 @@ int kq_data_decode_fetch_response(const uint8_t *buf, size_t len, kq_data_fetch_
     if (!out)
         return BAD("no output for decoded response");
     memset(out, 0, sizeof *out);
-    pv = calloc(1, sizeof *pv);
-    if (!pv)
-        return fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding Fetch response");
-    rc = unpack_response(buf, len, KQ_API_DATA_FETCH, "Fetch", KQ__RESPONSE__BODY_DATA_FETCH,
-                         &pv->rs, errbuf, errlen);
-    if (rc)
-        goto out;
-    if (pv->rs->error_code != 0) {
-        out->error = pv->rs->error_code;
-        snprintf(out->error_message, sizeof out->error_message, "%s",
-                 pv->rs->error_message ? pv->rs->error_message : "");
-        goto out;
-    }
-    rc = dec_fetch_partitions(pv->rs->data_fetch, out, pv, errbuf, errlen);
-out:
-    if (rc) {
-        memset(out, 0, sizeof *out);
-        priv_free(pv);
-    } else {
-        out->priv_ = pv;
-    }
-    return rc;
+    rc = start_response(buf, len, KQ_API_DATA_FETCH, "Fetch", KQ__RESPONSE__BODY_DATA_FETCH, &pv,
+                        &out->error, out->error_message, errbuf, errlen);
+    if (rc == 0 && !out->error)
+        rc = dec_fetch_partitions(pv->rs->data_fetch, out, pv, errbuf, errlen);
+    return finish_response(rc, pv, out, sizeof *out, &out->priv_);
 }
 
 void kq_data_fetch_response_free(kq_data_fetch_response *r)
@@ -1267,10 +1269,8 @@ static int dec_list_offsets_partitions(const Kq__ListOffsetsResponse *w,
         char what[64];
 
         snprintf(what, sizeof what, "ListOffsets response partitions[%zu]", i);
-        if ((rc = dec_topic_id(&src->topic_id, d->topic_id, what, errbuf, errlen)) != 0)
+        if ((rc = dec_tp(&src->topic_id, src->partition, d->topic_id, what, errbuf, errlen)) != 0)
             return rc;
-        if (src->partition < 0)
-            return BAD("%s partition %" PRId32 " is invalid (must be >= 0)", what, src->partition);
         if (src->error_code < 0)
             return BAD("%s error_code %" PRId32 " is invalid", what, src->error_code);
         if (src->offset < (src->error_code ? -1 : 0))
@@ -1298,28 +1298,12 @@ int kq_data_decode_list_offsets_response(const uint8_t *buf, size_t len,
     if (!out)
         return BAD("no output for decoded response");
     memset(out, 0, sizeof *out);
-    pv = calloc(1, sizeof *pv);
-    if (!pv)
-        return fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding ListOffsets response");
-    rc = unpack_response(buf, len, KQ_API_LIST_OFFSETS, "ListOffsets",
-                         KQ__RESPONSE__BODY_LIST_OFFSETS, &pv->rs, errbuf, errlen);
-    if (rc)
-        goto out;
-    if (pv->rs->error_code != 0) {
-        out->error = pv->rs->error_code;
-        snprintf(out->error_message, sizeof out->error_message, "%s",
-                 pv->rs->error_message ? pv->rs->error_message : "");
-        goto out;
-    }
-    rc = dec_list_offsets_partitions(pv->rs->list_offsets, out, pv, errbuf, errlen);
-out:
-    if (rc) {
-        memset(out, 0, sizeof *out);
-        priv_free(pv);
-    } else {
-        out->priv_ = pv;
-    }
-    return rc;
+    rc = start_response(buf, len, KQ_API_LIST_OFFSETS, "ListOffsets",
+                        KQ__RESPONSE__BODY_LIST_OFFSETS, &pv, &out->error, out->error_message,
+                        errbuf, errlen);
+    if (rc == 0 && !out->error)
+        rc = dec_list_offsets_partitions(pv->rs->list_offsets, out, pv, errbuf, errlen);
+    return finish_response(rc, pv, out, sizeof *out, &out->priv_);
 }
 
 void kq_data_list_offsets_response_free(kq_list_offsets_response *r)
@@ -1635,19 +1619,10 @@ int kq_data_decode_metadata_response(const uint8_t *buf, size_t len, kq_data_met
     if (!out)
         return BAD("no output for decoded response");
     memset(out, 0, sizeof *out);
-    pv = calloc(1, sizeof *pv);
-    if (!pv)
-        return fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding Metadata response");
-    rc = unpack_response(buf, len, KQ_API_METADATA, "Metadata", KQ__RESPONSE__BODY_METADATA,
-                         &pv->rs, errbuf, errlen);
-    if (rc)
+    rc = start_response(buf, len, KQ_API_METADATA, "Metadata", KQ__RESPONSE__BODY_METADATA, &pv,
+                        &out->error, out->error_message, errbuf, errlen);
+    if (rc || out->error)
         goto out;
-    if (pv->rs->error_code != 0) {
-        out->error = pv->rs->error_code;
-        snprintf(out->error_message, sizeof out->error_message, "%s",
-                 pv->rs->error_message ? pv->rs->error_message : "");
-        goto out;
-    }
     if ((rc = dec_metadata_brokers(pv->rs->metadata, pv, errbuf, errlen)) != 0)
         goto out;
     if ((rc = dec_metadata_topics(pv->rs->metadata, pv, errbuf, errlen)) != 0)
@@ -1657,13 +1632,7 @@ int kq_data_decode_metadata_response(const uint8_t *buf, size_t len, kq_data_met
     out->topics = pv->rs->metadata->n_topics ? pv->md_topics : NULL;
     out->n_topics = pv->rs->metadata->n_topics;
 out:
-    if (rc) {
-        memset(out, 0, sizeof *out);
-        priv_free(pv);
-    } else {
-        out->priv_ = pv;
-    }
-    return rc;
+    return finish_response(rc, pv, out, sizeof *out, &out->priv_);
 }
 
 void kq_data_metadata_response_free(kq_data_metadata_response *r)
