@@ -111,6 +111,14 @@ static bool zero_id(const uint8_t id[16])
     return true;
 }
 
+/* Point a protobuf optional 16-byte id field (has flag and bytes) at id (borrowed). */
+static void set_id(protobuf_c_boolean *has, ProtobufCBinaryData *bin, const uint8_t id[16])
+{
+    *has = 1;
+    bin->data = (uint8_t *)id;
+    bin->len = 16;
+}
+
 static char *clip(const char *m, char *buf)
 {
     size_t n;
@@ -962,9 +970,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
                 return KQ_ERR_NOMEM;
             kq__alter_partition_topic__init(&ts[i]);
             if (r->version > 1) {
-                ts[i].has_topic_id = 1;
-                ts[i].topic_id.data = (uint8_t *)t->topic_id;
-                ts[i].topic_id.len = 16;
+                set_id(&ts[i].has_topic_id, &ts[i].topic_id, t->topic_id);
             } else {
                 ts[i].topic_name = (char *)t->name;
             }
@@ -1056,9 +1062,7 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
             if (r[i].name) {
                 ts[i].name = (char *)r[i].name;
             } else {
-                ts[i].has_topic_id = 1;
-                ts[i].topic_id.data = (uint8_t *)r[i].topic_id;
-                ts[i].topic_id.len = 16;
+                set_id(&ts[i].has_topic_id, &ts[i].topic_id, r[i].topic_id);
             }
             tp[i] = &ts[i];
         }
@@ -1406,9 +1410,7 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
             goto nomem;
         kq__alter_partition_topic_result__init(&ts[i]);
         if (req->version > 1) {
-            ts[i].has_topic_id = 1;
-            ts[i].topic_id.data = (uint8_t *)t->topic_id;
-            ts[i].topic_id.len = 16;
+            set_id(&ts[i].has_topic_id, &ts[i].topic_id, t->topic_id);
         } else {
             ts[i].topic_name = (char *)t->name;
         }
@@ -1459,9 +1461,7 @@ int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
         ts[i].error_code = res[i].error;
         ts[i].error_message = item_message(msgs, i, res[i].message);
         if (!res[i].error) {
-            ts[i].has_topic_id = 1;
-            ts[i].topic_id.data = (uint8_t *)res[i].topic_id;
-            ts[i].topic_id.len = 16;
+            set_id(&ts[i].has_topic_id, &ts[i].topic_id, res[i].topic_id);
         }
         ts[i].num_partitions = res[i].error ? -1 : res[i].num_partitions;
         ts[i].replication_factor = res[i].error ? -1 : res[i].replication_factor;
@@ -1490,9 +1490,7 @@ int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_s
         if (reqs[i].name) {
             ts[i].name = (char *)reqs[i].name;
         } else {
-            ts[i].has_topic_id = 1;
-            ts[i].topic_id.data = (uint8_t *)reqs[i].topic_id;
-            ts[i].topic_id.len = 16;
+            set_id(&ts[i].has_topic_id, &ts[i].topic_id, reqs[i].topic_id);
         }
         ts[i].error_code = res[i].error;
         ts[i].error_message = item_message(msgs, i, res[i].message);
@@ -1571,9 +1569,7 @@ int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_lea
             kq__elect_topic_result__init(&ts[nt]);
             ts[nt].topic = (char *)name;
             if (!zero_id(r->topic_id)) {
-                ts[nt].has_topic_id = 1;
-                ts[nt].topic_id.data = (uint8_t *)r->topic_id;
-                ts[nt].topic_id.len = 16;
+                set_id(&ts[nt].has_topic_id, &ts[nt].topic_id, r->topic_id);
             }
             ts[nt].partitions = &pp[i];
             tp[nt] = &ts[nt];
@@ -1755,9 +1751,7 @@ static int fill_topic(arena *a, const kq_image *img, const kq_topic *t, int32_t 
 
     if (!ps || !pp)
         return KQ_ERR_NOMEM;
-    w->has_topic_id = 1;
-    w->topic_id.data = (uint8_t *)t->id;
-    w->topic_id.len = 16;
+    set_id(&w->has_topic_id, &w->topic_id, t->id);
     for (int32_t i = 0; i < t->n_partitions; i++) {
         const kq_partition *p = &t->partitions[i];
 

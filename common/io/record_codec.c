@@ -228,17 +228,15 @@ static void enc_free(enc *e)
     free(e->epp);
 }
 
-/* Validate, build and pack into dst at offset `pre` (leaving room for a length prefix). */
-static int pack(const kq_record *r, size_t pre, uint8_t **out, size_t *n, char *errbuf,
-                size_t errlen)
+/* Validate r, build it and pack it onto the end of b (grown once), after a varint length
+ * prefix when `prefixed` (the kq_record_append framing). b is unchanged on failure. */
+static int pack(const kq_record *r, kq_buf *b, bool prefixed, char *errbuf, size_t errlen)
 {
+    uint8_t hdr[10], *nb;
+    size_t sz, h = 0;
     enc e;
     int rc;
-    size_t sz;
-    uint8_t *p;
 
-    *out = NULL;
-    *n = 0;
     if ((rc = kq_record_validate(r, errbuf, errlen)))
         return rc;
     if ((rc = build(&e, r))) {
@@ -247,53 +245,37 @@ static int pack(const kq_record *r, size_t pre, uint8_t **out, size_t *n, char *
                     kq_rec_type_name(r->type));
     }
     sz = kq__record__get_packed_size(&e.rec);
-    p = malloc(pre + sz + 1);
-    if (!p) {
+    if (prefixed)
+        h = kq_pb_put_varint(hdr, sz);
+    nb = realloc(b->data, b->len + h + sz + 1);
+    if (!nb) {
         enc_free(&e);
-        return fail(KQ_ERR_NOMEM, errbuf, errlen, "out of memory encoding a record");
+        return fail(KQ_ERR_NOMEM, errbuf, errlen, "out of memory %s a record",
+                    prefixed ? "appending" : "encoding");
     }
-    kq__record__pack(&e.rec, p + pre);
+    memcpy(nb + b->len, hdr, h);
+    kq__record__pack(&e.rec, nb + b->len + h);
     enc_free(&e);
-    *out = p;
-    *n = sz;
+    b->data = nb;
+    b->len += h + sz;
     return 0;
 }
 
 int kq_record_encode(const kq_record *r, kq_buf *out, char *errbuf, size_t errlen)
 {
-    uint8_t *p;
-    size_t n;
-    int rc = pack(r, 0, &p, &n, errbuf, errlen);
+    kq_buf b = {0};
+    int rc = pack(r, &b, false, errbuf, errlen);
 
-    if (rc)
-        return rc;
-    out->data = p;
-    out->len = n;
-    return 0;
+    if (!rc)
+        *out = b;
+    return rc;
 }
 
 int kq_record_append(kq_buf *b, const kq_record *r, char *errbuf, size_t errlen)
 {
-    uint8_t hdr[10], *p, *nb;
-    size_t n, h;
-    int rc;
-
     if (!b || (!b->data && b->len > 0))
         return fail(KQ_ERR_INVALID_REQUEST, errbuf, errlen, "invalid output buffer");
-    if ((rc = pack(r, 0, &p, &n, errbuf, errlen)))
-        return rc;
-    h = kq_pb_put_varint(hdr, n);
-    nb = realloc(b->data, b->len + h + n);
-    if (!nb) {
-        free(p);
-        return fail(KQ_ERR_NOMEM, errbuf, errlen, "out of memory appending a record");
-    }
-    memcpy(nb + b->len, hdr, h);
-    memcpy(nb + b->len + h, p, n);
-    free(p);
-    b->data = nb;
-    b->len += h + n;
-    return 0;
+    return pack(r, b, true, errbuf, errlen);
 }
 
 /* ---- decode ------------------------------------------------------------------------------- */
