@@ -224,6 +224,15 @@ static const char TOPICS_USAGE[] =
     "  --delete --topic T\n" CONN_USAGE
     "  --json                       describe: one JSON object\n";
 
+/* td answers a DescribeTopics for the one topic; if it does not exist, say so as Kafka does. */
+static bool topic_found(const kq_ctl_topics_desc *td, const char *topic)
+{
+    if (td->n_topics >= 1 && !td->topics[0].error)
+        return true;
+    printf("Error while executing topic command : Topic '%s' does not exist as expected\n", topic);
+    return false;
+}
+
 /* kq topics --alter: CreatePartitions up to `total`. Kafka prints nothing on success. */
 static int alter_topic(const conn *c, const char *topic, int32_t total, const char *assignment)
 {
@@ -245,10 +254,7 @@ static int alter_topic(const conn *c, const char *topic, int32_t total, const ch
         ret = describe_topics(c, &topic, 1, &td);
         if (ret)
             goto out;
-        if (td.n_topics < 1 || td.topics[0].error) {
-            printf("Error while executing topic command : Topic '%s' does not exist as "
-                   "expected\n",
-                   topic);
+        if (!topic_found(&td, topic)) {
             ret = KQ_EXIT_FAILURE;
             goto out;
         }
@@ -451,7 +457,7 @@ int kq_cmd_topics(int argc, char **argv)
 
         if (assignment) {
             char err[256];
-            int32_t np, w;
+            int32_t np, w, n_as;
 
             if (partitions >= 0 || rf >= 0) {
                 ret = kq_tools_usage_error(cmd, TOPICS_USAGE,
@@ -463,16 +469,15 @@ int kq_cmd_topics(int argc, char **argv)
                 ret = kq_tools_usage_error(cmd, TOPICS_USAGE, "%s", err);
                 goto out;
             }
-            as = calloc((size_t)np, sizeof *as);
-            if (!as) {
-                kq_tools_errorf("out of memory");
+            /* Every partition is new: partitions 0..np-1 (fails only without memory). */
+            if (kq_tools_new_partition_assignments(ids, np, w, 0, np, &as, &n_as, err,
+                                                   sizeof err)) {
+                kq_tools_errorf("%s", err);
                 ret = KQ_EXIT_FAILURE;
                 goto out;
             }
-            for (int32_t i = 0; i < np; i++)
-                as[i] = (kq_partition_assignment){i, ids + (size_t)i * (size_t)w, w};
             ct.assignments = as;
-            ct.n_assignments = np;
+            ct.n_assignments = n_as;
         }
         if (strchr(topic, '.') && strchr(topic, '_'))
             fprintf(stderr, "WARNING: Due to limitations in metric names, topics with a period "
@@ -514,9 +519,7 @@ int kq_cmd_topics(int argc, char **argv)
     ret = describe_topics(&c, topic ? &topic : NULL, topic ? 1 : 0, &td);
     if (ret)
         goto out;
-    if (topic && (td.n_topics < 1 || td.topics[0].error)) {
-        printf("Error while executing topic command : Topic '%s' does not exist as expected\n",
-               topic);
+    if (topic && !topic_found(&td, topic)) {
         ret = KQ_EXIT_FAILURE;
         goto out;
     }

@@ -41,6 +41,15 @@ bool kq_tools_partition_selected(const kq_ctl_topic_desc *t, const kq_ctl_partit
     }
 }
 
+/* Close the list and the top-level object that every --json document here is, and end the
+ * line. */
+static void json_end_doc(kq_json *j)
+{
+    kq_json_end_array(j);
+    kq_json_end_object(j);
+    fputc('\n', j->f);
+}
+
 static void print_ids(FILE *f, const kq_ctl_ids *ids)
 {
     for (int32_t i = 0; i < ids->n; i++)
@@ -105,10 +114,7 @@ void kq_tools_print_topics(FILE *f, const kq_ctl_topics_desc *d, kq_tools_topic_
             kq_json_begin_object(&j);
             for (int32_t k = 0; k < t->n_configs; k++) {
                 kq_json_key(&j, t->configs[k].name);
-                if (t->configs[k].value)
-                    kq_json_string(&j, t->configs[k].value);
-                else
-                    kq_json_null(&j);
+                kq_json_string(&j, t->configs[k].value);
             }
             kq_json_end_object(&j);
             kq_json_key(&j, "partitions");
@@ -174,11 +180,8 @@ void kq_tools_print_topics(FILE *f, const kq_ctl_topics_desc *d, kq_tools_topic_
             fputc('\n', f);
         }
     }
-    if (json) {
-        kq_json_end_array(&j);
-        kq_json_end_object(&j);
-        fputc('\n', f);
-    }
+    if (json)
+        json_end_doc(&j);
 }
 
 void kq_tools_print_topic_list(FILE *f, const kq_ctl_topics_desc *d)
@@ -189,8 +192,18 @@ void kq_tools_print_topic_list(FILE *f, const kq_ctl_topics_desc *d)
             fprintf(f, "%s\n", d->topics[i].name);
 }
 
+/* "NAME://HOST:PORT" ("[HOST]" for an IPv6 literal) into buf; returns buf. */
+static const char *endpoint_str(const kq_ctl_endpoint *e, char *buf, size_t len)
+{
+    bool v6 = strchr(e->host, ':') != NULL;
+
+    snprintf(buf, len, "%s://%s%s%s:%d", e->name, v6 ? "[" : "", e->host, v6 ? "]" : "", e->port);
+    return buf;
+}
+
 void kq_tools_print_cluster(FILE *f, const kq_ctl_cluster_desc *d, bool json)
 {
+    char ep[600];
     kq_json j;
 
     if (json) {
@@ -213,20 +226,11 @@ void kq_tools_print_cluster(FILE *f, const kq_ctl_cluster_desc *d, bool json)
             kq_json_key(&j, "inControlledShutdown");
             kq_json_bool(&j, b->in_controlled_shutdown);
             kq_json_key(&j, "rack");
-            if (b->rack)
-                kq_json_string(&j, b->rack);
-            else
-                kq_json_null(&j);
+            kq_json_string(&j, b->rack);
             kq_json_key(&j, "endpoints");
             kq_json_begin_array(&j);
-            for (int32_t k = 0; k < b->n_endpoints; k++) {
-                char ep[600];
-                bool v6 = strchr(b->endpoints[k].host, ':') != NULL;
-
-                snprintf(ep, sizeof ep, "%s://%s%s%s:%d", b->endpoints[k].name, v6 ? "[" : "",
-                         b->endpoints[k].host, v6 ? "]" : "", b->endpoints[k].port);
-                kq_json_string(&j, ep);
-            }
+            for (int32_t k = 0; k < b->n_endpoints; k++)
+                kq_json_string(&j, endpoint_str(&b->endpoints[k], ep, sizeof ep));
             kq_json_end_array(&j);
             kq_json_end_object(&j);
             continue;
@@ -236,19 +240,12 @@ void kq_tools_print_cluster(FILE *f, const kq_ctl_cluster_desc *d, bool json)
                 "Endpoints: ",
                 b->id, (long long)b->epoch, b->fenced ? "true" : "false",
                 b->in_controlled_shutdown ? "true" : "false", b->rack ? b->rack : "none");
-        for (int32_t k = 0; k < b->n_endpoints; k++) {
-            bool v6 = strchr(b->endpoints[k].host, ':') != NULL;
-
-            fprintf(f, "%s%s://%s%s%s:%d", k ? "," : "", b->endpoints[k].name, v6 ? "[" : "",
-                    b->endpoints[k].host, v6 ? "]" : "", b->endpoints[k].port);
-        }
+        for (int32_t k = 0; k < b->n_endpoints; k++)
+            fprintf(f, "%s%s", k ? "," : "", endpoint_str(&b->endpoints[k], ep, sizeof ep));
         fputc('\n', f);
     }
-    if (json) {
-        kq_json_end_array(&j);
-        kq_json_end_object(&j);
-        fputc('\n', f);
-    }
+    if (json)
+        json_end_doc(&j);
 }
 
 static const char *source_name(int s)
@@ -290,10 +287,7 @@ void kq_tools_print_configs(FILE *f, const kq_ctl_config_result *r, bool all, bo
         kq_json_key(&j, "entityType");
         kq_json_string(&j, r->resource_type == KQ_CONFIG_RESOURCE_TOPIC ? "topics" : "brokers");
         kq_json_key(&j, "entityName");
-        if (r->resource_name[0])
-            kq_json_string(&j, r->resource_name);
-        else
-            kq_json_null(&j);
+        kq_json_string(&j, r->resource_name[0] ? r->resource_name : NULL);
         kq_json_key(&j, "configs");
         kq_json_begin_array(&j);
     } else if (r->resource_type == KQ_CONFIG_RESOURCE_BROKER && !r->resource_name[0]) {
@@ -312,10 +306,7 @@ void kq_tools_print_configs(FILE *f, const kq_ctl_config_result *r, bool all, bo
             kq_json_key(&j, "name");
             kq_json_string(&j, e->name);
             kq_json_key(&j, "value");
-            if (e->value)
-                kq_json_string(&j, e->value);
-            else
-                kq_json_null(&j);
+            kq_json_string(&j, e->value);
             kq_json_key(&j, "source");
             kq_json_string(&j, source_name(e->source));
             kq_json_end_object(&j);
@@ -324,11 +315,8 @@ void kq_tools_print_configs(FILE *f, const kq_ctl_config_result *r, bool all, bo
         fprintf(f, "  %s=%s sensitive=false synonyms={%s:%s=%s}\n", e->name, v,
                 source_name(e->source), e->name, v);
     }
-    if (json) {
-        kq_json_end_array(&j);
-        kq_json_end_object(&j);
-        fputc('\n', f);
-    }
+    if (json)
+        json_end_doc(&j);
 }
 
 const char *kq_tools_metadata_version_name(int level)
@@ -398,11 +386,8 @@ void kq_tools_print_features(FILE *f, const kq_ctl_features_desc *d, bool json)
         else
             fputs("\tEpoch: -\n", f);
     }
-    if (json) {
-        kq_json_end_array(&j);
-        kq_json_end_object(&j);
-        fputc('\n', f);
-    }
+    if (json)
+        json_end_doc(&j);
 }
 
 /* ", "-separated "t-p" list of items whose error matches (want_ok: error 0). */

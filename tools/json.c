@@ -73,7 +73,10 @@ void kq_json_key(kq_json *j, const char *key)
 void kq_json_string(kq_json *j, const char *s)
 {
     before_item(j);
-    kq_json_write_escaped(j->f, s);
+    if (s)
+        kq_json_write_escaped(j->f, s);
+    else
+        fputs("null", j->f);
 }
 
 void kq_json_int(kq_json *j, int64_t v)

@@ -51,6 +51,7 @@ void kq_json_end_object(kq_json *j);
 void kq_json_begin_array(kq_json *j);
 void kq_json_end_array(kq_json *j);
 void kq_json_key(kq_json *j, const char *key);
+/* s NULL writes null. */
 void kq_json_string(kq_json *j, const char *s);
 void kq_json_int(kq_json *j, int64_t v);
 void kq_json_bool(kq_json *j, bool v);
