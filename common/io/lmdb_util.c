@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kq/error.h"
+#include "kq/log.h"
 
 int kq_lmdb_err(int rc)
 {
@@ -69,6 +70,36 @@ void kq_lmdb_not_formatted(char *errbuf, size_t errlen, const char *kind, const 
             "%s directory %s is not formatted; run: kq storage format --config <file> "
             "--cluster-id <id>",
             kind, dir);
+}
+
+int kq_lmdb_txn_begin(MDB_env *env, MDB_txn **txn, const char *comp, const char *dir)
+{
+    int rc = mdb_txn_begin(env, NULL, 0, txn);
+    if (rc != 0) {
+        *txn = NULL;
+        KQ_ERROR(comp, "cannot begin a write transaction", "dir=%s err=\"%s\"", dir,
+                 mdb_strerror(rc));
+    }
+    return rc;
+}
+
+int kq_lmdb_txn_commit(MDB_txn **txn, int bad, int *failed, const char *comp, const char *dir)
+{
+    MDB_txn *t = *txn;
+    *txn = NULL;
+    if (bad) {
+        mdb_txn_abort(t);
+        *failed = 1;
+        KQ_ERROR(comp, "commit refused after a failed write", "dir=%s", dir);
+        return KQ_ERR_IO;
+    }
+    int rc = mdb_txn_commit(t);
+    if (rc != 0) {
+        *failed = 1;
+        KQ_ERROR(comp, "commit failed", "dir=%s err=\"%s\"", dir, mdb_strerror(rc));
+        return KQ_ERR_IO;
+    }
+    return 0;
 }
 
 int kq_lmdb_delete_tail(MDB_txn *txn, MDB_dbi dbi, kq_lmdb_seek_fn seek, const void *seek_arg,

@@ -76,6 +76,15 @@ int kq_lmdb_check_identity(const kq_store_identity *id, const char *dir, const c
 /* Writes "<kind> directory <dir> is not formatted; run: kq storage format ..." to errbuf. */
 void kq_lmdb_not_formatted(char *errbuf, size_t errlen, const char *kind, const char *dir);
 
+/* Begins a write transaction in env into *txn. On failure *txn is NULL and the failure is
+ * logged under component comp naming dir. Returns 0 or an LMDB error. */
+int kq_lmdb_txn_begin(MDB_env *env, MDB_txn **txn, const char *comp, const char *dir);
+
+/* Ends the write transaction *txn (always NULL afterwards): aborts it when bad (a write inside
+ * it failed) and commits it otherwise. A refused or failed commit sets *failed and is logged
+ * under comp naming dir. Returns 0 or KQ_ERR_IO. */
+int kq_lmdb_txn_commit(MDB_txn **txn, int bad, int *failed, const char *comp, const char *dir);
+
 /* Positions c on the current last entry of the range being deleted: 0 or MDB_NOTFOUND (or an
  * LMDB error). arg is the caller's. */
 typedef int (*kq_lmdb_seek_fn)(MDB_cursor *c, MDB_val *k, MDB_val *v, const void *arg);

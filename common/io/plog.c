@@ -406,13 +406,9 @@ int kq_plog_begin(kq_plog *p)
         return KQ_ERR_IO;
     if (p->txn != NULL)
         return KQ_ERR_INVALID_REQUEST;
-    int rc = mdb_txn_begin(p->env, NULL, 0, &p->txn);
-    if (rc != 0) {
-        p->txn = NULL;
-        KQ_ERROR("plog", "cannot begin a write transaction", "dir=%s err=\"%s\"", p->dir,
-                 mdb_strerror(rc));
+    int rc = kq_lmdb_txn_begin(p->env, &p->txn, "plog", p->dir);
+    if (rc != 0)
         return mdb_to_kq(rc);
-    }
     p->txn_bad = 0;
     return 0;
 }
@@ -423,21 +419,7 @@ int kq_plog_commit(kq_plog *p)
         return KQ_ERR_IO;
     if (p->txn == NULL)
         return KQ_ERR_INVALID_REQUEST;
-    if (p->txn_bad) {
-        mdb_txn_abort(p->txn);
-        p->txn = NULL;
-        p->failed = 1;
-        KQ_ERROR("plog", "commit refused after a failed write", "dir=%s", p->dir);
-        return KQ_ERR_IO;
-    }
-    int rc = mdb_txn_commit(p->txn);
-    p->txn = NULL;
-    if (rc != 0) {
-        p->failed = 1;
-        KQ_ERROR("plog", "commit failed", "dir=%s err=\"%s\"", p->dir, mdb_strerror(rc));
-        return KQ_ERR_IO;
-    }
-    return 0;
+    return kq_lmdb_txn_commit(&p->txn, p->txn_bad, &p->failed, "plog", p->dir);
 }
 
 void kq_plog_abort(kq_plog *p)

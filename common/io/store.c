@@ -86,6 +86,15 @@ struct kq_store {
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 
+/* Starts the txn view of the log (txn_*) over from the committed one. */
+static void txn_view_reset(kq_store *s)
+{
+    s->txn_end_offset = s->end_offset;
+    s->txn_last_entry_epoch = s->last_entry_epoch;
+    s->txn_log_start = s->log_start;
+    s->txn_log_start_epoch = s->log_start_epoch;
+}
+
 static int mkdir_p(const char *dir, char *errbuf, size_t errlen)
 {
     char path[PATH_MAX];
@@ -464,10 +473,7 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
         ret = kq_lmdb_err(rc);
         goto out;
     }
-    s->txn_end_offset = s->end_offset;
-    s->txn_last_entry_epoch = s->last_entry_epoch;
-    s->txn_log_start = s->log_start;
-    s->txn_log_start_epoch = s->log_start_epoch;
+    txn_view_reset(s);
     /* Commit (not abort) the read txn: database handles opened in a txn that is aborted are
      * closed again. */
     rc = mdb_txn_commit(txn);
@@ -713,18 +719,11 @@ int kq_store_begin(kq_store *s)
         return KQ_ERR_IO;
     if (s->readonly || s->txn != NULL)
         return KQ_ERR_INVALID_REQUEST;
-    int rc = mdb_txn_begin(s->env, NULL, 0, &s->txn);
-    if (rc != 0) {
-        s->txn = NULL;
-        KQ_ERROR("store", "cannot begin a write transaction", "dir=%s err=\"%s\"", s->dir,
-                 mdb_strerror(rc));
+    int rc = kq_lmdb_txn_begin(s->env, &s->txn, "store", s->dir);
+    if (rc != 0)
         return kq_lmdb_err(rc);
-    }
     s->txn_bad = 0;
-    s->txn_end_offset = s->end_offset;
-    s->txn_last_entry_epoch = s->last_entry_epoch;
-    s->txn_log_start = s->log_start;
-    s->txn_log_start_epoch = s->log_start_epoch;
+    txn_view_reset(s);
     return 0;
 }
 
@@ -840,20 +839,8 @@ int kq_store_commit(kq_store *s)
     int ret = txn_check(s);
     if (ret != 0)
         return ret;
-    if (s->txn_bad) {
-        mdb_txn_abort(s->txn);
-        s->txn = NULL;
-        s->failed = 1;
-        KQ_ERROR("store", "commit refused after a failed write", "dir=%s", s->dir);
-        return KQ_ERR_IO;
-    }
-    int rc = mdb_txn_commit(s->txn);
-    s->txn = NULL;
-    if (rc != 0) {
-        s->failed = 1;
-        KQ_ERROR("store", "commit failed", "dir=%s err=\"%s\"", s->dir, mdb_strerror(rc));
-        return KQ_ERR_IO;
-    }
+    if ((ret = kq_lmdb_txn_commit(&s->txn, s->txn_bad, &s->failed, "store", s->dir)) != 0)
+        return ret;
     s->end_offset = s->txn_end_offset;
     s->last_entry_epoch = s->txn_last_entry_epoch;
     s->log_start = s->txn_log_start;
@@ -867,10 +854,7 @@ void kq_store_abort(kq_store *s)
         mdb_txn_abort(s->txn);
     s->txn = NULL;
     s->txn_bad = 0;
-    s->txn_end_offset = s->end_offset;
-    s->txn_last_entry_epoch = s->last_entry_epoch;
-    s->txn_log_start = s->log_start;
-    s->txn_log_start_epoch = s->log_start_epoch;
+    txn_view_reset(s);
 }
 
 int kq_store_in_txn(const kq_store *s)
