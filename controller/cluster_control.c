@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "partition_change.h"
+#include "kq/util.h"
 
 typedef struct session {
     int32_t id;
@@ -298,14 +299,6 @@ out:
 
 /* ---- registration ------------------------------------------------------------------------ */
 
-static bool all_zero(const uint8_t id[16])
-{
-    for (int i = 0; i < 16; i++)
-        if (id[i])
-            return false;
-    return true;
-}
-
 static int fail(char *msg, size_t cap, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int fail(char *msg, size_t cap, int code, const char *fmt, ...)
@@ -344,7 +337,7 @@ int kq_cc_register(kq_cc *cc, const kq_image *img, const kq_broker_registration 
                   req->cluster_id ? req->cluster_id : "(none)");
         goto out;
     }
-    if (all_zero(req->incarnation_id)) {
+    if (kq_uuid_is_zero(req->incarnation_id)) {
         rc = fail(res->message, sizeof res->message, KQ_ERR_INVALID_REQUEST,
                   "broker %d sent an all-zero incarnation id", (int)req->broker_id);
         goto out;

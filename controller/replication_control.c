@@ -566,14 +566,6 @@ void kq_alter_partition_result_free(kq_alter_partition_result *r)
     r->n_results = 0;
 }
 
-static bool zero_id(const uint8_t id[16])
-{
-    for (int i = 0; i < 16; i++)
-        if (id[i])
-            return false;
-    return true;
-}
-
 /* Steps 3..16 for one partition. */
 static int alter_one(const kq_ap_ctx *ctx, const kq_image *img, const kq_alter_partition *req,
                      const kq_ap_topic *at, const kq_ap_partition *ap, kq_reclist *out,
@@ -589,7 +581,7 @@ static int alter_one(const kq_ap_ctx *ctx, const kq_image *img, const kq_alter_p
 
     /* 3 */
     if (req->version > 1) {
-        t = zero_id(at->topic_id) ? NULL : kq_image_topic_by_id(img, at->topic_id);
+        t = kq_uuid_is_zero(at->topic_id) ? NULL : kq_image_topic_by_id(img, at->topic_id);
         if (!t)
             return KQ_ERR_UNKNOWN_TOPIC_ID;
     } else {

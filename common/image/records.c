@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kq/util.h"
 #include "kq/error.h"
 #include "kq/records.h"
 
@@ -76,14 +77,6 @@ bool kq_topic_name_valid(const char *name)
     return true;
 }
 
-static bool id_zero(const uint8_t id[16])
-{
-    for (int i = 0; i < 16; i++)
-        if (id[i])
-            return false;
-    return true;
-}
-
 /* Check a string: non-NULL (unless may_be_null), length <= max, non-empty if required. */
 static int check_str(const char *s, size_t max, bool nonempty, const char *what, char *errbuf,
                      size_t errlen)
@@ -141,7 +134,7 @@ static int validate_partition(const kq_rec_partition *p, char *errbuf, size_t er
 
     if (p->partition_id < 0)
         return fail(errbuf, errlen, "Partition: invalid partition id %d", (int)p->partition_id);
-    if (id_zero(p->topic_id))
+    if (kq_uuid_is_zero(p->topic_id))
         return fail(errbuf, errlen, "Partition: topic id is zero");
     if ((rc = check_ids(&p->replicas, "Partition replicas", errbuf, errlen)) ||
         (rc = check_ids(&p->isr, "Partition isr", errbuf, errlen)) ||
@@ -174,7 +167,7 @@ static int validate_partition_change(const kq_rec_partition_change *c, char *err
     if (c->partition_id < 0)
         return fail(errbuf, errlen, "PartitionChange: invalid partition id %d",
                     (int)c->partition_id);
-    if (id_zero(c->topic_id))
+    if (kq_uuid_is_zero(c->topic_id))
         return fail(errbuf, errlen, "PartitionChange: topic id is zero");
     if ((c->has_replicas &&
          (rc = check_ids(&c->replicas, "PartitionChange replicas", errbuf, errlen))) ||
@@ -311,7 +304,7 @@ int kq_record_validate(const kq_record *r, char *errbuf, size_t errlen)
                         "Topic: invalid topic name \"%.64s\" (allowed [a-zA-Z0-9._-]{1,249}, "
                         "not \".\" or \"..\")",
                         r->topic.name ? r->topic.name : "(null)");
-        if (id_zero(r->topic.topic_id))
+        if (kq_uuid_is_zero(r->topic.topic_id))
             return fail(errbuf, errlen, "Topic: topic id is zero");
         return 0;
     case KQ_REC_PARTITION:
@@ -319,7 +312,7 @@ int kq_record_validate(const kq_record *r, char *errbuf, size_t errlen)
     case KQ_REC_PARTITION_CHANGE:
         return validate_partition_change(&r->partition_change, errbuf, errlen);
     case KQ_REC_REMOVE_TOPIC:
-        if (id_zero(r->remove_topic.topic_id))
+        if (kq_uuid_is_zero(r->remove_topic.topic_id))
             return fail(errbuf, errlen, "RemoveTopic: topic id is zero");
         return 0;
     case KQ_REC_CONFIG:

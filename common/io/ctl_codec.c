@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kq/error.h"
+#include "kq/util.h"
 #include "kq_ctl.pb-c.h"
 #include "kq_rpc.pb-c.h"
 
@@ -101,14 +102,6 @@ static bool str_ok(const char *s, size_t max, bool nonempty)
         return !nonempty;
     n = blen(s, max);
     return n <= max && (!nonempty || n > 0);
-}
-
-static bool zero_id(const uint8_t id[16])
-{
-    for (int i = 0; i < 16; i++)
-        if (id[i])
-            return false;
-    return true;
 }
 
 /* Point a protobuf optional 16-byte id field (has flag and bytes) at id (borrowed). */
@@ -214,7 +207,7 @@ static int dec_registration(arena *a, const Kq__BrokerRegistrationRequest *w,
         return BAD("broker_registration incarnation_id has %zu bytes, not 16",
                    w->incarnation_id.len);
     memcpy(r->incarnation_id, w->incarnation_id.data, 16);
-    if (zero_id(r->incarnation_id))
+    if (kq_uuid_is_zero(r->incarnation_id))
         return BAD("broker_registration incarnation_id is all zero");
     if (w->n_endpoints == 0)
         return BAD("broker_registration has no endpoints");
@@ -1568,7 +1561,7 @@ int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_lea
         if (nt == 0 || strcmp(ts[nt - 1].topic, name) != 0) {
             kq__elect_topic_result__init(&ts[nt]);
             ts[nt].topic = (char *)name;
-            if (!zero_id(r->topic_id)) {
+            if (!kq_uuid_is_zero(r->topic_id)) {
                 set_id(&ts[nt].has_topic_id, &ts[nt].topic_id, r->topic_id);
             }
             ts[nt].partitions = &pp[i];

@@ -107,14 +107,6 @@ static size_t bounded_len(const char *s, size_t max)
     return s ? strnlen(s, max + 1) : 0;
 }
 
-static bool zero_id(const uint8_t id[16])
-{
-    for (int i = 0; i < 16; i++)
-        if (id[i])
-            return false;
-    return true;
-}
-
 static void put_be(uint8_t *p, uint64_t v, int n)
 {
     for (int i = n - 1; i >= 0; i--) {
@@ -402,7 +394,7 @@ static int dec_tp(const ProtobufCBinaryData *b, int32_t partition, uint8_t out[1
     if (b->len != 16)
         return BAD("%s topic_id is %zu bytes (must be 16)", what, b->len);
     memcpy(out, b->data, 16);
-    if (zero_id(out))
+    if (kq_uuid_is_zero(out))
         return BAD("%s topic_id is all zero", what);
     if (partition < 0)
         return BAD("%s partition %" PRId32 " is invalid (must be >= 0)", what, partition);
@@ -1568,7 +1560,7 @@ static int dec_metadata_topics(const Kq__MetadataResponse *w, data_priv *pv, cha
             rc = BAD("%s (%s) error_code %" PRId32 " is invalid", what, s->name, s->error_code);
             goto out;
         }
-        if (s->error_code == 0 && zero_id(d->topic_id)) {
+        if (s->error_code == 0 && kq_uuid_is_zero(d->topic_id)) {
             rc = BAD("%s (%s) topic_id is all zero", what, s->name);
             goto out;
         }

@@ -22,6 +22,14 @@ int kq_uuid_random(char out[KQ_UUID_STR_LEN + 1]);
 /* Validate and decode; returns false if `s` is not 22 chars of URL-safe base64 of 16 bytes. */
 bool kq_uuid_parse(const char *s, uint8_t out[16]);
 void kq_uuid_format(const uint8_t in[16], char out[KQ_UUID_STR_LEN + 1]);
+/* True for the all-zero id (Kafka's Uuid.ZERO: "no id"). Inline: pure modules use it too. */
+static inline bool kq_uuid_is_zero(const uint8_t id[16])
+{
+    for (int i = 0; i < 16; i++)
+        if (id[i])
+            return false;
+    return true;
+}
 
 /* CRC-32C (Castagnoli), as Kafka uses for record batches. */
 uint32_t kq_crc32c(uint32_t crc, const void *data, size_t len);
