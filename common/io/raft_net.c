@@ -101,16 +101,7 @@ static void on_response(void *arg, int err, const uint8_t *data, size_t len)
 {
     call_ctx *cc = arg;
     kq_raft_net_item *it = cc->item;
-    it->err = err;
-    if (err == 0 && len > 0) {
-        it->data = malloc(len);
-        if (it->data == NULL) {
-            it->err = KQ_ERR_NETWORK_EXCEPTION;
-        } else {
-            memcpy(it->data, data, len);
-            it->len = len;
-        }
-    }
+    it->err = kq_rpc_copy_answer(err, data, len, &it->data, &it->len);
     if (kq_loopq_push(cc->net->q, cc->net->item_type, it) != 0) {
         /* The core would wait forever for this response; nothing sane is left to do. */
         fprintf(stderr, "kq: loop queue full, a Raft response was lost; exiting\n");
