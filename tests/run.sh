@@ -83,7 +83,8 @@ if ! ensure_packages; then
     exit 1
 fi
 
-# Configure and build. -Wall -Wextra -Werror are set globally in CMakeLists.txt.
+# Configure and build with warnings as errors (KQ_WERROR: the presets set it, and so does a
+# --build-dir tree).
 if [[ -n $BUILD_DIR ]]; then
     [[ $BUILD_DIR == /* ]] || BUILD_DIR=$ROOT/$BUILD_DIR
     san=OFF
@@ -93,7 +94,7 @@ if [[ -n $BUILD_DIR ]]; then
         type=Debug
     fi
     cfg=(cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja "-DCMAKE_BUILD_TYPE=$type" "-DKQ_SANITIZE=$san"
-        -DBUILD_TESTING=ON)
+        -DKQ_WERROR=ON -DBUILD_TESTING=ON)
     build=(cmake --build "$BUILD_DIR")
     test_dir=(--test-dir "$BUILD_DIR")
 else

@@ -393,6 +393,12 @@ static void msg_free(msg *m)
     }
 }
 
+/* A broker id of this run (1..nb; nb never exceeds NB, which the compiler cannot see). */
+static bool is_broker_id(const ds *s, int id)
+{
+    return id >= 1 && id <= s->nb && id <= NB;
+}
+
 static msg *msg_new(ds *s, mtype type, int from, int to, int part)
 {
     msg *m = calloc(1, sizeof(*m));
@@ -404,10 +410,10 @@ static msg *msg_new(ds *s, mtype type, int from, int to, int part)
     m->from = from;
     m->to = to;
     m->part = part;
-    if (from >= 1 && from <= s->nb) {
+    if (is_broker_id(s, from)) {
         m->from_inc = s->br[from].inc;
     }
-    if (to >= 1 && to <= s->nb) {
+    if (is_broker_id(s, to)) {
         m->to_inc = s->br[to].inc;
     }
     return m;
@@ -1732,7 +1738,7 @@ static void final_check(ds *s)
 
 static void dispatch(ds *s, ev *e)
 {
-    broker *b = e->b >= 1 && e->b <= s->nb ? &s->br[e->b] : NULL;
+    broker *b = is_broker_id(s, e->b) ? &s->br[e->b] : NULL;
 
     if (e->type == E_MSG) {
         msg *m = e->m;
