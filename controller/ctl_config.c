@@ -26,6 +26,40 @@ static int get_ms(kq_config *c, const char *key, int64_t def, int64_t min, uint3
     return rc;
 }
 
+/* metadata.log.dir, else (as in Kafka) the first entry of log.dirs, trimmed. */
+static int metadata_log_dir(kq_config *c, char *dir, size_t dirlen, char *errbuf, size_t errlen)
+{
+    const char *s = NULL;
+    const char *key = "metadata.log.dir";
+    int rc = kq_config_string(c, key, NULL, &s, errbuf, errlen);
+    if (rc != 0)
+        return rc;
+    if (s == NULL || s[0] == '\0') {
+        key = "log.dirs";
+        if ((rc = kq_config_string(c, key, NULL, &s, errbuf, errlen)) != 0)
+            return rc;
+    }
+    if (s == NULL || s[0] == '\0') {
+        snprintf(errbuf, errlen,
+                 "metadata.log.dir: missing required key (the metadata log's directory; "
+                 "the first entry of log.dirs is used when it is not set)");
+        return KQ_ERR_CONFIG;
+    }
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t len = strcspn(s, ",");
+    while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+        len--;
+    if (len == 0 || len >= dirlen) {
+        snprintf(errbuf, errlen, "%s: %s", key,
+                 len == 0 ? "empty directory name" : "path is too long");
+        return KQ_ERR_CONFIG;
+    }
+    memcpy(dir, s, len);
+    dir[len] = '\0';
+    return 0;
+}
+
 int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_t errlen)
 {
     kq_config *c = NULL;
@@ -86,14 +120,8 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
                                errlen)) != 0)
         goto out;
 
-    if ((rc = kq_config_required(c, "metadata.log.dir", &s, errbuf, errlen)) != 0)
+    if ((rc = metadata_log_dir(c, out->log_dir, sizeof(out->log_dir), errbuf, errlen)) != 0)
         goto out;
-    if (strlen(s) >= sizeof(out->log_dir)) {
-        snprintf(errbuf, errlen, "metadata.log.dir: path is too long");
-        rc = KQ_ERR_CONFIG;
-        goto out;
-    }
-    strcpy(out->log_dir, s);
 
     if ((rc = get_ms(c, "controller.quorum.election.timeout.ms", 1000, 1,
                      &out->raft.election_timeout_ms, errbuf, errlen)) != 0 ||

@@ -9,14 +9,19 @@
 #include "kq/util.h"
 #include "kq_tools.h"
 
+#include "broker_config.h"
+#include "ctl_config.h"
+
 static const char STORAGE_USAGE[] =
     "Usage: kq storage random-uuid\n"
     "       kq storage format --config FILE --cluster-id ID [--ignore-formatted]\n"
     "\n"
     "  random-uuid               print a new cluster id (22-character base64 uuid)\n"
-    "  format                    create and stamp the metadata directory named by\n"
-    "                            metadata.log.dir (or the first entry of log.dirs) in the\n"
-    "                            properties FILE, for the node.id given there\n"
+    "  format                    check FILE as the node's daemon would (process.roles\n"
+    "                            picks kq-controller or kq-broker-agent), then create and\n"
+    "                            stamp its directory for the node.id given there: a\n"
+    "                            controller's metadata.log.dir (default: the first entry of\n"
+    "                            log.dirs), a broker's log.dirs\n"
     "    -c, --config FILE       the node's .properties file\n"
     "    -t, --cluster-id ID     the cluster id (from kq storage random-uuid)\n"
     "    -g, --ignore-formatted  succeed when the directory is already formatted\n";
@@ -43,32 +48,34 @@ static int random_uuid(int argc, char **argv)
     return KQ_EXIT_OK;
 }
 
-/* metadata.log.dir, else the first entry of log.dirs; copied into dir. */
-static int metadata_dir(kq_config *cfg, const char *path, char *dir, size_t dirlen)
+/* The directory to format, found by the daemon's own validation of the whole file (one
+ * validation: format refuses what kq-controller or kq-broker-agent would refuse to start on).
+ * process.roles picks the daemon: controller → metadata.log.dir (default: the first entry of
+ * log.dirs), broker → log.dirs. Copied into dir; prints the error and returns non-zero. */
+static int format_dir(kq_config *cfg, const char *path, int32_t *node_id, char *dir,
+                      size_t dirlen)
 {
-    char errbuf[512];
-    const char *v = NULL;
-    if (kq_config_string(cfg, "metadata.log.dir", NULL, &v, errbuf, sizeof errbuf) != 0) {
-        kq_tools_errorf("%s: %s", path, errbuf);
-        return KQ_ERR_CONFIG;
-    }
-    if (v != NULL && v[0] != '\0') {
-        snprintf(dir, dirlen, "%s", v);
-        return 0;
-    }
-    v = kq_config_get(cfg, "log.dirs");
-    if (v != NULL) {
-        size_t len = strcspn(v, ",");
-        while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == '\t'))
-            len--;
-        if (len > 0 && len < dirlen) {
-            memcpy(dir, v, len);
-            dir[len] = '\0';
-            return 0;
+    char errbuf[1024] = "";
+    const char *roles = kq_config_get(cfg, "process.roles");
+    int rc;
+    if (roles != NULL && strcmp(roles, "broker") == 0) {
+        kq_broker_config b;
+        rc = kq_broker_config_load(path, &b, errbuf, sizeof errbuf);
+        if (rc == 0) {
+            *node_id = b.node_id;
+            snprintf(dir, dirlen, "%s", b.log_dir);
+        }
+    } else {
+        kq_ctl_config c;
+        rc = kq_ctl_config_load(path, &c, errbuf, sizeof errbuf);
+        if (rc == 0) {
+            *node_id = c.node_id;
+            snprintf(dir, dirlen, "%s", c.log_dir);
         }
     }
-    kq_tools_errorf("%s: missing required key metadata.log.dir (or log.dirs)", path);
-    return KQ_ERR_CONFIG;
+    if (rc != 0)
+        kq_tools_errorf("%s: %s", path, errbuf[0] ? errbuf : kq_err_message(rc));
+    return rc;
 }
 
 static int format(int argc, char **argv)
@@ -137,20 +144,14 @@ static int format(int argc, char **argv)
             kq_tools_errorf("cannot read config %s: %s", config_path, kq_err_message(rc));
         goto out;
     }
-    const char *node_str = NULL;
-    int64_t node_id = -1;
-    if (kq_config_required(cfg, "node.id", &node_str, errbuf, sizeof errbuf) != 0 ||
-        kq_config_int(cfg, "node.id", -1, 0, INT32_MAX, &node_id, errbuf, sizeof errbuf) != 0) {
-        kq_tools_errorf("%s: %s", config_path, errbuf);
-        goto out;
-    }
-    if (metadata_dir(cfg, config_path, dir, sizeof dir) != 0)
+    int32_t node_id = -1;
+    if (format_dir(cfg, config_path, &node_id, dir, sizeof dir) != 0)
         goto out;
 
     kq_store_identity id;
     memset(&id, 0, sizeof id);
     errbuf[0] = '\0';
-    rc = kq_store_format(dir, cluster_id, (int32_t)node_id, &id, errbuf, sizeof errbuf);
+    rc = kq_store_format(dir, cluster_id, node_id, &id, errbuf, sizeof errbuf);
     if (rc == KQ_ERR_ALREADY_FORMATTED) {
         if (ignore_formatted) {
             printf("All of the log directories are already formatted.\n");
@@ -168,7 +169,7 @@ static int format(int argc, char **argv)
                         errbuf[0] ? errbuf : kq_err_message(rc));
         goto out;
     }
-    printf("Formatting metadata directory %s with cluster id %s, node id %" PRId64
+    printf("Formatting metadata directory %s with cluster id %s, node id %" PRId32
            ", directory id %s.\n",
            dir, cluster_id, node_id, id.directory_id);
     ret = KQ_EXIT_OK;

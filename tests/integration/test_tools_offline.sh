@@ -125,12 +125,15 @@ CLUSTER=$id1
 
 # ---- storage format -------------------------------------------------------------------------
 DIR1=$TMP/node-1/meta
-cat >"$TMP/node-1.properties" <<PROPS
-# a controller
-process.roles=controller
-node.id=1
-metadata.log.dir=$DIR1
-PROPS
+# A controller config the daemon would accept (format runs the daemon's own validation).
+ctl_props() { # NODE_ID
+    printf 'process.roles=controller\nnode.id=%s\ncontroller.quorum.voters=%s@127.0.0.1:9\nlisteners=CONTROLLER://127.0.0.1:9\n' "$1" "$1"
+}
+{
+    echo "# a controller"
+    ctl_props 1
+    echo "metadata.log.dir=$DIR1"
+} >"$TMP/node-1.properties"
 
 expect_usage "format with a bad cluster id" storage format --config "$TMP/node-1.properties" \
     --cluster-id not-a-uuid
@@ -152,7 +155,7 @@ expect 1 "format with node.id=abc" "$KQ" storage format --config "$TMP/bad-id.pr
     --cluster-id "$CLUSTER"
 has "$ERR" "node.id" "config with a bad node.id"
 
-printf 'node.id=3\n' >"$TMP/no-dir.properties"
+ctl_props 3 >"$TMP/no-dir.properties"
 expect 1 "format without metadata.log.dir" "$KQ" storage format --config "$TMP/no-dir.properties" \
     --cluster-id "$CLUSTER"
 has "$ERR" "metadata.log.dir" "config without metadata.log.dir"
@@ -178,7 +181,10 @@ has "$OUT" "All of the log directories are already formatted." "--ignore-formatt
 
 # Short options, and log.dirs when metadata.log.dir is absent.
 DIR2=$TMP/logs-a
-printf 'node.id=2\nlog.dirs=%s,%s/logs-b\n' "$DIR2" "$TMP" >"$TMP/node-2.properties"
+{
+    ctl_props 2
+    printf 'log.dirs=%s,%s/logs-b\n' "$DIR2" "$TMP"
+} >"$TMP/node-2.properties"
 expect 0 "format -c -t with log.dirs" "$KQ" storage format -c "$TMP/node-2.properties" -t "$CLUSTER" &&
     has "$OUT" "Formatting metadata directory $DIR2 with cluster id $CLUSTER, node id 2," "format -c -t"
 [[ ! -e $TMP/logs-b ]] || fail "format created the second log.dirs entry"
