@@ -39,6 +39,7 @@ typedef struct peer {
     uint64_t last_caught_up_ms;
     uint64_t prev_fetch_ms;
     int64_t prev_fetch_leo;
+    int64_t hw_sent; /* high watermark in the last records answer sent to it (-1: none) */
     bool cq_fetched;
 } peer;
 
@@ -50,6 +51,7 @@ typedef struct observer {
     uint64_t last_caught_up_ms;
     uint64_t prev_fetch_ms;
     int64_t prev_fetch_leo;
+    int64_t hw_sent; /* as peer.hw_sent */
 } observer;
 
 typedef struct parked {
@@ -371,11 +373,32 @@ static void reset_round(kq_raft *r)
 
 /* ---------------------------------------------------------------- leader helpers */
 
-static void send_fetch_resp_records(kq_raft *r, int32_t to, uint64_t token, int64_t from_off)
+/* Where the leader remembers the high watermark it last sent a replica (NULL: not a replica it
+ * tracks). A fetcher whose last answer carried an older high watermark than the leader's is
+ * answered at once instead of parked: it cannot know what has committed since (a parked fetch
+ * is completed when the high watermark moves, but this one arrived after it moved). */
+static int64_t *hw_sent_of(kq_raft *r, int32_t id)
+{
+    int vi = voter_index(r, id);
+    if (vi >= 0)
+        return vi == r->self_idx ? NULL : &r->peers[vi].hw_sent;
+    for (int i = 0; i < KQ_RAFT_MAX_OBSERVERS; i++)
+        if (r->observers[i].used && r->observers[i].id == id)
+            return &r->observers[i].hw_sent;
+    return NULL;
+}
+
+/* delivered: false when the fetcher has given this request up (a newer Fetch superseded it),
+ * so the answer does not count as what the fetcher knows. */
+static void send_fetch_resp_records(kq_raft *r, int32_t to, uint64_t token, int64_t from_off,
+                                    bool delivered)
 {
     kq_raft_msg *m = emit(r, KQ_RAFT_FETCH_RESP, to);
     if (!m)
         return;
+    int64_t *sent = delivered ? hw_sent_of(r, to) : NULL;
+    if (sent)
+        *sent = r->hw;
     m->token = token;
     m->u.fetch_resp.high_watermark = r->hw;
     m->u.fetch_resp.log_start_offset = r->log_start;
@@ -406,7 +429,7 @@ static void complete_all_parked(kq_raft *r, int err)
         if (err)
             send_fetch_error(r, p->from, p->token, err);
         else
-            send_fetch_resp_records(r, p->from, p->token, p->fetch_offset);
+            send_fetch_resp_records(r, p->from, p->token, p->fetch_offset, true);
         p->used = false;
         r->n_parked--;
     }
@@ -584,6 +607,7 @@ static void become_leader(kq_raft *r)
         p->last_caught_up_ms = 0;
         p->prev_fetch_ms = 0;
         p->prev_fetch_leo = -1;
+        p->hw_sent = -1;
         p->cq_fetched = false;
     }
     memset(r->observers, 0, sizeof(r->observers));
@@ -857,6 +881,7 @@ static observer *observer_slot(kq_raft *r, int32_t id)
     o->id = id;
     o->end_offset = -1;
     o->prev_fetch_leo = -1;
+    o->hw_sent = -1;
     return o;
 }
 
@@ -915,7 +940,7 @@ static void on_fetch_req(kq_raft *r, const kq_raft_msg *m)
     for (int i = 0; i < KQ_RAFT_MAX_PARKED && r->n_parked > 0; i++) {
         parked *p = &r->parked[i];
         if (p->used && p->from == m->from) {
-            send_fetch_resp_records(r, p->from, p->token, p->fetch_offset);
+            send_fetch_resp_records(r, p->from, p->token, p->fetch_offset, false);
             p->used = false;
             r->n_parked--;
         }
@@ -986,7 +1011,9 @@ static void on_fetch_req(kq_raft *r, const kq_raft_msg *m)
                      &o->prev_fetch_leo, f->fetch_offset);
     }
 
-    if (f->fetch_offset >= r->leo && f->max_wait_ms > 0 && r->hw == old_hw &&
+    const int64_t *sent = hw_sent_of(r, m->from);
+    bool knows_hw = sent == NULL || *sent == r->hw;
+    if (f->fetch_offset >= r->leo && f->max_wait_ms > 0 && r->hw == old_hw && knows_hw &&
         r->n_parked < KQ_RAFT_MAX_PARKED) {
         for (int i = 0; i < KQ_RAFT_MAX_PARKED; i++) {
             parked *p = &r->parked[i];
@@ -1004,7 +1031,7 @@ static void on_fetch_req(kq_raft *r, const kq_raft_msg *m)
             return;
         }
     }
-    send_fetch_resp_records(r, m->from, m->token, f->fetch_offset);
+    send_fetch_resp_records(r, m->from, m->token, f->fetch_offset, true);
 }
 
 /* ---------------------------------------------------------------- FetchSnapshot (leader side) */
@@ -1397,7 +1424,7 @@ static void pump_leader(kq_raft *r)
         if (r->leo > p->fetch_offset || r->hw != p->hw_at_park || r->now >= p->deadline) {
             if (r->u->n_msgs >= KQ_RAFT_MAX_MSGS)
                 return;
-            send_fetch_resp_records(r, p->from, p->token, p->fetch_offset);
+            send_fetch_resp_records(r, p->from, p->token, p->fetch_offset, true);
             p->used = false;
             r->n_parked--;
         }

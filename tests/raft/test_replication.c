@@ -320,6 +320,39 @@ static void test_parked_fetch_completed_when_hw_moves(void **state)
     h_free(&h);
 }
 
+/* A replica whose last answer carried an older high watermark than the leader's is answered
+ * at once, not parked for the whole wait: the high watermark moved between its two Fetches
+ * (another voter's Fetch moved it), so a parked Fetch would wait for nothing (issue 8, item 7:
+ * brokers learnt every commit 500 ms late). Voters and observers alike. */
+static void test_fetch_answered_at_once_when_fetcher_has_an_older_hw(void **state)
+{
+    harness h;
+    h_init(&h, 3, 0, 46);
+    int32_t e = make_leader(&h, 3, 0);
+    fetch(&h, 2, 1, e, 1, e, 500); /* HW 1: the LeaderChange is committed */
+    assert_int_equal(hw_of(&h, 1), 1);
+    h_propose(&h, 1, 2); /* LEO 3 */
+    const kq_raft_msg *r = fetch(&h, 100, 1, e, 1, e, 500); /* observer gets [1,3), HW 1 */
+    assert_non_null(r);
+    assert_int_equal(r->u.fetch_resp.high_watermark, 1);
+    r = fetch(&h, 3, 1, e, 1, e, 500); /* voter 3 gets [1,3), HW 1 */
+    assert_non_null(r);
+    assert_int_equal(r->u.fetch_resp.high_watermark, 1);
+    r = fetch(&h, 2, 1, e, 3, e, 500); /* voter 2 has [1,3): HW 3 */
+    assert_non_null(r);
+    assert_int_equal(hw_of(&h, 1), 3);
+    r = fetch(&h, 100, 1, e, 3, e, 500); /* nothing new, but the HW moved since its last answer */
+    assert_non_null(r);
+    assert_int_equal(r->u.fetch_resp.high_watermark, 3);
+    r = fetch(&h, 3, 1, e, 3, e, 500); /* the follower voter, by the same rule */
+    assert_non_null(r);
+    assert_int_equal(r->u.fetch_resp.high_watermark, 3);
+    /* Both know HW 3 now: the next Fetches long-poll again. */
+    assert_null(fetch(&h, 100, 1, e, 3, e, 500));
+    assert_null(fetch(&h, 3, 1, e, 3, e, 500));
+    h_free(&h);
+}
+
 static void test_parked_fetch_answered_not_leader_on_resign(void **state)
 {
     harness h;
@@ -340,11 +373,14 @@ static void test_too_many_parked_fetches_are_answered_at_once(void **state)
     h_init(&h, 3, 0, 14);
     int32_t e = make_leader(&h, 3, 0);
     fetch(&h, 2, 1, e, 1, e, 500);
-    /* observers 100.. park until the table is full */
+    /* observers 100.. park until the table is full (each one's first Fetch is answered at
+     * once: it has not seen the high watermark yet) */
     int answered = 0;
-    for (int32_t id = 100; id < 100 + KQ_RAFT_MAX_PARKED + 5; id++)
+    for (int32_t id = 100; id < 100 + KQ_RAFT_MAX_PARKED + 5; id++) {
+        assert_non_null(fetch(&h, id, 1, e, 1, e, 500));
         if (fetch(&h, id, 1, e, 1, e, 500))
             answered++;
+    }
     assert_int_equal(answered, 5);
     h_free(&h);
 }
@@ -957,6 +993,7 @@ int main(void)
         cmocka_unit_test(test_fetch_parked_until_new_data),
         cmocka_unit_test(test_parked_fetch_expires_after_max_wait),
         cmocka_unit_test(test_parked_fetch_completed_when_hw_moves),
+        cmocka_unit_test(test_fetch_answered_at_once_when_fetcher_has_an_older_hw),
         cmocka_unit_test(test_parked_fetch_answered_not_leader_on_resign),
         cmocka_unit_test(test_too_many_parked_fetches_are_answered_at_once),
         cmocka_unit_test(test_follower_fetch_carries_leo_and_last_epoch),
