@@ -37,36 +37,55 @@ static int ids_copy(kq_rec_ids *dst, const int32_t *src, int32_t n)
 
 typedef enum ctype { C_BOOL, C_INT, C_LIST_POLICY } ctype;
 
+/* Scopes, as bits: a topic, the cluster default (broker resource ""), one broker ("<id>"). */
+enum { AT_TOPIC = 1, AT_CLUSTER = 2, AT_BROKER = 4 };
+
 typedef struct ckey {
     const char *name;
     ctype type;
     int64_t min, max;
-    unsigned where; /* 1 topic, 2 broker/cluster */
+    unsigned where;    /* where Kafka has the key: AT_TOPIC, AT_CLUSTER | AT_BROKER */
+    unsigned enforced; /* where kq does what it says; elsewhere it is refused (not supported yet) */
 } ckey;
 
+/* Every key Kafka has at these scopes that kq knows. A key is accepted only where something
+ * enforces it (docs/configuration.md lists them): the partition leaders (min.insync.replicas
+ * at every scope, broker-agent/replica_manager.c) and the controller's decisions
+ * (controller/decide.c). The others are recognised, so the error says "not supported yet"
+ * rather than "unknown". A DELETE of any known key is accepted, so a value stored by an
+ * earlier version can be removed. */
 static const ckey KEYS[] = {
-    {"min.insync.replicas", C_INT, 1, INT32_MAX, 3},
-    {"unclean.leader.election.enable", C_BOOL, 0, 0, 3},
-    {"cleanup.policy", C_LIST_POLICY, 0, 0, 1},
-    {"retention.ms", C_INT, -1, INT64_MAX, 1},
-    {"retention.bytes", C_INT, -1, INT64_MAX, 1},
-    {"segment.bytes", C_INT, 14, INT32_MAX, 1},
-    {"max.message.bytes", C_INT, 0, INT32_MAX, 1},
-    {"num.partitions", C_INT, 1, INT32_MAX, 2},
-    {"default.replication.factor", C_INT, 1, INT16_MAX, 2},
-    {"auto.leader.rebalance.enable", C_BOOL, 0, 0, 2},
-    {"eligible.leader.replicas.enable", C_BOOL, 0, 0, 2},
-    {"leader.imbalance.check.interval.seconds", C_INT, 1, INT32_MAX, 2},
-    {"unclean.leader.election.interval.ms", C_INT, 1, INT64_MAX, 2},
-    {"log.retention.ms", C_INT, -1, INT64_MAX, 2},
-    {"log.retention.bytes", C_INT, -1, INT64_MAX, 2},
-    {"log.segment.bytes", C_INT, 14, INT32_MAX, 2},
-    {"message.max.bytes", C_INT, 0, INT32_MAX, 2},
+    {"min.insync.replicas", C_INT, 1, INT32_MAX, AT_TOPIC | AT_CLUSTER | AT_BROKER,
+     AT_TOPIC | AT_CLUSTER | AT_BROKER},
+    {"unclean.leader.election.enable", C_BOOL, 0, 0, AT_TOPIC | AT_CLUSTER | AT_BROKER,
+     AT_TOPIC | AT_CLUSTER},
+    {"cleanup.policy", C_LIST_POLICY, 0, 0, AT_TOPIC, 0},
+    {"retention.ms", C_INT, -1, INT64_MAX, AT_TOPIC, 0},
+    {"retention.bytes", C_INT, -1, INT64_MAX, AT_TOPIC, 0},
+    {"segment.bytes", C_INT, 14, INT32_MAX, AT_TOPIC, 0},
+    {"max.message.bytes", C_INT, 0, INT32_MAX, AT_TOPIC, 0},
+    {"num.partitions", C_INT, 1, INT32_MAX, AT_CLUSTER | AT_BROKER, 0},
+    {"default.replication.factor", C_INT, 1, INT16_MAX, AT_CLUSTER | AT_BROKER, 0},
+    {"auto.leader.rebalance.enable", C_BOOL, 0, 0, AT_CLUSTER | AT_BROKER, AT_CLUSTER},
+    {"eligible.leader.replicas.enable", C_BOOL, 0, 0, AT_CLUSTER | AT_BROKER, AT_CLUSTER},
+    {"leader.imbalance.check.interval.seconds", C_INT, 1, INT32_MAX, AT_CLUSTER | AT_BROKER, 0},
+    {"unclean.leader.election.interval.ms", C_INT, 1, INT64_MAX, AT_CLUSTER | AT_BROKER, 0},
+    {"log.retention.ms", C_INT, -1, INT64_MAX, AT_CLUSTER | AT_BROKER, 0},
+    {"log.retention.bytes", C_INT, -1, INT64_MAX, AT_CLUSTER | AT_BROKER, 0},
+    {"log.segment.bytes", C_INT, 14, INT32_MAX, AT_CLUSTER | AT_BROKER, 0},
+    {"message.max.bytes", C_INT, 0, INT32_MAX, AT_CLUSTER | AT_BROKER, 0},
 };
+
+static unsigned scope_of(int resource_type, const char *resource)
+{
+    if (resource_type == KQ_CONFIG_RESOURCE_TOPIC)
+        return AT_TOPIC;
+    return resource == NULL || *resource == '\0' ? AT_CLUSTER : AT_BROKER;
+}
 
 static const ckey *find_key(int resource_type, const char *name)
 {
-    unsigned w = resource_type == KQ_CONFIG_RESOURCE_TOPIC ? 1 : 2;
+    unsigned w = scope_of(resource_type, resource_type == KQ_CONFIG_RESOURCE_TOPIC ? NULL : "");
 
     for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++)
         if (!strcmp(KEYS[i].name, name) && (KEYS[i].where & w))
@@ -91,9 +110,11 @@ static bool policy_ok(const char *v)
     return n > 0;
 }
 
-int kq_rc_validate_config(int resource_type, const char *name, const char *value, char *msg,
-                          size_t cap)
+int kq_rc_validate_config(int resource_type, const char *resource, const char *name,
+                          const char *value, char *msg, size_t cap)
 {
+    static const char *const scope_name[] = {"", "topic", "cluster-default broker", "", "broker"};
+    unsigned scope = scope_of(resource_type, resource);
     const ckey *k;
     int64_t x;
     bool b;
@@ -105,6 +126,11 @@ int kq_rc_validate_config(int resource_type, const char *name, const char *value
                       resource_type == KQ_CONFIG_RESOURCE_TOPIC ? "topic" : "broker", name);
     if (!value)
         return 0;
+    if (!(k->enforced & scope))
+        return seterr(msg, cap, KQ_ERR_INVALID_CONFIG,
+                      "%s config %s is not supported yet: kq does not enforce it (the configs it "
+                      "enforces are listed in docs/configuration.md)",
+                      scope_name[scope], name);
     switch (k->type) {
     case C_BOOL:
         if (!kq_decide_parse_bool(value, &b))
@@ -215,7 +241,7 @@ int kq_rc_alter_configs(const kq_image *img, int8_t resource_type, const char *r
                             "config %s appears twice", o->name);
                 goto out;
             }
-        if ((rc = kq_rc_validate_config(resource_type, o->name, NULL, res->message,
+        if ((rc = kq_rc_validate_config(resource_type, resource_name, o->name, NULL, res->message,
                                         sizeof res->message)))
             goto out;
         switch (o->op) {
@@ -245,8 +271,8 @@ int kq_rc_alter_configs(const kq_image *img, int8_t resource_type, const char *r
                         "unknown config operation %d for %s", (int)o->op, o->name);
             goto out;
         }
-        if (val && (rc = kq_rc_validate_config(resource_type, o->name, val, res->message,
-                                               sizeof res->message)))
+        if (val && (rc = kq_rc_validate_config(resource_type, resource_name, o->name, val,
+                                               res->message, sizeof res->message)))
             goto out;
         if ((rc = push_config(out, resource_type, resource_name, o->name, val)))
             goto out;
@@ -423,7 +449,7 @@ static int create_one(const kq_decide_settings *s, const kq_image *img, const kq
                 rc = seterr(m, cap, KQ_ERR_INVALID_REQUEST, "config %s appears twice", kv->name);
                 goto out;
             }
-        if ((rc = kq_rc_validate_config(KQ_CONFIG_RESOURCE_TOPIC, kv->name,
+        if ((rc = kq_rc_validate_config(KQ_CONFIG_RESOURCE_TOPIC, t->name, kv->name,
                                         kv->value ? kv->value : "", m, cap)))
             goto out;
     }

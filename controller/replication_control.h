@@ -86,9 +86,12 @@ int kq_rc_elect_leaderless(const kq_decide_settings *s, const kq_image *img, int
                            kq_reclist *out, bool *more);
 
 /* ---- configs ----------------------------------------------------------------------------- */
-/* Validate one key/value for a resource type: 0 or KQ_ERR_INVALID_CONFIG (msg names it). */
-int kq_rc_validate_config(int resource_type, const char *name, const char *value, char *msg,
-                          size_t cap);
+/* Validate one key/value for a resource (type and name: a topic, "" for the cluster default,
+ * a broker id): 0 or KQ_ERR_INVALID_CONFIG (msg names it). value NULL checks the name only (a
+ * DELETE); a value for a key kq does not enforce at that scope is refused as not supported
+ * yet. */
+int kq_rc_validate_config(int resource_type, const char *resource, const char *name,
+                          const char *value, char *msg, size_t cap);
 
 /* IncrementalAlterConfigs for one resource: ConfigRecords (value NULL = delete). Errors:
  * INVALID_REQUEST (resource type/name, duplicate key, bad op), UNKNOWN_TOPIC_OR_PARTITION,
