@@ -474,12 +474,8 @@ static void note_update(kq_dp *dp, dp_part *p, const kq_replica *r, const kq_rep
         p->producers_loaded = false;
     if (u->role_changed)
         dp->wake = true; /* a parked fetch there now gets its error at once */
-    for (int k = 0; k < u->n_log; k++) {
-        if (strstr(u->log[k], "] Shrinking ISR") != NULL)
-            dp->counts.isr_shrinks++;
-        else if (strstr(u->log[k], "] Expanding ISR") != NULL)
-            dp->counts.isr_expands++;
-    }
+    dp->counts.isr_shrinks += (uint64_t)u->isr_shrinks;
+    dp->counts.isr_expands += (uint64_t)u->isr_expands;
     if (u->n_completions > 0) {
         kq_replica_status st;
         kq_replica_get_status(r, &st);
@@ -618,7 +614,7 @@ static void handle_produce(kq_dp *dp, kq_rpc_req *req, const kq_produce_request 
                  * committed; until then the producer retries. */
                 if (d->base_offset + d->count <= st.high_watermark || pr->acks != -1)
                     reply_produce(dp, req, 0, d->base_offset, st.log_start_offset, NULL);
-                else if (st.n_isr < st.min_insync_replicas && st.n_isr < st.n_replicas) {
+                else if (kq_min_isr_cmp(st.n_isr, st.min_insync_replicas, st.n_replicas) < 0) {
                     snprintf(msg, sizeof(msg),
                              "duplicate of the batch at offset %lld, which cannot be committed "
                              "while the ISR (%d) is below min.insync.replicas (%d)",

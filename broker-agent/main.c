@@ -79,7 +79,7 @@ typedef struct broker_metrics {
     uint64_t rm_changes_seen;
     /* data plane: counters follow kq_dp_counts (the *_seen fields are what was added so far) */
     kq_metric *produce, *produce_err, *fetch, *invalid, *appended, *shrinks, *expands;
-    kq_metric *under_replicated, *under_min_isr, *parked_produces, *parked_fetches;
+    kq_metric *under_replicated, *under_min_isr, *at_min_isr, *parked_produces, *parked_fetches;
     kq_dp_counts dp_seen;
     uint64_t gauges_at; /* when the per-partition gauges were last computed (once a second) */
 } broker_metrics;
@@ -633,7 +633,14 @@ static int metrics_init(broker *b, char *err, size_t errlen)
         "Partitions led by this broker whose ISR is smaller than their replica list", NULL);
     m->under_min_isr = kq_metrics_gauge_int(
         m->reg, "kq_broker_under_min_isr_partitions",
-        "Partitions led by this broker whose ISR is below min.insync.replicas", NULL);
+        "Partitions led by this broker whose ISR is below min.insync.replicas (capped at the "
+        "replica count): acks=all is refused and the high watermark is frozen there",
+        NULL);
+    m->at_min_isr = kq_metrics_gauge_int(
+        m->reg, "kq_broker_at_min_isr_partitions",
+        "Partitions led by this broker whose ISR is exactly min.insync.replicas (capped at the "
+        "replica count): one more loss stops acks=all writes",
+        NULL);
     m->parked_produces =
         kq_metrics_gauge_int(m->reg, "kq_broker_waiting_produces",
                              "acks=all Produce requests waiting for the ISR", NULL);
@@ -676,7 +683,7 @@ static void metrics_update(broker *b)
     kq_metric_set_int(b->m.parked_fetches, (int64_t)dc.parked_fetches);
     if (b->now >= b->m.gauges_at + 1000) {
         size_t n = 0;
-        int64_t under = 0, under_min = 0;
+        int64_t under = 0, under_min = 0, at_min = 0;
         b->m.gauges_at = b->now;
         kq_rm_partitions(b->rm, &n);
         for (size_t i = 0; i < n; i++) {
@@ -688,10 +695,13 @@ static void metrics_update(broker *b)
             if (st.role != KQ_REPLICA_LEADER)
                 continue;
             under += st.n_isr < st.n_replicas;
-            under_min += st.n_isr < st.min_insync_replicas;
+            int c = kq_min_isr_cmp(st.n_isr, st.min_insync_replicas, st.n_replicas);
+            under_min += c < 0;
+            at_min += c == 0;
         }
         kq_metric_set_int(b->m.under_replicated, under);
         kq_metric_set_int(b->m.under_min_isr, under_min);
+        kq_metric_set_int(b->m.at_min_isr, at_min);
     }
     b->ready = b->lc.broker_epoch < 0 ? 0 : (b->lc.fenced ? 2 : 1);
 }

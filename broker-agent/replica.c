@@ -10,6 +10,7 @@
  */
 #include "kq/replica.h"
 #include "kq/error.h"
+#include "kq/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -176,12 +177,7 @@ __attribute__((format(printf, 2, 3))) static int reject(kq_replica *r, const cha
 
 static int eff_min_isr(const kq_replica *r)
 {
-    int m = r->min_isr;
-
-    if (r->n_replicas > 0 && r->n_replicas < m) {
-        m = r->n_replicas;
-    }
-    return m < 1 ? 1 : m;
+    return kq_min_isr_effective(r->min_isr, r->n_replicas);
 }
 
 static int replica_slot(const kq_replica *r, int32_t id)
@@ -445,6 +441,10 @@ static void alter_emit(kq_replica *r)
 
 static void alter_submit(kq_replica *r, kq_replica_pending kind, const int32_t *isr, int n)
 {
+    if (kind == KQ_REPLICA_PENDING_EXPAND)
+        r->u->isr_expands++;
+    else
+        r->u->isr_shrinks++;
     r->pending = kind;
     memcpy(r->sent_isr, isr, (size_t)n * sizeof(*isr));
     r->n_sent_isr = n;
@@ -687,7 +687,9 @@ static int on_delta(kq_replica *r, const kq_replica_delta *d)
         return rc;
     }
 
-    if (d->min_insync_replicas > 0) {
+    if (d->min_insync_replicas > 0 && d->min_insync_replicas != r->min_isr) {
+        logline(r, "min.insync.replicas changed from %d to %d", (int)r->min_isr,
+                (int)d->min_insync_replicas);
         r->min_isr = d->min_insync_replicas;
     }
     /* assignment, keeping what is known of brokers that stay */

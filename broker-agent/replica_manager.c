@@ -30,6 +30,7 @@ const char *kq_rm_change_name(kq_rm_change_kind kind)
 /* ---------- the pure delta ---------- */
 
 typedef struct collect {
+    const kq_image *img;
     int32_t node_id;
     kq_rm_partition *v;
     size_t n, cap;
@@ -67,6 +68,7 @@ static int collect_cb(void *arg, const kq_topic *t, int32_t partition_id, const 
     memcpy(e->replicas, kq_partition_replicas(p), (size_t)p->n_replicas * sizeof(int32_t));
     e->n_isr = p->n_isr;
     memcpy(e->isr, kq_partition_isr(p), (size_t)p->n_isr * sizeof(int32_t));
+    e->min_isr = kq_image_min_isr(c->img, e->topic, c->node_id, 0);
     return 0;
 }
 
@@ -106,7 +108,7 @@ static kq_rm_change_kind classify(const kq_rm_partition *old, const kq_rm_partit
     if (old == NULL || old->role != cur->role || old->leader_epoch != cur->leader_epoch ||
         old->leader != cur->leader)
         return cur->role == KQ_REPLICA_LEADER ? KQ_RM_BECOME_LEADER : KQ_RM_BECOME_FOLLOWER;
-    if (old->partition_epoch != cur->partition_epoch)
+    if (old->partition_epoch != cur->partition_epoch || old->min_isr != cur->min_isr)
         return KQ_RM_UPDATE;
     return 0;
 }
@@ -115,7 +117,7 @@ int kq_rm_compute(const kq_image *img, int32_t node_id, const kq_rm_partition *p
                   kq_rm_partition **next, size_t *n_next, kq_rm_change **changes, size_t *n_changes,
                   size_t *skipped, size_t *stale)
 {
-    collect c = {.node_id = node_id};
+    collect c = {.img = img, .node_id = node_id};
     kq_rm_change *ch = NULL;
     size_t n_ch = 0, cap_ch = 0, n_stale = 0;
     int rc = 0;
@@ -149,8 +151,13 @@ int kq_rm_compute(const kq_image *img, int32_t node_id, const kq_rm_partition *p
         }
         const kq_rm_partition *old = cmp == 0 ? &prev[j] : NULL;
         if (old != NULL && c.v[i].partition_epoch < old->partition_epoch) {
-            c.v[i] = *old; /* an older partition epoch: ignored (4.7) */
+            int32_t min_isr = c.v[i].min_isr; /* configs are not partition state: keep them */
+            c.v[i] = *old;                    /* an older partition epoch: ignored (4.7) */
+            c.v[i].min_isr = min_isr;
             n_stale++;
+            if (min_isr != old->min_isr &&
+                (rc = push_change(&ch, &n_ch, &cap_ch, KQ_RM_UPDATE, &c.v[i])) != 0)
+                goto out;
         } else {
             kq_rm_change_kind k = classify(old, &c.v[i]);
             if (k != 0 && (rc = push_change(&ch, &n_ch, &cap_ch, k, &c.v[i])) != 0)
@@ -233,16 +240,10 @@ static kq_plog_tp tp_of(const kq_rm_partition *p)
     return tp;
 }
 
-static int32_t topic_min_isr(const kq_rm *rm, const kq_image *img, const char *topic)
+/* The configured minimum for p, else this broker's static min.insync.replicas. */
+static int32_t min_isr_of(const kq_rm *rm, const kq_rm_partition *p)
 {
-    const char *v = kq_image_config(img, KQ_CONFIG_RESOURCE_TOPIC, topic, "min.insync.replicas");
-    if (v != NULL) {
-        char *end = NULL;
-        long n = strtol(v, &end, 10);
-        if (end != v && *end == '\0' && n >= 1 && n <= KQ_REPLICA_MAX_REPLICAS)
-            return (int32_t)n;
-    }
-    return rm->cfg.min_insync_replicas;
+    return p->min_isr > 0 ? p->min_isr : rm->cfg.min_insync_replicas;
 }
 
 /* Registration state of p's replicas as the image knows it. */
@@ -367,7 +368,7 @@ static int start_replica(kq_rm *rm, const kq_image *img, const kq_rm_partition *
     snprintf(rc_cfg.topic, sizeof(rc_cfg.topic), "%s", p->topic);
     rc_cfg.partition = p->partition;
     rc_cfg.replica_lag_time_max_ms = rm->cfg.replica_lag_time_max_ms;
-    rc_cfg.min_insync_replicas = topic_min_isr(rm, img, p->topic);
+    rc_cfg.min_insync_replicas = min_isr_of(rm, p);
     r = kq_replica_new(&rc_cfg, errbuf, errlen);
     if (r == NULL) {
         rc = KQ_ERR_CONFIG;
@@ -406,7 +407,7 @@ static int step_delta(kq_rm *rm, const kq_image *img, const kq_rm_partition *p, 
     ev.u.delta.n_replicas = p->n_replicas;
     ev.u.delta.isr = p->isr;
     ev.u.delta.n_isr = p->n_isr;
-    ev.u.delta.min_insync_replicas = topic_min_isr(rm, img, p->topic);
+    ev.u.delta.min_insync_replicas = min_isr_of(rm, p);
     ev.u.delta.brokers = brokers;
     ev.u.delta.n_brokers = brokers_of(img, p, brokers);
     int rc = kq_replica_step(r, &ev, &u);

@@ -44,12 +44,16 @@ typedef struct kq_rm_partition {
     int n_replicas;
     int32_t isr[KQ_REPLICA_MAX_REPLICAS];
     int n_isr;
+    /* configured min.insync.replicas for this broker (kq_image_min_isr: topic, this broker's
+     * dynamic config, cluster default); 0: none set, the static min.insync.replicas applies */
+    int32_t min_isr;
 } kq_rm_partition;
 
 typedef enum kq_rm_change_kind {
     KQ_RM_BECOME_LEADER = 1, /* new, or a new leader epoch, with this broker as leader */
     KQ_RM_BECOME_FOLLOWER,   /* new, or a new leader epoch, with another (or no) leader */
-    KQ_RM_UPDATE,            /* same leader epoch, newer partition epoch (ISR, replicas) */
+    KQ_RM_UPDATE,            /* same leader epoch, newer partition epoch (ISR, replicas) or a
+                              * changed min.insync.replicas (a Config record at any level) */
     KQ_RM_STOP,              /* no longer a replica here (reassigned or topic deleted) */
 } kq_rm_change_kind;
 

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kq/util.h"
+
 void kq_reclist_init(kq_reclist *l)
 {
     l->v = NULL;
@@ -104,16 +106,7 @@ static const char *effective(const kq_image *img, const char *topic, const char 
 int32_t kq_decide_min_isr(const kq_decide_settings *s, const kq_image *img, const char *topic,
                           int32_t rf)
 {
-    int64_t m = s->min_insync_replicas;
-    int64_t x;
-
-    if (kq_decide_parse_i64(effective(img, topic, "min.insync.replicas"), &x) && x >= 1)
-        m = x;
-    if (m < 1)
-        m = 1;
-    if (rf >= 1 && m > rf)
-        m = rf;
-    return (int32_t)m;
+    return kq_min_isr_effective(kq_image_min_isr(img, topic, -1, s->min_insync_replicas), rf);
 }
 
 bool kq_decide_unclean_enabled(const kq_decide_settings *s, const kq_image *img, const char *topic)

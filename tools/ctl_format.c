@@ -8,9 +8,10 @@
 #include "kq/util.h"
 #include "kq_tools.h"
 
-static int32_t min_isr_of(const kq_ctl_topic_desc *t)
+/* The partition's ISR against the topic's min.insync.replicas, by the brokers' own rule. */
+static int min_isr_cmp(const kq_ctl_topic_desc *t, const kq_ctl_partition_desc *p)
 {
-    return t->min_insync_replicas > 0 ? t->min_insync_replicas : 1;
+    return kq_min_isr_cmp(p->isr.n, t->min_insync_replicas, p->replicas.n);
 }
 
 static bool broker_live(const kq_ctl_cluster_desc *c, int32_t id)
@@ -30,9 +31,9 @@ bool kq_tools_partition_selected(const kq_ctl_topic_desc *t, const kq_ctl_partit
     case KQ_TOPIC_FILTER_UNDER_REPLICATED:
         return p->replicas.n - p->isr.n > 0;
     case KQ_TOPIC_FILTER_UNDER_MIN_ISR:
-        return p->leader < 0 || p->isr.n < min_isr_of(t);
+        return p->leader < 0 || min_isr_cmp(t, p) < 0;
     case KQ_TOPIC_FILTER_AT_MIN_ISR:
-        return p->isr.n == min_isr_of(t);
+        return min_isr_cmp(t, p) == 0;
     case KQ_TOPIC_FILTER_UNAVAILABLE:
         return p->leader < 0 || !broker_live(cluster, p->leader);
     case KQ_TOPIC_FILTER_NONE:

@@ -1625,6 +1625,42 @@ const char *kq_image_config(const kq_image *img, int resource_type, const char *
     return found ? img->cfgs[i].value : NULL;
 }
 
+static bool min_isr_parse(const char *v, int32_t *out)
+{
+    int64_t x = 0;
+    if (v == NULL || *v == '\0')
+        return false;
+    for (const char *c = v; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return false;
+        x = x * 10 + (*c - '0');
+        if (x > INT32_MAX)
+            return false;
+    }
+    if (x < 1)
+        return false;
+    *out = (int32_t)x;
+    return true;
+}
+
+int32_t kq_image_min_isr(const kq_image *img, const char *topic, int32_t node_id, int32_t dflt)
+{
+    static const char key[] = "min.insync.replicas";
+    int32_t m;
+    if (topic != NULL &&
+        min_isr_parse(kq_image_config(img, KQ_CONFIG_RESOURCE_TOPIC, topic, key), &m))
+        return m;
+    if (node_id >= 0) {
+        char id[16];
+        snprintf(id, sizeof(id), "%d", (int)node_id);
+        if (min_isr_parse(kq_image_config(img, KQ_CONFIG_RESOURCE_BROKER, id, key), &m))
+            return m;
+    }
+    if (min_isr_parse(kq_image_config(img, KQ_CONFIG_RESOURCE_BROKER, "", key), &m))
+        return m;
+    return dflt;
+}
+
 int kq_image_foreach_config(const kq_image *img, int resource_type, const char *resource,
                             kq_image_config_cb cb, void *arg)
 {

@@ -1721,26 +1721,12 @@ static int collect_cfg(void *arg, int type, const char *resource, const char *na
     return 0;
 }
 
-static int32_t parse_min_isr(const char *v, int32_t dflt)
-{
-    char *end;
-    long x;
-
-    if (!v || !*v)
-        return dflt;
-    x = strtol(v, &end, 10);
-    if (*end || x < 1 || x > INT32_MAX)
-        return dflt;
-    return (int32_t)x;
-}
-
 static int fill_topic(arena *a, const kq_image *img, const kq_topic *t, int32_t default_min_isr,
                       Kq__DescribeTopicsTopic *w)
 {
     Kq__DescribeTopicsPartition *ps = aalloc(a, (size_t)t->n_partitions, sizeof *ps);
     Kq__DescribeTopicsPartition **pp = aalloc(a, (size_t)t->n_partitions, sizeof *pp);
     cfg_list cl = {.a = a};
-    const char *v;
 
     if (!ps || !pp)
         return KQ_ERR_NOMEM;
@@ -1779,11 +1765,8 @@ static int fill_topic(arena *a, const kq_image *img, const kq_topic *t, int32_t 
         w->n_configs = cl.n;
         w->configs = cp;
     }
-    v = kq_image_config(img, KQ_CONFIG_RESOURCE_TOPIC, t->name, "min.insync.replicas");
-    if (!v)
-        v = kq_image_config(img, KQ_CONFIG_RESOURCE_BROKER, "", "min.insync.replicas");
     w->has_min_insync_replicas = 1;
-    w->min_insync_replicas = parse_min_isr(v, default_min_isr);
+    w->min_insync_replicas = kq_image_min_isr(img, t->name, -1, default_min_isr);
     return 0;
 }
 

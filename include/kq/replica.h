@@ -274,6 +274,10 @@ typedef struct kq_replica_update {
     int32_t leader_id;
     int32_t leader_epoch;
 
+    /* ISR changes this leader asked the controller for in this step (AlterPartition sent):
+     * what kq_broker_isr_shrinks_total / _expands_total count, whatever the log lines say. */
+    int isr_shrinks, isr_expands;
+
     char log[KQ_REPLICA_MAX_LOG][KQ_REPLICA_LOG_LEN];
     int n_log;
 

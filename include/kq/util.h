@@ -31,6 +31,26 @@ static inline bool kq_uuid_is_zero(const uint8_t id[16])
     return true;
 }
 
+/* The min.insync.replicas rule, the one copy that the partition leader (HW freeze, acks=all),
+ * its metrics, the controller (ELR) and kq topics --describe's filters all use. As in Kafka 4.x
+ * (Partition.effectiveMinIsr), the effective minimum is the configured one capped at the
+ * replica count: a topic whose min.insync.replicas exceeds its replication factor needs every
+ * replica in the ISR. configured < 1 counts as 1; n_replicas <= 0 is not a cap. */
+static inline int32_t kq_min_isr_effective(int32_t configured, int32_t n_replicas)
+{
+    int32_t m = configured;
+    if (n_replicas > 0 && n_replicas < m)
+        m = n_replicas;
+    return m < 1 ? 1 : m;
+}
+
+/* -1: the ISR is under the effective minimum (acks=all refused, HW frozen), 0: at it, 1: above. */
+static inline int kq_min_isr_cmp(int32_t n_isr, int32_t configured, int32_t n_replicas)
+{
+    int32_t m = kq_min_isr_effective(configured, n_replicas);
+    return n_isr < m ? -1 : n_isr > m;
+}
+
 /* CRC-32C (Castagnoli), as Kafka uses for record batches. */
 uint32_t kq_crc32c(uint32_t crc, const void *data, size_t len);
 

@@ -24,6 +24,7 @@
 
 #include "kq/error.h"
 #include "kq/replica.h"
+#include "kq/util.h"
 
 #define NB KQ_DSIM_MAX_BROKERS
 #define NP KQ_DSIM_MAX_PARTITIONS
@@ -551,7 +552,7 @@ static void ckpt_epochs(ds *s, brep *br)
 
 static int eff_min_isr(const ds *s)
 {
-    return s->min_isr < RF ? s->min_isr : RF;
+    return kq_min_isr_effective(s->min_isr, RF);
 }
 
 static void meta_append(ds *s, int kind, int id)

@@ -187,6 +187,62 @@ static void test_leader_and_isr_changes(void **state)
     kq_image_free(img);
 }
 
+/* A Config record that changes a hosted partition's min.insync.replicas (topic, this broker's
+ * or the cluster default; set or delete) is an UPDATE for every replica it governs, in the
+ * same round, with no partition change (issue 8, item 1). Precedence: topic, this broker,
+ * cluster default. */
+static void test_min_isr_config_change_is_an_update(void **state)
+{
+    (void)state;
+    kq_image *img = setup_cluster();
+    delta d1, d4;
+    memset(&d1, 0, sizeof(d1));
+    memset(&d4, 0, sizeof(d4));
+    compute(img, 1, &d1);
+    assert_int_equal(d1.next[0].min_isr, 0); /* none set: the static key applies */
+    compute(img, 4, &d4);                    /* broker 4 hosts nothing */
+
+    struct {
+        int type;
+        const char *res, *value;
+        int32_t want;
+    } steps[] = {
+        {KQ_CONFIG_RESOURCE_BROKER, "", "2", 2},       /* cluster default */
+        {KQ_CONFIG_RESOURCE_BROKER, "1", "3", 3},      /* this broker wins over it */
+        {KQ_CONFIG_RESOURCE_TOPIC, "orders", "4", 4},  /* the topic wins over both */
+        {KQ_CONFIG_RESOURCE_TOPIC, "orders", NULL, 3}, /* deleted: back to this broker's */
+        {KQ_CONFIG_RESOURCE_BROKER, "1", NULL, 2},     {KQ_CONFIG_RESOURCE_BROKER, "", NULL, 0},
+    };
+    for (size_t s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+        apply_ok(img,
+                 rec_config(steps[s].type, steps[s].res, "min.insync.replicas", steps[s].value));
+        compute(img, 1, &d1);
+        assert_int_equal(d1.n_ch, 3);
+        for (size_t i = 0; i < 3; i++) {
+            assert_int_equal(d1.ch[i].kind, KQ_RM_UPDATE);
+            assert_int_equal(d1.ch[i].p.min_isr, steps[s].want);
+            assert_int_equal(d1.ch[i].p.partition_epoch, 0);
+        }
+        compute(img, 4, &d4);
+        assert_int_equal(d4.n_ch, 0);
+    }
+    /* Another broker's config does not govern broker 1's replicas. */
+    apply_ok(img, rec_config(KQ_CONFIG_RESOURCE_BROKER, "2", "min.insync.replicas", "3"));
+    compute(img, 1, &d1);
+    assert_int_equal(d1.n_ch, 0);
+    /* A config change on a partition whose epoch we are already past still reaches it. */
+    d1.next[0].partition_epoch = 5;
+    apply_ok(img, rec_config(KQ_CONFIG_RESOURCE_TOPIC, "orders", "min.insync.replicas", "2"));
+    compute(img, 1, &d1);
+    assert_int_equal(d1.n_ch, 3);
+    assert_int_equal(d1.stale, 1);
+    assert_int_equal(d1.next[0].partition_epoch, 5);
+    assert_int_equal(d1.next[0].min_isr, 2);
+    delta_free(&d1);
+    delta_free(&d4);
+    kq_image_free(img);
+}
+
 static void test_older_partition_epoch_ignored(void **state)
 {
     (void)state;
@@ -422,6 +478,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new_partitions),
         cmocka_unit_test(test_leader_and_isr_changes),
+        cmocka_unit_test(test_min_isr_config_change_is_an_update),
         cmocka_unit_test(test_older_partition_epoch_ignored),
         cmocka_unit_test(test_stops),
         cmocka_unit_test(test_bad_prev_refused),

@@ -39,7 +39,8 @@ typedef struct h_broker {
     size_t n_ckpt;
     bool has_alter;
     kq_replica_alter_request alter;
-    int n_alters; /* AlterPartition requests sent, ever */
+    int n_alters;             /* AlterPartition requests sent, ever */
+    int n_shrinks, n_expands; /* as the update counts them (the broker's ISR metrics) */
     kq_replica_completion done[H_DONE];
     int n_done;
     char lines[H_LINES][KQ_REPLICA_LOG_LEN];
@@ -82,6 +83,8 @@ static inline void h_collect(h_cluster *h, int id, const kq_replica_update *u)
             snprintf(b->lines[b->n_lines++], KQ_REPLICA_LOG_LEN, "%s", u->log[i]);
         }
     }
+    b->n_shrinks += u->isr_shrinks;
+    b->n_expands += u->isr_expands;
     if (u->send_alter) {
         b->has_alter = true;
         b->alter = u->alter;
@@ -221,8 +224,20 @@ static inline void h_brokers_event(h_cluster *h, int id)
 }
 
 /* Metadata delta (replicas 1..n) to one broker, with every broker's registration state. */
+/* A delta that also carries min.insync.replicas (0: unchanged). */
+static inline int h_delta_min(h_cluster *h, int id, int32_t leader, int32_t leader_epoch,
+                              int32_t partition_epoch, const int32_t *isr, int n_isr,
+                              int32_t min_isr);
+
 static inline int h_delta(h_cluster *h, int id, int32_t leader, int32_t leader_epoch,
                           int32_t partition_epoch, const int32_t *isr, int n_isr)
+{
+    return h_delta_min(h, id, leader, leader_epoch, partition_epoch, isr, n_isr, 0);
+}
+
+static inline int h_delta_min(h_cluster *h, int id, int32_t leader, int32_t leader_epoch,
+                              int32_t partition_epoch, const int32_t *isr, int n_isr,
+                              int32_t min_isr)
 {
     int32_t replicas[H_BROKERS];
     kq_replica_broker br[H_BROKERS];
@@ -242,6 +257,7 @@ static inline int h_delta(h_cluster *h, int id, int32_t leader, int32_t leader_e
     ev.u.delta.n_replicas = h->n;
     ev.u.delta.isr = isr;
     ev.u.delta.n_isr = n_isr;
+    ev.u.delta.min_insync_replicas = min_isr;
     ev.u.delta.brokers = br;
     ev.u.delta.n_brokers = h->n;
     return h_step(h, id, &ev);

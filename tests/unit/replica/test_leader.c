@@ -80,6 +80,8 @@ static void test_4_1_slow_follower_stays_for_lag_then_removed_hw_jumps(void **st
     assert_true(removed_at - (uint64_t)lcu_at_removal > 30000);
     assert_true(removed_at - (uint64_t)lcu_at_removal <= 30000 + 15000);
     assert_true(h_line(&H, 1, "Shrinking ISR from 1,2,3 to 1,2") >= 0);
+    assert_int_equal(H.b[1].n_shrinks, 1); /* counted where it is asked, not from the log text */
+    assert_int_equal(H.b[1].n_expands, 0);
     assert_int_equal(H.b[1].alter.n_new_isr, 2);
     /* pending shrink: the HW still waits for the old ISR (KIP-497) */
     int64_t crawl = h_status(&H, 1).high_watermark;
@@ -152,6 +154,8 @@ static void test_4_2_expand_when_follower_reaches_hw(void **state)
     }
     assert_int_equal(follower_leo(1, 3), 5); /* fetch offsets 0, 2, 4, then 5 */
     assert_true(h_line(&H, 1, "Expanding ISR from 1,2 to 1,2,3") >= 0);
+    assert_int_equal(H.b[1].n_expands, 1);
+    assert_int_equal(H.b[1].n_shrinks, 0);
     assert_int_equal(H.b[1].alter.n_new_isr, 3);
     assert_int_equal(H.b[1].alter.new_isr[2], 3);
     assert_int_equal(H.b[1].alter.leader_epoch, 1);
@@ -407,6 +411,49 @@ static void test_4_4_hw_frozen_below_min_isr(void **state)
     h_free(&H);
 }
 
+/* 4.4/4.5: a min.insync.replicas raised by metadata alone (same leader and partition epochs: a
+ * Config record) applies at once: the HW freezes and acks=all is refused; lowered again, the HW
+ * moves and acks=all works (issue 8, item 1). */
+static void test_4_4_raised_min_isr_applies_without_a_partition_change(void **state)
+{
+    (void)state;
+    setup_leader(1, ISR1, 1);
+    h_produce_n(&H, 1, 1, 2, 0);
+    assert_int_equal(h_status(&H, 1).high_watermark, 2);
+    assert_int_equal(h_delta_min(&H, 1, 1, 1, 0, ISR1, 1, 2), 0);
+    assert_true(h_line(&H, 1, "min.insync.replicas changed from 1 to 2") >= 0);
+    assert_int_equal(h_status(&H, 1).min_insync_replicas, 2);
+    h_produce_result r = h_produce(&H, 1, -1);
+    assert_true(r.answered);
+    assert_int_equal(r.error, KQ_ERR_NOT_ENOUGH_REPLICAS);
+    h_produce_n(&H, 1, 1, 1, 0); /* acks=1 is written, but not committed */
+    assert_int_equal(h_status(&H, 1).log_end_offset, 3);
+    assert_int_equal(h_status(&H, 1).high_watermark, 2);
+    assert_int_equal(h_delta_min(&H, 1, 1, 1, 0, ISR1, 1, 1), 0);
+    assert_int_equal(h_status(&H, 1).high_watermark, 3);
+    r = h_produce(&H, 1, -1);
+    assert_int_equal(r.error, KQ_OK);
+    h_free(&H);
+}
+
+/* 4.5: as in Kafka 4.x (Partition.effectiveMinIsr), min.insync.replicas above the replica
+ * count is the replica count: every replica must be in the ISR (issue 8, item 2). */
+static void test_4_5_min_isr_above_replication_factor_needs_every_replica(void **state)
+{
+    (void)state;
+    setup_leader(5, ISR123, 3);
+    h_produce_result r = h_produce(&H, 1, -1);
+    assert_false(r.answered); /* accepted and parked: the ISR (3) meets the effective min (3) */
+    h_catch_up(&H, 2);
+    h_catch_up(&H, 3);
+    assert_int_equal(h_status(&H, 1).high_watermark, 1);
+    h_delta_all(&H, 1, 1, 1, ISR12, 2);
+    r = h_produce(&H, 1, -1);
+    assert_true(r.answered);
+    assert_int_equal(r.error, KQ_ERR_NOT_ENOUGH_REPLICAS);
+    h_free(&H);
+}
+
 /* 4.4: the HW is min LEO over the ISR, learned from fetch offsets, and only after the leader's
  * own write is durable. */
 static void test_4_4_hw_is_min_isr_leo_learned_from_fetch_offsets(void **state)
@@ -630,6 +677,8 @@ int main(void)
         cmocka_unit_test(test_4_3_other_error_retried_after_backoff),
         cmocka_unit_test(test_4_3_success_for_other_leader_epoch_ignored),
         cmocka_unit_test(test_4_4_hw_frozen_below_min_isr),
+        cmocka_unit_test(test_4_4_raised_min_isr_applies_without_a_partition_change),
+        cmocka_unit_test(test_4_5_min_isr_above_replication_factor_needs_every_replica),
         cmocka_unit_test(test_4_4_hw_is_min_isr_leo_learned_from_fetch_offsets),
         cmocka_unit_test(test_4_5_acks_all_below_min_isr_not_enough_replicas),
         cmocka_unit_test(test_4_5_acks_all_completes_when_hw_passes),

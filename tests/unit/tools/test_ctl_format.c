@@ -185,6 +185,15 @@ static void test_partition_selected_edges(void **state)
     assert_true(kq_tools_partition_selected(&t, &p, KQ_TOPIC_FILTER_UNAVAILABLE, &empty));
     p.leader = -1;
     assert_true(kq_tools_partition_selected(&t, &p, KQ_TOPIC_FILTER_UNDER_MIN_ISR, NULL));
+    /* min.insync.replicas above the replication factor counts as every replica, as on the
+     * brokers (issue 8, item 2): Isr 1,2 of replicas 1,2 is at min 5, Isr 1 under it. */
+    int32_t i12[] = {1, 2};
+    p.leader = 1;
+    t.min_insync_replicas = 5;
+    assert_true(kq_tools_partition_selected(&t, &p, KQ_TOPIC_FILTER_UNDER_MIN_ISR, NULL));
+    p.isr = (kq_ctl_ids){i12, 2};
+    assert_false(kq_tools_partition_selected(&t, &p, KQ_TOPIC_FILTER_UNDER_MIN_ISR, NULL));
+    assert_true(kq_tools_partition_selected(&t, &p, KQ_TOPIC_FILTER_AT_MIN_ISR, NULL));
 }
 
 static void test_describe_json(void **state)
