@@ -16,14 +16,33 @@
  *
  *   alter_partition clients=16 partitions=16 brokers=3 requests=... seconds=... ops_per_s=...
  *       p50_ms=... p99_ms=... errors=0
+ *
+ * --metadata-lag --broker-metrics HOST:PORT,... [--requests N] [--interval-ms MS]
+ * [--poll-us US]: metadata propagation. N times (default 200), after a pause of MS (default
+ * 30) so that each change starts from an idle cluster, one Write (one opaque record) to the
+ * active controller, which answers once it committed, with the record's offset; then each
+ * broker's /metrics (HTTP/1.1, kept alive) is polled, one GET per broker per round and US
+ * (default 500) microseconds between rounds, until its kq_metadata_last_applied_offset reaches
+ * that offset. A broker's time is the end of the first GET that shows it (an upper bound: the
+ * resolution is one poll round). answer_to_all: Write answer -> applied on every broker (the
+ * propagation latency); send_to_all: Write sent -> applied on every broker (commit included);
+ * write: the Write round trip; answer_to_first: answer -> the first broker.
+ *
+ *   metadata_lag brokers=3 requests=200 interval_ms=30 poll_us=500 answer_to_all_p50_ms=...
+ *       answer_to_all_p99_ms=... answer_to_all_max_ms=... send_to_all_... write_...
+ *       answer_to_first_... polls=... errors=0
  */
 #include <fcntl.h>
 #include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -522,6 +541,317 @@ out:
     return rc;
 }
 
+/* ---- --metadata-lag mode ------------------------------------------------------------------- */
+
+#define ML_MAX_BROKERS 16
+#define ML_METRIC "kq_metadata_last_applied_offset"
+
+/* One broker's /metrics endpoint, read over a kept-alive HTTP/1.1 connection (reopened when
+ * the server closes it). */
+typedef struct ml_broker {
+    char hostport[128];
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    int fd;
+    char *buf;
+    size_t cap;
+    uint64_t polls;
+} ml_broker;
+
+static int ml_resolve(ml_broker *b)
+{
+    char host[128];
+    const char *colon = strrchr(b->hostport, ':');
+    if (colon == NULL || colon == b->hostport || colon[1] == '\0' ||
+        (size_t)(colon - b->hostport) >= sizeof(host))
+        return KQ_ERR_CONFIG;
+    memcpy(host, b->hostport, (size_t)(colon - b->hostport));
+    host[colon - b->hostport] = '\0';
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, colon + 1, &hints, &ai) != 0 || ai == NULL)
+        return KQ_ERR_CONFIG;
+    memcpy(&b->addr, ai->ai_addr, ai->ai_addrlen);
+    b->addrlen = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static void ml_close(ml_broker *b)
+{
+    if (b->fd >= 0)
+        close(b->fd);
+    b->fd = -1;
+}
+
+/* One GET /metrics on the open connection; 0 with *applied set, or an error (the connection is
+ * closed then). */
+static int ml_get_once(ml_broker *b, int64_t *applied)
+{
+    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: kq-bench\r\n\r\n";
+    if (b->fd < 0) {
+        int one = 1;
+        b->fd = socket(b->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (b->fd < 0)
+            return KQ_ERR_IO;
+        setsockopt(b->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (connect(b->fd, (struct sockaddr *)&b->addr, b->addrlen) != 0) {
+            ml_close(b);
+            return KQ_ERR_NETWORK_EXCEPTION;
+        }
+    }
+    if (send(b->fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) - 1)) {
+        ml_close(b);
+        return KQ_ERR_NETWORK_EXCEPTION;
+    }
+    size_t len = 0, body = 0, clen = 0;
+    for (;;) {
+        if (len + 4096 > b->cap) {
+            size_t cap = b->cap ? b->cap * 2 : 65536;
+            char *nb = realloc(b->buf, cap + 1);
+            if (nb == NULL) {
+                ml_close(b);
+                return KQ_ERR_NOMEM;
+            }
+            b->buf = nb;
+            b->cap = cap;
+        }
+        ssize_t n = recv(b->fd, b->buf + len, b->cap - len, 0);
+        if (n <= 0) {
+            ml_close(b);
+            return KQ_ERR_NETWORK_EXCEPTION;
+        }
+        len += (size_t)n;
+        b->buf[len] = '\0';
+        if (body == 0) {
+            char *end = strstr(b->buf, "\r\n\r\n");
+            if (end == NULL)
+                continue;
+            body = (size_t)(end - b->buf) + 4;
+            *end = '\0';
+            const char *cl = strcasestr(b->buf, "\r\ncontent-length:");
+            int ok = strncmp(b->buf, "HTTP/1.1 200", 12) == 0 && cl != NULL;
+            if (ok)
+                clen = (size_t)strtoull(cl + 17, NULL, 10);
+            *end = '\r';
+            if (!ok) {
+                ml_close(b);
+                return KQ_ERR_MALFORMED;
+            }
+        }
+        if (len >= body + clen)
+            break;
+    }
+    if (len != body + clen) { /* nothing is pipelined: more bytes mean a confused stream */
+        ml_close(b);
+        return KQ_ERR_MALFORMED;
+    }
+    b->polls++;
+    /* The sample line: "kq_metadata_last_applied_offset 123" (no labels) at a line start. */
+    for (const char *p = b->buf + body; (p = strstr(p, ML_METRIC " ")) != NULL;
+         p += sizeof(ML_METRIC)) {
+        if (p[-1] != '\n')
+            continue;
+        char *e = NULL;
+        double v = strtod(p + sizeof(ML_METRIC), &e);
+        if (e == p + sizeof(ML_METRIC))
+            break;
+        *applied = (int64_t)v;
+        return 0;
+    }
+    return KQ_ERR_MALFORMED;
+}
+
+/* GET with one reconnect (the server may have closed a kept-alive connection). */
+static int ml_get(ml_broker *b, int64_t *applied)
+{
+    int rc = ml_get_once(b, applied);
+    if (rc == KQ_ERR_NETWORK_EXCEPTION)
+        rc = ml_get_once(b, applied);
+    return rc;
+}
+
+static void ml_sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* Polls every broker (one GET each per round, --poll-us apart) until each has applied `offset`;
+ * done_ns[i] is when broker i was first seen to have it: the end of that GET, an upper bound
+ * (the resolution is one poll round). 0 when all did before deadline_ns. */
+static int ml_wait_applied(ml_broker *bs, int n, int64_t offset, uint64_t deadline_ns, long poll_us,
+                           uint64_t *done_ns)
+{
+    int left = n;
+    for (int i = 0; i < n; i++)
+        done_ns[i] = 0;
+    for (;;) {
+        for (int i = 0; i < n; i++) {
+            int64_t applied = -1;
+            if (done_ns[i] != 0)
+                continue;
+            int rc = ml_get(&bs[i], &applied);
+            if (rc != 0) {
+                fprintf(stderr, "kq-bench: GET http://%s/metrics: %s\n", bs[i].hostport,
+                        kq_err_name(rc));
+                return rc;
+            }
+            if (applied >= offset) {
+                done_ns[i] = kq_now_ns();
+                left--;
+            }
+        }
+        if (left == 0)
+            return 0;
+        if (kq_now_ns() >= deadline_ns)
+            return KQ_ERR_TIMEOUT;
+        if (poll_us > 0)
+            ml_sleep_us(poll_us);
+    }
+}
+
+static int ml_write(kq_rpc_client *cl, const kq_buf *req, int64_t *base)
+{
+    uint8_t *resp = NULL;
+    size_t len = 0;
+    kq_response r;
+    char err[256];
+    memset(&r, 0, sizeof(r));
+    int rc = kq_rpc_call(cl, req->data, req->len, 5000, &resp, &len);
+    if (rc != 0)
+        return rc;
+    rc = kq_codec_decode_response(resp, len, -1, &r, err, sizeof(err));
+    free(resp);
+    if (rc == 0)
+        rc = r.error != 0 ? r.error : (r.write_base_offset < 0 ? KQ_ERR_MALFORMED : 0);
+    if (rc == 0)
+        *base = r.write_base_offset;
+    kq_response_free(&r);
+    return rc;
+}
+
+static void ml_print_hist(const char *name, const kq_hist *h)
+{
+    printf(" %s_p50_ms=%.3f %s_p99_ms=%.3f %s_max_ms=%.3f", name,
+           (double)kq_hist_quantile(h, 0.50) / 1e6, name, (double)kq_hist_quantile(h, 0.99) / 1e6,
+           name, (double)h->max_ns / 1e6);
+}
+
+static int metadata_lag_bench(const char *bootstrap, const char *metrics_list, int requests,
+                              int interval_ms, long poll_us, size_t size)
+{
+    static ml_broker bs[ML_MAX_BROKERS];
+    uint64_t done[ML_MAX_BROKERS];
+    char list[2048], url[320], err[256];
+    int n = 0, rc = 1;
+    uint64_t errors = 0;
+    kq_rpc_client *cl = NULL;
+    kq_buf req = {0};
+    uint8_t *payload = calloc(1, size ? size : 1);
+    const uint8_t *recs[1] = {payload};
+    size_t lens[1] = {size};
+    kq_hist h_answer, h_send, h_write, h_first;
+    kq_hist_init(&h_answer);
+    kq_hist_init(&h_send);
+    kq_hist_init(&h_write);
+    kq_hist_init(&h_first);
+
+    snprintf(list, sizeof(list), "%s", metrics_list);
+    char *save = NULL;
+    for (char *hp = strtok_r(list, ",", &save); hp != NULL; hp = strtok_r(NULL, ",", &save)) {
+        if (n == ML_MAX_BROKERS) {
+            fprintf(stderr, "kq-bench: --broker-metrics: at most %d brokers\n", ML_MAX_BROKERS);
+            goto out;
+        }
+        snprintf(bs[n].hostport, sizeof(bs[n].hostport), "%s", hp);
+        bs[n].fd = -1;
+        if (ml_resolve(&bs[n]) != 0) {
+            fprintf(stderr, "kq-bench: --broker-metrics: '%s' is not HOST:PORT\n", hp);
+            rc = 2;
+            goto out;
+        }
+        n++;
+    }
+    if (n == 0) {
+        fprintf(stderr, "kq-bench: --broker-metrics names no broker\n");
+        rc = 2;
+        goto out;
+    }
+    if (payload == NULL)
+        goto out;
+    if (find_leader(bootstrap, url, sizeof(url)) != 0) {
+        fprintf(stderr, "kq-bench: no active controller found via %s\n", bootstrap);
+        goto out;
+    }
+    if (kq_rpc_client_open(url, KQ_RPC_DEFAULT_MAX_MSG, &cl, err, sizeof(err)) != 0 ||
+        kq_codec_encode_write_request("", recs, lens, 1, &req) != 0) {
+        fprintf(stderr, "kq-bench: %s: %s\n", url, err);
+        goto out;
+    }
+    /* Warm-up: one write, then every broker must have applied it (and be reachable). */
+    int64_t base = -1;
+    if ((rc = ml_write(cl, &req, &base)) != 0 ||
+        (rc = ml_wait_applied(bs, n, base, kq_now_ns() + 30000000000ull, 1000, done)) != 0) {
+        fprintf(stderr, "kq-bench: warm-up write (offset %lld) not applied by every broker: %s\n",
+                (long long)base, kq_err_name(rc));
+        rc = 1;
+        goto out;
+    }
+    for (int i = 0; i < requests; i++) {
+        ml_sleep_us((long)interval_ms * 1000); /* each write starts from an idle cluster */
+        uint64_t t0 = kq_now_ns();
+        int wrc = ml_write(cl, &req, &base);
+        uint64_t t1 = kq_now_ns();
+        if (wrc != 0) {
+            if (errors++ == 0)
+                fprintf(stderr, "kq-bench: write failed: %s\n", kq_err_name(wrc));
+            continue;
+        }
+        wrc = ml_wait_applied(bs, n, base, t1 + 5000000000ull, poll_us, done);
+        if (wrc != 0) {
+            if (errors++ == 0)
+                fprintf(stderr, "kq-bench: offset %lld not applied by every broker: %s\n",
+                        (long long)base, kq_err_name(wrc));
+            if (wrc != KQ_ERR_TIMEOUT)
+                goto out;
+            continue;
+        }
+        uint64_t last = 0, first = UINT64_MAX;
+        for (int b = 0; b < n; b++) {
+            last = done[b] > last ? done[b] : last;
+            first = done[b] < first ? done[b] : first;
+        }
+        kq_hist_add(&h_write, t1 - t0);
+        kq_hist_add(&h_answer, last - t1);
+        kq_hist_add(&h_send, last - t0);
+        kq_hist_add(&h_first, first - t1);
+    }
+    uint64_t polls = 0;
+    for (int b = 0; b < n; b++)
+        polls += bs[b].polls;
+    printf("metadata_lag brokers=%d requests=%llu interval_ms=%d poll_us=%ld", n,
+           (unsigned long long)h_answer.n, interval_ms, poll_us);
+    ml_print_hist("answer_to_all", &h_answer);
+    ml_print_hist("send_to_all", &h_send);
+    ml_print_hist("write", &h_write);
+    ml_print_hist("answer_to_first", &h_first);
+    printf(" polls=%llu errors=%llu\n", (unsigned long long)polls, (unsigned long long)errors);
+    rc = errors == 0 && h_answer.n > 0 ? 0 : 1;
+out:
+    for (int b = 0; b < n; b++) {
+        ml_close(&bs[b]);
+        free(bs[b].buf);
+    }
+    kq_buf_free(&req);
+    if (cl != NULL)
+        kq_rpc_client_close(cl);
+    free(payload);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     const char *bootstrap = NULL;
@@ -530,7 +860,9 @@ int main(int argc, char **argv)
     double warmup = 0.5;
     size_t size = 100;
     int alter = 0, brokers = 3, partitions = 0;
-    const char *cluster_id = NULL;
+    int lag = 0, requests = 200, interval_ms = 30;
+    long poll_us = 500;
+    const char *cluster_id = NULL, *broker_metrics = NULL;
     static const struct option opts[] = {{"alter-partition", no_argument, NULL, 'A'},
                                          {"cluster-id", required_argument, NULL, 'c'},
                                          {"brokers", required_argument, NULL, 'k'},
@@ -541,14 +873,34 @@ int main(int argc, char **argv)
                                          {"warmup", required_argument, NULL, 'W'},
                                          {"size", required_argument, NULL, 'z'},
                                          {"fsync-probe", required_argument, NULL, 'f'},
+                                         {"metadata-lag", no_argument, NULL, 'L'},
+                                         {"broker-metrics", required_argument, NULL, 'm'},
+                                         {"requests", required_argument, NULL, 'n'},
+                                         {"interval-ms", required_argument, NULL, 'i'},
+                                         {"poll-us", required_argument, NULL, 'p'},
                                          {NULL, 0, NULL, 0}};
     int o;
-    while ((o = getopt_long(argc, argv, "b:w:s:W:z:f:Ac:k:P:", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "b:w:s:W:z:f:Ac:k:P:Lm:n:i:p:", opts, NULL)) != -1) {
         switch (o) {
         case 'f':
             return fsync_probe(optarg);
         case 'A':
             alter = 1;
+            break;
+        case 'L':
+            lag = 1;
+            break;
+        case 'm':
+            broker_metrics = optarg;
+            break;
+        case 'n':
+            requests = atoi(optarg);
+            break;
+        case 'i':
+            interval_ms = atoi(optarg);
+            break;
+        case 'p':
+            poll_us = atol(optarg);
             break;
         case 'c':
             cluster_id = optarg;
@@ -580,6 +932,11 @@ int main(int argc, char **argv)
     }
     if (bootstrap == NULL || writers < 1 || writers > 4096 || seconds <= 0)
         goto usage;
+    if (lag) {
+        if (broker_metrics == NULL || requests < 1 || interval_ms < 0 || poll_us < 0)
+            goto usage;
+        return metadata_lag_bench(bootstrap, broker_metrics, requests, interval_ms, poll_us, size);
+    }
     if (alter) {
         if (cluster_id == NULL)
             goto usage;
@@ -624,6 +981,9 @@ usage:
                     "       kq-bench --alter-partition --bootstrap-controller HOST:PORT[,...] "
                     "--cluster-id ID [--writers CLIENTS] [--brokers K] [--partitions P] "
                     "[--seconds S] [--warmup S]\n"
+                    "       kq-bench --metadata-lag --bootstrap-controller HOST:PORT[,...] "
+                    "--broker-metrics HOST:PORT[,...] [--requests N] [--interval-ms MS] "
+                    "[--poll-us US] [--size BYTES]\n"
                     "       kq-bench --fsync-probe DIR\n");
     return 2;
 }
