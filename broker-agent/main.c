@@ -74,7 +74,7 @@ typedef struct ctl_call {
 typedef struct broker_metrics {
     kq_metrics *reg;
     kq_metric *state[5]; /* indexed by kq_bl_state */
-    kq_metric *fenced, *epoch, *leader, *hw, *leo, *applied;
+    kq_metric *fenced, *epoch, *leader, *leader_fetch_age, *hw, *leo, *applied;
     kq_metric *rm_leaders, *rm_followers, *rm_changes; /* replica manager */
     uint64_t rm_changes_seen;
     /* data plane: counters follow kq_dp_counts (the *_seen fields are what was added so far) */
@@ -597,6 +597,11 @@ static int metrics_init(broker *b, char *err, size_t errlen)
                                     "Broker epoch of the current registration, -1 if none", NULL);
     m->leader = kq_metrics_gauge_int(m->reg, "kq_raft_leader_id",
                                      "Metadata quorum leader, -1 if unknown", NULL);
+    m->leader_fetch_age = kq_metrics_gauge(
+        m->reg, "kq_raft_leader_fetch_age_seconds",
+        "Seconds since the metadata quorum leader last answered this observer's Fetch, -1 when "
+        "it follows no leader that has answered",
+        NULL);
     m->hw = kq_metrics_gauge_int(m->reg, "kq_raft_high_watermark",
                                  "Committed metadata offset (exclusive), -1 if unknown", NULL);
     m->leo = kq_metrics_gauge_int(m->reg, "kq_raft_log_end_offset",
@@ -659,6 +664,8 @@ static void metrics_update(broker *b)
     kq_metric_set_int(b->m.fenced, b->lc.fenced);
     kq_metric_set_int(b->m.epoch, b->lc.broker_epoch);
     kq_metric_set_int(b->m.leader, b->st.leader_id);
+    int64_t age = kq_raft_leader_answer_age_ms(&b->st, b->now);
+    kq_metric_set(b->m.leader_fetch_age, age < 0 ? -1.0 : (double)age / 1000.0);
     kq_metric_set_int(b->m.hw, b->st.high_watermark);
     kq_metric_set_int(b->m.leo, b->st.log_end_offset);
     kq_metric_set_int(b->m.applied, b->applied_end - 1);

@@ -96,6 +96,7 @@ typedef struct ctl_metrics {
     kq_metrics *reg;
     kq_metric *state[6]; /* indexed by kq_raft_role */
     kq_metric *epoch, *leader, *hw, *leo, *active, *applied, *elections, *commit_latency;
+    kq_metric *leader_fetch_age;
     kq_metric *requests[N_API_LABELS], *invalid;
     /* From the committed image (KAFKA-14457: never from uncommitted state). */
     kq_metric *image_hash, *brokers_active, *brokers_fenced, *topics, *partitions, *offline,
@@ -116,8 +117,10 @@ typedef struct ctl {
     kq_meta meta; /* the metadata image (controller/meta.h) */
     ctl_metrics m;
     kq_http *http;
-    _Atomic int ready; /* read by the HTTP thread: 1 ready, else a reason code below */
+    _Atomic int ready; /* read by the HTTP thread: a ready_code */
     _Atomic int64_t ready_applied, ready_hw, ready_epoch;
+    _Atomic int ready_role, ready_leader;
+    _Atomic uint64_t ready_answer_ms; /* follower: when the leader last answered (kq_now_ms) */
     int64_t last_applied_seen;
     uint64_t last_applied_change_ms;
     proposal_time lat[LATENCY_RING];
@@ -1160,21 +1163,53 @@ static void expire_tokens(ctl *c)
 
 /* ---------- metrics ---------- */
 
+/* Readiness, published by the loop in metrics_update and read by the HTTP thread. Ready means
+ * this node is the leader, or a follower whose leader answered a Fetch within
+ * controller.quorum.fetch.timeout.ms, and its applied offset is not stuck. */
+enum ready_code {
+    READY_NO_HW = 0,    /* following, the high watermark not known yet */
+    READY = 1,          /* leader, or following; the answer's age is checked on the HTTP thread */
+    READY_NO_LEADER,    /* no leader known, or not following one (prospective, candidate, ...) */
+    READY_STUCK,        /* applied offset behind the high watermark and not moving */
+    READY_NOT_ANSWERED, /* following a leader that has not answered a Fetch yet */
+};
+
+/* Writes the reason only; kq_http adds "not ready: ". */
 static int ready_cb(void *arg, char *reason, size_t len)
 {
     ctl *c = arg;
+    const char *role = kq_raft_role_name((kq_raft_role)c->ready_role);
+    long long epoch = (long long)c->ready_epoch;
     switch (c->ready) {
-    case 1:
+    case READY:
+        if (c->ready_role != KQ_RAFT_LEADER) {
+            /* Aged here, not in the loop: a loop that stopped publishing cannot stay ready. */
+            uint64_t now = kq_now_ms(), at = c->ready_answer_ms;
+            uint64_t age = now > at ? now - at : 0;
+            if (age > c->cfg.raft.fetch_timeout_ms) {
+                snprintf(reason, len,
+                         "leader %d has not answered a Fetch for %llu ms (state %s, epoch %lld, "
+                         "controller.quorum.fetch.timeout.ms %u)",
+                         (int)c->ready_leader, (unsigned long long)age, role, epoch,
+                         (unsigned)c->cfg.raft.fetch_timeout_ms);
+                return 0;
+            }
+        }
         return 1;
-    case 2:
-        snprintf(reason, len, "not ready: no leader known (epoch %lld)", (long long)c->ready_epoch);
+    case READY_NO_LEADER:
+        snprintf(reason, len, "no leader known (state %s, epoch %lld)", role, epoch);
         return 0;
-    case 3:
-        snprintf(reason, len, "not ready: applied offset stuck at %lld, high watermark %lld",
+    case READY_NOT_ANSWERED:
+        snprintf(reason, len, "leader %d has not answered a Fetch yet (state %s, epoch %lld)",
+                 (int)c->ready_leader, role, epoch);
+        return 0;
+    case READY_STUCK:
+        snprintf(reason, len, "applied offset stuck at %lld, high watermark %lld",
                  (long long)c->ready_applied, (long long)c->ready_hw);
         return 0;
     default:
-        snprintf(reason, len, "not ready: the high watermark is not known yet");
+        snprintf(reason, len, "the high watermark is not known yet (state %s, epoch %lld)", role,
+                 epoch);
         return 0;
     }
 }
@@ -1203,6 +1238,11 @@ static int metrics_init(ctl *c, char *err, size_t errlen)
                                      "1 on the active controller", NULL);
     m->applied = kq_metrics_gauge_int(m->reg, "kq_metadata_last_applied_offset",
                                       "Last metadata offset applied", NULL);
+    m->leader_fetch_age = kq_metrics_gauge(
+        m->reg, "kq_raft_leader_fetch_age_seconds",
+        "Seconds since the leader this node follows last answered its Fetch: 0 on the leader, "
+        "-1 when it follows no leader that has answered (none known, or electing)",
+        NULL);
     m->elections = kq_metrics_counter(m->reg, "kq_raft_elections_total",
                                       "Elections this node started as a candidate", NULL);
     m->commit_latency = kq_metrics_histogram(
@@ -1265,17 +1305,24 @@ static void metrics_update(ctl *c)
         c->last_applied_seen = applied;
         c->last_applied_change_ms = c->now;
     }
+    int64_t age = kq_raft_leader_answer_age_ms(st, c->now);
+    kq_metric_set(c->m.leader_fetch_age, age < 0 ? -1.0 : (double)age / 1000.0);
     c->ready_applied = applied - 1;
     c->ready_hw = c->hw;
     c->ready_epoch = st->epoch;
-    if (st->leader_id < 0)
-        c->ready = 2;
+    c->ready_role = (int)st->role;
+    c->ready_leader = st->leader_id;
+    c->ready_answer_ms = st->leader_answer_ms;
+    if (st->leader_id < 0 || (st->role != KQ_RAFT_LEADER && st->role != KQ_RAFT_FOLLOWER))
+        c->ready = READY_NO_LEADER;
+    else if (age < 0)
+        c->ready = READY_NOT_ANSWERED;
     else if (c->hw < 0)
-        c->ready = 0;
+        c->ready = READY_NO_HW;
     else if (applied < c->hw && c->now > c->last_applied_change_ms + 5000)
-        c->ready = 3; /* behind the high watermark and not moving for 5 s */
+        c->ready = READY_STUCK; /* behind the high watermark and not moving for 5 s */
     else
-        c->ready = 1;
+        c->ready = READY;
     kq_metric_set_int(c->m.snapshot_end, c->snapshot_end);
     /* Image gauges: only when nothing uncommitted is applied, at most once a second. */
     if (c->meta.applied_end == c->hw && c->hw != c->m.image_updated_offset &&

@@ -2088,6 +2088,8 @@ void kq_raft_get_status(const kq_raft *r, kq_raft_status *out)
     out->snapshot = r->snaps[0];
     out->fetching_snapshot = r->snap_fetching;
     out->installing_snapshot = r->snap_installing;
+    out->leader_answered = r->role == KQ_RAFT_FOLLOWER && r->fetched_ok;
+    out->leader_answer_ms = out->leader_answered ? r->last_fetch_ok_ms : 0;
     if (r->role != KQ_RAFT_LEADER)
         return;
     kq_raft_replica *v = &out->voters[out->n_voters++];

@@ -367,12 +367,31 @@ typedef struct kq_raft_status {
     kq_raft_snapshot_id snapshot; /* latest snapshot this node has, {0,0} none */
     bool fetching_snapshot;       /* follower: FetchSnapshot transfer in progress */
     bool installing_snapshot;     /* follower: waiting for SNAPSHOT_INSTALLED */
+    /* Follower or observer: the leader it follows answered a Fetch (or FetchSnapshot) since it
+     * started following it, last at leader_answer_ms (the core's clock). What readiness and
+     * kq_raft_leader_fetch_age_seconds go by: leader_id alone may name a leader that is gone
+     * (a prospective node keeps it to refuse votes in that epoch). */
+    bool leader_answered;
+    uint64_t leader_answer_ms;
     /* Leader only (n_voters = 0 elsewhere): voters with the leader first, then observers. */
     kq_raft_replica voters[KQ_RAFT_MAX_VOTERS];
     int n_voters;
     kq_raft_replica observers[KQ_RAFT_MAX_OBSERVERS];
     int n_observers;
 } kq_raft_status;
+
+/* Age of this node's last answer from the leader it follows, in ms at `now` (the core's
+ * clock): 0 on the leader, -1 when it follows none that has answered (no leader known, a
+ * candidate or prospective node, or a follower whose leader has not answered yet). The
+ * kq_raft_leader_fetch_age_seconds metric and controllers' /readyz use it. */
+static inline int64_t kq_raft_leader_answer_age_ms(const kq_raft_status *st, uint64_t now)
+{
+    if (st->role == KQ_RAFT_LEADER)
+        return 0;
+    if (!st->leader_answered)
+        return -1;
+    return now > st->leader_answer_ms ? (int64_t)(now - st->leader_answer_ms) : 0;
+}
 
 /* Create a core; it does nothing until KQ_RAFT_EV_START. Returns NULL on bad config
  * (errbuf says why) or out of memory. Caller owns the result; free with kq_raft_free. */

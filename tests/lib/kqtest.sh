@@ -48,12 +48,26 @@ kt_now_ms() {
     date +%s%3N
 }
 
-# kt_metrics PORT: the body of GET /metrics on 127.0.0.1:PORT, over bash's /dev/tcp (no curl
-# needed); empty when nothing answers within 10 s.
-# shellcheck disable=SC2016 # $1 expands in the inner bash
-kt_metrics() {
+# kt_http PORT PATH: the whole answer (status line, headers, body) to GET PATH on
+# 127.0.0.1:PORT, over bash's /dev/tcp (no curl needed); empty when nothing answers within 10 s.
+# shellcheck disable=SC2016 # $1 and $2 expand in the inner bash
+kt_http() {
     timeout 10 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" &&
-        printf "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3 && cat <&3' _ "$1" 2>/dev/null || true
+        printf "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" "$2" >&3 && cat <&3' _ "$1" "$2" 2>/dev/null || true
+}
+
+# kt_metrics PORT: GET /metrics on 127.0.0.1:PORT (see kt_http).
+kt_metrics() {
+    kt_http "$1" /metrics
+}
+
+# kt_readyz PORT: "CODE BODY" of GET /readyz on 127.0.0.1:PORT ("000 " when nothing answers).
+kt_readyz() {
+    local out code body
+    out=$(kt_http "$1" /readyz | tr -d '\r')
+    code=$(head -n 1 <<<"$out" | awk '{print $2}')
+    body=$(awk 'f { print } /^$/ { f = 1 }' <<<"$out")
+    echo "${code:-000} $body"
 }
 
 # ---------------------------------------------------------------------------------------

@@ -331,7 +331,7 @@ static void test_fetch_answered_at_once_when_fetcher_has_an_older_hw(void **stat
     int32_t e = make_leader(&h, 3, 0);
     fetch(&h, 2, 1, e, 1, e, 500); /* HW 1: the LeaderChange is committed */
     assert_int_equal(hw_of(&h, 1), 1);
-    h_propose(&h, 1, 2); /* LEO 3 */
+    h_propose(&h, 1, 2);                                    /* LEO 3 */
     const kq_raft_msg *r = fetch(&h, 100, 1, e, 1, e, 500); /* observer gets [1,3), HW 1 */
     assert_non_null(r);
     assert_int_equal(r->u.fetch_resp.high_watermark, 1);
@@ -401,6 +401,38 @@ static void test_follower_fetch_carries_leo_and_last_epoch(void **state)
     assert_int_equal(m->u.fetch_req.fetch_offset, 5);
     assert_int_equal(m->u.fetch_req.last_fetched_epoch, 2);
     assert_int_equal(m->u.fetch_req.max_wait_ms, 500);
+    h_free(&h);
+}
+
+/* The status says whether the leader a node follows has answered it, and when: what readiness
+ * and kq_raft_leader_fetch_age_seconds go by, since leader_id alone may name a dead leader
+ * (issue 8, item 8). */
+static void test_status_tells_when_the_followed_leader_last_answered(void **state)
+{
+    harness h;
+    h_init(&h, 3, 0, 47);
+    h_start(&h, 1);
+    make_follower(&h, 1, 2, 1);
+    kq_raft_status s;
+    kq_raft_get_status(h_node_of(&h, 1)->r, &s);
+    assert_int_equal(s.leader_id, 2);
+    assert_false(s.leader_answered); /* following, not answered yet */
+    assert_int_equal(kq_raft_leader_answer_age_ms(&s, h.now), -1);
+    kq_raft_batch b[1] = {batch(0, 1, 1, 0)};
+    fetch_resp(&h, 2, 1, 1, b, 1);
+    uint64_t answered_at = h.now;
+    kq_raft_get_status(h_node_of(&h, 1)->r, &s);
+    assert_true(s.leader_answered);
+    assert_int_equal(s.leader_answer_ms, answered_at);
+    assert_int_equal(kq_raft_leader_answer_age_ms(&s, answered_at + 700), 700);
+    /* The leader goes silent: past the fetch timeout the node campaigns (prospective) and
+     * still names leader 2, but nobody it follows has answered. */
+    h_isolate(&h, 1);
+    h_run(&h, 5000);
+    kq_raft_get_status(h_node_of(&h, 1)->r, &s);
+    assert_int_not_equal(s.role, KQ_RAFT_FOLLOWER);
+    assert_false(s.leader_answered);
+    assert_int_equal(kq_raft_leader_answer_age_ms(&s, h.now), -1);
     h_free(&h);
 }
 
@@ -997,6 +1029,7 @@ int main(void)
         cmocka_unit_test(test_parked_fetch_answered_not_leader_on_resign),
         cmocka_unit_test(test_too_many_parked_fetches_are_answered_at_once),
         cmocka_unit_test(test_follower_fetch_carries_leo_and_last_epoch),
+        cmocka_unit_test(test_status_tells_when_the_followed_leader_last_answered),
         cmocka_unit_test(test_follower_sends_next_fetch_only_after_persisted),
         cmocka_unit_test(test_follower_hw_is_min_of_leader_hw_and_durable_end),
         cmocka_unit_test(test_follower_hw_never_decreases),
