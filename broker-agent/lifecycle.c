@@ -66,14 +66,17 @@ static bool wrong_target(int error)
            error == KQ_ERR_LEADER_NOT_AVAILABLE;
 }
 
-/* A failed request: back off, and look elsewhere when the target was wrong. */
+/* A failed request: back off, and look elsewhere when the target was wrong. The back-off never
+ * exceeds a heartbeat interval nor a quarter of the session: a new active controller starts
+ * every broker's session when it activates, and a broker still searching must reach it well
+ * before that session expires (a failed attempt at a dead controller also costs a request
+ * timeout). The same cap lets a restarted broker register soon after an old incarnation's
+ * lease (DUPLICATE_BROKER_REGISTRATION) expires. */
 static void failed(kq_bl *l, uint64_t now, int error, int32_t leader_hint)
 {
-    uint32_t cap = l->cfg.session_timeout_ms;
+    uint32_t cap = l->cfg.session_timeout_ms / 4;
     leader_hint = known(l, leader_hint);
-    /* An old incarnation's lease: retry at least every heartbeat interval, so a restarted
-     * broker registers soon after the lease expires. */
-    if (error == KQ_ERR_DUPLICATE_BROKER_REGISTRATION && l->cfg.heartbeat_interval_ms < cap)
+    if (l->cfg.heartbeat_interval_ms < cap)
         cap = l->cfg.heartbeat_interval_ms;
     if (cap < KQ_BL_BACKOFF_MIN_MS)
         cap = KQ_BL_BACKOFF_MIN_MS;
@@ -91,7 +94,11 @@ static void failed(kq_bl *l, uint64_t now, int error, int32_t leader_hint)
             l->hint = leader_hint;
             wait = 0; /* follow the hint at once */
         } else if (leader_hint >= 0) {
-            l->hint = leader_hint; /* the leader itself, not active yet: retry it later */
+            /* The leader itself, not active yet: it activates as soon as it has committed its
+             * epoch's first record, so ask again soon (the back-off keeps growing meanwhile). */
+            l->hint = leader_hint;
+            if (wait > 2 * KQ_BL_BACKOFF_MIN_MS)
+                wait = 2 * KQ_BL_BACKOFF_MIN_MS;
         } else {
             /* Nobody named a leader: try the next voter (and stop trusting the observer's
              * leader until it reports another one). */
@@ -248,8 +255,13 @@ void kq_bl_set_leader(kq_bl *l, int32_t leader_id)
         return;
     l->observed = leader_id;
     l->leader = leader_id;
-    if (leader_id >= 0)
+    if (leader_id >= 0) {
         l->hint = -1; /* a newer view of the leader than an old hint */
+        /* Backing off after failures (the old leader died): the new one may be activating
+         * now, with every session restarted; try it at once rather than after the back-off. */
+        if (l->backoff_ms > 0 && !l->in_flight)
+            l->next_send_ms = 0;
+    }
 }
 
 void kq_bl_set_ready(kq_bl *l)

@@ -16,10 +16,13 @@
  *   pending shutdown), carrying the last applied metadata offset; want_fence while the daemon
  *   is not ready to unfence (metadata not replayed to the high watermark yet).
  * - Failures (timeout, transport error, NOT_CONTROLLER, ...) back off exponentially from
- *   100 ms, factor 2, up to the session timeout (up to the heartbeat interval for
- *   DUPLICATE_BROKER_REGISTRATION), with 2 % jitter.
+ *   100 ms, factor 2, up to the heartbeat interval or a quarter of the session timeout,
+ *   whichever is smaller, with 2 % jitter: a broker looking for a new active controller (which
+ *   restarts every session when it activates) finds it well within the session. A
+ *   NOT_CONTROLLER from the hinted leader itself (activating) is retried within 200 ms.
  * - Target: the leader hinted by the last NOT_CONTROLLER answer, else the Raft leader the
- *   metadata observer knows (kq_bl_set_leader), else the voters in turn.
+ *   metadata observer knows (kq_bl_set_leader; a new one is tried at once, cutting a
+ *   back-off short), else the voters in turn.
  * - STALE_BROKER_EPOCH on a heartbeat: the registration is gone; register again.
  * - INCONSISTENT_CLUSTER_ID on registration: fatal configuration error (exit 2).
  *

@@ -308,11 +308,16 @@ static uint64_t random_election_timeout(kq_raft *r)
 /* The leader this node names in messages and status. A node that led its epoch and stepped
  * down (Resigned, or Prospective after that) keeps leader_id == self internally, so it never
  * grants a vote or follows another node in that epoch, but it no longer claims to lead. */
+/* The leader this node names to others (messages, status, NOT_CONTROLLER hints). A prospective
+ * or candidate node keeps the leader it left only to refuse votes in that epoch: it no longer
+ * follows it, and naming it would send observers and clients to a leader that is most likely
+ * gone (they would follow it for a whole fetch timeout, again and again). */
 static int32_t advertised_leader(const kq_raft *r)
 {
     if (r->role == KQ_RAFT_LEADER)
         return r->leader_id;
-    if (r->role == KQ_RAFT_RESIGNED || r->leader_id == r->cfg.node_id)
+    if (r->role == KQ_RAFT_RESIGNED || r->role == KQ_RAFT_PROSPECTIVE ||
+        r->role == KQ_RAFT_CANDIDATE || r->leader_id == r->cfg.node_id)
         return KQ_RAFT_NO_ID;
     return r->leader_id;
 }

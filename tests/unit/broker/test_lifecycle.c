@@ -193,7 +193,10 @@ static void test_failover_moves_to_the_next_controller(void **state)
     assert_int_equal(bl.state, KQ_BL_RUNNING);
 }
 
-static void test_backoff_doubles_with_jitter_up_to_session(void **state)
+/* The back-off stops at the heartbeat interval (2000), below a quarter of the session (2250):
+ * a broker searching for a new active controller reaches it well within the session the
+ * controller grants at activation (issue 8, item 6: it slept up to 9 s and was fenced). */
+static void test_backoff_doubles_with_jitter_up_to_a_heartbeat(void **state)
 {
     (void)state;
     setup_bl();
@@ -208,9 +211,27 @@ static void test_backoff_doubles_with_jitter_up_to_session(void **state)
         poll_at(bl.next_send_ms - 1, -1);
         assert_int_equal(act.send, KQ_BL_SEND_NONE);
         now = bl.next_send_ms;
-        expect = expect * 2 > 9000 ? 9000 : expect * 2;
+        expect = expect * 2 > 2000 ? 2000 : expect * 2;
     }
-    assert_int_equal(bl.backoff_ms, 9000);
+    assert_int_equal(bl.backoff_ms, 2000);
+}
+
+/* While backing off, a new leader seen by the metadata observer is tried at once. */
+static void test_new_leader_cuts_the_backoff_short(void **state)
+{
+    (void)state;
+    setup_bl();
+    run_broker();
+    for (int i = 0; i < 6; i++) { /* the leader died: heartbeats fail, the back-off grows */
+        poll_at(bl.next_send_ms > now ? bl.next_send_ms : now, 70);
+        assert_int_equal(act.send, KQ_BL_SEND_HEARTBEAT);
+        kq_bl_on_heartbeat(&bl, now, KQ_ERR_REQUEST_TIMED_OUT, NULL, -1);
+    }
+    assert_true(bl.next_send_ms - now >= 1000);
+    kq_bl_set_leader(&bl, 2);
+    poll_at(now, 70);
+    assert_int_equal(act.send, KQ_BL_SEND_HEARTBEAT);
+    assert_int_equal(act.target, 2);
 }
 
 static void test_duplicate_registration_retries_every_interval(void **state)
@@ -419,7 +440,8 @@ int main(void)
         cmocka_unit_test(test_caught_up_and_unfenced_at_once),
         cmocka_unit_test(test_not_controller_hint_is_followed_at_once),
         cmocka_unit_test(test_failover_moves_to_the_next_controller),
-        cmocka_unit_test(test_backoff_doubles_with_jitter_up_to_session),
+        cmocka_unit_test(test_backoff_doubles_with_jitter_up_to_a_heartbeat),
+        cmocka_unit_test(test_new_leader_cuts_the_backoff_short),
         cmocka_unit_test(test_duplicate_registration_retries_every_interval),
         cmocka_unit_test(test_registration_timeout_exits_1),
         cmocka_unit_test(test_registered_broker_never_hits_registration_timeout),
