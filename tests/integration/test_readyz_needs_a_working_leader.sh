@@ -2,8 +2,7 @@
 # A controller's /readyz says ready only while it is part of a working quorum (issue 8, item 8):
 # the leader, or a follower whose leader answered a Fetch within
 # controller.quorum.fetch.timeout.ms. 3 voters; the leader and one follower are killed (kill -9):
-# the survivor cannot win an election and keeps the dead leader as kq_raft_leader_id, and must
-# answer 503 with one reason (one "not ready: " prefix) within a few fetch timeouts, with
+# the survivor cannot win an election (it stays prospective), and must answer 503 with one reason (one "not ready: " prefix) within a few fetch timeouts, with
 # kq_raft_leader_fetch_age_seconds -1 or above the fetch timeout. A killed node restarts: a
 # leader is elected and the survivor is ready again.
 # usage: test_readyz_needs_a_working_leader.sh BIN_DIR
