@@ -118,13 +118,25 @@ bool kq_decide_unclean_enabled(const kq_decide_settings *s, const kq_image *img,
     return s->unclean_leader_election;
 }
 
-bool kq_decide_elr_enabled(const kq_decide_settings *s, const kq_image *img)
+bool kq_decide_elr_bootstrap(const kq_decide_settings *s, const kq_image *img)
 {
     bool b;
 
+    /* A cluster-default value written by an earlier kq (the key is refused now) still says
+     * what the cluster ran at. */
     if (kq_decide_parse_bool(effective(img, NULL, "eligible.leader.replicas.enable"), &b))
         return b;
     return s->elr_enabled;
+}
+
+bool kq_decide_elr_enabled(const kq_decide_settings *s, const kq_image *img)
+{
+    /* Kafka's rule: ELR is on while eligible.leader.replicas.version >= 1. Until the active
+     * controller has finalized the levels (metadata.version 0: before its first activation),
+     * what it will finalize decides. */
+    if (kq_image_feature(img, "metadata.version") >= 1)
+        return kq_image_feature(img, "eligible.leader.replicas.version") >= 1;
+    return kq_decide_elr_bootstrap(s, img);
 }
 
 bool kq_decide_auto_rebalance(const kq_decide_settings *s, const kq_image *img)

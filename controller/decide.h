@@ -56,8 +56,13 @@ void kq_decide_settings_default(kq_decide_settings *s);
 int32_t kq_decide_min_isr(const kq_decide_settings *s, const kq_image *img, const char *topic,
                           int32_t rf);
 bool kq_decide_unclean_enabled(const kq_decide_settings *s, const kq_image *img, const char *topic);
-/* Cluster-wide: the image's cluster config eligible.leader.replicas.enable, else the setting. */
+/* Cluster-wide, as in Kafka: ELR (KIP-966) is on while the finalized feature
+ * eligible.leader.replicas.version is >= 1; before the levels are finalized (no
+ * metadata.version yet), kq_decide_elr_bootstrap. */
 bool kq_decide_elr_enabled(const kq_decide_settings *s, const kq_image *img);
+/* The ELR level a new cluster is finalized at: the static eligible.leader.replicas.enable
+ * (a cluster-default config of that name left by an earlier kq wins). */
+bool kq_decide_elr_bootstrap(const kq_decide_settings *s, const kq_image *img);
 bool kq_decide_auto_rebalance(const kq_decide_settings *s, const kq_image *img);
 
 /* 1 if broker `id` is registered, unfenced and not in controlled shutdown ("active"). */

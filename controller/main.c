@@ -1068,6 +1068,16 @@ static void apply_committed(ctl *c)
                              (int64_t)c->now)) {
         KQ_INFO("controller", "became the active controller", "epoch=%d applied_end=%lld",
                 c->st.epoch, (long long)c->meta.applied_end);
+        char err[512] = "";
+        kq_op_ctx ctx = op_ctx(c);
+        bool wrote = false;
+        if (kq_op_bootstrap_features(&ctx, &wrote, err, sizeof(err)) != 0)
+            fatal("metadata image", err);
+        if (wrote)
+            KQ_INFO("controller", "finalized the feature levels of a new cluster",
+                    "metadata.version=%d eligible.leader.replicas.version=%d",
+                    (int)kq_image_feature(c->meta.img, "metadata.version"),
+                    (int)kq_image_feature(c->meta.img, "eligible.leader.replicas.version"));
         /* Fresh broker sessions start now (kq_cc_activate); first checks soon. */
         c->next_fence_ms = c->now + FENCE_CHECK_MAX_MS;
         c->next_leaderless_ms = c->now;

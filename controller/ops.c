@@ -367,6 +367,33 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int
     return rc;
 }
 
+int kq_op_bootstrap_features(const kq_op_ctx *ctx, bool *wrote, char *errbuf, size_t errlen)
+{
+    const kq_image *img = ctx->meta->img;
+    *wrote = false;
+    if (kq_image_feature(img, "metadata.version") >= 1)
+        return 0;
+    /* The levels this cluster runs at: the highest metadata.version, ELR as configured. */
+    bool elr = kq_decide_elr_bootstrap(&ctx->meta->settings, img);
+    for (int32_t i = 0; i < N_SUPPORTED_FEATURES; i++) {
+        const kq_ctl_feature_range *f = &SUPPORTED_FEATURES[i];
+        int16_t level = f->max_version;
+        if (strcmp(f->name, "eligible.leader.replicas.version") == 0)
+            level = elr ? 1 : 0;
+        if (level <= kq_image_feature(img, f->name))
+            continue;
+        kq_record r;
+        memset(&r, 0, sizeof(r));
+        r.type = KQ_REC_FEATURE_LEVEL;
+        r.feature_level.name = (char *)f->name;
+        r.feature_level.level = level;
+        if (add_record(ctx, &r, errbuf, errlen) != 0)
+            return KQ_ERR_FATAL;
+        *wrote = true;
+    }
+    return 0;
+}
+
 int kq_op_fence_stale(const kq_op_ctx *ctx, int64_t *next_ms, int32_t *fenced_id, char *errbuf,
                       size_t errlen)
 {

@@ -41,6 +41,13 @@ typedef struct kq_op_ctx {
 int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp,
               int64_t *wait_offset, char *errbuf, size_t errlen);
 
+/* On activation: a cluster whose feature levels are not finalized yet (a new cluster, or one
+ * made by a kq that did not finalize them) gets a FeatureLevel record for each level it runs at
+ * (metadata.version at its highest, eligible.leader.replicas.version 1 when ELR is on), as
+ * `kafka-storage format` bootstraps them in Kafka. *wrote: records were appended. Returns
+ * KQ_ERR_FATAL only when a record cannot apply. */
+int kq_op_bootstrap_features(const kq_op_ctx *ctx, bool *wrote, char *errbuf, size_t errlen);
+
 /* Timers of the active controller. Each appends records (if any) like kq_op_run and returns
  * KQ_ERR_FATAL only when a record cannot apply. */
 /* Fence brokers whose session expired, one per call; *next_ms: when to call again. */

@@ -67,7 +67,8 @@ static const ckey KEYS[] = {
     {"num.partitions", C_INT, 1, INT32_MAX, AT_CLUSTER | AT_BROKER, 0},
     {"default.replication.factor", C_INT, 1, INT16_MAX, AT_CLUSTER | AT_BROKER, 0},
     {"auto.leader.rebalance.enable", C_BOOL, 0, 0, AT_CLUSTER | AT_BROKER, AT_CLUSTER},
-    {"eligible.leader.replicas.enable", C_BOOL, 0, 0, AT_CLUSTER | AT_BROKER, AT_CLUSTER},
+    /* ELR follows the eligible.leader.replicas.version feature (kq features), as in Kafka. */
+    {"eligible.leader.replicas.enable", C_BOOL, 0, 0, AT_CLUSTER | AT_BROKER, 0},
     {"leader.imbalance.check.interval.seconds", C_INT, 1, INT32_MAX, AT_CLUSTER | AT_BROKER, 0},
     {"unclean.leader.election.interval.ms", C_INT, 1, INT64_MAX, AT_CLUSTER | AT_BROKER, 0},
     {"log.retention.ms", C_INT, -1, INT64_MAX, AT_CLUSTER | AT_BROKER, 0},

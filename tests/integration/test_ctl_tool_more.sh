@@ -2,8 +2,10 @@
 # kq topics --alter (CreatePartitions) and kq features upgrade / downgrade / disable
 # (UpdateFeatures) against 3 controllers and 3 kq-fake-broker processes: a topic grows from 2 to
 # 4 partitions (silently, as in Kafka) and then to 6 with a --replica-assignment; shrinking it
-# or keeping its count fails with INVALID_PARTITIONS; eligible.leader.replicas.version is
-# upgraded (after a --dry-run that changes nothing), shown by `features describe`, then
+# or keeping its count fails with INVALID_PARTITIONS; the feature levels the cluster runs at
+# are finalized when it first gets an active controller (metadata.version 3.0-IV1,
+# eligible.leader.replicas.version 1: ELR is on); eligible.leader.replicas.version is disabled,
+# upgraded again (after a --dry-run that changes nothing), shown by `features describe`, then
 # disabled; an unknown feature and a level out of range are rejected with exit 1.
 # usage: test_ctl_tool_more.sh BIN_DIR
 # shellcheck source=SCRIPTDIR/../lib/kqtest.sh
@@ -76,7 +78,14 @@ elr_level() {
     grep "^Feature: eligible.leader.replicas.version${TAB}" <<<"$KT_OUT" |
         awk -F'\t' '{ sub(/^FinalizedVersionLevel: /, "", $4); print $4 }'
 }
-kt_assert_eq "eligible.leader.replicas.version before" 0 "$(elr_level)"
+# Finalized at the levels the cluster runs at (issue 8, item 4), not 0.
+kt_assert_eq "eligible.leader.replicas.version of a new cluster" 1 "$(elr_level)"
+kt_kq_ok features describe
+line=$(grep "^Feature: metadata.version${TAB}" <<<"$KT_OUT")
+[[ $line =~ ^Feature:\ metadata\.version${TAB}SupportedMinVersion:\ 3\.0-IV1${TAB}SupportedMaxVersion:\ 3\.0-IV1${TAB}FinalizedVersionLevel:\ 3\.0-IV1${TAB}Epoch:\ [0-9]+$ ]] ||
+    kt_fail "metadata.version of a new cluster: expected FinalizedVersionLevel: 3.0-IV1, saw '$line'"
+kt_kq_ok features disable --feature eligible.leader.replicas.version
+kt_assert_eq "eligible.leader.replicas.version after disable" 0 "$(elr_level)"
 kt_kq_ok features upgrade --feature eligible.leader.replicas.version=1 --dry-run
 kt_assert_eq "dry-run output" "eligible.leader.replicas.version can be upgraded to 1." "$KT_OUT"
 kt_assert_eq "eligible.leader.replicas.version after the dry run" 0 "$(elr_level)"

@@ -101,7 +101,6 @@ for kv in retention.ms=1000 cleanup.policy=compact segment.bytes=1048576; do
     rc=0
     kt_kq configs --entity-type topics --entity-name t1 --alter --add-config "$kv" || rc=$?
     kt_assert_eq "exit status of configs --alter $kv" 1 "$rc"
-    kt_assert_contains "configs --alter $kv" "INVALID_CONFIG" "$KT_OUT"
     kt_assert_contains "configs --alter $kv" "topic config ${kv%%=*} is not supported yet" "$KT_OUT"
 done
 rc=0

@@ -2281,6 +2281,18 @@ static void ctl_apply_committed(sim *s, sim_node *n)
         trace(s, "  n%d became the active controller at e%d (applied to %" PRId64 ")", n->id,
               n->st.epoch, m->applied_end);
         ctl_check_committed(s, n);
+        {
+            /* as controller/main.c apply_committed: finalize a new cluster's feature levels */
+            kq_op_ctx ctx = ctl_ctx(s, n);
+            char why[512] = "";
+            bool wrote = false;
+            if (kq_op_bootstrap_features(&ctx, &wrote, why, sizeof why) != 0) {
+                fail(s, "n%d: the feature bootstrap cannot apply: %s", n->id, why);
+                return;
+            }
+            if (wrote)
+                ctl_flush(h);
+        }
         kq_sim_epochs_free(h->active_epochs);
         h->active_epochs = kq_sim_epochs_new();
         h->timer_gen++;

@@ -10,6 +10,34 @@ static int create(fx *f, kq_create_topic t, kq_prng *prng, kq_create_topic_resul
 
 /* 3.4 records: Topic, Configs, then Partitions; ISR = active replicas in replica order, leader
  * = first ISR member, epochs 0. */
+/* ELR follows eligible.leader.replicas.version once the levels are finalized (metadata.version
+ * set); before that, the static setting (issue 8, item 4). */
+static void set_feature(fx *f, const char *name, int16_t level)
+{
+    kq_record r = {.type = KQ_REC_FEATURE_LEVEL};
+    r.feature_level.name = (char *)name;
+    r.feature_level.level = level;
+    fx_apply_rec(f, &r);
+}
+
+static void test_elr_follows_its_feature_level(void **state)
+{
+    (void)state;
+    fx *f = fx_new();
+    assert_true(kq_decide_elr_enabled(&f->s, f->img)); /* not finalized: the setting (on) */
+    f->s.elr_enabled = false;
+    assert_false(kq_decide_elr_enabled(&f->s, f->img));
+    set_feature(f, "metadata.version", 1);
+    assert_false(kq_decide_elr_enabled(&f->s, f->img)); /* finalized without ELR */
+    f->s.elr_enabled = true;
+    assert_false(kq_decide_elr_enabled(&f->s, f->img)); /* the setting no longer decides */
+    set_feature(f, "eligible.leader.replicas.version", 1);
+    assert_true(kq_decide_elr_enabled(&f->s, f->img));
+    set_feature(f, "eligible.leader.replicas.version", 0);
+    assert_false(kq_decide_elr_enabled(&f->s, f->img));
+    fx_free(f);
+}
+
 static void test_create_topic_records(void **st)
 {
     fx *f = fx_new();
@@ -537,17 +565,22 @@ static void test_alter_configs(void **st)
     kq_rc_alter_configs(f->img, KQ_CONFIG_RESOURCE_TOPIC, "t", app, 1, &f->out, &r);
     assert_int_equal(r.error, KQ_ERR_INVALID_CONFIG);
     /* cluster default */
-    kq_config_op cl[] = {{"eligible.leader.replicas.enable", "false", KQ_CONFIG_OP_SET}};
+    kq_config_op cl[] = {{"auto.leader.rebalance.enable", "false", KQ_CONFIG_OP_SET}};
     kq_rc_alter_configs(f->img, KQ_CONFIG_RESOURCE_BROKER, "", cl, 1, &f->out, &r);
     assert_int_equal(r.error, 0);
     fx_apply(f);
-    assert_false(kq_decide_elr_enabled(&f->s, f->img));
+    assert_false(kq_decide_auto_rebalance(&f->s, f->img));
+    /* ELR is switched with its feature level, not a config (Kafka's rule) */
+    kq_config_op elr[] = {{"eligible.leader.replicas.enable", "false", KQ_CONFIG_OP_SET}};
+    kq_rc_alter_configs(f->img, KQ_CONFIG_RESOURCE_BROKER, "", elr, 1, &f->out, &r);
+    assert_int_equal(r.error, KQ_ERR_INVALID_CONFIG);
     fx_free(f);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_elr_follows_its_feature_level),
         cmocka_unit_test(test_create_topic_records),
         cmocka_unit_test(test_create_topic_errors),
         cmocka_unit_test(test_manual_assignment),
