@@ -133,10 +133,14 @@ static void fatal_config(const char *msg)
     _exit(EXIT_CONFIG);
 }
 
+/* log.dirs, once known: a fatal error there on a full disk says so (exit 3). */
+static const char *g_data_dir;
+
 static void fatal(const char *what, const char *detail)
 {
     KQ_ERROR("broker", "fatal error, exiting", "what=\"%s\" detail=\"%s\"", what,
              detail ? detail : "");
+    kq_daemon_exit_if_no_space("kq-broker-agent", g_data_dir, "log.dirs");
     _exit(1);
 }
 
@@ -745,6 +749,7 @@ static int start(broker *b, char *err, size_t errlen)
     b->ready_target = -1;
     b->last_fenced = true;
 
+    kq_store_guard_reads(b->cfg.log_dir);
     rc = kq_plog_open(b->cfg.log_dir, NULL, b->cfg.node_id, &b->plog, err, errlen);
     if (rc != 0)
         return rc;
@@ -760,11 +765,31 @@ static int start(broker *b, char *err, size_t errlen)
     rc = open_metadata_store(b, err, errlen);
     if (rc != 0)
         return rc;
+    g_data_dir = b->cfg.log_dir;
     rc = kq_store_recover(b->store, &rec);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot recover the metadata log in %.900s: %s", b->meta_dir,
-                 kq_err_message(rc));
-        return rc;
+    if (rc == 0) {
+        /* What it will replay, checked before it registers or serves. */
+        char why[1200] = "";
+        rc = kq_store_verify(b->store, rec.log_start_offset, rec.log_end_offset,
+                             kq_record_check_batch, NULL, why, sizeof(why));
+        kq_store_unguard_reads();
+        if (rc != 0) {
+            free(rec.epochs);
+            memset(&rec, 0, sizeof(rec));
+            snprintf(err, errlen,
+                     "%.1200s; recover (docs/storage.md): stop the broker, delete %.1000s (its "
+                     "copy of the "
+                     "metadata log) and start it: it fetches the metadata again from the "
+                     "controllers",
+                     why, b->meta_dir);
+            return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
+        }
+    } else {
+        snprintf(err, errlen,
+                 "cannot recover the metadata log in %.900s: %.200s; recover (docs/storage.md): "
+                 "stop the broker, delete that directory and start it",
+                 b->meta_dir, kq_err_message(rc));
+        return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
     }
     b->img = kq_image_new();
     if (b->img == NULL) {
@@ -994,7 +1019,7 @@ static const char usage[] = "usage: kq-broker-agent --config FILE\n"
 int main(int argc, char **argv)
 {
     static broker b;
-    char err[1024] = "";
+    char err[4096] = "";
     const char *config = NULL;
     int exit_code = 0;
     if (kq_daemon_args(argc, argv, usage, &config, &exit_code) != 0)

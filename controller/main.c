@@ -182,12 +182,22 @@ static void fatal_config(const char *msg)
     _exit(EXIT_CONFIG);
 }
 
+/* The metadata directory, once known: a fatal error there on a full disk says so (exit 3). */
+static const char *g_data_dir;
+
 static void fatal(const char *what, const char *detail)
 {
     KQ_ERROR("controller", "fatal error, exiting", "what=\"%s\" detail=\"%s\"", what,
              detail ? detail : "");
+    kq_daemon_exit_if_no_space("kq-controller", g_data_dir, "metadata.log.dir");
     _exit(1);
 }
+
+/* What to do about storage found damaged before this node served or voted. */
+#define RECOVER_HINT                                                                               \
+    "; this node has not served or voted with it. Recover (docs/storage.md): stop it, move the "   \
+    "directory aside, run kq storage format with the same cluster id and node id, and start "      \
+    "it: it fetches the log from the leader"
 
 /* ---------- nng-thread callbacks: decode nothing, push and return ---------- */
 
@@ -1369,14 +1379,26 @@ static int start(ctl *c, char *err, size_t errlen)
                  c->cfg.node_id);
         return KQ_ERR_CONFIG;
     }
+    kq_store_guard_reads(c->cfg.log_dir);
     rc = kq_store_open(c->cfg.log_dir, NULL, c->cfg.node_id, &c->store, err, errlen);
     if (rc != 0)
         return rc;
+    g_data_dir = c->cfg.log_dir;
     rc = kq_store_recover(c->store, &rec);
     if (rc != 0) {
-        snprintf(err, errlen, "cannot recover the metadata log in %.900s: %s", c->cfg.log_dir,
-                 kq_err_message(rc));
-        return rc;
+        snprintf(err, errlen, "cannot recover the metadata log in %.900s: %.200s" RECOVER_HINT,
+                 c->cfg.log_dir, kq_err_message(rc));
+        return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
+    }
+    /* Everything it will replay or serve, checked before it joins the quorum. */
+    char why[1200] = "";
+    rc = kq_store_verify(c->store, rec.log_start_offset, rec.log_end_offset, kq_record_check_batch,
+                         NULL, why, sizeof(why));
+    kq_store_unguard_reads();
+    if (rc != 0) {
+        free(rec.epochs);
+        snprintf(err, errlen, "%.1200s" RECOVER_HINT, why);
+        return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
     }
     uint64_t seed = 0;
     char u[KQ_UUID_STR_LEN + 1];
@@ -1406,7 +1428,9 @@ static int start(ctl *c, char *err, size_t errlen)
         free(payload);
         if (rc != 0) {
             free(rec.epochs);
-            return KQ_ERR_IO;
+            size_t l = strlen(err);
+            snprintf(err + l, errlen - l, "%s", RECOVER_HINT);
+            return KQ_ERR_CORRUPT_MESSAGE;
         }
         c->snapshot_end = rec.snapshot.end_offset;
         c->last_applied_epoch = rec.snapshot.epoch;
@@ -1654,7 +1678,7 @@ static const char usage[] =
 int main(int argc, char **argv)
 {
     static ctl c;
-    char err[1024] = "";
+    char err[4096] = "";
     const char *config = NULL;
     int exit_code = 0;
     if (kq_daemon_args(argc, argv, usage, &config, &exit_code) != 0)
@@ -1673,7 +1697,7 @@ int main(int argc, char **argv)
     if (rc != 0) {
         fprintf(stderr, "kq-controller: %s\n", err);
         KQ_ERROR("controller", "cannot start", "error=%s detail=\"%s\"", kq_err_name(rc), err);
-        return rc == KQ_ERR_IO ? 1 : EXIT_CONFIG;
+        return rc == KQ_ERR_IO || rc == KQ_ERR_NOMEM ? 1 : EXIT_CONFIG;
     }
     if (kq_daemon_signal_thread(&c.stop, c.q, EV_SIGNAL) != 0) {
         fprintf(stderr, "kq-controller: cannot start the signal thread\n");

@@ -13,6 +13,7 @@
 
 #include "kq/error.h"
 #include "kq/log.h"
+#include "kq/store.h"
 
 int kq_daemon_args(int argc, char **argv, const char *usage, const char **config, int *exit_code)
 {
@@ -108,4 +109,17 @@ void kq_daemon_teardown_watchdog(const char *module, int exit_code)
     watchdog_module = module;
     if (pthread_create(&wd, NULL, teardown_watchdog, (void *)(intptr_t)exit_code) == 0)
         pthread_detach(wd);
+}
+
+void kq_daemon_exit_if_no_space(const char *daemon, const char *dir, const char *dir_key)
+{
+    if (dir == NULL || dir[0] == '\0' || !kq_store_dir_full(dir))
+        return;
+    fprintf(stderr,
+            "%s: no space left on the file system of %s (%s); free space there, then start "
+            "the node again\n",
+            daemon, dir, dir_key);
+    KQ_ERROR("storage", "no space left on device; stopping", "dir=%s key=%s exit_status=%d", dir,
+             dir_key, KQ_DAEMON_EXIT_NO_SPACE);
+    _exit(KQ_DAEMON_EXIT_NO_SPACE);
 }

@@ -4,8 +4,11 @@
 #include "lmdb_util.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kq/error.h"
 #include "kq/log.h"
@@ -24,12 +27,98 @@ int kq_lmdb_err(int rc)
     }
 }
 
+/* LMDB asserts (and then aborts) when it meets a page that cannot be what the tree says, i.e.
+ * a damaged data.mdb. Say so, name the file and the way out, and exit 2 (the exit status of a
+ * problem a restart cannot fix: the systemd units do not restart on it) instead of a SIGABRT
+ * and a core dump. */
+static void lmdb_assert_exit(MDB_env *env, const char *msg)
+{
+    const char *path = NULL;
+    if (env == NULL || mdb_env_get_path(env, &path) != 0 || path == NULL)
+        path = "(unknown directory)";
+    KQ_ERROR("store", "the LMDB file is damaged; stopping",
+             "file=%s/data.mdb lmdb=\"%s\" recover=\"see docs/storage.md: move the directory "
+             "aside, re-format it with the same cluster id and node id, restart; the node "
+             "fetches everything from the other replicas\"",
+             path, msg ? msg : "");
+    fprintf(stderr,
+            "kq: %s/data.mdb is damaged (LMDB: %s); stop this node, move the directory aside, "
+            "re-format it with the same cluster id and node id and restart it (docs/storage.md)\n",
+            path, msg ? msg : "assertion failed");
+    _exit(2);
+}
+
+int kq_lmdb_read_err(int rc)
+{
+    switch (rc) {
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INVALID:
+    case MDB_NOTFOUND:
+    case MDB_BAD_DBI:
+    case MDB_INCOMPATIBLE:
+    case MDB_VERSION_MISMATCH:
+    case MDB_BAD_VALSIZE:
+    case MDB_MAP_RESIZED: /* a damaged meta page claims a larger map */
+    case MDB_BAD_TXN:
+        return KQ_ERR_CORRUPT_MESSAGE;
+    default:
+        return kq_lmdb_err(rc);
+    }
+}
+
+/* ---- start-up read guard (kq_store_guard_reads, include/kq/store.h) ---- */
+
+static char guard_msg[2048];
+static size_t guard_len;
+static struct sigaction guard_old_bus, guard_old_segv;
+static int guard_on;
+
+static void guard_handler(int sig)
+{
+    (void)sig;
+    ssize_t w = write(2, guard_msg, guard_len);
+    (void)w;
+    _exit(2);
+}
+
+void kq_store_guard_reads(const char *dir)
+{
+    int n = snprintf(guard_msg, sizeof(guard_msg),
+                     "kq: reading the LMDB store (data.mdb) under %s crashed: a damaged page made "
+                     "LMDB read outside its file, so the file is damaged; the node has not served "
+                     "or voted with it. Recover (docs/storage.md): move the directory aside, "
+                     "re-format it with the same cluster id and node id (a broker: delete "
+                     "__cluster_metadata) and start it\n",
+                     dir);
+    guard_len = n < 0 ? 0 : (size_t)n < sizeof(guard_msg) ? (size_t)n : sizeof(guard_msg) - 1;
+    if (guard_on)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = guard_handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &guard_old_bus);
+    sigaction(SIGSEGV, &sa, &guard_old_segv);
+    guard_on = 1;
+}
+
+void kq_store_unguard_reads(void)
+{
+    if (!guard_on)
+        return;
+    sigaction(SIGBUS, &guard_old_bus, NULL);
+    sigaction(SIGSEGV, &guard_old_segv, NULL);
+    guard_on = 0;
+}
+
 int kq_lmdb_env_open(const char *dir, unsigned flags, unsigned max_dbs, MDB_env **out)
 {
     MDB_env *env = NULL;
     int rc = mdb_env_create(&env);
     if (rc != 0)
         return rc;
+    mdb_env_set_assert(env, lmdb_assert_exit);
     if ((rc = mdb_env_set_mapsize(env, KQ_LMDB_MAP_SIZE)) != 0 ||
         (rc = mdb_env_set_maxdbs(env, max_dbs)) != 0 ||
         (rc = mdb_env_open(env, dir, flags | MDB_NOTLS, 0640)) != 0) {

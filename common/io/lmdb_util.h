@@ -57,6 +57,11 @@ static inline uint64_t get_be64(const uint8_t *p)
 
 /* ---- LMDB -------------------------------------------------------------------------------- */
 
+/* Reading what must be there (the identity, the databases, the log's ends): an LMDB result
+ * that means the file is damaged is KQ_ERR_CORRUPT_MESSAGE (a start-up refusal, exit 2, not a
+ * runtime failure to retry), anything else as kq_lmdb_err. */
+int kq_lmdb_read_err(int rc);
+
 /* kq error code for an LMDB (or errno) result: 0, KQ_ERR_FULL, KQ_ERR_NOMEM or KQ_ERR_IO. */
 int kq_lmdb_err(int rc);
 

@@ -567,6 +567,27 @@ int kq_record_decode_next(const uint8_t *buf, size_t len, size_t *pos, kq_record
     return 0;
 }
 
+int kq_record_check_batch(void *arg, int64_t base_offset, int32_t count, const uint8_t *records,
+                          size_t len, char *errbuf, size_t errlen)
+{
+    size_t pos = 0;
+    (void)arg;
+    for (int32_t i = 0; i < count; i++) {
+        kq_record r;
+        char why[256];
+        int rc = kq_record_decode_next(records, len, &pos, &r, why, sizeof why);
+        kq_record_free(&r);
+        if (rc != 0)
+            return fail(rc, errbuf, errlen, "the record at offset %lld does not decode: %s",
+                        (long long)(base_offset + i), why);
+    }
+    if (pos != len)
+        return fail(KQ_ERR_CORRUPT_MESSAGE, errbuf, errlen,
+                    "the batch at offset %lld has %zu bytes after its %d records",
+                    (long long)base_offset, len - pos, (int)count);
+    return 0;
+}
+
 /* ---- render ------------------------------------------------------------------------------- */
 
 typedef struct rbuf {

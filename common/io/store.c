@@ -48,6 +48,7 @@
 #include <stdbool.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "kq/error.h"
@@ -364,6 +365,13 @@ out:
     return ret;
 }
 
+/* What every "damaged" message at open says to do (docs/storage.md). */
+#define DAMAGED_HINT                                                                               \
+    "; the node has not served or voted with it. Recover (docs/storage.md): a controller: stop "   \
+    "it, move the directory aside, run kq storage format with the same cluster id and node id "    \
+    "and start it; a broker: delete its __cluster_metadata directory and start it. Either "        \
+    "fetches the log again from the other replicas"
+
 static int store_open(const char *dir, int readonly, const char *expect_cluster_id,
                       int32_t expect_node_id, kq_store **out, char *errbuf, size_t errlen)
 {
@@ -402,12 +410,12 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
     s->readonly = readonly;
     if ((rc = kq_lmdb_env_open(dir, readonly ? MDB_RDONLY : 0, STORE_MAX_DBS, &s->env)) != 0) {
         kq_errf(errbuf, errlen, "cannot open the store in %s: %s", dir, mdb_strerror(rc));
-        ret = kq_lmdb_err(rc);
+        ret = kq_lmdb_read_err(rc);
         goto out;
     }
     if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0) {
         kq_errf(errbuf, errlen, "cannot read the store in %s: %s", dir, mdb_strerror(rc));
-        ret = kq_lmdb_err(rc);
+        ret = kq_lmdb_read_err(rc);
         goto out;
     }
     rc = mdb_dbi_open(txn, "meta", 0, &s->meta);
@@ -418,8 +426,8 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
         goto out;
     }
     if (rc != 0) {
-        kq_errf(errbuf, errlen, "cannot read the store in %s: %s", dir, mdb_strerror(rc));
-        ret = kq_lmdb_err(rc);
+        kq_errf(errbuf, errlen, "%s/data.mdb is damaged (%s)" DAMAGED_HINT, dir, mdb_strerror(rc));
+        ret = kq_lmdb_read_err(rc);
         goto out;
     }
     if (strcmp(buf, "1") != 0) {
@@ -437,18 +445,17 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
         (rc = meta_get_str(txn, s->meta, "node_id", buf, sizeof(buf))) != 0 ||
         (rc = mdb_dbi_open(txn, "log", 0, &s->log)) != 0 ||
         (rc = mdb_dbi_open(txn, "epochs", 0, &s->epochs)) != 0) {
-        kq_errf(errbuf, errlen, "store in %s is damaged (%s); wipe it and re-format", dir,
-                mdb_strerror(rc));
-        ret = KQ_ERR_IO;
+        kq_errf(errbuf, errlen, "%s/data.mdb is damaged (%s)" DAMAGED_HINT, dir, mdb_strerror(rc));
+        ret = KQ_ERR_CORRUPT_MESSAGE;
         goto out;
     }
     char *end = NULL;
     errno = 0;
     long nid = strtol(buf, &end, 10);
     if (errno != 0 || end == buf || *end != '\0' || nid < 0 || nid > INT32_MAX) {
-        kq_errf(errbuf, errlen, "store in %s has an invalid node_id '%s'; wipe it and re-format",
+        kq_errf(errbuf, errlen, "%s/data.mdb is damaged (an invalid node_id '%s')" DAMAGED_HINT,
                 dir, buf);
-        ret = KQ_ERR_IO;
+        ret = KQ_ERR_CORRUPT_MESSAGE;
         goto out;
     }
     s->id.node_id = (int32_t)nid;
@@ -469,8 +476,9 @@ static int store_open(const char *dir, int readonly, const char *expect_cluster_
     if (rc == 0)
         rc = last_entry_epoch(txn, s->epochs, &s->last_entry_epoch);
     if (rc != 0) {
-        kq_errf(errbuf, errlen, "cannot read the log in %s: %s", dir, mdb_strerror(rc));
-        ret = kq_lmdb_err(rc);
+        kq_errf(errbuf, errlen, "%s/data.mdb is damaged (reading the log's ends: %s)" DAMAGED_HINT,
+                dir, mdb_strerror(rc));
+        ret = kq_lmdb_read_err(rc);
         goto out;
     }
     txn_view_reset(s);
@@ -682,7 +690,7 @@ corrupt:
     goto out;
 mdb_fail:
     KQ_ERROR("store", "cannot read the store", "dir=%s err=\"%s\"", s->dir, mdb_strerror(rc));
-    ret = kq_lmdb_err(rc);
+    ret = kq_lmdb_read_err(rc);
 out:
     if (c != NULL)
         mdb_cursor_close(c);
@@ -993,6 +1001,102 @@ out:
     free(items);
     free(buf);
     return ret;
+}
+
+/* ---- start-up verification ---------------------------------------------------------------- */
+
+static void snap_path(const kq_store *s, kq_raft_snapshot_id id, const char *suffix, char *buf,
+                      size_t n);
+static int verify_snap_file(const char *path, kq_raft_snapshot_id id, uint8_t **payload,
+                            size_t *plen, char *errbuf, size_t errlen);
+
+typedef struct verify_state {
+    kq_store *s;
+    kq_store_check_cb cb;
+    void *arg;
+    int64_t next;  /* where the next batch must start */
+    int32_t epoch; /* epoch of the previous batch */
+    char *errbuf;
+    size_t errlen;
+    int rc;
+} verify_state;
+
+static int verify_batch(void *arg, int64_t base, int32_t epoch, int32_t count, uint32_t crc,
+                        const uint8_t *records, size_t len)
+{
+    verify_state *v = arg;
+    (void)crc; /* kq_store_read checked it */
+    if (base != v->next || count <= 0 || epoch < v->epoch) {
+        kq_errf(v->errbuf, v->errlen,
+                "%s/data.mdb: the batch at offset %lld (epoch %d, %d records) does not follow "
+                "the one before it (next offset %lld, epoch %d)",
+                v->s->dir, (long long)base, (int)epoch, (int)count, (long long)v->next,
+                (int)v->epoch);
+        v->rc = KQ_ERR_CORRUPT_MESSAGE;
+        return 1;
+    }
+    if (v->cb != NULL) {
+        char why[512] = "";
+        if (v->cb(v->arg, base, count, records, len, why, sizeof why) != 0) {
+            kq_errf(v->errbuf, v->errlen, "%s/data.mdb: %s", v->s->dir, why);
+            v->rc = KQ_ERR_CORRUPT_MESSAGE;
+            return 1;
+        }
+    }
+    v->next = base + count;
+    v->epoch = epoch;
+    return 0;
+}
+
+int kq_store_verify(kq_store *s, int64_t from, int64_t to, kq_store_check_cb cb, void *arg,
+                    char *errbuf, size_t errlen)
+{
+    verify_state v = {
+        .s = s, .cb = cb, .arg = arg, .next = from, .errbuf = errbuf, .errlen = errlen};
+    while (v.next < to) {
+        int64_t at = v.next;
+        int rc = kq_store_read(s, at, to, (size_t)8 << 20, verify_batch, &v);
+        if (v.rc != 0)
+            return v.rc;
+        if (rc == KQ_ERR_CORRUPT_MESSAGE) {
+            kq_errf(errbuf, errlen,
+                    "%s/data.mdb: a stored batch at or after offset %lld is damaged (its "
+                    "CRC32C does not match, or the entry is malformed)",
+                    s->dir, (long long)at);
+            return rc;
+        }
+        if (rc != 0) {
+            kq_errf(errbuf, errlen, "%s/data.mdb: cannot read the log from offset %lld: %s", s->dir,
+                    (long long)at, kq_err_message(rc));
+            return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
+        }
+        if (v.next == at) {
+            kq_errf(errbuf, errlen,
+                    "%s/data.mdb: no batch starts at offset %lld, below the log "
+                    "end %lld",
+                    s->dir, (long long)at, (long long)to);
+            return KQ_ERR_CORRUPT_MESSAGE;
+        }
+    }
+    kq_raft_snapshot_id id;
+    int64_t size;
+    if (kq_store_snapshot_latest(s, &id, &size) == 0) {
+        char path[4400];
+        snap_path(s, id, "", path, sizeof path);
+        int rc = verify_snap_file(path, id, NULL, NULL, errbuf, errlen);
+        if (rc != 0)
+            return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
+    }
+    return 0;
+}
+
+bool kq_store_dir_full(const char *dir)
+{
+    struct statvfs st;
+    if (statvfs(dir, &st) != 0)
+        return false;
+    /* LMDB grows the file by pages and a commit writes several: under 1 MiB is full. */
+    return (uint64_t)st.f_bavail * (uint64_t)st.f_frsize < ((uint64_t)1 << 20);
 }
 
 /* ---- log prefix deletion ------------------------------------------------------------------ */

@@ -12,8 +12,17 @@
 
 #include "kq/loopq.h"
 
-/* Exit code of a daemon for a usage or configuration error. */
+/* Exit code of a daemon for a usage or configuration error, or damaged storage found before
+ * it served: a restart cannot fix either (the systemd units do not restart on it). */
 #define KQ_DAEMON_EXIT_CONFIG 2
+/* Exit code when a write failed because the data directory's file system is full: free space,
+ * then start the node again (the systemd units do not restart on it either). */
+#define KQ_DAEMON_EXIT_NO_SPACE 3
+
+/* Ends the process with KQ_DAEMON_EXIT_NO_SPACE and a message naming dir and its config key
+ * when dir's file system is full (kq_store_dir_full); returns otherwise. For a daemon's fatal
+ * error path after a failed write. */
+void kq_daemon_exit_if_no_space(const char *daemon, const char *dir, const char *dir_key);
 
 /* Parses "--config FILE" / "-c FILE" and "--help" / "-h". Returns 0 with *config set when the
  * daemon should run; otherwise returns 1 and sets *exit_code: 0 after --help (usage printed

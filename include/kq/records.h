@@ -219,6 +219,13 @@ int kq_record_decode(const uint8_t *buf, size_t len, kq_record *out, char *errbu
 int kq_record_decode_next(const uint8_t *buf, size_t len, size_t *pos, kq_record *out, char *errbuf,
                           size_t errlen);
 
+/* Decode (and validate) every one of a batch's `count` length-prefixed records, keeping none,
+ * and require the batch to end after the last. 0, or the first error with errbuf naming the
+ * record's offset (base_offset + index). What a daemon checks of its log before it serves:
+ * the signature is kq_store_check_cb's (include/kq/store.h); arg is not used. */
+int kq_record_check_batch(void *arg, int64_t base_offset, int32_t count, const uint8_t *records,
+                          size_t len, char *errbuf, size_t errlen);
+
 /* One-line text for kq log-dump, e.g. "Topic name=foo id=<base64 uuid>" or
  * "PartitionChange topic=<id> partition=0 leader=2 isr=1,2". Always NUL-terminates a
  * non-empty buffer and ends with "..." when truncated. Returns the length written. */

@@ -28,6 +28,7 @@
 #ifndef KQ_STORE_H
 #define KQ_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -104,6 +105,32 @@ typedef int (*kq_store_batch_cb)(void *arg, int64_t base_offset, int32_t epoch, 
                                  uint32_t crc32c, const uint8_t *records, size_t len);
 int kq_store_read(kq_store *s, int64_t from, int64_t to, size_t max_bytes, kq_store_batch_cb cb,
                   void *arg);
+
+/* Start-up check of what the node will rely on, before it serves or votes: every stored batch
+ * in [from, to) is read back, its CRC32C checked, batches must follow each other without gaps
+ * and with non-decreasing epochs, and cb (may be NULL) checks each batch's content (return
+ * non-zero with a message in errbuf to refuse it). Also the latest snapshot file, whole. 0, or
+ * KQ_ERR_CORRUPT_MESSAGE / KQ_ERR_IO with errbuf naming the file (<dir>/data.mdb or the
+ * snapshot) and what is wrong. An LMDB page so damaged that LMDB asserts ends the process
+ * with exit status 2 and a message naming the file (kq_lmdb_env_open), never an abort. */
+typedef int (*kq_store_check_cb)(void *arg, int64_t base_offset, int32_t count,
+                                 const uint8_t *records, size_t len, char *errbuf, size_t errlen);
+int kq_store_verify(kq_store *s, int64_t from, int64_t to, kq_store_check_cb cb, void *arg,
+                    char *errbuf, size_t errlen);
+
+/* Start-up only: LMDB reads its file through a memory map, so a page number damaged on disk
+ * can make it touch memory past the end of the file (SIGBUS) or follow a wild pointer
+ * (SIGSEGV) instead of returning an error. Between kq_store_guard_reads(dir) and
+ * kq_store_unguard_reads() (around opening, recovering and kq_store_verify), either signal
+ * prints that the store in dir is damaged and how to recover, and exits 2. Not for the
+ * daemon's run: a crash there is a bug to keep, not to explain away. Not thread-safe: call
+ * from the main thread before other threads read the store. */
+void kq_store_guard_reads(const char *dir);
+void kq_store_unguard_reads(void);
+
+/* True when the file system holding dir has (nearly) no space left for an unprivileged write:
+ * how a daemon tells a full disk from other write failures (LMDB reports ENOSPC as EIO). */
+bool kq_store_dir_full(const char *dir);
 
 /* ---- snapshots (outside the write transaction; one thread) ---- */
 
