@@ -219,9 +219,15 @@ int kq_rc_alter_configs(const kq_image *img, int8_t resource_type, const char *r
         }
     } else if (resource_type == KQ_CONFIG_RESOURCE_BROKER) {
         int64_t id;
+        const char *d = resource_name;
+        bool canonical = *d == '0' ? d[1] == '\0' : *d >= '1' && *d <= '9';
 
-        if (*resource_name &&
-            (!kq_decide_parse_i64(resource_name, &id) || id < 0 || id > INT32_MAX)) {
+        while (canonical && *++d)
+            canonical = *d >= '0' && *d <= '9';
+        /* "" (the cluster default) or a broker id written as the record stores it: "-0" or
+         * "007" would name no broker. */
+        if (*resource_name && (!canonical || !kq_decide_parse_i64(resource_name, &id) ||
+                               id < 0 || id > INT32_MAX)) {
             rc = seterr(res->message, sizeof res->message, KQ_ERR_INVALID_REQUEST,
                         "broker resource name %s is not \"\" or a broker id", resource_name);
             goto out;

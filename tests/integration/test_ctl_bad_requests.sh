@@ -17,7 +17,7 @@ for name in -0 00000000001; do
     kt_kq configs --entity-type brokers --entity-name "$name" --alter \
         --add-config log.retention.ms=1000 || rc=$?
     kt_assert_eq "exit status of kq configs for broker '$name'" 1 "$rc"
-    kt_assert_contains "error for broker '$name'" "INVALID_REQUEST" "$KT_OUT"
+    kt_assert_contains "error for broker '$name'" "broker resource name $name is not \"\" or a broker id" "$KT_OUT"
 done
 rc=0
 kt_kq topics --create --topic huge --partitions 2000000 --replication-factor 1 || rc=$?
