@@ -62,8 +62,10 @@ typedef struct worker {
     uint64_t errors;
 } worker;
 
-static int write_once(kq_rpc_client *cl, const kq_buf *req, int32_t *leader_port_hint, char *hint,
-                      size_t hintlen)
+/* One Write, answered once committed. hint (may be NULL) gets the leader endpoint of an error
+ * answer; base (may be NULL) the offset of the first record written. */
+static int write_once(kq_rpc_client *cl, const kq_buf *req, char *hint, size_t hintlen,
+                      int64_t *base)
 {
     uint8_t *resp = NULL;
     size_t len = 0;
@@ -79,8 +81,12 @@ static int write_once(kq_rpc_client *cl, const kq_buf *req, int32_t *leader_port
         rc = r.error;
         if (hint != NULL)
             snprintf(hint, hintlen, "%s", r.leader_endpoint);
+    } else if (rc == 0 && base != NULL) {
+        if (r.write_base_offset < 0)
+            rc = KQ_ERR_MALFORMED;
+        else
+            *base = r.write_base_offset;
     }
-    (void)leader_port_hint;
     kq_response_free(&r);
     return rc;
 }
@@ -103,7 +109,7 @@ static void *run_worker(void *arg)
         uint64_t t0 = kq_now_ns();
         if (t0 / 1000000 >= w->end_ms)
             break;
-        int rc = write_once(cl, &req, NULL, NULL, 0);
+        int rc = write_once(cl, &req, NULL, 0, NULL);
         uint64_t t1 = kq_now_ns();
         if (rc != 0) {
             if (w->errors++ == 0)
@@ -139,7 +145,7 @@ static int find_leader(const char *bootstrap, char *url, size_t urllen)
                 if (kq_rpc_client_open(cand, KQ_RPC_DEFAULT_MAX_MSG, &cl, err, sizeof(err)) != 0)
                     break;
                 kq_codec_encode_write_request("", recs, lens, 1, &req);
-                int rc = write_once(cl, &req, NULL, hint, sizeof(hint));
+                int rc = write_once(cl, &req, hint, sizeof(hint), NULL);
                 kq_buf_free(&req);
                 kq_rpc_client_close(cl);
                 cl = NULL;
@@ -713,26 +719,6 @@ static int ml_wait_applied(ml_broker *bs, int n, int64_t offset, uint64_t deadli
     }
 }
 
-static int ml_write(kq_rpc_client *cl, const kq_buf *req, int64_t *base)
-{
-    uint8_t *resp = NULL;
-    size_t len = 0;
-    kq_response r;
-    char err[256];
-    memset(&r, 0, sizeof(r));
-    int rc = kq_rpc_call(cl, req->data, req->len, 5000, &resp, &len);
-    if (rc != 0)
-        return rc;
-    rc = kq_codec_decode_response(resp, len, -1, &r, err, sizeof(err));
-    free(resp);
-    if (rc == 0)
-        rc = r.error != 0 ? r.error : (r.write_base_offset < 0 ? KQ_ERR_MALFORMED : 0);
-    if (rc == 0)
-        *base = r.write_base_offset;
-    kq_response_free(&r);
-    return rc;
-}
-
 static void ml_print_hist(const char *name, const kq_hist *h)
 {
     printf(" %s_p50_ms=%.3f %s_p99_ms=%.3f %s_max_ms=%.3f", name,
@@ -793,7 +779,7 @@ static int metadata_lag_bench(const char *bootstrap, const char *metrics_list, i
     }
     /* Warm-up: one write, then every broker must have applied it (and be reachable). */
     int64_t base = -1;
-    if ((rc = ml_write(cl, &req, &base)) != 0 ||
+    if ((rc = write_once(cl, &req, NULL, 0, &base)) != 0 ||
         (rc = ml_wait_applied(bs, n, base, kq_now_ns() + 30000000000ull, 1000, done)) != 0) {
         fprintf(stderr, "kq-bench: warm-up write (offset %lld) not applied by every broker: %s\n",
                 (long long)base, kq_err_name(rc));
@@ -803,7 +789,7 @@ static int metadata_lag_bench(const char *bootstrap, const char *metrics_list, i
     for (int i = 0; i < requests; i++) {
         ml_sleep_us((long)interval_ms * 1000); /* each write starts from an idle cluster */
         uint64_t t0 = kq_now_ns();
-        int wrc = ml_write(cl, &req, &base);
+        int wrc = write_once(cl, &req, NULL, 0, &base);
         uint64_t t1 = kq_now_ns();
         if (wrc != 0) {
             if (errors++ == 0)
