@@ -57,7 +57,7 @@
 #include "lmdb_util.h"
 
 #define STORE_MAX_DBS 8
-#define BATCH_HDR_LEN 12
+#define BATCH_HDR_LEN KQ_STORE_BATCH_HEADER_LEN
 #define QSTATE_LEN 13
 #define QSTATE_VERSION 1
 #define LOG_START_LEN 12
@@ -68,7 +68,8 @@
 struct kq_store {
     MDB_env *env;
     MDB_dbi meta, log, epochs;
-    MDB_txn *txn; /* the open write transaction, or NULL */
+    MDB_txn *txn;  /* the open write transaction, or NULL */
+    MDB_txn *view; /* kq_store_view_begin's read transaction, or NULL */
     int readonly;
     int failed;  /* a commit failed: only close is allowed */
     int txn_bad; /* a write inside the current txn failed: commit will refuse */
@@ -568,6 +569,8 @@ void kq_store_close(kq_store *s)
         return;
     if (s->txn != NULL)
         mdb_txn_abort(s->txn);
+    if (s->view != NULL)
+        mdb_txn_abort(s->view);
     if (s->env != NULL)
         mdb_env_close(s->env);
     if (s->lock_fd >= 0)
@@ -594,7 +597,9 @@ int kq_store_recover(kq_store *s, kq_store_recovered *out)
     memset(out, 0, sizeof(*out));
     if (s->failed)
         return KQ_ERR_IO;
-    if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0)
+    if (s->view != NULL)
+        txn = s->view;
+    else if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0)
         goto mdb_fail;
 
     out->qstate.epoch = 0;
@@ -694,12 +699,36 @@ mdb_fail:
 out:
     if (c != NULL)
         mdb_cursor_close(c);
-    if (txn != NULL)
+    if (txn != NULL && txn != s->view)
         mdb_txn_abort(txn);
     free(eps);
     if (ret != 0)
         memset(out, 0, sizeof(*out));
     return ret;
+}
+
+int kq_store_view_begin(kq_store *s)
+{
+    if (s->failed)
+        return KQ_ERR_IO;
+    if (s->txn != NULL || s->view != NULL)
+        return KQ_ERR_INVALID_REQUEST;
+    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->view);
+    if (rc != 0) {
+        s->view = NULL;
+        KQ_ERROR("store", "cannot begin a read transaction", "dir=%s err=\"%s\"", s->dir,
+                 mdb_strerror(rc));
+        return kq_lmdb_err(rc);
+    }
+    return 0;
+}
+
+void kq_store_view_end(kq_store *s)
+{
+    if (s != NULL && s->view != NULL) {
+        mdb_txn_abort(s->view);
+        s->view = NULL;
+    }
 }
 
 /* ---- write transaction ------------------------------------------------------------------- */
@@ -725,7 +754,7 @@ int kq_store_begin(kq_store *s)
 {
     if (s->failed)
         return KQ_ERR_IO;
-    if (s->readonly || s->txn != NULL)
+    if (s->readonly || s->txn != NULL || s->view != NULL)
         return KQ_ERR_INVALID_REQUEST;
     int rc = kq_lmdb_txn_begin(s->env, &s->txn, "store", s->dir);
     if (rc != 0)
@@ -898,7 +927,9 @@ int kq_store_read(kq_store *s, int64_t from, int64_t to, size_t max_bytes, kq_st
         return KQ_ERR_IO;
     if (from < 0)
         return KQ_ERR_OFFSET_OUT_OF_RANGE;
-    if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0)
+    if (s->view != NULL)
+        txn = s->view;
+    else if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0)
         goto mdb_fail;
     if ((rc = mdb_cursor_open(txn, s->log, &c)) != 0)
         goto mdb_fail;
@@ -969,10 +1000,12 @@ int kq_store_read(kq_store *s, int64_t from, int64_t to, size_t max_bytes, kq_st
     }
     if (rc != 0 && rc != MDB_NOTFOUND)
         goto mdb_fail;
-    /* The read transaction ends before any callback runs: nothing of LMDB escapes. */
+    /* The read transaction ends before any callback runs (a view's stays open, but the
+     * callbacks get copies all the same): nothing of LMDB escapes. */
     mdb_cursor_close(c);
     c = NULL;
-    mdb_txn_abort(txn);
+    if (txn != s->view)
+        mdb_txn_abort(txn);
     txn = NULL;
 
     for (size_t i = 0; i < n; i++) {
@@ -996,7 +1029,7 @@ mdb_fail:
 out:
     if (c != NULL)
         mdb_cursor_close(c);
-    if (txn != NULL)
+    if (txn != NULL && txn != s->view)
         mdb_txn_abort(txn);
     free(items);
     free(buf);
@@ -1007,8 +1040,9 @@ out:
 
 static void snap_path(const kq_store *s, kq_raft_snapshot_id id, const char *suffix, char *buf,
                       size_t n);
-static int verify_snap_file(const char *path, kq_raft_snapshot_id id, uint8_t **payload,
-                            size_t *plen, char *errbuf, size_t errlen);
+static int verify_snap_file(const char *path, const kq_raft_snapshot_id *id,
+                            kq_raft_snapshot_id *found, uint8_t **payload, size_t *plen,
+                            char *errbuf, size_t errlen);
 
 typedef struct verify_state {
     kq_store *s;
@@ -1083,7 +1117,7 @@ int kq_store_verify(kq_store *s, int64_t from, int64_t to, kq_store_check_cb cb,
     if (kq_store_snapshot_latest(s, &id, &size) == 0) {
         char path[4400];
         snap_path(s, id, "", path, sizeof path);
-        int rc = verify_snap_file(path, id, NULL, NULL, errbuf, errlen);
+        int rc = verify_snap_file(path, &id, NULL, NULL, NULL, errbuf, errlen);
         if (rc != 0)
             return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
     }
@@ -1300,9 +1334,11 @@ static int write_all(int fd, const uint8_t *p, size_t len, off_t at)
     return 0;
 }
 
-/* Read a whole snapshot file and check it names `id` and is intact. */
-static int verify_snap_file(const char *path, kq_raft_snapshot_id id, uint8_t **payload,
-                            size_t *plen, char *errbuf, size_t errlen)
+/* Read a whole snapshot file and check it is intact and, when `id` is not NULL, that it holds
+ * snapshot *id; *found (may be NULL) gets the id its header names. */
+static int verify_snap_file(const char *path, const kq_raft_snapshot_id *id,
+                            kq_raft_snapshot_id *found, uint8_t **payload, size_t *plen,
+                            char *errbuf, size_t errlen)
 {
     struct stat st;
     uint8_t *buf = NULL;
@@ -1348,7 +1384,8 @@ static int verify_snap_file(const char *path, kq_raft_snapshot_id id, uint8_t **
         ret = KQ_ERR_CORRUPT_MESSAGE;
         goto out;
     }
-    if ((int64_t)get_be64(buf + 8) != id.end_offset || (int32_t)get_be32(buf + 16) != id.epoch) {
+    if (id != NULL && ((int64_t)get_be64(buf + 8) != id->end_offset ||
+                       (int32_t)get_be32(buf + 16) != id->epoch)) {
         kq_errf(errbuf, errlen, "snapshot %s holds snapshot %lld-%d, not the one its name says",
                 path, (long long)get_be64(buf + 8), (int)get_be32(buf + 16));
         ret = KQ_ERR_CORRUPT_MESSAGE;
@@ -1364,6 +1401,10 @@ static int verify_snap_file(const char *path, kq_raft_snapshot_id id, uint8_t **
         kq_errf(errbuf, errlen, "snapshot %s: payload CRC32C mismatch (the file is damaged)", path);
         ret = KQ_ERR_CORRUPT_MESSAGE;
         goto out;
+    }
+    if (found != NULL) {
+        found->end_offset = (int64_t)get_be64(buf + 8);
+        found->epoch = (int32_t)get_be32(buf + 16);
     }
     if (payload != NULL) {
         memmove(buf, buf + SNAP_HDR, len);
@@ -1554,13 +1595,43 @@ int kq_store_snapshot_load(kq_store *s, kq_raft_snapshot_id id, uint8_t **payloa
     *payload = NULL;
     *len = 0;
     snap_path(s, id, "", path, sizeof(path));
-    int rc = verify_snap_file(path, id, payload, len, errbuf, errlen);
+    int rc = verify_snap_file(path, &id, NULL, payload, len, errbuf, errlen);
     if (rc == KQ_ERR_SNAPSHOT_NOT_FOUND)
         kq_errf(errbuf, errlen, "snapshot %s does not exist", path);
     if (rc == KQ_ERR_CORRUPT_MESSAGE)
         KQ_ERROR("store", "snapshot is damaged", "dir=%s detail=\"%s\"", s->dir,
                  errbuf ? errbuf : "");
     return rc;
+}
+
+int kq_store_snapshot_file_load(const char *path, kq_raft_snapshot_id *id, uint8_t **payload,
+                                size_t *len, int64_t *size, char *errbuf, size_t errlen)
+{
+    struct stat st;
+    kq_errf(errbuf, errlen, "%s", "");
+    *payload = NULL;
+    *len = 0;
+    if (size != NULL)
+        *size = 0;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            goto not_found;
+        kq_errf(errbuf, errlen, "cannot access snapshot %s: %s", path, strerror(errno));
+        return KQ_ERR_IO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        kq_errf(errbuf, errlen, "snapshot %s is not a regular file", path);
+        return KQ_ERR_IO;
+    }
+    int rc = verify_snap_file(path, NULL, id, payload, len, errbuf, errlen);
+    if (rc == KQ_ERR_SNAPSHOT_NOT_FOUND)
+        goto not_found;
+    if (rc == 0 && size != NULL)
+        *size = (int64_t)st.st_size;
+    return rc;
+not_found:
+    kq_errf(errbuf, errlen, "snapshot %s does not exist", path);
+    return KQ_ERR_SNAPSHOT_NOT_FOUND;
 }
 
 static int delete_snap_file(const kq_store *s, kq_raft_snapshot_id id)
@@ -1689,7 +1760,7 @@ int kq_store_install_snapshot(kq_store *s, kq_raft_snapshot_id id, char *errbuf,
         kq_errf(errbuf, errlen, "cannot sync fetched snapshot %s: %s", part, strerror(errno));
         return errno == ENOENT ? KQ_ERR_SNAPSHOT_NOT_FOUND : KQ_ERR_IO;
     }
-    ret = verify_snap_file(part, id, NULL, NULL, errbuf, errlen);
+    ret = verify_snap_file(part, &id, NULL, NULL, NULL, errbuf, errlen);
     if (ret == KQ_ERR_CORRUPT_MESSAGE) {
         KQ_ERROR("store", "fetched snapshot is damaged, discarded", "dir=%s detail=\"%s\"", s->dir,
                  errbuf ? errbuf : "");
@@ -1735,7 +1806,8 @@ static int snapshots_fixup(kq_store *s)
             id.epoch == s->log_start_epoch) {
             struct stat st;
             snap_path(s, id, "", fin, sizeof(fin));
-            if (stat(fin, &st) != 0 && verify_snap_file(path, id, NULL, NULL, NULL, 0) == 0) {
+            if (stat(fin, &st) != 0 &&
+                verify_snap_file(path, &id, NULL, NULL, NULL, NULL, 0) == 0) {
                 KQ_INFO("store", "finishing an interrupted snapshot install", "dir=%s end=%lld",
                         s->dir, (long long)id.end_offset);
                 if (rename(path, fin) != 0) {

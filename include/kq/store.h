@@ -132,6 +132,19 @@ void kq_store_unguard_reads(void);
  * how a daemon tells a full disk from other write failures (LMDB reports ENOSPC as EIO). */
 bool kq_store_dir_full(const char *dir);
 
+/* Bytes a stored batch takes before its records: {epoch, count, crc32c}. */
+#define KQ_STORE_BATCH_HEADER_LEN 12
+
+/* A consistent view for a reader of a directory that a daemon may be writing (kq log-dump):
+ * between view_begin and view_end, kq_store_recover and kq_store_read all run in one LMDB read
+ * transaction, so they see the log as it was at view_begin even if the daemon meanwhile
+ * appends, truncates or removes the prefix below a snapshot (LMDB keeps the pages the view
+ * uses; the file may grow while it is open, so keep it short). Snapshot files are not part of
+ * it. Not allowed with a write transaction open (and kq_store_begin is refused while a view
+ * is): KQ_ERR_INVALID_REQUEST. kq_store_close ends an open view. */
+int kq_store_view_begin(kq_store *s);
+void kq_store_view_end(kq_store *s);
+
 /* ---- snapshots (outside the write transaction; one thread) ---- */
 
 #define KQ_STORE_SNAPSHOT_HEADER_LEN 36
@@ -159,6 +172,13 @@ int kq_store_snapshot_read(kq_store *s, kq_raft_snapshot_id id, int64_t position
  * names the problem), KQ_ERR_IO, KQ_ERR_NOMEM. */
 int kq_store_snapshot_load(kq_store *s, kq_raft_snapshot_id id, uint8_t **payload, size_t *len,
                            char *errbuf, size_t errlen);
+/* Read and verify a snapshot file by path, with no store open (kq log-dump --snapshot): magic,
+ * header CRC, payload length and payload CRC; the file name is not checked. *id gets the
+ * snapshot id its header names, *size (may be NULL) the file size; *payload is malloc'd, the
+ * caller frees it. KQ_ERR_SNAPSHOT_NOT_FOUND, KQ_ERR_CORRUPT_MESSAGE, KQ_ERR_IO (not a regular
+ * file, unreadable), KQ_ERR_NOMEM; errbuf names the file and the problem. */
+int kq_store_snapshot_file_load(const char *path, kq_raft_snapshot_id *id, uint8_t **payload,
+                                size_t *len, int64_t *size, char *errbuf, size_t errlen);
 /* Delete all but the latest `keep` (>= 1) snapshots; never one at or above the log start
  * that is the only one left. */
 int kq_store_snapshot_delete_older(kq_store *s, size_t keep);

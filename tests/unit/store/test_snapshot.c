@@ -218,6 +218,53 @@ static void test_crc_mismatch_detected(void **state)
     assert_non_null(strstr(err, "truncated"));
 }
 
+/* kq log-dump --snapshot: a file read by path, without a store, checked like a load; its id
+ * comes from the header, whatever the file is called. */
+static void test_snapshot_file_load_by_path(void **state)
+{
+    fx *f = *state;
+    char err[512], path[512], copy[600];
+    uint8_t img[300], *p = NULL;
+    size_t n = 0;
+    int64_t size = 0;
+    kq_raft_snapshot_id a = {77, 5}, got = {0, 0};
+
+    for (size_t i = 0; i < sizeof(img); i++)
+        img[i] = (uint8_t)(i * 7);
+    assert_int_equal(kq_store_snapshot_write(f->s, a, img, sizeof(img), NULL, err, sizeof(err)), 0);
+    snap_file(f, a, "", path, sizeof(path));
+    assert_int_equal(kq_store_snapshot_file_load(path, &got, &p, &n, &size, err, sizeof(err)), 0);
+    assert_int_equal(got.end_offset, 77);
+    assert_int_equal(got.epoch, 5);
+    assert_int_equal(size, KQ_STORE_SNAPSHOT_HEADER_LEN + (int64_t)sizeof(img));
+    assert_int_equal(n, sizeof(img));
+    assert_memory_equal(p, img, sizeof(img));
+    free(p);
+    p = NULL;
+
+    /* a copy under another name reads the same (the header names the snapshot) */
+    snprintf(copy, sizeof(copy), "%s/copy.bin", f->dir);
+    assert_int_equal(rename(path, copy), 0);
+    assert_int_equal(kq_store_snapshot_file_load(copy, &got, &p, &n, NULL, err, sizeof(err)), 0);
+    assert_int_equal(got.end_offset, 77);
+    free(p);
+    p = NULL;
+
+    flip_byte(copy, KQ_STORE_SNAPSHOT_HEADER_LEN + 5);
+    assert_int_equal(kq_store_snapshot_file_load(copy, &got, &p, &n, &size, err, sizeof(err)),
+                     KQ_ERR_CORRUPT_MESSAGE);
+    assert_null(p);
+    assert_non_null(strstr(err, "CRC32C mismatch"));
+    assert_non_null(strstr(err, "copy.bin"));
+    assert_int_equal(kq_store_snapshot_file_load(f->dir, &got, &p, &n, &size, err, sizeof(err)),
+                     KQ_ERR_IO);
+    assert_non_null(strstr(err, "not a regular file"));
+    snprintf(copy, sizeof(copy), "%s/missing.checkpoint", f->dir);
+    assert_int_equal(kq_store_snapshot_file_load(copy, &got, &p, &n, &size, err, sizeof(err)),
+                     KQ_ERR_SNAPSHOT_NOT_FOUND);
+    assert_non_null(strstr(err, "does not exist"));
+}
+
 static void test_delete_prefix_and_recover(void **state)
 {
     fx *f = *state;
@@ -414,6 +461,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_list_read_load_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_part_ignored_after_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crc_mismatch_detected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_file_load_by_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_prefix_and_recover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunked_install_and_recover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_fetched_snapshot_changes_nothing, setup,
