@@ -42,16 +42,19 @@
 #define PKEY_LEN 20
 #define BKEY_LEN (PKEY_LEN + 8)
 #define EKEY_LEN (PKEY_LEN + 4)
-#define BHDR_LEN 26
+#define BHDR_LEN KQ_PLOG_BATCH_HEADER_LEN
 #define PMETA_LEN 25
 #define PMETA_VERSION 1
 
 struct kq_plog {
     MDB_env *env;
     MDB_dbi meta, parts, batches, epochs;
-    MDB_txn *txn; /* the open write transaction, or NULL */
-    int failed;   /* a commit failed: only close is allowed */
-    int txn_bad;  /* a write inside the current txn failed: commit will refuse */
+    MDB_txn *txn;  /* the open write transaction, or NULL */
+    MDB_txn *view; /* kq_plog_view_begin's read transaction, or NULL */
+    int readonly;  /* kq_plog_open_readonly: no write transaction */
+    int no_parts;  /* read-only open of a directory no broker has opened: no partition dbs */
+    int failed;    /* a commit failed: only close is allowed */
+    int txn_bad;   /* a write inside the current txn failed: commit will refuse */
     kq_store_identity id;
     char dir[PATH_MAX];
 };
@@ -360,10 +363,108 @@ out:
     return 0;
 }
 
+int kq_plog_open_readonly(const char *dir, kq_plog **out, char *errbuf, size_t errlen)
+{
+    kq_plog *p = NULL;
+    MDB_txn *txn = NULL;
+    MDB_val k, v;
+    int rc, ret = 0;
+
+    kq_errf(errbuf, errlen, "%s", "");
+    *out = NULL;
+    if (dir == NULL || dir[0] == '\0') {
+        kq_errf(errbuf, errlen, "no log directory given");
+        return KQ_ERR_CONFIG;
+    }
+    p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        kq_errf(errbuf, errlen, "out of memory");
+        return KQ_ERR_NOMEM;
+    }
+    p->readonly = 1;
+    if (strlen(dir) >= sizeof(p->dir)) {
+        kq_errf(errbuf, errlen, "log directory path too long: %s", dir);
+        ret = KQ_ERR_CONFIG;
+        goto out;
+    }
+    snprintf(p->dir, sizeof(p->dir), "%s", dir);
+    if ((ret = check_identity(dir, NULL, -1, &p->id, errbuf, errlen)) != 0)
+        goto out;
+    if ((rc = kq_lmdb_env_open(dir, MDB_RDONLY, PLOG_MAX_DBS, &p->env)) != 0 ||
+        (rc = mdb_txn_begin(p->env, NULL, MDB_RDONLY, &txn)) != 0 ||
+        (rc = mdb_dbi_open(txn, "meta", 0, &p->meta)) != 0)
+        goto mdb_fail;
+    k.mv_size = strlen("plog_format_version");
+    k.mv_data = (void *)"plog_format_version";
+    rc = mdb_get(txn, p->meta, &k, &v);
+    if (rc == MDB_NOTFOUND) {
+        p->no_parts = 1; /* formatted, but no broker has opened it yet */
+    } else if (rc != 0) {
+        goto mdb_fail;
+    } else if (v.mv_size != 1 || ((const char *)v.mv_data)[0] != '1') {
+        kq_errf(errbuf, errlen,
+                "partition logs in %s have format version %.*s but this kq reads version %d; "
+                "use a matching kq release",
+                dir, (int)(v.mv_size < 16 ? v.mv_size : 16), (const char *)v.mv_data,
+                KQ_PLOG_FORMAT_VERSION);
+        ret = KQ_ERR_UNSUPPORTED_VERSION;
+        goto out;
+    } else if ((rc = mdb_dbi_open(txn, "plog_partitions", 0, &p->parts)) != 0 ||
+               (rc = mdb_dbi_open(txn, "plog_batches", 0, &p->batches)) != 0 ||
+               (rc = mdb_dbi_open(txn, "plog_epochs", 0, &p->epochs)) != 0) {
+        goto mdb_fail;
+    }
+    /* Commit (not abort) the read txn: database handles opened in an aborted txn are closed. */
+    rc = mdb_txn_commit(txn);
+    txn = NULL;
+    if (rc != 0)
+        goto mdb_fail;
+    goto out;
+
+mdb_fail:
+    kq_errf(errbuf, errlen, "cannot read the partition logs in %s: %s", dir, mdb_strerror(rc));
+    ret = mdb_to_kq(rc);
+out:
+    if (txn != NULL)
+        mdb_txn_abort(txn);
+    if (ret != 0) {
+        kq_plog_close(p);
+        return ret;
+    }
+    *out = p;
+    return 0;
+}
+
+int kq_plog_view_begin(kq_plog *p)
+{
+    if (p->failed)
+        return KQ_ERR_IO;
+    if (p->txn != NULL || p->view != NULL)
+        return KQ_ERR_INVALID_REQUEST;
+    int rc = mdb_txn_begin(p->env, NULL, MDB_RDONLY, &p->view);
+    if (rc != 0) {
+        p->view = NULL;
+        KQ_ERROR("plog", "cannot begin a read transaction", "dir=%s err=\"%s\"", p->dir,
+                 mdb_strerror(rc));
+        return mdb_to_kq(rc);
+    }
+    return 0;
+}
+
+void kq_plog_view_end(kq_plog *p)
+{
+    if (p != NULL && p->view != NULL) {
+        mdb_txn_abort(p->view);
+        p->view = NULL;
+    }
+}
+
 void kq_plog_close(kq_plog *p)
 {
     if (p == NULL)
         return;
+    if (p->view != NULL)
+        mdb_txn_abort(p->view);
     if (p->txn != NULL)
         mdb_txn_abort(p->txn);
     if (p->env != NULL)
@@ -404,7 +505,7 @@ int kq_plog_begin(kq_plog *p)
 {
     if (p->failed)
         return KQ_ERR_IO;
-    if (p->txn != NULL)
+    if (p->readonly || p->txn != NULL || p->view != NULL)
         return KQ_ERR_INVALID_REQUEST;
     int rc = kq_lmdb_txn_begin(p->env, &p->txn, "plog", p->dir);
     if (rc != 0)
@@ -701,6 +802,12 @@ static int q_begin(kq_plog *p, MDB_txn **txn, int *own)
     *own = 0;
     if (p->failed)
         return KQ_ERR_IO;
+    if (p->no_parts)
+        return KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (p->view != NULL) {
+        *txn = p->view;
+        return 0;
+    }
     if (p->txn != NULL) {
         if (p->txn_bad)
             return KQ_ERR_IO;
@@ -1014,6 +1121,8 @@ int kq_plog_list(kq_plog *p, kq_plog_tp **out, size_t *n)
 
     *out = NULL;
     *n = 0;
+    if (p->no_parts && !p->failed)
+        return 0;
     if ((ret = q_begin(p, &txn, &own)) != 0)
         return ret;
     if ((rc = mdb_cursor_open(txn, p->parts, &c)) != 0)

@@ -27,8 +27,10 @@
  * when there is one (so they see its uncommitted writes), else in a read transaction of their
  * own. Everything returned is a copy; no LMDB pointer escapes.
  *
- * Thread use: one thread per handle. Two handles (in one process or two) on the same
- * directory are not supported; nor is opening a directory with kq_plog and kq_store at once.
+ * Thread use: one thread per handle. Two writable handles (in one process or two) on the same
+ * directory are not supported; nor is opening a directory with kq_plog and kq_store at once in
+ * one process. A read-only handle (kq_plog_open_readonly, for kq log-dump) in another process
+ * may read a directory that a broker is writing.
  * Ownership: kq_plog_open's result is the caller's; free with kq_plog_close.
  */
 #ifndef KQ_PLOG_H
@@ -89,6 +91,11 @@ int kq_plog_format(const char *dir, const char *cluster_id, int32_t node_id, kq_
  * KQ_ERR_UNSUPPORTED_VERSION, KQ_ERR_CONFIG, KQ_ERR_IO. */
 int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_node_id,
                  kq_plog **out, char *errbuf, size_t errlen);
+/* Open a formatted directory read-only (kq log-dump --partition-log): the LMDB environment is
+ * opened MDB_RDONLY and nothing is created or changed, not even the partition databases (a
+ * directory no broker has opened yet lists no partitions). Any identity. Queries only: every
+ * mutation and kq_plog_begin answer KQ_ERR_INVALID_REQUEST. Errors as kq_plog_open. */
+int kq_plog_open_readonly(const char *dir, kq_plog **out, char *errbuf, size_t errlen);
 void kq_plog_close(kq_plog *p);
 const kq_store_identity *kq_plog_identity_of(const kq_plog *p);
 /* The directory given to kq_plog_open (owned by p). */
@@ -128,6 +135,17 @@ int kq_plog_truncate_fully(kq_plog *p, const kq_plog_tp *tp, int64_t offset);
 int kq_plog_set_hw(kq_plog *p, const kq_plog_tp *tp, int64_t hw);
 /* Partition epoch seen in the metadata; INVALID_REQUEST if lower than the recorded one. */
 int kq_plog_set_partition_epoch(kq_plog *p, const kq_plog_tp *tp, int32_t partition_epoch);
+
+/* A consistent view for a reader (kq log-dump of a live broker): between view_begin and
+ * view_end every query runs in one LMDB read transaction, so list, state, epochs and read all
+ * see the directory as it was at view_begin. Not allowed with a write transaction open (and
+ * kq_plog_begin is refused while a view is): KQ_ERR_INVALID_REQUEST. kq_plog_close ends it. */
+int kq_plog_view_begin(kq_plog *p);
+void kq_plog_view_end(kq_plog *p);
+
+/* Bytes a stored batch takes before its records: crc32c, leader epoch, count, producer id,
+ * producer epoch, base sequence. */
+#define KQ_PLOG_BATCH_HEADER_LEN 26
 
 /* ---- queries ---- */
 int kq_plog_state_of(kq_plog *p, const kq_plog_tp *tp, kq_plog_state *out);

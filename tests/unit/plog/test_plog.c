@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kq/error.h"
 #include "kq/plog.h"
@@ -764,6 +765,101 @@ static void batch_key(uint8_t *key, const kq_plog_tp *tp, int64_t base)
         key[20 + i] = (uint8_t)((uint64_t)base >> (56 - 8 * i));
 }
 
+/* kq log-dump --partition-log: a read-only handle reads what a broker wrote, refuses every
+ * write, and leaves data.mdb byte for byte as it was (even on a directory no broker has opened:
+ * the partition databases are not created). */
+static void test_readonly_open_reads_and_changes_nothing(void **state)
+{
+    fixture *f = *state;
+    char err[512], path[PATH_MAX + 16], nope[PATH_MAX + 16];
+    kq_plog *ro = NULL;
+    kq_plog_tp *tps = NULL, tp = test_tp(1, 0), tp2 = test_tp(2, 3);
+    kq_plog_state st;
+    kq_raft_epoch_entry *eps = NULL;
+    size_t n = 0;
+    struct stat s0, s1;
+    int32_t ep[] = {1, 1, 2};
+    seen sn;
+
+    assert_int_equal(kq_plog_format(f->dir, TEST_CLUSTER_ID, 1, NULL, err, sizeof(err)), 0);
+    snprintf(path, sizeof(path), "%s/data.mdb", f->dir);
+    assert_int_equal(stat(path, &s0), 0);
+    assert_int_equal(kq_plog_open_readonly(f->dir, &ro, err, sizeof(err)), 0);
+    assert_int_equal(kq_plog_list(ro, &tps, &n), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(kq_plog_state_of(ro, &tp, &st), KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    kq_plog_close(ro);
+    ro = NULL;
+    assert_int_equal(stat(path, &s1), 0);
+    assert_int_equal(s0.st_size, s1.st_size);
+    assert_true(s0.st_mtim.tv_sec == s1.st_mtim.tv_sec && s0.st_mtim.tv_nsec == s1.st_mtim.tv_nsec);
+
+    /* a broker writes two partitions */
+    assert_int_equal(kq_plog_open(f->dir, TEST_CLUSTER_ID, 1, &f->p, err, sizeof(err)), 0);
+    assert_int_equal(kq_plog_begin(f->p), 0);
+    assert_int_equal(kq_plog_create_partition(f->p, &tp, 4, 0), 0);
+    assert_int_equal(kq_plog_create_partition(f->p, &tp2, 1, 5), 0);
+    int64_t end = append_epochs(f->p, &tp, 0, ep, 3);
+    assert_int_equal(kq_plog_commit(f->p), 0);
+    kq_plog_close(f->p);
+    f->p = NULL;
+
+    assert_int_equal(stat(path, &s0), 0);
+    assert_int_equal(kq_plog_open_readonly(f->dir, &ro, err, sizeof(err)), 0);
+    assert_int_equal(kq_plog_identity_of(ro)->node_id, 1);
+    assert_int_equal(kq_plog_view_begin(ro), 0);
+    assert_int_equal(kq_plog_list(ro, &tps, &n), 0);
+    assert_int_equal(n, 2);
+    free(tps);
+    assert_int_equal(kq_plog_state_of(ro, &tp, &st), 0);
+    assert_int_equal(st.log_end_offset, end);
+    assert_int_equal(st.partition_epoch, 4);
+    assert_int_equal(kq_plog_epochs(ro, &tp, &eps, &n), 0);
+    assert_int_equal(n, 2);
+    free(eps);
+    read_into(ro, &tp, 0, INT64_MAX, 1 << 20, &sn, 0);
+    assert_int_equal(sn.n, 3);
+    for (int i = 0; i < sn.n; i++)
+        assert_true(sn.ok[i]);
+    assert_int_equal(kq_plog_state_of(ro, &tp2, &st), 0);
+    assert_int_equal(st.log_start_offset, 5);
+    /* no writes */
+    assert_int_equal(kq_plog_begin(ro), KQ_ERR_INVALID_REQUEST);
+    assert_int_equal(kq_plog_create_partition(ro, &tp, 1, 0), KQ_ERR_INVALID_REQUEST);
+    assert_int_equal(kq_plog_set_hw(ro, &tp, 1), KQ_ERR_INVALID_REQUEST);
+    kq_plog_view_end(ro);
+    assert_int_equal(kq_plog_state_of(ro, &tp, &st), 0); /* without a view too */
+    kq_plog_close(ro);
+    assert_int_equal(stat(path, &s1), 0);
+    assert_int_equal(s0.st_size, s1.st_size);
+    assert_true(s0.st_mtim.tv_sec == s1.st_mtim.tv_sec && s0.st_mtim.tv_nsec == s1.st_mtim.tv_nsec);
+
+    /* a missing directory is not created */
+    snprintf(nope, sizeof(nope), "%s/nope", f->root);
+    assert_int_equal(kq_plog_open_readonly(nope, &ro, err, sizeof(err)), KQ_ERR_NOT_FORMATTED);
+    assert_null(ro);
+    assert_non_null(strstr(err, "kq storage format"));
+    assert_int_not_equal(stat(nope, &s1), 0);
+}
+
+static void test_view_rules(void **state)
+{
+    fixture *f = *state;
+    kq_plog_tp tp = test_tp(1, 0);
+
+    format_and_open(f);
+    assert_int_equal(kq_plog_view_begin(f->p), 0);
+    assert_int_equal(kq_plog_view_begin(f->p), KQ_ERR_INVALID_REQUEST);
+    assert_int_equal(kq_plog_begin(f->p), KQ_ERR_INVALID_REQUEST);
+    kq_plog_view_end(f->p);
+    kq_plog_view_end(f->p);
+    assert_int_equal(kq_plog_begin(f->p), 0);
+    assert_int_equal(kq_plog_view_begin(f->p), KQ_ERR_INVALID_REQUEST);
+    assert_int_equal(kq_plog_create_partition(f->p, &tp, 0, 0), 0);
+    assert_int_equal(kq_plog_commit(f->p), 0);
+    assert_int_equal(kq_plog_view_begin(f->p), 0); /* closed with the view open */
+}
+
 static void test_corruption_detected(void **state)
 {
     fixture *f = *state;
@@ -842,6 +938,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abort_and_txn_view, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_partitions_interleaved, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_readonly_open_reads_and_changes_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_view_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corruption_detected, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
