@@ -1,6 +1,7 @@
 /* A tiny streaming JSON emitter for the kq tool's --json output. */
 #include <assert.h>
 #include <inttypes.h>
+#include <string.h>
 
 #include "kq_tools.h"
 
@@ -97,10 +98,56 @@ void kq_json_null(kq_json *j)
     fputs("null", j->f);
 }
 
-void kq_json_write_escaped(FILE *f, const char *s)
+size_t kq_json_utf8_len(const uint8_t *p, size_t n)
+{
+    uint32_t cp;
+    size_t k;
+
+    if (n == 0)
+        return 0;
+    if (p[0] < 0x80)
+        return 1;
+    if ((p[0] & 0xE0) == 0xC0) {
+        k = 2;
+        cp = p[0] & 0x1F;
+    } else if ((p[0] & 0xF0) == 0xE0) {
+        k = 3;
+        cp = p[0] & 0x0F;
+    } else if ((p[0] & 0xF8) == 0xF0) {
+        k = 4;
+        cp = p[0] & 0x07;
+    } else {
+        return 0;
+    }
+    if (k > n)
+        return 0;
+    for (size_t i = 1; i < k; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    /* overlong forms, surrogates, beyond U+10FFFF */
+    if ((k == 2 && cp < 0x80) || (k == 3 && cp < 0x800) || (k == 4 && cp < 0x10000) ||
+        (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+        return 0;
+    return k;
+}
+
+static void write_escaped_n(FILE *f, const char *s, size_t n)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s, *e = p + n; p < e; p++) {
+        if (*p >= 0x80) {
+            size_t k = kq_json_utf8_len(p, (size_t)(e - p));
+
+            if (k == 0) {
+                fputs("\\ufffd", f); /* not UTF-8: the replacement character */
+            } else {
+                fwrite(p, 1, k, f);
+                p += k - 1;
+            }
+            continue;
+        }
         switch (*p) {
         case '"':
             fputs("\\\"", f);
@@ -131,4 +178,15 @@ void kq_json_write_escaped(FILE *f, const char *s)
         }
     }
     fputc('"', f);
+}
+
+void kq_json_write_escaped(FILE *f, const char *s)
+{
+    write_escaped_n(f, s, strlen(s));
+}
+
+void kq_json_string_n(kq_json *j, const char *s, size_t n)
+{
+    before_item(j);
+    write_escaped_n(j->f, s, n);
 }

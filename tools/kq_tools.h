@@ -51,12 +51,17 @@ void kq_json_end_object(kq_json *j);
 void kq_json_begin_array(kq_json *j);
 void kq_json_end_array(kq_json *j);
 void kq_json_key(kq_json *j, const char *key);
-/* s NULL writes null. */
+/* s NULL writes null. Every string is written as valid JSON: '"', '\\' and control bytes are
+ * escaped, and a byte that does not belong to a valid UTF-8 sequence becomes U+FFFD. */
 void kq_json_string(kq_json *j, const char *s);
+/* n bytes of s (NUL bytes included, escaped) as a string. */
+void kq_json_string_n(kq_json *j, const char *s, size_t n);
+/* Length of the valid UTF-8 sequence that starts p[0..n) (1 for ASCII), 0 if there is none. */
+size_t kq_json_utf8_len(const uint8_t *p, size_t n);
 void kq_json_int(kq_json *j, int64_t v);
 void kq_json_bool(kq_json *j, bool v);
 void kq_json_null(kq_json *j);
-/* Write s as a JSON string literal (quotes included), escaping '"', '\\' and control bytes. */
+/* Write s as a JSON string literal (quotes included), escaped as kq_json_string does. */
 void kq_json_write_escaped(FILE *f, const char *s);
 
 /* ---- describe output (format.c) --------------------------------------------------------- */

@@ -250,6 +250,32 @@ static void test_json_escaping_and_nesting(void **state)
     cap_close(&c);
 }
 
+/* Every string is valid JSON: bytes that are not UTF-8 become U+FFFD, UTF-8 passes as it is,
+ * kq_json_string_n keeps NUL bytes (escaped). */
+static void test_json_strings_are_always_valid_utf8(void **state)
+{
+    capture c;
+    kq_json j;
+    (void)state;
+    cap_open(&c);
+    kq_json_init(&j, c.f);
+    kq_json_begin_array(&j);
+    kq_json_string(&j, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    kq_json_string(&j, "a\xff b\xc3( c\xe2\x82 d\xc0\xaf e\xed\xa0\x80");
+    kq_json_string_n(&j, "x\0y\xc3", 4);
+    kq_json_end_array(&j);
+    assert_string_equal(cap_text(&c), "[\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\","
+                                      "\"a\\ufffd b\\ufffd( c\\ufffd\\ufffd d\\ufffd\\ufffd "
+                                      "e\\ufffd\\ufffd\\ufffd\","
+                                      "\"x\\u0000y\\ufffd\"]");
+    cap_close(&c);
+    assert_int_equal(kq_json_utf8_len((const uint8_t *)"\xc3\xa9", 2), 2);
+    assert_int_equal(kq_json_utf8_len((const uint8_t *)"\xc3\xa9", 1), 0);
+    assert_int_equal(kq_json_utf8_len((const uint8_t *)"\xf4\x90\x80\x80", 4), 0);
+    assert_int_equal(kq_json_utf8_len((const uint8_t *)"a", 1), 1);
+    assert_int_equal(kq_json_utf8_len((const uint8_t *)"", 0), 0);
+}
+
 static void test_parse_addrs(void **state)
 {
     kq_tools_addr a[KQ_TOOLS_MAX_ADDRS];
@@ -312,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_replication_future_timestamp),
         cmocka_unit_test(test_replication_json),
         cmocka_unit_test(test_json_escaping_and_nesting),
+        cmocka_unit_test(test_json_strings_are_always_valid_utf8),
         cmocka_unit_test(test_parse_addrs),
         cmocka_unit_test(test_parse_int),
     };
