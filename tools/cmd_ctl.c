@@ -218,11 +218,11 @@ static const char TOPICS_USAGE[] =
     "           --replica-assignment 1:2:3,2:3:1,...) [--config k=v ...]\n"
     "  --describe [--topic T] [--under-replicated-partitions | --under-min-isr-partitions |\n"
     "             --at-min-isr-partitions | --unavailable-partitions] [--json]\n"
-    "  --list\n"
+    "  --list [--json]\n"
     "  --alter --topic T --partitions N [--replica-assignment 1:2:3,...]\n"
     "           N is the new total (more than now); an assignment lists every partition\n"
     "  --delete --topic T\n" CONN_USAGE
-    "  --json                       describe: one JSON object\n";
+    "  --json                       --describe, --list: one JSON object\n";
 
 /* td answers a DescribeTopics for the one topic; if it does not exist, say so as Kafka does. */
 static bool topic_found(const kq_ctl_topics_desc *td, const char *topic)
@@ -417,6 +417,10 @@ int kq_cmd_topics(int argc, char **argv)
                                    "at most one partition filter, and only with --describe");
         goto out;
     }
+    if (c.json && action != OPT_DESCRIBE && action != OPT_LIST) {
+        ret = kq_tools_usage_error(cmd, TOPICS_USAGE, "--json goes with --describe and --list");
+        goto out;
+    }
     if ((action == OPT_CREATE || action == OPT_DELETE || action == OPT_ALTER) && !topic) {
         ret = kq_tools_usage_error(cmd, TOPICS_USAGE, "--topic is required with --%s",
                                    action == OPT_CREATE   ? "create"
@@ -524,7 +528,7 @@ int kq_cmd_topics(int argc, char **argv)
         goto out;
     }
     if (action == OPT_LIST) {
-        kq_tools_print_topic_list(stdout, &td);
+        kq_tools_print_topic_list(stdout, &td, c.json);
         goto out;
     }
     if (filter == KQ_TOPIC_FILTER_UNAVAILABLE) {
@@ -620,6 +624,8 @@ int kq_cmd_cluster(int argc, char **argv)
     if (unregister) {
         if (id < 0)
             return kq_tools_usage_error(cmd, CLUSTER_USAGE, "unregister needs --id B");
+        if (c.json)
+            return kq_tools_usage_error(cmd, CLUSTER_USAGE, "--json goes with describe");
         return unregister_broker(&c, (int32_t)id);
     }
     if (id >= 0)
@@ -701,6 +707,10 @@ int kq_cmd_leader_election(int argc, char **argv)
         return kq_tools_usage_error(cmd, ELECT_USAGE,
                                     "give either --all-topic-partitions or --topic with "
                                     "--partition");
+    if (c.json)
+        return kq_tools_usage_error(cmd, ELECT_USAGE,
+                                    "--json is not supported: the result is Kafka's text lines "
+                                    "and the exit status");
     if (c.n_addrs == 0)
         return kq_tools_usage_error(cmd, ELECT_USAGE, "missing --bootstrap-controller");
     req.elect_leaders.election_type =
@@ -846,6 +856,8 @@ int kq_cmd_configs(int argc, char **argv)
     if (describe && (add || del))
         return kq_tools_usage_error(cmd, CONFIGS_USAGE,
                                     "--add-config and --delete-config go with --alter");
+    if (alter && c.json)
+        return kq_tools_usage_error(cmd, CONFIGS_USAGE, "--json goes with --describe");
     if (c.n_addrs == 0)
         return kq_tools_usage_error(cmd, CONFIGS_USAGE, "missing --bootstrap-controller");
     if (!name)

@@ -185,12 +185,30 @@ void kq_tools_print_topics(FILE *f, const kq_ctl_topics_desc *d, kq_tools_topic_
         json_end_doc(&j);
 }
 
-void kq_tools_print_topic_list(FILE *f, const kq_ctl_topics_desc *d)
+void kq_tools_print_topic_list(FILE *f, const kq_ctl_topics_desc *d, bool json)
 {
+    kq_json j;
+
+    if (json) {
+        kq_json_init(&j, f);
+        kq_json_begin_object(&j);
+        kq_json_key(&j, "topics");
+        kq_json_begin_array(&j);
+    }
     /* The controller answers sorted by name. */
-    for (int32_t i = 0; i < d->n_topics; i++)
-        if (!d->topics[i].error)
+    for (int32_t i = 0; i < d->n_topics; i++) {
+        if (d->topics[i].error)
+            continue;
+        if (json)
+            kq_json_string(&j, d->topics[i].name);
+        else
             fprintf(f, "%s\n", d->topics[i].name);
+    }
+    if (json) {
+        kq_json_end_array(&j);
+        kq_json_end_object(&j);
+        fputc('\n', f);
+    }
 }
 
 /* "NAME://HOST:PORT" ("[HOST]" for an IPv6 literal) into buf; returns buf. */

@@ -133,8 +133,8 @@ bool kq_tools_partition_selected(const kq_ctl_topic_desc *t, const kq_ctl_partit
  * skipped: the caller reports them), or with json one object {"topics": [...]}. */
 void kq_tools_print_topics(FILE *f, const kq_ctl_topics_desc *d, kq_tools_topic_filter filter,
                            const kq_ctl_cluster_desc *cluster, bool json);
-/* `kq topics --list`: names, sorted, one per line. */
-void kq_tools_print_topic_list(FILE *f, const kq_ctl_topics_desc *d);
+/* `kq topics --list`: names, sorted, one per line, or with json {"topics": ["a", ...]}. */
+void kq_tools_print_topic_list(FILE *f, const kq_ctl_topics_desc *d, bool json);
 /* `kq cluster describe`: one line per broker, or {"brokers": [...]}. */
 void kq_tools_print_cluster(FILE *f, const kq_ctl_cluster_desc *d, bool json);
 /* `kq configs --describe` for one resource: header and the dynamic entries (all entries with

@@ -208,6 +208,29 @@ mkdir "$TMP/empty"
 expect 1 "log-dump of an unformatted directory" "$KQ" log-dump --dir "$TMP/empty"
 has "$ERR" "$TMP/empty" "log-dump of an unformatted directory"
 
+# ---- every command that prints data honours --json or refuses it (usage error) -----------
+# (Honoured, with a controller: metadata-quorum describe, topics --describe and --list,
+# cluster describe, configs --describe, features describe; offline: log-dump, above; see
+# the unit tests in tests/unit/tools.)
+C="--bootstrap-controller 127.0.0.1:1"
+expect_usage "--json with storage random-uuid" storage random-uuid --json
+expect_usage "--json with storage format" storage format --config "$TMP/x.properties" \
+    --cluster-id "$CLUSTER" --json
+expect_usage "--json with metadata-write" metadata-write $C --json
+expect_usage "--json with topics --create" topics $C --create --topic t --partitions 1 \
+    --replication-factor 1 --json
+has "$ERR" "--json goes with --describe and --list" "--json with topics --create"
+expect_usage "--json with topics --alter" topics $C --alter --topic t --partitions 2 --json
+expect_usage "--json with topics --delete" topics $C --delete --topic t --json
+expect_usage "--json with cluster unregister" cluster $C unregister --id 1 --json
+expect_usage "--json with leader-election" leader-election $C --election-type PREFERRED \
+    --all-topic-partitions --json
+expect_usage "--json with configs --alter" configs $C --entity-type topics --entity-name t \
+    --alter --add-config min.insync.replicas=1 --json
+expect_usage "--json with features upgrade" features $C upgrade --feature kraft.version=0 --json
+expect_usage "--json with produce" produce --bootstrap-server 127.0.0.1:1 --topic t --value v --json
+expect_usage "--json with consume" consume --bootstrap-server 127.0.0.1:1 --topic t --json
+
 # ---- no controller --------------------------------------------------------------------------
 P1=$(dead_port)
 P2=$(dead_port)

@@ -240,7 +240,7 @@ static void test_list_cluster(void **state)
 
     fixture(&f, &td, &cd);
     cap_open(&c);
-    kq_tools_print_topic_list(c.f, &td);
+    kq_tools_print_topic_list(c.f, &td, false);
     assert_string_equal(cap_text(&c), "audit\norders\n");
     cap_close(&c);
 
@@ -266,6 +266,38 @@ static void test_list_cluster(void **state)
                                          "\tEndpoints: PLAINTEXT://localhost:9095\n"));
     assert_non_null(strstr(cap_text(&c), "Rack: none"));
     cap_close(&c);
+    kq_ctl_topics_desc_free(&td);
+    kq_ctl_cluster_desc_free(&cd);
+    cfx_free(&f);
+}
+
+/* kq topics --list --json: the names (topics with an error left out), sorted as answered. */
+static void test_topic_list_honours_json(void **state)
+{
+    (void)state;
+    cfx f;
+    kq_ctl_topics_desc td;
+    kq_ctl_cluster_desc cd;
+    capture c;
+
+    fixture(&f, &td, &cd);
+    cap_open(&c);
+    kq_tools_print_topic_list(c.f, &td, true);
+    assert_string_equal(cap_text(&c), "{\"topics\":[\"audit\",\"orders\"]}\n");
+    cap_close(&c);
+    td.topics[0].error = KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    cap_open(&c);
+    kq_tools_print_topic_list(c.f, &td, true);
+    assert_string_equal(cap_text(&c), "{\"topics\":[\"orders\"]}\n");
+    cap_close(&c);
+    td.topics[0].error = 0;
+    int32_t n = td.n_topics;
+    td.n_topics = 0;
+    cap_open(&c);
+    kq_tools_print_topic_list(c.f, &td, true);
+    assert_string_equal(cap_text(&c), "{\"topics\":[]}\n");
+    cap_close(&c);
+    td.n_topics = n;
     kq_ctl_topics_desc_free(&td);
     kq_ctl_cluster_desc_free(&cd);
     cfx_free(&f);
@@ -387,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_partition_selected_edges),
         cmocka_unit_test(test_describe_json),
         cmocka_unit_test(test_list_cluster),
+        cmocka_unit_test(test_topic_list_honours_json),
         cmocka_unit_test(test_configs_features),
         cmocka_unit_test(test_election_output),
         cmocka_unit_test(test_replica_assignment),
