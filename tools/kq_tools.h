@@ -203,6 +203,104 @@ int kq_tools_print_feature_results(FILE *f, kq_tools_feature_op op,
                                    const kq_tools_feature_updates *u, const kq_ctl_item_results *r,
                                    bool dry_run);
 
+/* ---- kq log-dump output (logdump.c) ------------------------------------------------------ */
+
+#include "kq/plog.h"
+#include "kq/records.h"
+
+/* Kafka's name for a record type, as kafka-dump-log.sh --cluster-metadata-decoder prints it:
+ * "REGISTER_BROKER_RECORD", "TOPIC_RECORD", "PARTITION_CHANGE_RECORD", "NO_OP_RECORD", ...,
+ * "LEADER_CHANGE" for the Raft control record, "OPAQUE_RECORD" for kq's test payloads, and
+ * "UNKNOWN" otherwise. Static string. */
+const char *kq_tools_record_type_name(kq_rec_type t);
+
+/* The fields of r as one JSON object with the field names of Kafka's JSON schemas (camelCase;
+ * topic and incarnation ids as base64 uuids; replica lists as arrays; LeaderChange voters as
+ * [{"voterId": n}]). PartitionChange fields that the record leaves unchanged are left out. */
+void kq_tools_record_data_json(kq_json *j, const kq_record *r);
+
+typedef enum kq_tools_dump_format {
+    KQ_TOOLS_DUMP_TEXT,  /* kafka-dump-log.sh's shape: a line per batch, "| offset: ..." per record
+                          */
+    KQ_TOOLS_DUMP_LINES, /* metadata records only: "offset=O epoch=E batch=B <description>" */
+    KQ_TOOLS_DUMP_JSON,  /* one JSON object and a newline */
+} kq_tools_dump_format;
+
+/* Longest record description kept (kq_record_render); longer ones end with "...". */
+#define KQ_TOOLS_DUMP_DESC_MAX (96 * 1024)
+
+/* A dump being written to f. Fill it with kq_tools_dump_init, then call the functions of one
+ * kind of dump in order: log_begin, log_batch..., log_end (a metadata log); snapshot (a
+ * snapshot file); plog_begin, { plog_partition, plog_batch..., plog_partition_end }...,
+ * plog_end (a broker's partition logs). A call that fails (returns non-zero) leaves d->err
+ * naming the problem and the output incomplete (the caller reports it and exits 1). The
+ * struct owns no memory. */
+typedef struct kq_tools_dump {
+    FILE *f;
+    kq_tools_dump_format format;
+    bool print_values; /* partition logs: print the record values */
+    kq_json j;
+    int64_t n_partitions, n_batches, n_records;
+    char err[512];
+    char desc[KQ_TOOLS_DUMP_DESC_MAX];
+} kq_tools_dump;
+
+void kq_tools_dump_init(kq_tools_dump *d, FILE *f, kq_tools_dump_format format, bool print_values);
+
+/* One batch of a metadata log as the store holds it. */
+typedef struct kq_tools_log_batch {
+    int64_t base_offset;
+    int32_t epoch;
+    int32_t count;
+    uint32_t crc32c;
+    const uint8_t *records; /* borrowed for the call: count length-prefixed kq.Records */
+    size_t len;
+    size_t size; /* stored bytes, header included */
+} kq_tools_log_batch;
+
+/* The summary line of a metadata log: the store's log state (kq_store_recovered). */
+typedef struct kq_tools_log_summary {
+    int64_t log_start, log_end;
+    int32_t last_epoch, qstate_epoch, voted_id, leader_id;
+} kq_tools_log_summary;
+
+void kq_tools_dump_log_begin(kq_tools_dump *d);
+/* Decodes every record of b before printing any. A record that parses as a kq.Record but is
+ * not one this build can decode (an unknown or invalid body) is printed as type "UNKNOWN"
+ * with the codec's description and the decoder's error. KQ_ERR_MALFORMED (nothing printed)
+ * when the records do not frame into exactly b->count kq.Records; KQ_ERR_NOMEM. */
+int kq_tools_dump_log_batch(kq_tools_dump *d, const kq_tools_log_batch *b);
+void kq_tools_dump_log_end(kq_tools_dump *d, const kq_tools_log_summary *s);
+
+/* A snapshot file: its id (from its header), its size, and its payload (length-prefixed
+ * kq.Records, borrowed). Prints every record (numbered by index: snapshot records have no
+ * offsets), then the summary. KQ_ERR_MALFORMED when the payload does not frame or a record
+ * does not parse (the records before it have been printed). */
+typedef struct kq_tools_snapshot_info {
+    int64_t end_offset;
+    int32_t epoch;
+    int64_t size;
+} kq_tools_snapshot_info;
+int kq_tools_dump_snapshot(kq_tools_dump *d, const kq_tools_snapshot_info *info,
+                           const uint8_t *payload, size_t len);
+
+/* One partition of a broker's log directory. */
+typedef struct kq_tools_plog_partition {
+    kq_plog_tp tp;
+    const char *topic; /* its name from the broker's metadata, NULL when unknown */
+    kq_plog_state state;
+    const kq_raft_epoch_entry *epochs; /* the leader-epoch cache, ascending (borrowed) */
+    size_t n_epochs;
+} kq_tools_plog_partition;
+
+/* KQ_TOOLS_DUMP_LINES prints as KQ_TOOLS_DUMP_TEXT here. */
+void kq_tools_dump_plog_begin(kq_tools_dump *d);
+void kq_tools_dump_plog_partition(kq_tools_dump *d, const kq_tools_plog_partition *p);
+/* KQ_ERR_MALFORMED (nothing printed) when the records do not frame into b->count values. */
+int kq_tools_dump_plog_batch(kq_tools_dump *d, const kq_plog_batch *b);
+void kq_tools_dump_plog_partition_end(kq_tools_dump *d);
+void kq_tools_dump_plog_end(kq_tools_dump *d);
+
 /* ---- commands (kq executable) ------------------------------------------------------------ */
 int kq_cmd_topics(int argc, char **argv);
 int kq_cmd_cluster(int argc, char **argv);

@@ -178,8 +178,9 @@ int kq_codec_append_leader_change(kq_buf *b, int32_t leader_id, const int32_t *v
 int kq_codec_append_noop(kq_buf *b);
 int kq_codec_append_opaque(kq_buf *b, const uint8_t *data, size_t len);
 
-/* Iterate the records of a batch payload. cb gets the record type and, for a short
- * human-readable rendering (for kq log-dump), a NUL-terminated description. Returns
+/* Iterate the records of a batch payload. cb gets the record type and a short
+ * human-readable NUL-terminated description ("Topic bytes=23" for a metadata record: kq
+ * log-dump prints it for a record that kq_record_decode cannot decode). Returns
  * KQ_ERR_MALFORMED if the payload does not parse or holds other than `count` records. */
 typedef int (*kq_record_cb)(void *arg, int64_t offset, kq_record_type type,
                             const char *description);

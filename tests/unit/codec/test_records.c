@@ -1,6 +1,6 @@
 /*
- * Records inside a batch payload: kq_codec_append_* and kq_codec_walk_records (what
- * `kq log-dump` prints).
+ * Records inside a batch payload: kq_codec_append_* and kq_codec_walk_records (whose
+ * descriptions `kq log-dump` prints for records it cannot decode).
  */
 #include <stdio.h>
 
