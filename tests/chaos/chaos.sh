@@ -12,7 +12,7 @@
 #   --controllers N   3 or 5 voters (default 3)
 #   --writers N       concurrent writer loops (default 2)
 #   --keep            keep the work directory even when the run passes (also KQ_KEEP=1)
-#   --check DIR HW    only run the checker on DIR (dump-<i>.txt from kq log-dump, acks-*.txt)
+#   --check DIR HW    only run the checker on DIR (dump-<i>.txt from kq log-dump --lines, acks-*.txt)
 #                     with committed offset HW; no root needed
 #
 # Exit status: 0 = pass, 1 = a safety or liveness violation (or a setup failure), 2 = bad
@@ -594,8 +594,8 @@ for ((i = 1; i <= NODES; i++)); do
     [[ $RC -eq 0 ]] || CRASHES+=("node $i exited with status $RC after SIGTERM")
 done
 for ((i = 1; i <= NODES; i++)); do
-    "$KQ" log-dump --dir "$DIR/node-$i" >"$DIR/dump-$i.txt" 2>"$DIR/dump-$i.err" ||
-        fail "kq log-dump --dir $DIR/node-$i failed: $(tail -n 3 "$DIR/dump-$i.err")"
+    "$KQ" log-dump --dir "$DIR/node-$i" --lines >"$DIR/dump-$i.txt" 2>"$DIR/dump-$i.err" ||
+        fail "kq log-dump --dir $DIR/node-$i --lines failed: $(tail -n 3 "$DIR/dump-$i.err")"
 done
 
 ACKS=$(cat "$DIR"/acks-*.txt 2>/dev/null | wc -l)

@@ -736,7 +736,7 @@ for ((p = 0; p < PARTS; p++)); do
 done
 echo "elections seen:       $ELECTIONS (leader epochs by partition: ${LEADER_EPOCHS% })"
 echo "ISR shrinks/expands:  $SHRINKS / $EXPANDS (leader log lines); not recovered 30 s after a fault: $NOT_REJOINED"
-echo "replica logs compared offline: no (no offline dump tool for partition logs)"
+echo "replica logs compared offline: no (not implemented; kq log-dump --partition-log dumps them)"
 [[ -n ${VIOL//$'\n'/} ]] && printf '%s' "$VIOL"
 ((HUNG > 0)) && grep -h HUNG "$DIR"/writer-*.log | sed 's/^/liveness: /'
 for c in "${CRASHES[@]}"; do

@@ -144,7 +144,7 @@ kt_broker_start 3
 kt_broker_wait 3 "$from" '^state broker=3 ' 60
 if [[ $KT_BLINE == *caught_up=false* ]]; then
     kt_broker_state 3
-    dump=$(timeout 60 "$KT_KQ" log-dump --dir "$KT_DIR/node-1" 2>&1 |
+    dump=$(timeout 60 "$KT_KQ" log-dump --dir "$KT_DIR/node-1" --lines 2>&1 |
         awk -v e="$KT_BEPOCH" '/^offset=/ { split($1, a, "="); if (a[2] + 0 >= e + 0 && a[2] + 0 < e + 8) print }')
     kt_fail "re-registered broker 3 (epoch $KT_BEPOCH) reported metadata offset $KT_BEPOCH and is not caught up ($KT_BLINE): its RegisterBroker record is not at the offset of its broker epoch; log from the epoch on: $dump"
 fi

@@ -107,6 +107,17 @@ expect_usage "kq-metadata-quorum without mode" "$BIN/kq-metadata-quorum" \
     --bootstrap-controller 127.0.0.1:1 describe
 expect_usage "log-dump without --dir" log-dump
 expect_usage "log-dump with an extra argument" log-dump --dir "$TMP" extra
+expect_usage "log-dump with --dir and --snapshot" log-dump --dir "$TMP" --snapshot "$TMP/x"
+expect_usage "log-dump with --snapshot and --partition-log" log-dump --snapshot "$TMP/x" \
+    --partition-log "$TMP"
+expect_usage "log-dump --json --lines" log-dump --dir "$TMP" --json --lines
+has "$ERR" "--json and --lines" "log-dump --json --lines"
+expect_usage "log-dump --print-values without --partition-log" log-dump --dir "$TMP" --print-values
+has "$ERR" "go with --partition-log" "log-dump --print-values with --dir"
+expect_usage "log-dump --partition without --partition-log" log-dump --snapshot "$TMP/x" --partition 0
+expect_usage "log-dump --partition-log --lines" log-dump --partition-log "$TMP" --lines
+expect_usage "log-dump --topic-id not a uuid" log-dump --partition-log "$TMP" --topic-id nope
+expect_usage "log-dump --partition -1" log-dump --partition-log "$TMP" --partition -1
 expect_usage "metadata-write without --bootstrap-controller" metadata-write
 expect_usage "metadata-write --count 0" metadata-write --bootstrap-controller 127.0.0.1:1 --count 0
 expect_usage "metadata-write --size -1" metadata-write --bootstrap-controller 127.0.0.1:1 --size -1
@@ -194,8 +205,11 @@ SUMMARY="records=0 batches=0 log_start=0 log_end=0 last_epoch=0 qstate_epoch=0 v
 if expect 0 "log-dump of a fresh directory" "$KQ" log-dump --dir "$DIR1"; then
     [[ $OUT == "$SUMMARY" ]] || fail "log-dump of a fresh directory printed: $OUT"
 fi
+if expect 0 "log-dump --lines of a fresh directory" "$KQ" log-dump --dir "$DIR1" --lines; then
+    [[ $OUT == "$SUMMARY" ]] || fail "log-dump --lines of a fresh directory printed: $OUT"
+fi
 if expect 0 "log-dump --json of a fresh directory" "$KQ" log-dump --dir "$DIR1" --json; then
-    [[ $OUT == '{"records":[],"summary":{"records":0,"batches":0,"log_start":0,"log_end":0,"last_epoch":0,"qstate_epoch":0,"voted_id":-1,"leader_id":-1}}' ]] ||
+    [[ $OUT == '{"batches":[],"summary":{"records":0,"batches":0,"log_start":0,"log_end":0,"last_epoch":0,"qstate_epoch":0,"voted_id":-1,"leader_id":-1}}' ]] ||
         fail "log-dump --json printed: $OUT"
     if command -v python3 >/dev/null; then
         python3 -c 'import json,sys; json.load(sys.stdin)' <<<"$OUT" || fail "log-dump --json is not JSON"
@@ -207,11 +221,30 @@ has "$ERR" "kq storage format" "log-dump of a missing directory"
 mkdir "$TMP/empty"
 expect 1 "log-dump of an unformatted directory" "$KQ" log-dump --dir "$TMP/empty"
 has "$ERR" "$TMP/empty" "log-dump of an unformatted directory"
+# A formatted directory that no broker has opened has no partitions; nothing is created in it.
+before=$(cd "$DIR1" && md5sum data.mdb)
+if expect 0 "log-dump --partition-log of a fresh directory" "$KQ" log-dump --partition-log "$DIR1"; then
+    [[ $OUT == "partitions=0 batches=0 records=0" ]] || fail "log-dump --partition-log printed: $OUT"
+fi
+if expect 0 "log-dump --partition-log --json of a fresh directory" "$KQ" log-dump \
+    --partition-log "$DIR1" --json --print-values; then
+    [[ $OUT == '{"partitions":[],"summary":{"partitions":0,"batches":0,"records":0}}' ]] ||
+        fail "log-dump --partition-log --json printed: $OUT"
+fi
+[[ $(cd "$DIR1" && md5sum data.mdb) == "$before" ]] || fail "log-dump --partition-log changed $DIR1/data.mdb"
+expect 1 "log-dump --partition-log of a missing directory" "$KQ" log-dump --partition-log "$TMP/nope"
+has "$ERR" "kq storage format" "log-dump --partition-log of a missing directory"
+[[ ! -e $TMP/nope ]] || fail "log-dump --partition-log created $TMP/nope"
+expect 1 "log-dump --snapshot of a missing file" "$KQ" log-dump --snapshot "$TMP/nope.checkpoint"
+has "$ERR" "snapshot $TMP/nope.checkpoint does not exist" "log-dump --snapshot of a missing file"
+printf 'KQSNAP01 but not a snapshot at all.....' >"$TMP/bad.checkpoint"
+expect 1 "log-dump --snapshot of a damaged file" "$KQ" log-dump --snapshot "$TMP/bad.checkpoint"
+has "$ERR" "damaged header" "log-dump --snapshot of a damaged file"
 
 # ---- every command that prints data honours --json or refuses it (usage error) -----------
 # (Honoured, with a controller: metadata-quorum describe, topics --describe and --list,
-# cluster describe, configs --describe, features describe; offline: log-dump, above; see
-# the unit tests in tests/unit/tools.)
+# cluster describe, configs --describe, features describe, log-dump; see the unit tests and
+# test_log_dump_decodes_every_record.sh.)
 C="--bootstrap-controller 127.0.0.1:1"
 expect_usage "--json with storage random-uuid" storage random-uuid --json
 expect_usage "--json with storage format" storage format --config "$TMP/x.properties" \

@@ -490,14 +490,17 @@ kt_write() {
     sed -n 's/.*written at offset \([0-9][0-9]*\) epoch \([0-9][0-9]*\).*/\1/p' <<<"$out"
 }
 
-# kt_log_dump NODE OUTFILE: the record lines (offset=...) of kq log-dump of the node's
+# kt_log_dump NODE OUTFILE: the record lines (offset=...) of kq log-dump --lines of the node's
 # directory (the node must not be running); returns the log_end from the summary line.
 kt_log_dump() {
-    local i=$1 file=$2 out
-    if ! out=$(timeout 60 "$KT_KQ" log-dump --dir "$KT_DIR/node-$i" 2>&1); then
-        kt_fail "kq log-dump --dir $KT_DIR/node-$i failed: $(tail -n 5 <<<"$out")"
+    local i=$1 file=$2 out n
+    if ! out=$(timeout 60 "$KT_KQ" log-dump --dir "$KT_DIR/node-$i" --lines 2>&1); then
+        kt_fail "kq log-dump --dir $KT_DIR/node-$i --lines failed: $(tail -n 5 <<<"$out")"
     fi
     grep '^offset=' <<<"$out" >"$file" || true
+    n=$(sed -n 's/^records=\([0-9][0-9]*\) .*/\1/p' <<<"$out" | tail -n 1)
+    [[ $(wc -l <"$file") -eq ${n:--1} ]] ||
+        kt_fail "kq log-dump --lines of node $i: $(wc -l <"$file") record lines, summary says ${n:-nothing}"
     sed -n 's/.*log_end=\([0-9][0-9]*\).*/\1/p' <<<"$out" | tail -n 1
 }
 
