@@ -315,8 +315,8 @@ static void random_topic_id(const kq_image *img, kq_prng *prng, uint8_t id[16])
 
         memcpy(id, &a, 8);
         memcpy(id + 8, &b, 8);
-        /* Skip a == 0 && b <= 1: the all-zero id and the id right after it. */
-        if ((a != 0 || b > 1) && !kq_image_topic_by_id(img, id))
+        /* Skip the reserved ids (zero, Kafka's Uuid.ONE) and ids in use. */
+        if (!kq_topic_id_reserved(id) && !kq_image_topic_by_id(img, id))
             return;
     }
 }
@@ -409,19 +409,35 @@ static int create_one(const kq_decide_settings *s, const kq_image *img, const kq
     size_t cap = sizeof res->message;
     int32_t *flat = NULL, np, rf;
     kq_record r = {.type = KQ_REC_TOPIC};
+    const kq_topic *same;
     int rc = 0;
 
     if (!t->name || !kq_topic_name_valid(t->name))
         return seterr(m, cap, KQ_ERR_INVALID_TOPIC_EXCEPTION,
                       "topic name %s is not [a-zA-Z0-9._-]{1,249} (and not . or ..)",
                       t->name ? t->name : "(null)");
-    if (kq_image_topic_by_name(img, t->name))
+    if ((same = kq_image_topic_by_name(img, t->name))) {
+        /* The existing topic's id: a client that chose the id of its create (a retry after a
+         * lost answer) can tell its own topic from someone else's. */
+        memcpy(res->topic_id, same->id, 16);
         return seterr(m, cap, KQ_ERR_TOPIC_ALREADY_EXISTS, "topic %s already exists", t->name);
+    }
     for (const kq_topic *o = kq_image_topic_next(img, NULL); o; o = kq_image_topic_next(img, o))
         if (names_collide(o->name, t->name))
             return seterr(m, cap, KQ_ERR_INVALID_TOPIC_EXCEPTION,
                           "topic %s collides with existing topic %s ('.' and '_' collide)", t->name,
                           o->name);
+    if (!kq_uuid_is_zero(t->topic_id)) {
+        const kq_topic *o = kq_image_topic_by_id(img, t->topic_id);
+        char id[KQ_UUID_STR_LEN + 1];
+
+        kq_uuid_format(t->topic_id, id);
+        if (kq_topic_id_reserved(t->topic_id))
+            return seterr(m, cap, KQ_ERR_INVALID_REQUEST, "topic id %s is reserved", id);
+        if (o)
+            return seterr(m, cap, KQ_ERR_INVALID_REQUEST, "topic id %s is used by topic %s", id,
+                          o->name);
+    }
     if (t->n_assignments > 0) {
         if (t->num_partitions != -1 || t->replication_factor != -1)
             return seterr(m, cap, KQ_ERR_INVALID_REQUEST,
@@ -461,7 +477,10 @@ static int create_one(const kq_decide_settings *s, const kq_image *img, const kq
             goto out;
     }
     /* Records: Topic, Configs, Partitions. */
-    random_topic_id(img, prng, res->topic_id);
+    if (kq_uuid_is_zero(t->topic_id))
+        random_topic_id(img, prng, res->topic_id);
+    else
+        memcpy(res->topic_id, t->topic_id, 16);
     memcpy(r.topic.topic_id, res->topic_id, 16);
     if (!(r.topic.name = strdup(t->name)) || (rc = kq_reclist_push(out, &r))) {
         kq_record_free(&r);
@@ -498,6 +517,15 @@ int kq_rc_create_topics(const kq_decide_settings *s, const kq_image *img,
         if (dup) {
             res[i].error = seterr(res[i].message, sizeof res[i].message, KQ_ERR_INVALID_REQUEST,
                                   "topic %s appears more than once in the request", reqs[i].name);
+            continue;
+        }
+        for (int32_t j = 0; j < n && !kq_uuid_is_zero(reqs[i].topic_id); j++)
+            if (j != i && !memcmp(reqs[i].topic_id, reqs[j].topic_id, 16))
+                dup = true;
+        if (dup) {
+            res[i].error = seterr(res[i].message, sizeof res[i].message, KQ_ERR_INVALID_REQUEST,
+                                  "the topic id of topic %s appears more than once in the request",
+                                  reqs[i].name ? reqs[i].name : "(null)");
             continue;
         }
         rc = create_one(s, img, &reqs[i], prng, out, &res[i]);

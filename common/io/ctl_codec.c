@@ -412,6 +412,14 @@ static int dec_create_topics(arena *a, const Kq__CreateTopicsRequest *w, kq_ctl_
             cs[k].name = t->configs[k]->name;
             cs[k].value = t->configs[k]->value;
         }
+        if (t->has_topic_id) {
+            if (t->topic_id.len != 16)
+                return BAD("create_topics topic %zu topic_id has %zu bytes (expected 16)", i,
+                           t->topic_id.len);
+            if (kq_topic_id_reserved(t->topic_id.data))
+                return BAD("create_topics topic %zu topic_id is a reserved id", i);
+            memcpy(ts[i].topic_id, t->topic_id.data, 16);
+        }
         ts[i].name = t->name;
         ts[i].num_partitions = t->num_partitions;
         ts[i].replication_factor = t->replication_factor;
@@ -1019,6 +1027,8 @@ static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
             ts[i].name = (char *)(r[i].name ? r[i].name : "");
             ts[i].num_partitions = r[i].num_partitions;
             ts[i].replication_factor = r[i].replication_factor;
+            if (!kq_uuid_is_zero(r[i].topic_id))
+                set_id(&ts[i].has_topic_id, &ts[i].topic_id, r[i].topic_id);
             ts[i].n_assignments = (size_t)r[i].n_assignments;
             if (r[i].n_assignments &&
                 !(ts[i].assignments = enc_assignments(a, r[i].assignments, r[i].n_assignments)))
@@ -1453,7 +1463,8 @@ int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
         ts[i].name = (char *)(reqs[i].name ? reqs[i].name : "");
         ts[i].error_code = res[i].error;
         ts[i].error_message = item_message(msgs, i, res[i].message);
-        if (!res[i].error) {
+        if (!res[i].error ||
+            (res[i].error == KQ_ERR_TOPIC_ALREADY_EXISTS && !kq_uuid_is_zero(res[i].topic_id))) {
             set_id(&ts[i].has_topic_id, &ts[i].topic_id, res[i].topic_id);
         }
         ts[i].num_partitions = res[i].error ? -1 : res[i].num_partitions;

@@ -87,6 +87,10 @@ typedef struct kq_create_topic {
     int32_t n_assignments;
     const kq_config_kv *configs;
     int32_t n_configs;
+    /* All zero: the controller picks the id. Otherwise the client's choice (kq topics --create
+     * sends a random one, so that a retried create recognises the topic it created): refused
+     * with INVALID_REQUEST when reserved (kq_topic_id_reserved) or used by another topic. */
+    uint8_t topic_id[16];
 } kq_create_topic;
 
 typedef struct kq_create_topic_result {
@@ -94,7 +98,7 @@ typedef struct kq_create_topic_result {
                   INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT,
                   INVALID_CONFIG */
     char message[256];
-    uint8_t topic_id[16];
+    uint8_t topic_id[16]; /* the new topic's; with TOPIC_ALREADY_EXISTS the existing topic's */
     int32_t num_partitions;
     int32_t replication_factor;
 } kq_create_topic_result;

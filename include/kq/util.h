@@ -30,6 +30,15 @@ static inline bool kq_uuid_is_zero(const uint8_t id[16])
             return false;
     return true;
 }
+/* True for the ids no topic may have: the zero uuid and Kafka's Uuid.ONE (15 zero bytes, then
+ * 1), the id of the __cluster_metadata topic. */
+static inline bool kq_topic_id_reserved(const uint8_t id[16])
+{
+    for (int i = 0; i < 15; i++)
+        if (id[i])
+            return false;
+    return id[15] <= 1;
+}
 
 /* The min.insync.replicas rule, the one copy that the partition leader (HW freeze, acks=all),
  * its metrics, the controller (ELR) and kq topics --describe's filters all use. As in Kafka 4.x

@@ -77,6 +77,72 @@ static void test_create_topic_records(void **st)
     fx_free(f);
 }
 
+/* A client-chosen topic id (kq topics --create): the topic gets it; a create of an existing
+ * name answers TOPIC_ALREADY_EXISTS with the existing topic's id (the tool's retry recognises
+ * its own topic); an id that is reserved, used by another topic or sent twice is refused. */
+static void test_create_topic_client_id(void **st)
+{
+    fx *f = fx_new();
+    kq_prng prng;
+    kq_create_topic_result res;
+    kq_create_topic t = {.name = "orders", .num_partitions = 2, .replication_factor = 1};
+    uint8_t mine[16], other[16], one[16] = {[15] = 1};
+
+    kq_prng_seed(&prng, 3);
+    fx_brokers(f, 2, 0);
+    for (int i = 0; i < 16; i++) {
+        mine[i] = (uint8_t)(0xa0 + i);
+        other[i] = (uint8_t)(0x10 + i);
+    }
+    memcpy(t.topic_id, mine, 16);
+    assert_int_equal(create(f, t, &prng, &res), 0);
+    assert_memory_equal(res.topic_id, mine, 16);
+    assert_memory_equal(f->out.v[0].topic.topic_id, mine, 16);
+    fx_apply(f);
+    assert_memory_equal(kq_image_topic_by_name(f->img, "orders")->id, mine, 16);
+
+    /* The same create again (a retry), and another client's create of the same name. */
+    assert_int_equal(create(f, t, &prng, &res), KQ_ERR_TOPIC_ALREADY_EXISTS);
+    assert_memory_equal(res.topic_id, mine, 16);
+    assert_int_equal(f->out.n, 0);
+    memcpy(t.topic_id, other, 16);
+    assert_int_equal(create(f, t, &prng, &res), KQ_ERR_TOPIC_ALREADY_EXISTS);
+    assert_memory_equal(res.topic_id, mine, 16);
+    memset(t.topic_id, 0, 16);
+    assert_int_equal(create(f, t, &prng, &res), KQ_ERR_TOPIC_ALREADY_EXISTS);
+    assert_memory_equal(res.topic_id, mine, 16);
+
+    /* Another name with an id in use, or a reserved id. */
+    t.name = "payments";
+    memcpy(t.topic_id, mine, 16);
+    assert_int_equal(create(f, t, &prng, &res), KQ_ERR_INVALID_REQUEST);
+    assert_non_null(strstr(res.message, "is used by topic orders"));
+    memcpy(t.topic_id, one, 16);
+    assert_int_equal(create(f, t, &prng, &res), KQ_ERR_INVALID_REQUEST);
+    assert_non_null(strstr(res.message, "reserved"));
+    assert_int_equal(f->out.n, 0);
+
+    /* One id for two topics of one request: both refused, nothing written. */
+    kq_create_topic two[2] = {{.name = "p1", .num_partitions = 1, .replication_factor = 1},
+                              {.name = "p2", .num_partitions = 1, .replication_factor = 1}};
+    kq_create_topic_result r2[2];
+    memcpy(two[0].topic_id, other, 16);
+    memcpy(two[1].topic_id, other, 16);
+    assert_int_equal(kq_rc_create_topics(&f->s, f->img, two, 2, &prng, &f->out, r2), 0);
+    assert_int_equal(r2[0].error, KQ_ERR_INVALID_REQUEST);
+    assert_int_equal(r2[1].error, KQ_ERR_INVALID_REQUEST);
+    assert_int_equal(f->out.n, 0);
+
+    /* Without an id the controller picks one (never a reserved one). */
+    t.name = "payments";
+    memset(t.topic_id, 0, 16);
+    assert_int_equal(create(f, t, &prng, &res), 0);
+    assert_false(kq_topic_id_reserved(res.topic_id));
+    assert_memory_not_equal(res.topic_id, mine, 16);
+    fx_apply(f);
+    fx_free(f);
+}
+
 /* 3.4 validation errors. */
 static void test_create_topic_errors(void **st)
 {
@@ -583,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_elr_follows_its_feature_level),
         cmocka_unit_test(test_create_topic_records),
         cmocka_unit_test(test_create_topic_errors),
+        cmocka_unit_test(test_create_topic_client_id),
         cmocka_unit_test(test_manual_assignment),
         cmocka_unit_test(test_placement_rules),
         cmocka_unit_test(test_placement_single_rack_is_striped),

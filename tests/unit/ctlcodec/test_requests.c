@@ -218,7 +218,19 @@ static void test_create_topics(void **state)
     assert_int_equal(out.create_topics.topics[1].n_assignments, 2);
     assert_int_equal(out.create_topics.topics[1].assignments[1].partition_index, 1);
     assert_memory_equal(out.create_topics.topics[1].assignments[1].broker_ids, a1, sizeof a1);
+    for (int k = 0; k < 16; k++)
+        assert_int_equal(out.create_topics.topics[0].topic_id[k], 0); /* none sent */
     kq_ctl_request_free(&out);
+
+    /* A client-chosen topic id travels; a reserved one is refused by the decoder. */
+    memset(ts[1].topic_id, 0x5a, 16);
+    round_trip(&req, &out);
+    assert_memory_equal(out.create_topics.topics[1].topic_id, ts[1].topic_id, 16);
+    kq_ctl_request_free(&out);
+    memset(ts[1].topic_id, 0, 16);
+    ts[1].topic_id[15] = 1;
+    expect_reject(&req, KQ_ERR_INVALID_REQUEST, "topic_id is a reserved id");
+    memset(ts[1].topic_id, 0, 16);
 
     ts[0].num_partitions = -2;
     expect_reject(&req, KQ_ERR_INVALID_REQUEST, "num_partitions -2");

@@ -152,6 +152,17 @@ static void test_item_results(void **state)
     assert_false(items.items[1].has_id);
     kq_ctl_item_results_free(&items);
     kq_response_free(&env);
+    /* TOPIC_ALREADY_EXISTS carries the existing topic's id when the controller gives it. */
+    memset(res[1].topic_id, 0x22, 16);
+    assert_int_equal(kq_ctl_encode_create_topics_response(reqs, res, 2, &b), 0);
+    open_resp(&b, &env);
+    assert_int_equal(kq_ctl_decode_item_results(&env, &items, err, sizeof err), 0);
+    assert_int_equal(items.items[1].error, KQ_ERR_TOPIC_ALREADY_EXISTS);
+    assert_true(items.items[1].has_id);
+    assert_int_equal(items.items[1].topic_id[15], 0x22);
+    assert_int_equal(items.items[1].num_partitions, -1);
+    kq_ctl_item_results_free(&items);
+    kq_response_free(&env);
 
     /* ElectLeaders: topic names from the targets, grouped per topic */
     kq_elect_target tg[] = {{"a", 0}, {"a", 1}, {"zz", 0}};
