@@ -1,7 +1,10 @@
 /*
- * Finding the active controller: bootstrap list, leader hints, per-attempt timeouts.
+ * Finding the active controller: bootstrap list, leader hints, per-attempt timeouts, and the
+ * retry policy that every kq command talking to controllers shares.
  *
- * A dead bootstrap address must not cost the full --timeout-ms. Two mechanisms:
+ * One pass over the bootstrap list:
+ *
+ * A dead bootstrap address must not cost the full per-attempt timeout. Two mechanisms:
  *
  *   1. A short connect phase: plain TCP connects to every bootstrap address at once, bounded
  *      by CONNECT_PHASE_MS. An address that refuses (or is unreachable) is recorded as failed
@@ -12,11 +15,20 @@
  *      answered usefully within a quarter of the timeout (at most STAGGER_MAX_MS), so a live but
  * hung controller cannot hold the command for the whole timeout. The first usable answer (success
  * or a non-retriable error) wins; NOT_CONTROLLER / NOT_LEADER_OR_FOLLOWER hints are followed per
- * bootstrap address (at most max_hops).
+ * bootstrap address (at most max_hops), except a hint naming the address that just answered (a
+ * new leader that is not active yet): asking it again at once is pointless.
  *
  * Writes (everything else: Write, CreateTopics, ...) are not idempotent and are never in
  * flight at two controllers: they go to one address at a time, in bootstrap order, but skip
- * addresses that the connect phase found dead. Ownership: see kq_tools.h.
+ * addresses that the connect phase found dead.
+ *
+ * Passes: while a controller election is under way every address may fail (the old leader is
+ * dead, standbys still name it or no leader, the new leader is not active yet). When a pass
+ * ends without an answer and one of its failures is retriable (kq_err_retriable of the error
+ * answered, a timeout, a refused or reset connection), the next pass starts after a backoff
+ * (KQ_TOOLS_BACKOFF_MIN_MS doubling up to KQ_TOOLS_BACKOFF_MAX_MS, +-20% jitter), until the
+ * next pass would start after the overall timeout; every request's timeout is clamped to the
+ * time left. A non-retriable error answer ends the call at once. Ownership: see kq_tools.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +43,7 @@
 
 #include "kq/error.h"
 #include "kq/rpc.h"
+#include "kq/util.h"
 #include "kq_tools.h"
 
 #define MAX_ATTEMPTS 64
@@ -39,7 +52,8 @@
 
 typedef struct attempt {
     char addr[300];
-    bool answered; /* an error answer (not a timeout or network failure) */
+    bool answered;  /* an error answer (not a timeout or network failure) */
+    bool retriable; /* the failure may go away (worth another pass) */
     char reason[400];
 } attempt;
 
@@ -200,12 +214,14 @@ static int add_attempt(attempt *at, int *n, const kq_tools_addr *addr)
     attempt *a = &at[*n - 1];
     kq_tools_format_addr(addr, a->addr, sizeof a->addr);
     a->answered = false;
+    a->retriable = false;
     a->reason[0] = '\0';
     return *n - 1;
 }
 
 static void dead_reason(attempt *a, int err)
 {
+    a->retriable = err != PROBE_UNRESOLVED; /* a refused connection: maybe restarting */
     snprintf(a->reason, sizeof a->reason, "%s (cannot connect: %s)",
              kq_err_name(KQ_ERR_NETWORK_EXCEPTION),
              err == PROBE_UNRESOLVED ? "host name does not resolve"
@@ -276,15 +292,37 @@ static void on_answer(void *arg, int err, const uint8_t *data, size_t len)
     pthread_mutex_unlock(&cs->mu);
 }
 
-/* Send the request to s->addr (a new attempt). Called without cs->mu held. On failure to
- * start, the slot is left DONE with the attempt's reason set. */
+/* Milliseconds from now until deadline (0 when passed). */
+static uint32_t time_left(uint64_t deadline)
+{
+    uint64_t t = now_ms();
+    return t >= deadline ? 0u : (uint32_t)(deadline - t);
+}
+
+/* The deadline passed before a request could be sent: the attempt counts as timed out. */
+static void no_time_left(attempt *a, slot *s)
+{
+    snprintf(a->reason, sizeof a->reason, "%s (no time left)",
+             kq_err_name(KQ_ERR_REQUEST_TIMED_OUT));
+    a->retriable = true;
+    s->state = SLOT_DONE;
+}
+
+/* Send the request to s->addr (a new attempt), with a timeout of attempt_ms clamped to the
+ * time left before deadline. Called without cs->mu held. On failure to start, the slot is left
+ * DONE with the attempt's reason set. */
 static void launch(call_state *cs, int idx, bool probe_first, attempt *at, int *n_at,
-                   const kq_buf *req, uint32_t timeout_ms, cb_arg *args)
+                   const kq_buf *req, uint32_t attempt_ms, uint64_t deadline, cb_arg *args)
 {
     slot *s = &cs->slots[idx];
     char hp[300], url[320], errbuf[256] = "";
     int ai = add_attempt(at, n_at, &s->addr);
+    uint32_t left = time_left(deadline), timeout_ms = attempt_ms < left ? attempt_ms : left;
     s->attempt = ai;
+    if (timeout_ms == 0) {
+        no_time_left(&at[ai], s);
+        return;
+    }
     if (probe_first) {
         int st = PROBE_OK, perr = 0;
         probe_all(&s->addr, 1, timeout_ms < CONNECT_PHASE_MS ? timeout_ms : CONNECT_PHASE_MS, &st,
@@ -292,6 +330,12 @@ static void launch(call_state *cs, int idx, bool probe_first, attempt *at, int *
         if (st == PROBE_DEAD) {
             dead_reason(&at[ai], perr);
             s->state = SLOT_DONE;
+            return;
+        }
+        left = time_left(deadline);
+        timeout_ms = timeout_ms < left ? timeout_ms : left;
+        if (timeout_ms == 0) {
+            no_time_left(&at[ai], s);
             return;
         }
     }
@@ -324,6 +368,7 @@ static void launch(call_state *cs, int idx, bool probe_first, attempt *at, int *
         pthread_mutex_unlock(&cs->mu);
         snprintf(at[ai].reason, sizeof at[ai].reason, "%s (%s)", kq_err_name(rc),
                  kq_err_message(rc));
+        at[ai].retriable = kq_err_retriable(rc) != 0;
     }
 }
 
@@ -335,37 +380,21 @@ static void close_client(slot *s)
     }
 }
 
-static void print_failure(const kq_tools_call_opts *o, const attempt *at, int n_at)
+static bool same_addr(const kq_tools_addr *a, const kq_tools_addr *b)
 {
-    char tried[2048] = "";
-    size_t used = 0;
-    for (int i = 0; i < n_at && used < sizeof tried; i++) {
-        bool dup = false;
-        for (int k = 0; k < i; k++)
-            dup = dup || strcmp(at[k].addr, at[i].addr) == 0;
-        if (dup)
-            continue;
-        int w = snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "", at[i].addr);
-        if (w < 0)
-            break;
-        used += (size_t)w;
-    }
-    kq_tools_errorf("no controller answered within %u ms (tried %s)", o->timeout_ms, tried);
-    for (int i = 0; i < n_at; i++) {
-        bool dup = !at[i].answered;
-        for (int k = 0; k < i && !dup; k++)
-            dup = at[k].answered && strcmp(at[k].addr, at[i].addr) == 0 &&
-                  strcmp(at[k].reason, at[i].reason) == 0;
-        if (!dup)
-            fprintf(stderr, "  %s answered %s\n", at[i].addr, at[i].reason);
-    }
+    return a->port == b->port && strcmp(a->host, b->host) == 0;
 }
 
-int kq_tools_call_controller(const kq_tools_call_opts *o, uint32_t api_key, const kq_buf *req,
-                             kq_response *resp)
+typedef enum pass_result {
+    PASS_ANSWER = 0, /* *resp holds an answer with error NONE */
+    PASS_STOPPED,    /* a non-retriable error answer (already reported) */
+    PASS_FAILED,     /* no usable answer: see the attempts */
+} pass_result;
+
+/* One pass over the bootstrap list (see the top of this file). Fills at[0..*n_at). */
+static pass_result one_pass(const kq_tools_call_opts *o, uint32_t api_key, const kq_buf *req,
+                            kq_response *resp, uint64_t deadline, attempt *at, int *n_at)
 {
-    attempt at[MAX_ATTEMPTS];
-    int n_at = 0;
     slot slots[KQ_TOOLS_MAX_ADDRS];
     cb_arg args[KQ_TOOLS_MAX_ADDRS];
     int order[KQ_TOOLS_MAX_ADDRS], perr[KQ_TOOLS_MAX_ADDRS], probe[KQ_TOOLS_MAX_ADDRS];
@@ -373,11 +402,13 @@ int kq_tools_call_controller(const kq_tools_call_opts *o, uint32_t api_key, cons
     pthread_condattr_t ca;
     int n = o->n_bootstrap < KQ_TOOLS_MAX_ADDRS ? o->n_bootstrap : KQ_TOOLS_MAX_ADDRS;
     bool read = is_read(api_key);
+    uint32_t left = time_left(deadline);
+    uint32_t attempt_ms = o->attempt_timeout_ms ? o->attempt_timeout_ms : o->timeout_ms;
+    if (attempt_ms > left)
+        attempt_ms = left;
     /* Reads: how long one address may stay silent before the next one is started too. */
-    uint64_t stagger = o->timeout_ms / 4u < STAGGER_MAX_MS ? o->timeout_ms / 4u : STAGGER_MAX_MS;
-    int ret = KQ_EXIT_FAILURE;
-    bool have_answer = false;
-    bool stopped = false; /* a non-retriable error ended the search (already reported) */
+    uint64_t stagger = attempt_ms / 4u < STAGGER_MAX_MS ? attempt_ms / 4u : STAGGER_MAX_MS;
+    pass_result ret = PASS_FAILED;
 
     memset(resp, 0, sizeof *resp);
     memset(slots, 0, sizeof slots);
@@ -390,8 +421,8 @@ int kq_tools_call_controller(const kq_tools_call_opts *o, uint32_t api_key, cons
     pthread_condattr_destroy(&ca);
 
     /* Connect phase; launch order: reachable addresses in bootstrap order, then slow ones. */
-    probe_all(o->bootstrap, n, o->timeout_ms < CONNECT_PHASE_MS ? o->timeout_ms : CONNECT_PHASE_MS,
-              probe, perr);
+    probe_all(o->bootstrap, n, attempt_ms < CONNECT_PHASE_MS ? attempt_ms : CONNECT_PHASE_MS, probe,
+              perr);
     int n_order = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int b = 0; b < n; b++)
@@ -412,12 +443,12 @@ int kq_tools_call_controller(const kq_tools_call_opts *o, uint32_t api_key, cons
         while (next < n_order && (inflight == 0 || (read && now_ms() >= last_launch + stagger))) {
             int b = order[next++];
             if (slots[b].probe == PROBE_DEAD) {
-                int ai = add_attempt(at, &n_at, &slots[b].addr);
+                int ai = add_attempt(at, n_at, &slots[b].addr);
                 dead_reason(&at[ai], perr[b]);
                 slots[b].state = SLOT_DONE;
                 continue;
             }
-            launch(&cs, b, false, at, &n_at, req, o->timeout_ms, args);
+            launch(&cs, b, false, at, n_at, req, attempt_ms, deadline, args);
             if (slots[b].state == SLOT_INFLIGHT) {
                 inflight++;
                 last_launch = now_ms();
@@ -455,32 +486,36 @@ int kq_tools_call_controller(const kq_tools_call_opts *o, uint32_t api_key, cons
         int rc = decode_answer(s->err, s->data, s->len, api_key, resp, a->reason, sizeof a->reason);
         free(s->data);
         s->data = NULL;
-        if (rc != 0)
+        if (rc != 0) {
+            /* Timeouts and lost connections are retriable; a malformed answer is not. */
+            a->retriable = s->err != 0 && kq_err_retriable(rc);
             continue; /* no usable answer from this chain */
+        }
         if (resp->error == KQ_ERR_NONE) {
-            have_answer = true;
-            ret = KQ_EXIT_OK;
+            ret = PASS_ANSWER;
             break;
         }
         int err = resp->error;
         a->answered = true;
+        a->retriable = kq_err_retriable(err) != 0;
         snprintf(a->reason, sizeof a->reason, "%s: %s", kq_err_name(err),
                  resp->error_message[0] ? resp->error_message : kq_err_message(err));
         kq_tools_addr hint;
         bool follow = (err == KQ_ERR_NOT_CONTROLLER || err == KQ_ERR_NOT_LEADER_OR_FOLLOWER) &&
-                      resp->leader_endpoint[0] != '\0' && parse_hint(resp->leader_endpoint, &hint);
+                      resp->leader_endpoint[0] != '\0' &&
+                      parse_hint(resp->leader_endpoint, &hint) && !same_addr(&hint, &s->addr);
         kq_response_free(resp);
         memset(resp, 0, sizeof *resp);
         if (follow && s->hops < o->max_hops) {
             s->hops++;
             s->addr = hint;
             close_client(s);
-            launch(&cs, done, true, at, &n_at, req, o->timeout_ms, args);
+            launch(&cs, done, true, at, n_at, req, attempt_ms, deadline, args);
             continue;
         }
-        if (!kq_err_retriable(err)) {
+        if (!a->retriable) {
             kq_tools_errorf("controller %s answered %s", a->addr, a->reason);
-            stopped = true;
+            ret = PASS_STOPPED;
             break;
         }
     }
@@ -496,8 +531,96 @@ int kq_tools_call_controller(const kq_tools_call_opts *o, uint32_t api_key, cons
         free(slots[b].data);
     pthread_cond_destroy(&cs.cv);
     pthread_mutex_destroy(&cs.mu);
+    return ret;
+}
 
-    if (!have_answer && !stopped)
-        print_failure(o, at, n_at);
+/* at[i] repeats an earlier attempt (same address and reason). */
+static bool repeated(const attempt *at, int i)
+{
+    for (int k = 0; k < i; k++)
+        if (strcmp(at[k].addr, at[i].addr) == 0 && strcmp(at[k].reason, at[i].reason) == 0)
+            return true;
+    return false;
+}
+
+/* The last pass failed: timed_out says whether it was retriable (and time ran out) or every
+ * failure was permanent. */
+static void print_failure(const kq_tools_call_opts *o, const attempt *at, int n_at, bool timed_out)
+{
+    char tried[2048] = "";
+    size_t used = 0;
+    for (int i = 0; i < n_at && used < sizeof tried; i++) {
+        bool dup = false;
+        for (int k = 0; k < i; k++)
+            dup = dup || strcmp(at[k].addr, at[i].addr) == 0;
+        if (dup)
+            continue;
+        int w = snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "", at[i].addr);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    if (timed_out)
+        kq_tools_errorf("no controller answered within %u ms (tried %s)", o->timeout_ms, tried);
+    else
+        kq_tools_errorf("no controller gave a usable answer (tried %s)", tried);
+    /* Error answers, and failures that no retry can cure (the others: see the first line). */
+    for (int i = 0; i < n_at; i++) {
+        if ((!at[i].answered && at[i].retriable) || repeated(at, i))
+            continue;
+        if (at[i].answered)
+            fprintf(stderr, "  %s answered %s\n", at[i].addr, at[i].reason);
+        else
+            fprintf(stderr, "  %s: %s\n", at[i].addr, at[i].reason);
+    }
+}
+
+static void sleep_ms(uint32_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+int kq_tools_call_controller(const kq_tools_call_opts *o, uint32_t api_key, const kq_buf *req,
+                             kq_response *resp)
+{
+    attempt at[MAX_ATTEMPTS];
+    uint64_t deadline = now_ms() + o->timeout_ms;
+    uint32_t backoff = KQ_TOOLS_BACKOFF_MIN_MS;
+    kq_prng prng;
+    int passes = 0, ret = KQ_EXIT_FAILURE;
+
+    kq_prng_seed(&prng, kq_now_ns() ^ ((uint64_t)getpid() << 32));
+    for (;;) {
+        int n_at = 0;
+        passes++;
+        pass_result r = one_pass(o, api_key, req, resp, deadline, at, &n_at);
+        if (r == PASS_ANSWER) {
+            ret = KQ_EXIT_OK;
+            break;
+        }
+        if (r == PASS_STOPPED)
+            break;
+        bool retriable = false;
+        for (int i = 0; i < n_at; i++)
+            retriable = retriable || at[i].retriable;
+        /* Jitter +-20% (as Kafka's retry backoff); no pass starts after the deadline. */
+        uint32_t wait = (uint32_t)((uint64_t)backoff * (80u + kq_prng_below(&prng, 41)) / 100u);
+        uint32_t left = time_left(deadline);
+        if (!retriable || wait >= left) {
+            print_failure(o, at, n_at, retriable);
+            break;
+        }
+        if (o->verbose != NULL)
+            for (int i = 0; i < n_at; i++)
+                if (!repeated(at, i))
+                    fprintf(o->verbose, "kq: retrying in %u ms after pass %d: %s: %s\n", wait,
+                            passes, at[i].addr, at[i].reason);
+        sleep_ms(wait);
+        backoff = backoff * 2u < KQ_TOOLS_BACKOFF_MAX_MS ? backoff * 2u : KQ_TOOLS_BACKOFF_MAX_MS;
+    }
+    if (o->passes != NULL)
+        *o->passes = passes;
     return ret;
 }

@@ -1,6 +1,7 @@
 /* kq topics, kq cluster, kq leader-election, kq configs, kq features: the controller metadata
  * commands. Each sends one controller RPC (include/kq/ctl_codec.h) through
- * kq_tools_call_controller, which follows NOT_CONTROLLER leader hints. */
+ * kq_tools_call_controller, which follows NOT_CONTROLLER leader hints and retries retriable
+ * failures until --timeout-ms. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,8 @@
 #include "kq/error.h"
 #include "kq_tools.h"
 
-#define DEFAULT_TIMEOUT_MS 5000
+#define DEFAULT_TIMEOUT_MS KQ_TOOLS_DEFAULT_TIMEOUT_MS
+#define ATTEMPT_TIMEOUT_MS 5000 /* one request to one controller */
 #define MAX_TIMEOUT_MS 86400000
 #define MAX_HOPS 3
 #define MAX_CONFIGS 256
@@ -18,6 +20,7 @@
 enum {
     OPT_BOOTSTRAP = 1000,
     OPT_TIMEOUT,
+    OPT_VERBOSE,
     OPT_JSON,
     OPT_HELP,
     OPT_CREATE,
@@ -53,7 +56,7 @@ enum {
     {"bootstrap-controller", required_argument, NULL, OPT_BOOTSTRAP},                              \
         {"bootstrap-server", required_argument, NULL, OPT_BOOTSTRAP},                              \
         {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},                                      \
-        {"json", no_argument, NULL, OPT_JSON},                                                     \
+        {"verbose", no_argument, NULL, OPT_VERBOSE}, {"json", no_argument, NULL, OPT_JSON},        \
     {                                                                                              \
         "help", no_argument, NULL, OPT_HELP                                                        \
     }
@@ -61,12 +64,16 @@ enum {
 #define CONN_USAGE                                                                                 \
     "  --bootstrap-controller LIST  controllers to ask (HOST:PORT[,...]); leader hints are\n"      \
     "                               followed (--bootstrap-server is accepted too)\n"               \
-    "  --timeout-ms MS              wait per controller (default 5000)\n"
+    "  --timeout-ms MS              give up after MS (default 60000); until then failures\n"       \
+    "                               that may pass (no active controller, timeouts,\n"              \
+    "                               refused connections) are retried\n"                            \
+    "  --verbose                    say on stderr what is retried\n"
 
 typedef struct conn {
     kq_tools_addr addrs[KQ_TOOLS_MAX_ADDRS];
     int n_addrs;
     int64_t timeout_ms;
+    bool verbose;
     bool json;
 } conn;
 
@@ -89,6 +96,9 @@ static int conn_opt(const char *cmd, const char *usage, conn *c, int opt, const 
                                  MAX_TIMEOUT_MS);
             return -1;
         }
+        return 1;
+    case OPT_VERBOSE:
+        c->verbose = true;
         return 1;
     case OPT_JSON:
         c->json = true;
@@ -133,7 +143,9 @@ static int call(const conn *c, const kq_ctl_request *req, kq_response *resp)
     kq_tools_call_opts o = {.bootstrap = c->addrs,
                             .n_bootstrap = c->n_addrs,
                             .timeout_ms = (uint32_t)c->timeout_ms,
-                            .max_hops = MAX_HOPS};
+                            .attempt_timeout_ms = ATTEMPT_TIMEOUT_MS,
+                            .max_hops = MAX_HOPS,
+                            .verbose = c->verbose ? stderr : NULL};
     kq_buf b = {NULL, 0};
     int rc = kq_ctl_encode_request("", -1, req, &b);
 

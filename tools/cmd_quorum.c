@@ -9,7 +9,8 @@
 #include "kq/util.h"
 #include "kq_tools.h"
 
-#define DEFAULT_TIMEOUT_MS 2000 /* controller.quorum.request.timeout.ms */
+#define DEFAULT_TIMEOUT_MS KQ_TOOLS_DEFAULT_TIMEOUT_MS
+#define ATTEMPT_TIMEOUT_MS 2000 /* one request: controller.quorum.request.timeout.ms */
 #define MAX_TIMEOUT_MS 86400000
 #define MAX_HOPS 3
 #define DEFAULT_WRITE_SIZE 100
@@ -18,15 +19,18 @@
 
 static const char QUORUM_USAGE[] =
     "Usage: kq metadata-quorum --bootstrap-controller HOST:PORT[,HOST:PORT...]\n"
-    "                          [--timeout-ms MS] describe --status [--json]\n"
+    "                          [--timeout-ms MS] [--verbose] describe --status [--json]\n"
     "       kq metadata-quorum --bootstrap-controller HOST:PORT[,HOST:PORT...]\n"
-    "                          [--timeout-ms MS] describe --replication [--human-readable]"
-    " [--json]\n"
+    "                          [--timeout-ms MS] [--verbose] describe --replication\n"
+    "                          [--human-readable] [--json]\n"
     "  (also installed as kq-metadata-quorum)\n"
     "\n"
     "  --bootstrap-controller LIST  controllers to ask, in order; leader hints are followed\n"
-    "  --timeout-ms MS              wait per controller (default 2000, as\n"
-    "                               controller.quorum.request.timeout.ms)\n"
+    "  --timeout-ms MS              give up after MS (default 60000); until then failures\n"
+    "                               that may pass (no leader, timeouts, refused\n"
+    "                               connections) are retried; one request waits at most\n"
+    "                               2000 ms (controller.quorum.request.timeout.ms)\n"
+    "  --verbose                    say on stderr what is retried\n"
     "  describe --status            leader, epoch, high watermark, follower lag, voters,\n"
     "                               observers\n"
     "  describe --replication       one row per replica: log end offset, lag, timestamps\n"
@@ -35,10 +39,12 @@ static const char QUORUM_USAGE[] =
 
 static const char WRITE_USAGE[] =
     "Usage: kq metadata-write --bootstrap-controller HOST:PORT[,HOST:PORT...]\n"
-    "                         [--count N] [--size BYTES] [--timeout-ms MS]\n"
+    "                         [--count N] [--size BYTES] [--timeout-ms MS] [--verbose]\n"
     "\n"
     "  Appends N opaque records of BYTES bytes each (default 1 x 100) to the metadata log\n"
-    "  through the active controller and prints the offset of the first one once committed.\n";
+    "  through the active controller and prints the offset of the first one once committed.\n"
+    "  --timeout-ms and --verbose as for metadata-quorum; a write whose answer was lost is\n"
+    "  sent again, so it is applied at least once.\n";
 
 /* Options shared by both commands. */
 enum {
@@ -51,6 +57,7 @@ enum {
     OPT_COUNT,
     OPT_SIZE,
     OPT_HELP,
+    OPT_VERBOSE,
 };
 
 /* getopt_long with our own messages; returns the option, -1 at the end, or '?' after
@@ -77,6 +84,7 @@ typedef struct conn_args {
     kq_tools_addr addrs[KQ_TOOLS_MAX_ADDRS];
     int n_addrs;
     int64_t timeout_ms;
+    bool verbose;
 } conn_args;
 
 static int set_bootstrap(const char *cmd, const char *usage, conn_args *ca, const char *v)
@@ -102,7 +110,9 @@ static kq_tools_call_opts call_opts(const conn_args *ca)
         .bootstrap = ca->addrs,
         .n_bootstrap = ca->n_addrs,
         .timeout_ms = (uint32_t)ca->timeout_ms,
+        .attempt_timeout_ms = ATTEMPT_TIMEOUT_MS,
         .max_hops = MAX_HOPS,
+        .verbose = ca->verbose ? stderr : NULL,
     };
     return o;
 }
@@ -113,6 +123,7 @@ int kq_cmd_metadata_quorum(int argc, char **argv)
     static const struct option opts[] = {
         {"bootstrap-controller", required_argument, NULL, OPT_BOOTSTRAP},
         {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+        {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"status", no_argument, NULL, OPT_STATUS},
         {"replication", no_argument, NULL, OPT_REPLICATION},
         {"human-readable", no_argument, NULL, OPT_HUMAN},
@@ -140,6 +151,9 @@ int kq_cmd_metadata_quorum(int argc, char **argv)
         case OPT_TIMEOUT:
             if (set_timeout(cmd, QUORUM_USAGE, &ca, optarg) != 0)
                 return KQ_EXIT_USAGE;
+            break;
+        case OPT_VERBOSE:
+            ca.verbose = true;
             break;
         case OPT_STATUS:
             status = true;
@@ -212,6 +226,7 @@ int kq_cmd_metadata_write(int argc, char **argv)
     static const struct option opts[] = {
         {"bootstrap-controller", required_argument, NULL, OPT_BOOTSTRAP},
         {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+        {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"count", required_argument, NULL, OPT_COUNT},
         {"size", required_argument, NULL, OPT_SIZE},
         {"help", no_argument, NULL, OPT_HELP},
@@ -239,6 +254,9 @@ int kq_cmd_metadata_write(int argc, char **argv)
         case OPT_TIMEOUT:
             if (set_timeout(cmd, WRITE_USAGE, &ca, optarg) != 0)
                 return KQ_EXIT_USAGE;
+            break;
+        case OPT_VERBOSE:
+            ca.verbose = true;
             break;
         case OPT_COUNT:
             if (!kq_tools_parse_int(optarg, 1, KQ_CODEC_MAX_WRITE_RECORDS, &count))

@@ -325,20 +325,44 @@ int kq_tools_usage_error(const char *cmd, const char *usage, const char *fmt, ..
 
 /* ---- controller client (client.c) -------------------------------------------------------- */
 
+/* The retry policy that every kq command talking to controllers shares, as Kafka's admin
+ * client: retriable failures are retried until default.api.timeout.ms (60 s) has passed, with
+ * a backoff between passes over the bootstrap list growing from retry.backoff.ms to
+ * retry.backoff.max.ms (here 100 ms to 1 s, +-20% jitter). */
+#define KQ_TOOLS_DEFAULT_TIMEOUT_MS 60000u /* --timeout-ms */
+#define KQ_TOOLS_BACKOFF_MIN_MS 100u
+#define KQ_TOOLS_BACKOFF_MAX_MS 1000u
+
 typedef struct kq_tools_call_opts {
     const kq_tools_addr *bootstrap;
     int n_bootstrap;
-    uint32_t timeout_ms; /* per attempt */
-    int max_hops;        /* leader hints followed per bootstrap address */
+    uint32_t timeout_ms;         /* the whole call (--timeout-ms), retries included */
+    uint32_t attempt_timeout_ms; /* one request to one controller, clamped to the time left
+                                    (0: timeout_ms) */
+    int max_hops;                /* leader hints followed per bootstrap address and pass */
+    FILE *verbose;               /* --verbose: each failure that is retried, one line
+                                    "kq: retrying in N ms after pass P: ADDR: REASON"; NULL:
+                                    nothing (borrowed) */
+    int *passes;                 /* if not NULL, set to the passes made (tests) */
 } kq_tools_call_opts;
 
-/* Send `req` to the bootstrap controllers (following NOT_CONTROLLER / NOT_LEADER_OR_FOLLOWER
- * leader hints) until one answers it with error NONE. Addresses that refuse a TCP connection
- * are skipped at once; reads (describes) are staggered across controllers, writes go to one
- * controller at a time (see tools/client.c). The decoded
- * response is stored in *resp (caller frees with kq_response_free). On failure returns
- * KQ_EXIT_FAILURE after printing the error on stderr; a non-retriable error answer stops the
- * search at once. */
+/* Send `req` to the active controller and store its answer, error NONE, in *resp (caller
+ * frees with kq_response_free).
+ *
+ * One pass tries the bootstrap controllers, following NOT_CONTROLLER / NOT_LEADER_OR_FOLLOWER
+ * leader hints (at most max_hops per address; not a hint naming the controller that just
+ * answered). Addresses that refuse a TCP connection are skipped at once; reads (describes) are
+ * staggered across controllers, writes go to one controller at a time (see tools/client.c).
+ * When a pass ends without an answer and one of its failures is retriable (an error answer
+ * that kq_err_retriable says is, e.g. NOT_CONTROLLER, LEADER_NOT_AVAILABLE,
+ * BROKER_NOT_AVAILABLE; a timeout; a refused or reset connection), the next pass starts after
+ * the backoff, until the next pass would start after timeout_ms. A non-retriable error answer
+ * (e.g. INVALID_REQUEST) stops at once. On failure returns KQ_EXIT_FAILURE after printing the
+ * error on stderr.
+ *
+ * A write whose answer was lost (timeout, connection reset, the controller lost the
+ * leadership before the write committed) may have been applied and is sent again: the
+ * caller makes it recognisable (kq topics --create sends its own topic id). */
 int kq_tools_call_controller(const kq_tools_call_opts *o, uint32_t api_key, const kq_buf *req,
                              kq_response *resp);
 

@@ -1,6 +1,6 @@
 /* kq_tools_call_controller against fake controllers on 127.0.0.1: leader hints are followed
  * (at most 3 hops), dead and leaderless controllers are skipped, a non-retriable error stops
- * the search. */
+ * the search, retriable failures are retried (passes with backoff) until the overall timeout. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -33,11 +33,14 @@ typedef enum fake_mode {
     FAKE_NO_LEADER,  /* LEADER_NOT_AVAILABLE */
     FAKE_INVALID,    /* INVALID_REQUEST (not retriable) */
     FAKE_GARBAGE,    /* bytes that are no response */
+    FAKE_NOT_YET,    /* a new leader not active yet: the first `not_yet` requests get
+                        NOT_CONTROLLER with leader_endpoint = hint (itself), then answers */
 } fake_mode;
 
 typedef struct fake {
     fake_mode mode;
     char hint[64];
+    int not_yet;
     int port;
     atomic_int requests;
     atomic_int bad_requests; /* requests that did not decode or had a wrong api key */
@@ -91,7 +94,7 @@ static void on_request(void *arg, kq_rpc_req *req)
     kq_request r;
     char err[256];
     kq_buf out = {NULL, 0};
-    atomic_fetch_add(&f->requests, 1);
+    int nth = atomic_fetch_add(&f->requests, 1) + 1;
     memset(&r, 0, sizeof r);
     int rc =
         kq_codec_decode_request(kq_rpc_req_data(req), kq_rpc_req_len(req), &r, err, sizeof err);
@@ -103,7 +106,11 @@ static void on_request(void *arg, kq_rpc_req *req)
     uint32_t api = r.api_key;
     if ((api != KQ_API_DESCRIBE_QUORUM && api != KQ_API_WRITE) || r.cluster_id[0] != '\0')
         atomic_fetch_add(&f->bad_requests, 1);
-    switch (f->mode) {
+    fake_mode mode = f->mode;
+    if (mode == FAKE_NOT_YET)
+        mode = nth > f->not_yet ? FAKE_ANSWER : FAKE_HINT;
+    switch (mode) {
+    case FAKE_NOT_YET:
     case FAKE_ANSWER:
         if (api == KQ_API_WRITE) {
             rc = kq_codec_encode_write_response(100 + (int64_t)r.n_records, 5, &out);
@@ -115,7 +122,7 @@ static void on_request(void *arg, kq_rpc_req *req)
         break;
     case FAKE_HINT:
         rc = kq_codec_encode_error_response(api, KQ_ERR_NOT_CONTROLLER, "not the leader", 2, 5,
-                                            f->hint, &out);
+                                            f->hint[0] ? f->hint : NULL, &out);
         break;
     case FAKE_NOT_LEADER:
         rc = kq_codec_encode_error_response(api, KQ_ERR_NOT_LEADER_OR_FOLLOWER, NULL, 2, 5, f->hint,
@@ -165,6 +172,11 @@ static void fake_hint_to(fake *f, const fake *target)
     snprintf(f->hint, sizeof f->hint, "127.0.0.1:%d", target->port);
 }
 
+static void fake_hint_to_port(fake *f, int port)
+{
+    snprintf(f->hint, sizeof f->hint, "127.0.0.1:%d", port);
+}
+
 static void fake_stop(fake *f)
 {
     kq_rpc_server_stop(f->server);
@@ -179,15 +191,27 @@ static kq_tools_addr addr_of(int port)
     return a;
 }
 
-static int describe(const kq_tools_addr *addrs, int n, uint32_t timeout_ms, kq_response *resp)
+/* DescribeQuorum with an overall timeout (also the per-attempt one); *passes (may be NULL) gets
+ * the passes made over the bootstrap list. */
+static int describe_passes(const kq_tools_addr *addrs, int n, uint32_t timeout_ms, int *passes,
+                           FILE *verbose, kq_response *resp)
 {
     kq_buf req = {NULL, 0};
     assert_int_equal(kq_codec_encode_describe_request("", &req), 0);
-    kq_tools_call_opts o = {
-        .bootstrap = addrs, .n_bootstrap = n, .timeout_ms = timeout_ms, .max_hops = 3};
+    kq_tools_call_opts o = {.bootstrap = addrs,
+                            .n_bootstrap = n,
+                            .timeout_ms = timeout_ms,
+                            .max_hops = 3,
+                            .verbose = verbose,
+                            .passes = passes};
     int rc = kq_tools_call_controller(&o, KQ_API_DESCRIBE_QUORUM, &req, resp);
     kq_buf_free(&req);
     return rc;
+}
+
+static int describe(const kq_tools_addr *addrs, int n, uint32_t timeout_ms, kq_response *resp)
+{
+    return describe_passes(addrs, n, timeout_ms, NULL, NULL, resp);
 }
 
 static void test_follows_not_controller_hint(void **state)
@@ -284,10 +308,14 @@ static void test_hint_loop_stops_after_three_hops(void **state)
 
     kq_tools_addr addrs[1] = {addr_of(a.port)};
     kq_response resp;
-    assert_int_equal(describe(addrs, 1, CALL_TIMEOUT_MS, &resp), KQ_EXIT_FAILURE);
-    /* The bootstrap address plus 3 hops: a, b, a, b. */
-    assert_int_equal(atomic_load(&a.requests), 2);
-    assert_int_equal(atomic_load(&b.requests), 2);
+    int passes = 0;
+    assert_int_equal(describe_passes(addrs, 1, 1000u, &passes, NULL, &resp), KQ_EXIT_FAILURE);
+    /* Each pass: the bootstrap address plus 3 hops: a, b, a, b (NOT_CONTROLLER is retriable,
+     * so passes repeat until the timeout; the last pass may run out of time early). */
+    int na = atomic_load(&a.requests), nb = atomic_load(&b.requests);
+    assert_true(passes >= 2);
+    assert_true(na <= 2 * passes && nb <= 2 * passes);
+    assert_true(na > 2 * (passes - 1) && nb >= 2 * (passes - 1));
     fake_stop(&a);
     fake_stop(&b);
 }
@@ -316,8 +344,12 @@ static void test_nobody_answers(void **state)
     int dead = free_port();
     kq_tools_addr a[2] = {addr_of(dead), addr_of(leaderless.port)};
     kq_response resp;
-    assert_int_equal(describe(a, 2, DEAD_TIMEOUT_MS, &resp), KQ_EXIT_FAILURE);
-    assert_int_equal(atomic_load(&leaderless.requests), 1);
+    int passes = 0;
+    assert_int_equal(describe_passes(a, 2, DEAD_TIMEOUT_MS, &passes, NULL, &resp), KQ_EXIT_FAILURE);
+    assert_true(passes >= 1);
+    /* One request per pass (the last one may have had no time left for it). */
+    int n = atomic_load(&leaderless.requests);
+    assert_true(n == passes || (passes > 1 && n == passes - 1));
     fake_stop(&leaderless);
 }
 
@@ -420,16 +452,115 @@ static void test_read_does_not_wait_for_silent_controller(void **state)
     fake_stop(&leader);
 }
 
-/* Every address dead: a prompt failure naming them, not a wait. */
-static void test_all_dead_fails_promptly(void **state)
+/* Every address dead (refusing connections: controllers restarting): retried with backoff
+ * until the overall timeout, then a failure. No pass starts after the timeout, and the last
+ * one starts no earlier than the longest backoff (+20% jitter) before it. */
+#define RETRY_TIMEOUT_MS 3000
+#define MAX_WAIT_MS (KQ_TOOLS_BACKOFF_MAX_MS * 12 / 10)
+
+static void test_all_dead_retried_until_timeout(void **state)
 {
     int d1 = free_port(), d2 = free_port();
     assert_true(d1 > 0 && d2 > 0);
     kq_tools_addr a[2] = {addr_of(d1), addr_of(d2)};
     kq_response resp;
+    int passes = 0;
     long long t0 = mono_ms();
-    assert_int_equal(describe(a, 2, LONG_TIMEOUT_MS, &resp), KQ_EXIT_FAILURE);
-    assert_true(mono_ms() - t0 < WELL_UNDER_MS);
+    assert_int_equal(describe_passes(a, 2, RETRY_TIMEOUT_MS, &passes, NULL, &resp),
+                     KQ_EXIT_FAILURE);
+    long long took = mono_ms() - t0;
+    assert_true(passes >= 3);
+    assert_true(took + MAX_WAIT_MS >= RETRY_TIMEOUT_MS);
+    assert_true(took < RETRY_TIMEOUT_MS + WELL_UNDER_MS);
+}
+
+/* A new active controller that is not ready yet answers NOT_CONTROLLER naming itself: that hint
+ * is not followed at once; the next pass (after the backoff) asks again, until it answers.
+ * --verbose says what was retried. */
+static void test_retries_until_new_leader_is_active(void **state)
+{
+    fake leader;
+    fake_start(&leader, FAKE_NOT_YET);
+    leader.not_yet = 3;
+    fake_hint_to(&leader, &leader);
+    kq_tools_addr a[1] = {addr_of(leader.port)};
+    kq_response resp;
+    int passes = 0;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *v = open_memstream(&text, &len);
+    assert_non_null(v);
+    assert_int_equal(describe_passes(a, 1, LONG_TIMEOUT_MS, &passes, v, &resp), KQ_EXIT_OK);
+    fclose(v);
+    assert_int_equal(resp.describe.leader_epoch, 5);
+    kq_response_free(&resp);
+    assert_int_equal(passes, 4);
+    assert_int_equal(atomic_load(&leader.requests), 4); /* one per pass: no hops to itself */
+    char want[128];
+    snprintf(want, sizeof want, " after pass 3: 127.0.0.1:%d: NOT_CONTROLLER: not the leader\n",
+             leader.port);
+    assert_non_null(strstr(text, want));
+    assert_int_equal(strncmp(text, "kq: retrying in ", 16), 0);
+    assert_null(strstr(text, "after pass 4"));
+    free(text);
+    fake_stop(&leader);
+}
+
+/* The kill -9 story for a write: the old leader is dead, a standby still names it, the new
+ * leader says NOT_CONTROLLER (no hint) twice while it becomes active, then takes the write.
+ * The write is retried in passes and reaches the new leader exactly once. */
+static void test_write_retried_through_election(void **state)
+{
+    fake standby, leader;
+    int dead = free_port();
+    assert_true(dead > 0);
+    fake_start(&standby, FAKE_HINT);
+    fake_hint_to_port(&standby, dead);
+    fake_start(&leader, FAKE_NOT_YET);
+    leader.not_yet = 2;
+
+    const uint8_t r0[] = "x";
+    const uint8_t *recs[] = {r0};
+    size_t lens[] = {1};
+    kq_buf req = {NULL, 0};
+    assert_int_equal(kq_codec_encode_write_request("", recs, lens, 1, &req), 0);
+    kq_tools_addr a[3] = {addr_of(dead), addr_of(standby.port), addr_of(leader.port)};
+    int passes = 0;
+    kq_tools_call_opts o = {.bootstrap = a,
+                            .n_bootstrap = 3,
+                            .timeout_ms = LONG_TIMEOUT_MS,
+                            .attempt_timeout_ms = CALL_TIMEOUT_MS,
+                            .max_hops = 3,
+                            .passes = &passes};
+    kq_response resp;
+    assert_int_equal(kq_tools_call_controller(&o, KQ_API_WRITE, &req, &resp), KQ_EXIT_OK);
+    assert_int_equal(resp.write_base_offset, 101);
+    kq_response_free(&resp);
+    kq_buf_free(&req);
+    assert_int_equal(passes, 3);
+    assert_int_equal(atomic_load(&standby.requests), 3);
+    assert_int_equal(atomic_load(&leader.requests), 3); /* 2 refusals, then the write */
+    fake_stop(&standby);
+    fake_stop(&leader);
+}
+
+/* No controller ever becomes active: the overall timeout bounds the retries. */
+static void test_overall_timeout_bounds_retries(void **state)
+{
+    fake follower;
+    fake_start(&follower, FAKE_HINT); /* NOT_CONTROLLER without a hint */
+    kq_tools_addr a[1] = {addr_of(follower.port)};
+    kq_response resp;
+    int passes = 0;
+    long long t0 = mono_ms();
+    assert_int_equal(describe_passes(a, 1, 1500u, &passes, NULL, &resp), KQ_EXIT_FAILURE);
+    long long took = mono_ms() - t0;
+    assert_true(passes >= 2);
+    int n = atomic_load(&follower.requests);
+    assert_true(n == passes || n == passes - 1); /* the last pass may have had no time left */
+    assert_true(took + MAX_WAIT_MS >= 1500);
+    assert_true(took < 1500 + WELL_UNDER_MS);
+    fake_stop(&follower);
 }
 
 int main(void)
@@ -444,7 +575,10 @@ int main(void)
         cmocka_unit_test(test_first_address_dead_answers_well_under_timeout),
         cmocka_unit_test(test_write_skips_dead_first_address_sent_once),
         cmocka_unit_test(test_read_does_not_wait_for_silent_controller),
-        cmocka_unit_test(test_all_dead_fails_promptly),
+        cmocka_unit_test(test_all_dead_retried_until_timeout),
+        cmocka_unit_test(test_retries_until_new_leader_is_active),
+        cmocka_unit_test(test_write_retried_through_election),
+        cmocka_unit_test(test_overall_timeout_bounds_retries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
