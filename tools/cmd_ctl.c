@@ -9,6 +9,7 @@
 
 #include "kq/ctl_codec.h"
 #include "kq/error.h"
+#include "kq/util.h"
 #include "kq_tools.h"
 
 #define DEFAULT_TIMEOUT_MS KQ_TOOLS_DEFAULT_TIMEOUT_MS
@@ -470,7 +471,15 @@ int kq_cmd_topics(int argc, char **argv)
                               .configs = n_configs ? configs : NULL,
                               .n_configs = n_configs};
         kq_ctl_request req = {.api_key = KQ_API_CREATE_TOPICS};
+        char id[KQ_UUID_STR_LEN + 1];
 
+        /* Our own topic id: if an attempt whose answer was lost created the topic, the retry's
+         * TOPIC_ALREADY_EXISTS names this id and the create has succeeded. */
+        if (kq_uuid_random(id) != 0 || !kq_uuid_parse(id, ct.topic_id)) {
+            kq_tools_errorf("cannot draw a random topic id");
+            ret = KQ_EXIT_FAILURE;
+            goto out;
+        }
         if (assignment) {
             char err[256];
             int32_t np, w, n_as;
@@ -507,11 +516,16 @@ int kq_cmd_topics(int argc, char **argv)
         if (items.n != 1) {
             kq_tools_errorf("the controller answered %d results for one topic", items.n);
             ret = KQ_EXIT_FAILURE;
-        } else if (items.items[0].error) {
+        } else if (kq_tools_topic_created(&items.items[0], ct.topic_id)) {
+            if (items.items[0].error && c.verbose)
+                fprintf(stderr,
+                        "kq: topic %s already exists with topic id %s, the id this command "
+                        "sent: an earlier attempt created it\n",
+                        topic, id);
+            printf("Created topic %s.\n", topic);
+        } else {
             printf("Error while executing topic command : %s\n", item_message(&items.items[0]));
             ret = KQ_EXIT_FAILURE;
-        } else {
-            printf("Created topic %s.\n", topic);
         }
         goto out;
     }

@@ -432,6 +432,14 @@ static int count_err(const kq_ctl_item_results *r, int error)
     return n;
 }
 
+bool kq_tools_topic_created(const kq_ctl_item_result *it, const uint8_t sent_id[16])
+{
+    if (it->error == KQ_ERR_NONE)
+        return true;
+    return it->error == KQ_ERR_TOPIC_ALREADY_EXISTS && it->has_id && !kq_uuid_is_zero(sent_id) &&
+           memcmp(it->topic_id, sent_id, 16) == 0;
+}
+
 int kq_tools_print_election(FILE *f, const kq_ctl_item_results *r, const char *type)
 {
     int failed = 0;

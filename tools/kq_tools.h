@@ -148,6 +148,11 @@ const char *kq_tools_metadata_version_name(int level);
  * partitions that could not be elected. */
 int kq_tools_print_election(FILE *f, const kq_ctl_item_results *r, const char *type);
 
+/* `kq topics --create`: did its CreateTopics result `it` create the topic? Yes for error NONE,
+ * and for TOPIC_ALREADY_EXISTS naming sent_id, the (random, non-zero) topic id this command
+ * sent: then an earlier attempt of the same command created it and its answer was lost. */
+bool kq_tools_topic_created(const kq_ctl_item_result *it, const uint8_t sent_id[16]);
+
 /* "1:2:3,2:3:1": one partition per comma, broker ids by colon. On success *ids is a malloc'd
  * array of n_partitions * rf ids (caller frees). KQ_ERR_CONFIG with errbuf naming the problem
  * (empty entry, bad id, partitions with different replica counts, a duplicate broker). */

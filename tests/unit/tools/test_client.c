@@ -1,6 +1,7 @@
 /* kq_tools_call_controller against fake controllers on 127.0.0.1: leader hints are followed
  * (at most 3 hops), dead and leaderless controllers are skipped, a non-retriable error stops
- * the search, retriable failures are retried (passes with backoff) until the overall timeout. */
+ * the search, retriable failures are retried (passes with backoff) until the overall timeout,
+ * and a create whose answer was lost is recognised by its topic id on the retry. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -18,8 +19,10 @@
 #include <cmocka.h>
 
 #include "kq/codec.h"
+#include "kq/ctl_codec.h"
 #include "kq/error.h"
 #include "kq/rpc.h"
+#include "kq/util.h"
 #include "kq_tools.h"
 
 /* Generous: the fakes answer at once, so only a dead address ever waits this long. */
@@ -563,6 +566,148 @@ static void test_overall_timeout_bounds_retries(void **state)
     fake_stop(&follower);
 }
 
+/* ---- kq topics --create: a retry recognises its own topic --------------------------------- */
+
+/* A fake active controller for CreateTopics. The first request creates the topic (remembering
+ * the id the client sent) and its answer is lost (dropped: the client times out); later ones
+ * answer TOPIC_ALREADY_EXISTS with the existing topic's id, as the controller does. */
+typedef struct create_fake {
+    atomic_int requests;
+    atomic_int bad_requests;
+    uint8_t id[16]; /* the created topic's */
+    int created;
+    kq_rpc_server *server;
+    int port;
+} create_fake;
+
+static void on_create(void *arg, kq_rpc_req *req)
+{
+    create_fake *f = arg;
+    kq_ctl_request r;
+    char err[256];
+    kq_buf out = {NULL, 0};
+    atomic_fetch_add(&f->requests, 1);
+    if (kq_ctl_decode_request(kq_rpc_req_data(req), kq_rpc_req_len(req), &r, err, sizeof err) !=
+            0 ||
+        r.api_key != KQ_API_CREATE_TOPICS || r.create_topics.n != 1) {
+        atomic_fetch_add(&f->bad_requests, 1);
+        kq_rpc_req_drop(req);
+        return;
+    }
+    kq_create_topic_result res;
+    memset(&res, 0, sizeof res);
+    if (!f->created) {
+        f->created = 1;
+        memcpy(f->id, r.create_topics.topics[0].topic_id, 16);
+        kq_ctl_request_free(&r);
+        kq_rpc_req_drop(req); /* committed, but the answer is lost */
+        return;
+    }
+    res.error = KQ_ERR_TOPIC_ALREADY_EXISTS;
+    snprintf(res.message, sizeof res.message, "topic %s already exists",
+             r.create_topics.topics[0].name);
+    memcpy(res.topic_id, f->id, 16);
+    if (kq_ctl_encode_create_topics_response(r.create_topics.topics, &res, 1, &out) != 0) {
+        atomic_fetch_add(&f->bad_requests, 1);
+        kq_ctl_request_free(&r);
+        kq_rpc_req_drop(req);
+        return;
+    }
+    kq_ctl_request_free(&r);
+    kq_rpc_reply(req, out.data, out.len);
+    kq_buf_free(&out);
+}
+
+/* kq topics --create's call: CreateTopics for `name` with topic id `id`, a short per-attempt
+ * timeout; the single result in *items. */
+static int create_topic(create_fake *f, const char *name, const uint8_t id[16],
+                        kq_ctl_item_results *items)
+{
+    kq_create_topic ct = {.name = name, .num_partitions = 1, .replication_factor = 1};
+    kq_ctl_request req = {.api_key = KQ_API_CREATE_TOPICS};
+    kq_buf b = {NULL, 0};
+    kq_response resp;
+    char err[256];
+    memcpy(ct.topic_id, id, 16);
+    req.create_topics.topics = &ct;
+    req.create_topics.n = 1;
+    assert_int_equal(kq_ctl_encode_request("", -1, &req, &b), 0);
+    kq_tools_addr a[1] = {addr_of(f->port)};
+    kq_tools_call_opts o = {.bootstrap = a,
+                            .n_bootstrap = 1,
+                            .timeout_ms = LONG_TIMEOUT_MS,
+                            .attempt_timeout_ms = 300u,
+                            .max_hops = 3};
+    int rc = kq_tools_call_controller(&o, KQ_API_CREATE_TOPICS, &b, &resp);
+    kq_buf_free(&b);
+    if (rc != KQ_EXIT_OK)
+        return rc;
+    assert_int_equal(kq_ctl_decode_item_results(&resp, items, err, sizeof err), 0);
+    kq_response_free(&resp);
+    assert_int_equal(items->n, 1);
+    return rc;
+}
+
+static void test_create_retry_recognises_own_topic(void **state)
+{
+    create_fake f;
+    char url[64], err[256];
+    memset(&f, 0, sizeof f);
+    for (int attempt = 0; attempt < 20 && f.server == NULL; attempt++) {
+        f.port = free_port();
+        snprintf(url, sizeof url, "tcp://127.0.0.1:%d", f.port);
+        if (kq_rpc_server_start(url, 4, KQ_RPC_DEFAULT_MAX_MSG, on_create, &f, &f.server, err,
+                                sizeof err) != 0)
+            f.server = NULL;
+    }
+    assert_non_null(f.server);
+
+    char s[KQ_UUID_STR_LEN + 1];
+    uint8_t mine[16], other[16];
+    assert_int_equal(kq_uuid_random(s), 0);
+    assert_true(kq_uuid_parse(s, mine));
+    assert_int_equal(kq_uuid_random(s), 0);
+    assert_true(kq_uuid_parse(s, other));
+
+    /* The first attempt times out (its answer was lost); the retry is told the topic exists,
+     * with the id this call sent: created. */
+    kq_ctl_item_results items = {0};
+    assert_int_equal(create_topic(&f, "orders", mine, &items), KQ_EXIT_OK);
+    assert_int_equal(atomic_load(&f.requests), 2);
+    assert_memory_equal(f.id, mine, 16);
+    assert_int_equal(items.items[0].error, KQ_ERR_TOPIC_ALREADY_EXISTS);
+    assert_true(items.items[0].has_id);
+    assert_true(kq_tools_topic_created(&items.items[0], mine));
+    kq_ctl_item_results_free(&items);
+
+    /* Another command creating the same name (another id) gets the error. */
+    assert_int_equal(create_topic(&f, "orders", other, &items), KQ_EXIT_OK);
+    assert_int_equal(items.items[0].error, KQ_ERR_TOPIC_ALREADY_EXISTS);
+    assert_false(kq_tools_topic_created(&items.items[0], other));
+    kq_ctl_item_results_free(&items);
+    kq_rpc_server_stop(f.server);
+    assert_int_equal(atomic_load(&f.bad_requests), 0);
+}
+
+static void test_topic_created_rules(void **state)
+{
+    uint8_t id[16], zero[16] = {0};
+    memset(id, 0x42, 16);
+    kq_ctl_item_result it = {.error = KQ_ERR_NONE};
+    assert_true(kq_tools_topic_created(&it, id));
+    it.error = KQ_ERR_TOPIC_ALREADY_EXISTS; /* no id in the answer (an older controller) */
+    assert_false(kq_tools_topic_created(&it, id));
+    it.has_id = true;
+    memcpy(it.topic_id, id, 16);
+    assert_true(kq_tools_topic_created(&it, id));
+    assert_false(kq_tools_topic_created(&it, zero));
+    it.topic_id[3] ^= 1;
+    assert_false(kq_tools_topic_created(&it, id));
+    it.error = KQ_ERR_INVALID_REQUEST; /* any other error is an error, whatever the id */
+    memcpy(it.topic_id, id, 16);
+    assert_false(kq_tools_topic_created(&it, id));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -579,6 +724,8 @@ int main(void)
         cmocka_unit_test(test_retries_until_new_leader_is_active),
         cmocka_unit_test(test_write_retried_through_election),
         cmocka_unit_test(test_overall_timeout_bounds_retries),
+        cmocka_unit_test(test_create_retry_recognises_own_topic),
+        cmocka_unit_test(test_topic_created_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
