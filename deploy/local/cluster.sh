@@ -426,12 +426,14 @@ stop_all() {
     done
 }
 
+# kq retries while no controller is active, up to --timeout-ms: 5 s here, so that `status` of a
+# stopped cluster answers promptly and the wait loops below keep their own deadlines.
 describe() { # extra args
-    "$KQ" metadata-quorum --bootstrap-controller "$(bootstrap)" describe "$@"
+    "$KQ" metadata-quorum --timeout-ms 5000 --bootstrap-controller "$(bootstrap)" describe "$@"
 }
 
 cluster_describe() { # extra args
-    "$KQ" cluster --bootstrap-controller "$(bootstrap)" describe "$@"
+    "$KQ" cluster --timeout-ms 5000 --bootstrap-controller "$(bootstrap)" describe "$@"
 }
 
 wait_for_leader() {

@@ -562,7 +562,7 @@ wait_for_leader 120 || fail "no leader within 120 s after healing every fault: $
 log "leader $LEADER epoch $EPOCH after healing"
 
 # Liveness: a write goes through, and every voter catches up with the leader.
-out=$(cn_exec c timeout 120 "$KQ" metadata-write --timeout-ms 5000 --bootstrap-controller "$(bootstrap)" \
+out=$(cn_exec c timeout 120 "$KQ" metadata-write --timeout-ms 60000 --bootstrap-controller "$(bootstrap)" \
     --size 63 2>&1) || fail "a write after healing failed: $out"
 if [[ $out =~ written\ at\ offset\ ([0-9]+)\ epoch\ ([0-9]+) ]]; then
     echo "ack 0 0 63 ${BASH_REMATCH[1]} ${BASH_REMATCH[2]} $(now_ms)" >>"$DIR/acks-0.txt"

@@ -48,7 +48,7 @@ if kt_status "${alive2[@]}"; then
     hw_max=$KT_HW
 fi
 kt_log "with 3 of 5 down: HighWatermark $hw_max; a write must not commit"
-wout=$(timeout 30 "$KT_KQ" metadata-write --bootstrap-controller "$(kt_bootstrap "${alive2[@]}")" 2>&1) &&
+wout=$(timeout 30 "$KT_KQ" metadata-write --timeout-ms 5000 --bootstrap-controller "$(kt_bootstrap "${alive2[@]}")" 2>&1) &&
     kt_fail "metadata-write was acknowledged with only 2 of 5 voters running: $wout"
 kt_log "ok: metadata-write refused with 2 of 5 voters: $(head -c 200 <<<"$wout")"
 deadline=$(($(date +%s) + 6))

@@ -2,7 +2,8 @@
 # The kq tool without a running controller: usage errors (exit 2), kq storage random-uuid and
 # format against temporary directories, kq log-dump of a freshly formatted (empty) directory
 # and of a missing one, and describe / metadata-write against dead ports (exit 1 with the
-# "no controller answered" message). Nothing here depends on timing.
+# "no controller answered" message once --timeout-ms has passed; a refused connection is
+# retried until then, and --verbose says so). Nothing here depends on timing.
 # usage: test_tools_offline.sh BIN_DIR
 set -uo pipefail
 
@@ -268,10 +269,23 @@ expect_usage "--json with consume" consume --bootstrap-server 127.0.0.1:1 --topi
 P1=$(dead_port)
 P2=$(dead_port)
 expect 1 "describe --status against a dead port" "$KQ" metadata-quorum \
-    --bootstrap-controller "127.0.0.1:$P1" describe --status
+    --bootstrap-controller "127.0.0.1:$P1" --timeout-ms 2000 describe --status
 [[ $(head -n 1 <<<"$ERR") == "Error: no controller answered within 2000 ms (tried 127.0.0.1:$P1)" ]] ||
     fail "describe against a dead port said: $ERR"
 [[ -z $OUT ]] || fail "describe against a dead port printed on stdout: $OUT"
+
+# --verbose: the refused connection is retried (stderr only); the final error is the same.
+expect 1 "describe --status --verbose against a dead port" "$KQ" metadata-quorum \
+    --bootstrap-controller "127.0.0.1:$P1" --timeout-ms 2000 --verbose describe --status
+has "$ERR" "kq: retrying in " "describe --verbose against a dead port"
+has "$ERR" "after pass 1: 127.0.0.1:$P1: NETWORK_EXCEPTION (cannot connect: " "describe --verbose against a dead port"
+[[ $(tail -n 1 <<<"$ERR") == "Error: no controller answered within 2000 ms (tried 127.0.0.1:$P1)" ]] ||
+    fail "describe --verbose against a dead port ended with: $ERR"
+[[ -z $OUT ]] || fail "describe --verbose against a dead port printed on stdout: $OUT"
+expect 1 "topics --list against a dead port" "$KQ" topics --list \
+    --bootstrap-controller "127.0.0.1:$P1" --timeout-ms 1000
+[[ $ERR == "Error: no controller answered within 1000 ms (tried 127.0.0.1:$P1)" ]] ||
+    fail "topics --list against a dead port said (no retry lines without --verbose): $ERR"
 
 expect 1 "describe --replication against two dead ports" "$BIN/kq-metadata-quorum" \
     --bootstrap-controller "127.0.0.1:$P1,localhost:$P2" --timeout-ms 300 describe --replication \

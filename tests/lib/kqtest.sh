@@ -376,7 +376,10 @@ kt_resume() { # NODE: SIGCONT
 # Describe helpers
 
 # kt_describe NODE... [-- EXTRA ARGS]: runs describe --status against those nodes; output in
-# KT_OUT (stdout and stderr); returns the tool's exit status (124 if it hung for 20 s).
+# KT_OUT (stdout and stderr); returns the tool's exit status (124 if it hung for 20 s). The
+# tool retries "no leader" and refused connections until --timeout-ms: polls want a prompt
+# answer, so the bound is KT_DESCRIBE_TIMEOUT_MS (default 2000, the per-request timeout of
+# metadata-quorum); EXTRA ARGS may override it.
 kt_describe() {
     local nodes=() extra=(--status) rc=0
     while [[ $# -gt 0 ]]; do
@@ -388,8 +391,8 @@ kt_describe() {
         nodes+=("$1")
         shift
     done
-    KT_OUT=$(timeout 20 "$KT_KQ" metadata-quorum --bootstrap-controller \
-        "$(kt_bootstrap "${nodes[@]}")" describe "${extra[@]}" 2>&1) || rc=$?
+    KT_OUT=$(timeout 20 "$KT_KQ" metadata-quorum --timeout-ms "${KT_DESCRIBE_TIMEOUT_MS:-2000}" \
+        --bootstrap-controller "$(kt_bootstrap "${nodes[@]}")" describe "${extra[@]}" 2>&1) || rc=$?
     return "$rc"
 }
 
@@ -524,7 +527,8 @@ kt_set_prop() {
 
 # kt_kq ARGS...: runs `kq ARGS --bootstrap-controller <all nodes>` (60 s cap); stdout and stderr
 # in KT_OUT; returns the tool's exit status. The bootstrap list can be overridden with
-# KT_KQ_BOOTSTRAP (e.g. a single node).
+# KT_KQ_BOOTSTRAP (e.g. a single node). The tool itself retries while no controller is active
+# (up to its default --timeout-ms of 60 s).
 kt_kq() {
     local rc=0 bs=${KT_KQ_BOOTSTRAP:-}
     [[ -n $bs ]] || bs=$(kt_bootstrap $(seq 1 "$KT_NODES"))
