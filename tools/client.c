@@ -54,7 +54,7 @@ typedef struct attempt {
     char addr[300];
     bool answered;  /* an error answer (not a timeout or network failure) */
     bool retriable; /* the failure may go away (worth another pass) */
-    char reason[400];
+    char reason[640]; /* error name, message (< 256) and leader hint (< 256) */
 } attempt;
 
 enum { PROBE_OK = 0, PROBE_DEAD, PROBE_SLOW };
@@ -507,14 +507,17 @@ static pass_result one_pass(const kq_tools_call_opts *o, uint32_t api_key, const
             break;
         }
         int err = resp->error;
+        bool redirect = err == KQ_ERR_NOT_CONTROLLER || err == KQ_ERR_NOT_LEADER_OR_FOLLOWER;
+        bool hinted = redirect && resp->leader_endpoint[0] != '\0';
         a->answered = true;
         a->retriable = kq_err_retriable(err) != 0;
-        snprintf(a->reason, sizeof a->reason, "%s: %s", kq_err_name(err),
-                 resp->error_message[0] ? resp->error_message : kq_err_message(err));
+        snprintf(a->reason, sizeof a->reason, "%s: %s%s%s%s", kq_err_name(err),
+                 resp->error_message[0] ? resp->error_message : kq_err_message(err),
+                 hinted ? " (leader hint " : "", hinted ? resp->leader_endpoint : "",
+                 hinted ? ")" : "");
         kq_tools_addr hint;
-        bool follow = (err == KQ_ERR_NOT_CONTROLLER || err == KQ_ERR_NOT_LEADER_OR_FOLLOWER) &&
-                      resp->leader_endpoint[0] != '\0' &&
-                      parse_hint(resp->leader_endpoint, &hint) && !same_addr(&hint, &s->addr);
+        bool follow =
+            hinted && parse_hint(resp->leader_endpoint, &hint) && !same_addr(&hint, &s->addr);
         kq_response_free(resp);
         memset(resp, 0, sizeof *resp);
         if (follow && s->hops < o->max_hops) {

@@ -500,8 +500,10 @@ static void test_retries_until_new_leader_is_active(void **state)
     assert_int_equal(passes, 4);
     assert_int_equal(atomic_load(&leader.requests), 4); /* one per pass: no hops to itself */
     char want[128];
-    snprintf(want, sizeof want, " after pass 3: 127.0.0.1:%d: NOT_CONTROLLER: not the leader\n",
-             leader.port);
+    snprintf(want, sizeof want,
+             " after pass 3: 127.0.0.1:%d: NOT_CONTROLLER: not the leader (leader hint "
+             "127.0.0.1:%d)\n",
+             leader.port, leader.port);
     assert_non_null(strstr(text, want));
     assert_int_equal(strncmp(text, "kq: retrying in ", 16), 0);
     assert_null(strstr(text, "after pass 4"));
