@@ -35,6 +35,7 @@ void kq_bl_init(kq_bl *l, const kq_bl_config *cfg, uint64_t now_ms)
     l->hint = -1;
     l->leader = -1;
     l->observed = -1;
+    l->sent_to = -1;
     l->started_ms = now_ms;
     l->next_send_ms = now_ms;
     l->fenced = true;
@@ -89,8 +90,12 @@ static void failed(kq_bl *l, uint64_t now, int error, int32_t leader_hint)
     if (j > 0)
         wait += (int64_t)kq_prng_below(&l->rng, 2u * j + 1u) - (int64_t)j;
     if (wrong_target(error)) {
-        int32_t tried = target_of(l);
-        if (leader_hint >= 0 && leader_hint != tried) {
+        /* The controller the failed request went to; the targets may have moved since (the
+         * observer saw a new leader while it was in flight). */
+        int32_t tried = l->sent_to;
+        if (leader_hint < 0 && l->hint < 0 && l->leader >= 0 && l->leader != tried) {
+            wait = 0; /* a leader learnt while the request was out: try it now */
+        } else if (leader_hint >= 0 && leader_hint != tried) {
             l->hint = leader_hint;
             wait = 0; /* follow the hint at once */
         } else if (leader_hint >= 0) {
@@ -159,6 +164,7 @@ void kq_bl_poll(kq_bl *l, uint64_t now, int64_t metadata_offset, kq_bl_action *o
         return;
     }
     out->target = target_of(l);
+    l->sent_to = out->target;
     l->in_flight = true;
     if (l->broker_epoch < 0) {
         out->send = KQ_BL_SEND_REGISTRATION;

@@ -87,6 +87,7 @@ typedef struct kq_bl {
     int64_t broker_epoch; /* -1 until registered */
     bool in_flight;
     kq_bl_send in_flight_kind;
+    int32_t sent_to; /* the controller the request in flight (or the last one) went to */
     uint64_t next_send_ms;
     uint32_t backoff_ms; /* 0 after a success */
     int32_t hint;        /* from NOT_CONTROLLER, -1 none */

@@ -216,6 +216,24 @@ static void test_backoff_doubles_with_jitter_up_to_a_heartbeat(void **state)
     assert_int_equal(bl.backoff_ms, 2000);
 }
 
+/* The observer sees the new leader while a heartbeat to the dead one is in flight: when that
+ * heartbeat fails, the new leader is tried at once (not dropped for round robin). */
+static void test_new_leader_seen_while_in_flight_is_tried_at_once(void **state)
+{
+    (void)state;
+    setup_bl();
+    run_broker();
+    kq_bl_set_leader(&bl, 1);
+    poll_at(now + 2000, 70);
+    assert_int_equal(act.send, KQ_BL_SEND_HEARTBEAT);
+    assert_int_equal(act.target, 1);
+    kq_bl_set_leader(&bl, 3); /* controller 1 died; 3 leads now */
+    kq_bl_on_heartbeat(&bl, now, KQ_ERR_REQUEST_TIMED_OUT, NULL, -1);
+    poll_at(now, 70);
+    assert_int_equal(act.send, KQ_BL_SEND_HEARTBEAT);
+    assert_int_equal(act.target, 3);
+}
+
 /* While backing off, a new leader seen by the metadata observer is tried at once. */
 static void test_new_leader_cuts_the_backoff_short(void **state)
 {
@@ -442,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_failover_moves_to_the_next_controller),
         cmocka_unit_test(test_backoff_doubles_with_jitter_up_to_a_heartbeat),
         cmocka_unit_test(test_new_leader_cuts_the_backoff_short),
+        cmocka_unit_test(test_new_leader_seen_while_in_flight_is_tried_at_once),
         cmocka_unit_test(test_duplicate_registration_retries_every_interval),
         cmocka_unit_test(test_registration_timeout_exits_1),
         cmocka_unit_test(test_registered_broker_never_hits_registration_timeout),
