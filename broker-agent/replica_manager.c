@@ -68,7 +68,7 @@ static int collect_cb(void *arg, const kq_topic *t, int32_t partition_id, const 
     memcpy(e->replicas, kq_partition_replicas(p), (size_t)p->n_replicas * sizeof(int32_t));
     e->n_isr = p->n_isr;
     memcpy(e->isr, kq_partition_isr(p), (size_t)p->n_isr * sizeof(int32_t));
-    e->min_isr = kq_image_min_isr(c->img, e->topic, c->node_id, 0);
+    e->min_isr = kq_image_min_isr(c->img, e->topic, 0);
     return 0;
 }
 

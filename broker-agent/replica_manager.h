@@ -44,8 +44,8 @@ typedef struct kq_rm_partition {
     int n_replicas;
     int32_t isr[KQ_REPLICA_MAX_REPLICAS];
     int n_isr;
-    /* configured min.insync.replicas for this broker (kq_image_min_isr: topic, this broker's
-     * dynamic config, cluster default); 0: none set, the static min.insync.replicas applies */
+    /* configured min.insync.replicas (kq_image_min_isr: the topic's, else the cluster
+     * default); 0: none set, the static min.insync.replicas applies */
     int32_t min_isr;
 } kq_rm_partition;
 

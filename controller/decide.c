@@ -106,7 +106,7 @@ static const char *effective(const kq_image *img, const char *topic, const char 
 int32_t kq_decide_min_isr(const kq_decide_settings *s, const kq_image *img, const char *topic,
                           int32_t rf)
 {
-    return kq_min_isr_effective(kq_image_min_isr(img, topic, -1, s->min_insync_replicas), rf);
+    return kq_min_isr_effective(kq_image_min_isr(img, topic, s->min_insync_replicas), rf);
 }
 
 bool kq_decide_unclean_enabled(const kq_decide_settings *s, const kq_image *img, const char *topic)

@@ -49,14 +49,16 @@ typedef struct ckey {
 } ckey;
 
 /* Every key Kafka has at these scopes that kq knows. A key is accepted only where something
- * enforces it (docs/configuration.md lists them): the partition leaders (min.insync.replicas
- * at every scope, broker-agent/replica_manager.c) and the controller's decisions
+ * enforces it (docs/configuration.md lists them): the partition leaders (min.insync.replicas,
+ * broker-agent/replica_manager.c) and the controller's decisions
  * (controller/decide.c). The others are recognised, so the error says "not supported yet"
  * rather than "unknown". A DELETE of any known key is accepted, so a value stored by an
  * earlier version can be removed. */
 static const ckey KEYS[] = {
+    /* Not per broker: the describe filters and the ELR decisions could not agree with one
+     * broker's own minimum (one rule everywhere). */
     {"min.insync.replicas", C_INT, 1, INT32_MAX, AT_TOPIC | AT_CLUSTER | AT_BROKER,
-     AT_TOPIC | AT_CLUSTER | AT_BROKER},
+     AT_TOPIC | AT_CLUSTER},
     {"unclean.leader.election.enable", C_BOOL, 0, 0, AT_TOPIC | AT_CLUSTER | AT_BROKER,
      AT_TOPIC | AT_CLUSTER},
     {"cleanup.policy", C_LIST_POLICY, 0, 0, AT_TOPIC, 0},

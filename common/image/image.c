@@ -1643,19 +1643,13 @@ static bool min_isr_parse(const char *v, int32_t *out)
     return true;
 }
 
-int32_t kq_image_min_isr(const kq_image *img, const char *topic, int32_t node_id, int32_t dflt)
+int32_t kq_image_min_isr(const kq_image *img, const char *topic, int32_t dflt)
 {
     static const char key[] = "min.insync.replicas";
     int32_t m;
     if (topic != NULL &&
         min_isr_parse(kq_image_config(img, KQ_CONFIG_RESOURCE_TOPIC, topic, key), &m))
         return m;
-    if (node_id >= 0) {
-        char id[16];
-        snprintf(id, sizeof(id), "%d", (int)node_id);
-        if (min_isr_parse(kq_image_config(img, KQ_CONFIG_RESOURCE_BROKER, id, key), &m))
-            return m;
-    }
     if (min_isr_parse(kq_image_config(img, KQ_CONFIG_RESOURCE_BROKER, "", key), &m))
         return m;
     return dflt;

@@ -1777,7 +1777,7 @@ static int fill_topic(arena *a, const kq_image *img, const kq_topic *t, int32_t 
         w->configs = cp;
     }
     w->has_min_insync_replicas = 1;
-    w->min_insync_replicas = kq_image_min_isr(img, t->name, -1, default_min_isr);
+    w->min_insync_replicas = kq_image_min_isr(img, t->name, default_min_isr);
     return 0;
 }
 

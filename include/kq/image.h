@@ -178,12 +178,13 @@ typedef int (*kq_image_config_cb)(void *arg, int resource_type, const char *reso
 int kq_image_foreach_config(const kq_image *img, int resource_type, const char *resource,
                             kq_image_config_cb cb, void *arg);
 int16_t kq_image_feature(const kq_image *img, const char *name); /* 0 if not set */
-/* The configured min.insync.replicas of a topic: the topic's config, else broker node_id's
- * dynamic config (node_id < 0: skipped; controllers pass -1, a broker its own id), else the
- * cluster default (broker resource ""), else dflt. A value that is not a whole number in
- * 1..INT32_MAX is skipped (the controller refuses those). Not capped: the effective minimum is
- * kq_min_isr_effective (util.h), which every user of the rule goes through. */
-int32_t kq_image_min_isr(const kq_image *img, const char *topic, int32_t node_id, int32_t dflt);
+/* The configured min.insync.replicas of a topic: the topic's config, else the cluster default
+ * (broker resource ""), else dflt. A value that is not a whole number in 1..INT32_MAX is
+ * skipped (the controller refuses those). A per-broker value is not read (the controller
+ * refuses it: the describe filters and the ELR decisions could not agree with one broker's
+ * own minimum). Not capped: the effective minimum is kq_min_isr_effective (util.h), which
+ * every user of the rule goes through. */
+int32_t kq_image_min_isr(const kq_image *img, const char *topic, int32_t dflt);
 typedef int (*kq_image_feature_cb)(void *arg, const char *name, int16_t level);
 int kq_image_foreach_feature(const kq_image *img, kq_image_feature_cb cb, void *arg);
 

@@ -618,6 +618,8 @@ static void test_alter_configs(void **st)
     assert_int_equal(r.error, KQ_ERR_INVALID_CONFIG);
     kq_config_op per_broker_min[] = {{"min.insync.replicas", "2", KQ_CONFIG_OP_SET}};
     kq_rc_alter_configs(f->img, KQ_CONFIG_RESOURCE_BROKER, "2", per_broker_min, 1, &f->out, &r);
+    assert_int_equal(r.error, KQ_ERR_INVALID_CONFIG);
+    kq_rc_alter_configs(f->img, KQ_CONFIG_RESOURCE_BROKER, "", per_broker_min, 1, &f->out, &r);
     assert_int_equal(r.error, 0);
     assert_int_equal(f->out.n, 1);
     kq_reclist_truncate(&f->out, 0);
