@@ -770,26 +770,28 @@ static int start(broker *b, char *err, size_t errlen)
     if (rc == 0) {
         /* What it will replay, checked before it registers or serves. */
         char why[1200] = "";
-        rc = kq_store_verify(b->store, rec.log_start_offset, rec.log_end_offset,
-                             kq_record_check_batch, NULL, why, sizeof(why));
+        rc = kq_store_verify(b->store, &rec, kq_record_check_batch, NULL, why, sizeof(why));
         kq_store_unguard_reads();
         if (rc != 0) {
             free(rec.epochs);
             memset(&rec, 0, sizeof(rec));
-            snprintf(err, errlen,
-                     "%.1200s; recover (docs/storage.md): stop the broker, delete %.1000s (its "
-                     "copy of the "
-                     "metadata log) and start it: it fetches the metadata again from the "
-                     "controllers",
-                     why, b->meta_dir);
-            return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
+            snprintf(err, errlen, "%.1200s%s%.1000s%s", why,
+                     rc == KQ_ERR_CORRUPT_MESSAGE ? "; recover (docs/storage.md): stop the "
+                                                    "broker, delete "
+                                                  : "",
+                     rc == KQ_ERR_CORRUPT_MESSAGE ? b->meta_dir : "",
+                     rc == KQ_ERR_CORRUPT_MESSAGE ? " (its copy of the metadata log) and start "
+                                                    "it: it fetches the metadata again"
+                                                  : "");
+            return rc;
         }
     } else {
-        snprintf(err, errlen,
-                 "cannot recover the metadata log in %.900s: %.200s; recover (docs/storage.md): "
-                 "stop the broker, delete that directory and start it",
-                 b->meta_dir, kq_err_message(rc));
-        return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
+        snprintf(err, errlen, "cannot recover the metadata log in %.900s: %.200s%s", b->meta_dir,
+                 kq_err_message(rc),
+                 rc == KQ_ERR_CORRUPT_MESSAGE ? "; recover (docs/storage.md): stop the broker, "
+                                                "delete that directory and start it"
+                                              : "");
+        return rc;
     }
     b->img = kq_image_new();
     if (b->img == NULL) {

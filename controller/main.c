@@ -1088,6 +1088,14 @@ static void apply_committed(ctl *c)
                     "metadata.version=%d eligible.leader.replicas.version=%d",
                     (int)kq_image_feature(c->meta.img, "metadata.version"),
                     (int)kq_image_feature(c->meta.img, "eligible.leader.replicas.version"));
+        else if (kq_image_feature(c->meta.img, "eligible.leader.replicas.version") < 1 &&
+                 kq_decide_elr_bootstrap(&c->meta.settings, c->meta.img))
+            /* A cluster whose metadata.version was finalized by hand under an earlier kq, with
+             * ELR on by configuration then: ELR now follows its (absent) feature level. */
+            KQ_WARN("controller", "ELR is off: eligible.leader.replicas.version is 0",
+                    "hint=\"kq features upgrade --feature eligible.leader.replicas.version=1 "
+                    "turns it on; eligible.leader.replicas.enable only sets a new cluster's "
+                    "level\"");
         /* Fresh broker sessions start now (kq_cc_activate); first checks soon. */
         c->next_fence_ms = c->now + FENCE_CHECK_MAX_MS;
         c->next_leaderless_ms = c->now;
@@ -1386,19 +1394,20 @@ static int start(ctl *c, char *err, size_t errlen)
     g_data_dir = c->cfg.log_dir;
     rc = kq_store_recover(c->store, &rec);
     if (rc != 0) {
-        snprintf(err, errlen, "cannot recover the metadata log in %.900s: %.200s" RECOVER_HINT,
-                 c->cfg.log_dir, kq_err_message(rc));
-        return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
+        /* Only damage gets the re-format advice (and exit 2); an I/O error or no memory is a
+         * runtime failure (exit 1) that a restart may cure. */
+        snprintf(err, errlen, "cannot recover the metadata log in %.900s: %.200s%s", c->cfg.log_dir,
+                 kq_err_message(rc), rc == KQ_ERR_CORRUPT_MESSAGE ? RECOVER_HINT : "");
+        return rc;
     }
     /* Everything it will replay or serve, checked before it joins the quorum. */
     char why[1200] = "";
-    rc = kq_store_verify(c->store, rec.log_start_offset, rec.log_end_offset, kq_record_check_batch,
-                         NULL, why, sizeof(why));
+    rc = kq_store_verify(c->store, &rec, kq_record_check_batch, NULL, why, sizeof(why));
     kq_store_unguard_reads();
     if (rc != 0) {
         free(rec.epochs);
-        snprintf(err, errlen, "%.1200s" RECOVER_HINT, why);
-        return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
+        snprintf(err, errlen, "%.1200s%s", why, rc == KQ_ERR_CORRUPT_MESSAGE ? RECOVER_HINT : "");
+        return rc;
     }
     uint64_t seed = 0;
     char u[KQ_UUID_STR_LEN + 1];
@@ -1428,6 +1437,8 @@ static int start(ctl *c, char *err, size_t errlen)
         free(payload);
         if (rc != 0) {
             free(rec.epochs);
+            if (rc == KQ_ERR_NOMEM || rc == KQ_ERR_IO)
+                return rc;
             size_t l = strlen(err);
             snprintf(err + l, errlen - l, "%s", RECOVER_HINT);
             return KQ_ERR_CORRUPT_MESSAGE;

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # tests/run.sh: install what is missing, configure, build (-Wall -Wextra -Werror) and run the
-# CI test set (ctest labels unit, raft, sim, integration; bench is left out).
+# CI test set (ctest labels unit, raft, sim, integration, chaos, build; bench is left out).
 #
 #   tests/run.sh [--asan] [--build-dir DIR] [--jobs N] [--label REGEX] [--no-install]
 #
 #   --asan          use the asan preset (ASan + UBSan, build/asan) instead of release
 #   --build-dir DIR configure a plain build tree in DIR (e.g. build/ci) instead of a preset's
 #   --jobs N        parallel tests (default 2)
-#   --label REGEX   ctest label regex (default 'unit|raft|sim|integration|chaos')
+#   --label REGEX   ctest label regex (default 'unit|raft|sim|integration|chaos|build')
 #   --no-install    never call apt-get (also KQ_NO_INSTALL=1)
 #
 # Runs from any directory, without a terminal and as root (CI calls it through .ci/run).
@@ -19,7 +19,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PRESET=release
 BUILD_DIR=""
 JOBS=2
-LABELS='unit|raft|sim|integration|chaos'
+LABELS='unit|raft|sim|integration|chaos|build'
 NO_INSTALL=${KQ_NO_INSTALL:-0}
 # Build and test dependencies (Debian 12 package names).
 PACKAGES=(cmake ninja-build gcc libc6-dev pkgconf libprotobuf-c-dev protobuf-c-compiler

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,46 +25,6 @@ int kq_lmdb_err(int rc)
         return KQ_ERR_NOMEM;
     default:
         return KQ_ERR_IO;
-    }
-}
-
-/* LMDB asserts (and then aborts) when it meets a page that cannot be what the tree says, i.e.
- * a damaged data.mdb. Say so, name the file and the way out, and exit 2 (the exit status of a
- * problem a restart cannot fix: the systemd units do not restart on it) instead of a SIGABRT
- * and a core dump. */
-static void lmdb_assert_exit(MDB_env *env, const char *msg)
-{
-    const char *path = NULL;
-    if (env == NULL || mdb_env_get_path(env, &path) != 0 || path == NULL)
-        path = "(unknown directory)";
-    KQ_ERROR("store", "the LMDB file is damaged; stopping",
-             "file=%s/data.mdb lmdb=\"%s\" recover=\"see docs/storage.md: move the directory "
-             "aside, re-format it with the same cluster id and node id, restart; the node "
-             "fetches everything from the other replicas\"",
-             path, msg ? msg : "");
-    fprintf(stderr,
-            "kq: %s/data.mdb is damaged (LMDB: %s); stop this node, move the directory aside, "
-            "re-format it with the same cluster id and node id and restart it (docs/storage.md)\n",
-            path, msg ? msg : "assertion failed");
-    _exit(2);
-}
-
-int kq_lmdb_read_err(int rc)
-{
-    switch (rc) {
-    case MDB_CORRUPTED:
-    case MDB_PAGE_NOTFOUND:
-    case MDB_INVALID:
-    case MDB_NOTFOUND:
-    case MDB_BAD_DBI:
-    case MDB_INCOMPATIBLE:
-    case MDB_VERSION_MISMATCH:
-    case MDB_BAD_VALSIZE:
-    case MDB_MAP_RESIZED: /* a damaged meta page claims a larger map */
-    case MDB_BAD_TXN:
-        return KQ_ERR_CORRUPT_MESSAGE;
-    default:
-        return kq_lmdb_err(rc);
     }
 }
 
@@ -110,6 +71,52 @@ void kq_store_unguard_reads(void)
     sigaction(SIGBUS, &guard_old_bus, NULL);
     sigaction(SIGSEGV, &guard_old_segv, NULL);
     guard_on = 0;
+}
+
+/* LMDB asserts (and then aborts) when it meets a page that cannot be what the tree says, i.e.
+ * a damaged data.mdb. At start-up (the read guard is on), say so, name the file and the way out,
+ * and exit 2 (the exit status of a problem a restart cannot fix: the systemd units do not restart
+ * on it) instead of a SIGABRT and a core dump. */
+static void lmdb_assert_exit(MDB_env *env, const char *msg)
+{
+    const char *path = NULL;
+    if (!guard_on) {
+        /* While the daemon runs, an assertion may be a kq bug (a misused transaction or
+         * cursor): keep the crash and its core, as LMDB would. */
+        KQ_ERROR("store", "LMDB assertion failed", "lmdb=\"%s\"", msg ? msg : "");
+        abort();
+    }
+    if (env == NULL || mdb_env_get_path(env, &path) != 0 || path == NULL)
+        path = "(unknown directory)";
+    KQ_ERROR("store", "the LMDB file is damaged; stopping",
+             "file=%s/data.mdb lmdb=\"%s\" recover=\"see docs/storage.md: move the directory "
+             "aside, re-format it with the same cluster id and node id, restart; the node "
+             "fetches everything from the other replicas\"",
+             path, msg ? msg : "");
+    fprintf(stderr,
+            "kq: %s/data.mdb is damaged (LMDB: %s); stop this node, move the directory aside, "
+            "re-format it with the same cluster id and node id and restart it (docs/storage.md)\n",
+            path, msg ? msg : "assertion failed");
+    _exit(2);
+}
+
+int kq_lmdb_read_err(int rc)
+{
+    switch (rc) {
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INVALID:
+    case MDB_NOTFOUND:
+    case MDB_BAD_DBI:
+    case MDB_INCOMPATIBLE:
+    case MDB_VERSION_MISMATCH:
+    case MDB_BAD_VALSIZE:
+    case MDB_MAP_RESIZED: /* a damaged meta page claims a larger map */
+    case MDB_BAD_TXN:
+        return KQ_ERR_CORRUPT_MESSAGE;
+    default:
+        return kq_lmdb_err(rc);
+    }
 }
 
 int kq_lmdb_env_open(const char *dir, unsigned flags, unsigned max_dbs, MDB_env **out)

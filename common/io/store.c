@@ -1046,6 +1046,7 @@ static int verify_snap_file(const char *path, const kq_raft_snapshot_id *id,
 
 typedef struct verify_state {
     kq_store *s;
+    const kq_store_recovered *rec;
     kq_store_check_cb cb;
     void *arg;
     int64_t next;  /* where the next batch must start */
@@ -1060,6 +1061,22 @@ static int verify_batch(void *arg, int64_t base, int32_t epoch, int32_t count, u
 {
     verify_state *v = arg;
     (void)crc; /* kq_store_read checked it */
+    /* The CRC covers the records only: check the header's epoch against the epoch index (the
+     * last entry starting at or below the offset) and the quorum's epoch. */
+    int32_t want = v->rec->log_start_epoch;
+    for (size_t i = 0; i < v->rec->n_epochs && v->rec->epochs[i].start_offset <= base; i++)
+        want = v->rec->epochs[i].epoch;
+    int32_t top = v->rec->qstate.epoch;
+    if (v->rec->n_epochs > 0 && v->rec->epochs[v->rec->n_epochs - 1].epoch > top)
+        top = v->rec->epochs[v->rec->n_epochs - 1].epoch;
+    if (v->rec->n_epochs > 0 && (epoch != want || epoch > top)) {
+        kq_errf(v->errbuf, v->errlen,
+                "%s/data.mdb: the batch at offset %lld says epoch %d, but the epoch index gives "
+                "that offset epoch %d (quorum epoch %d): its header is damaged",
+                v->s->dir, (long long)base, (int)epoch, (int)want, (int)top);
+        v->rc = KQ_ERR_CORRUPT_MESSAGE;
+        return 1;
+    }
     if (base != v->next || count <= 0 || epoch < v->epoch) {
         kq_errf(v->errbuf, v->errlen,
                 "%s/data.mdb: the batch at offset %lld (epoch %d, %d records) does not follow "
@@ -1082,11 +1099,17 @@ static int verify_batch(void *arg, int64_t base, int32_t epoch, int32_t count, u
     return 0;
 }
 
-int kq_store_verify(kq_store *s, int64_t from, int64_t to, kq_store_check_cb cb, void *arg,
+int kq_store_verify(kq_store *s, const kq_store_recovered *rec, kq_store_check_cb cb, void *arg,
                     char *errbuf, size_t errlen)
 {
-    verify_state v = {
-        .s = s, .cb = cb, .arg = arg, .next = from, .errbuf = errbuf, .errlen = errlen};
+    int64_t to = rec->log_end_offset;
+    verify_state v = {.s = s,
+                      .rec = rec,
+                      .cb = cb,
+                      .arg = arg,
+                      .next = rec->log_start_offset,
+                      .errbuf = errbuf,
+                      .errlen = errlen};
     while (v.next < to) {
         int64_t at = v.next;
         int rc = kq_store_read(s, at, to, (size_t)8 << 20, verify_batch, &v);
@@ -1102,7 +1125,7 @@ int kq_store_verify(kq_store *s, int64_t from, int64_t to, kq_store_check_cb cb,
         if (rc != 0) {
             kq_errf(errbuf, errlen, "%s/data.mdb: cannot read the log from offset %lld: %s", s->dir,
                     (long long)at, kq_err_message(rc));
-            return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
+            return rc; /* an I/O failure is not damage */
         }
         if (v.next == at) {
             kq_errf(errbuf, errlen,
@@ -1119,7 +1142,7 @@ int kq_store_verify(kq_store *s, int64_t from, int64_t to, kq_store_check_cb cb,
         snap_path(s, id, "", path, sizeof path);
         int rc = verify_snap_file(path, &id, NULL, NULL, NULL, errbuf, errlen);
         if (rc != 0)
-            return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
+            return rc;
     }
     return 0;
 }
@@ -1129,8 +1152,9 @@ bool kq_store_dir_full(const char *dir)
     struct statvfs st;
     if (statvfs(dir, &st) != 0)
         return false;
-    /* LMDB grows the file by pages and a commit writes several: under 1 MiB is full. */
-    return (uint64_t)st.f_bavail * (uint64_t)st.f_frsize < ((uint64_t)1 << 20);
+    /* LMDB grows the file by pages and one group commit may write a few MiB: under 16 MiB
+     * free, a failed write is a full disk. */
+    return (uint64_t)st.f_bavail * (uint64_t)st.f_frsize < ((uint64_t)16 << 20);
 }
 
 /* ---- log prefix deletion ------------------------------------------------------------------ */

@@ -107,15 +107,18 @@ int kq_store_read(kq_store *s, int64_t from, int64_t to, size_t max_bytes, kq_st
                   void *arg);
 
 /* Start-up check of what the node will rely on, before it serves or votes: every stored batch
- * in [from, to) is read back, its CRC32C checked, batches must follow each other without gaps
- * and with non-decreasing epochs, and cb (may be NULL) checks each batch's content (return
- * non-zero with a message in errbuf to refuse it). Also the latest snapshot file, whole. 0, or
- * KQ_ERR_CORRUPT_MESSAGE / KQ_ERR_IO with errbuf naming the file (<dir>/data.mdb or the
- * snapshot) and what is wrong. An LMDB page so damaged that LMDB asserts ends the process
- * with exit status 2 and a message naming the file (kq_lmdb_env_open), never an abort. */
+ * from rec's log start to its log end (rec: from kq_store_recover) is read back, its CRC32C
+ * checked (the CRC covers the records only, so the header is checked against the rest: the
+ * batches must follow each other without gaps, and each batch's epoch must be the one rec's
+ * epoch index gives its offset and no later than the stored quorum epoch), and cb (may be NULL)
+ * checks each batch's content (return non-zero with a message in errbuf to refuse it). Also the
+ * latest snapshot file, whole. 0, or KQ_ERR_CORRUPT_MESSAGE (damage) or another error (KQ_ERR_IO,
+ * KQ_ERR_NOMEM: a failure that is not damage) with errbuf naming the file (<dir>/data.mdb or the
+ * snapshot) and what is wrong. An LMDB page so damaged that LMDB asserts ends the process with exit
+ * status 2 and a message naming the file (kq_lmdb_env_open), never an abort. */
 typedef int (*kq_store_check_cb)(void *arg, int64_t base_offset, int32_t count,
                                  const uint8_t *records, size_t len, char *errbuf, size_t errlen);
-int kq_store_verify(kq_store *s, int64_t from, int64_t to, kq_store_check_cb cb, void *arg,
+int kq_store_verify(kq_store *s, const kq_store_recovered *rec, kq_store_check_cb cb, void *arg,
                     char *errbuf, size_t errlen);
 
 /* Start-up only: LMDB reads its file through a memory map, so a page number damaged on disk
