@@ -17,7 +17,8 @@ kt_init "${1:?usage: $0 BIN_DIR}" storage_damage 27800
 
 MNT=""
 cleanup_mount() { [[ -n $MNT ]] && umount "$MNT" 2>/dev/null; MNT=""; }
-trap 'cleanup_mount; kt_cleanup' EXIT
+# kt_cleanup reads the test's exit status from $?: keep it across the unmount.
+trap 'rc=$?; cleanup_mount; (exit "$rc"); kt_cleanup' EXIT
 
 # run_fg NODE SECONDS: the daemon in the foreground; RC and OUT (124: still running).
 run_fg() {
