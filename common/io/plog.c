@@ -286,13 +286,17 @@ static int check_identity(const char *dir, const char *expect_cluster_id, int32_
                                   errlen);
 }
 
-int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_node_id,
-                 kq_plog **out, char *errbuf, size_t errlen)
+/* Both opens: a broker's (readonly 0: creates the format key and the partition databases on
+ * first use) and log-dump's (readonly 1: MDB_RDONLY, creates nothing; a directory no broker
+ * has opened has no partition databases and lists none). */
+static int plog_open(const char *dir, int readonly, const char *expect_cluster_id,
+                     int32_t expect_node_id, kq_plog **out, char *errbuf, size_t errlen)
 {
     kq_plog *p = NULL;
     MDB_txn *txn = NULL;
     MDB_val k, v;
     char ver[16];
+    unsigned dbi_flags = readonly ? 0 : MDB_CREATE;
     int rc, ret = 0;
 
     kq_errf(errbuf, errlen, "%s", "");
@@ -306,6 +310,7 @@ int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_
         kq_errf(errbuf, errlen, "out of memory");
         return KQ_ERR_NOMEM;
     }
+    p->readonly = readonly;
     if (strlen(dir) >= sizeof(p->dir)) {
         kq_errf(errbuf, errlen, "log directory path too long: %s", dir);
         ret = KQ_ERR_CONFIG;
@@ -315,14 +320,16 @@ int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_
     if ((ret = check_identity(dir, expect_cluster_id, expect_node_id, &p->id, errbuf, errlen)) != 0)
         goto out;
 
-    if ((rc = kq_lmdb_env_open(dir, 0, PLOG_MAX_DBS, &p->env)) != 0 ||
-        (rc = mdb_txn_begin(p->env, NULL, 0, &txn)) != 0 ||
+    if ((rc = kq_lmdb_env_open(dir, readonly ? MDB_RDONLY : 0, PLOG_MAX_DBS, &p->env)) != 0 ||
+        (rc = mdb_txn_begin(p->env, NULL, readonly ? MDB_RDONLY : 0, &txn)) != 0 ||
         (rc = mdb_dbi_open(txn, "meta", 0, &p->meta)) != 0)
         goto mdb_fail;
     k.mv_size = strlen("plog_format_version");
     k.mv_data = (void *)"plog_format_version";
     rc = mdb_get(txn, p->meta, &k, &v);
-    if (rc == MDB_NOTFOUND) {
+    if (rc == MDB_NOTFOUND && readonly) {
+        p->no_parts = 1; /* formatted, but no broker has opened it yet */
+    } else if (rc == MDB_NOTFOUND) {
         snprintf(ver, sizeof(ver), "%d", KQ_PLOG_FORMAT_VERSION);
         v.mv_size = strlen(ver);
         v.mv_data = ver;
@@ -339,10 +346,12 @@ int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_
         ret = KQ_ERR_UNSUPPORTED_VERSION;
         goto out;
     }
-    if ((rc = mdb_dbi_open(txn, "plog_partitions", MDB_CREATE, &p->parts)) != 0 ||
-        (rc = mdb_dbi_open(txn, "plog_batches", MDB_CREATE, &p->batches)) != 0 ||
-        (rc = mdb_dbi_open(txn, "plog_epochs", MDB_CREATE, &p->epochs)) != 0)
+    if (!p->no_parts && ((rc = mdb_dbi_open(txn, "plog_partitions", dbi_flags, &p->parts)) != 0 ||
+                         (rc = mdb_dbi_open(txn, "plog_batches", dbi_flags, &p->batches)) != 0 ||
+                         (rc = mdb_dbi_open(txn, "plog_epochs", dbi_flags, &p->epochs)) != 0))
         goto mdb_fail;
+    /* Commit (not abort) the txn, read-only too: database handles opened in an aborted txn are
+     * closed again. */
     rc = mdb_txn_commit(txn);
     txn = NULL;
     if (rc != 0)
@@ -350,7 +359,8 @@ int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_
     goto out;
 
 mdb_fail:
-    kq_errf(errbuf, errlen, "cannot open the partition logs in %s: %s", dir, mdb_strerror(rc));
+    kq_errf(errbuf, errlen, "cannot %s the partition logs in %s: %s", readonly ? "read" : "open",
+            dir, mdb_strerror(rc));
     ret = mdb_to_kq(rc);
 out:
     if (txn != NULL)
@@ -363,76 +373,15 @@ out:
     return 0;
 }
 
+int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_node_id,
+                 kq_plog **out, char *errbuf, size_t errlen)
+{
+    return plog_open(dir, 0, expect_cluster_id, expect_node_id, out, errbuf, errlen);
+}
+
 int kq_plog_open_readonly(const char *dir, kq_plog **out, char *errbuf, size_t errlen)
 {
-    kq_plog *p = NULL;
-    MDB_txn *txn = NULL;
-    MDB_val k, v;
-    int rc, ret = 0;
-
-    kq_errf(errbuf, errlen, "%s", "");
-    *out = NULL;
-    if (dir == NULL || dir[0] == '\0') {
-        kq_errf(errbuf, errlen, "no log directory given");
-        return KQ_ERR_CONFIG;
-    }
-    p = calloc(1, sizeof(*p));
-    if (p == NULL) {
-        kq_errf(errbuf, errlen, "out of memory");
-        return KQ_ERR_NOMEM;
-    }
-    p->readonly = 1;
-    if (strlen(dir) >= sizeof(p->dir)) {
-        kq_errf(errbuf, errlen, "log directory path too long: %s", dir);
-        ret = KQ_ERR_CONFIG;
-        goto out;
-    }
-    snprintf(p->dir, sizeof(p->dir), "%s", dir);
-    if ((ret = check_identity(dir, NULL, -1, &p->id, errbuf, errlen)) != 0)
-        goto out;
-    if ((rc = kq_lmdb_env_open(dir, MDB_RDONLY, PLOG_MAX_DBS, &p->env)) != 0 ||
-        (rc = mdb_txn_begin(p->env, NULL, MDB_RDONLY, &txn)) != 0 ||
-        (rc = mdb_dbi_open(txn, "meta", 0, &p->meta)) != 0)
-        goto mdb_fail;
-    k.mv_size = strlen("plog_format_version");
-    k.mv_data = (void *)"plog_format_version";
-    rc = mdb_get(txn, p->meta, &k, &v);
-    if (rc == MDB_NOTFOUND) {
-        p->no_parts = 1; /* formatted, but no broker has opened it yet */
-    } else if (rc != 0) {
-        goto mdb_fail;
-    } else if (v.mv_size != 1 || ((const char *)v.mv_data)[0] != '1') {
-        kq_errf(errbuf, errlen,
-                "partition logs in %s have format version %.*s but this kq reads version %d; "
-                "use a matching kq release",
-                dir, (int)(v.mv_size < 16 ? v.mv_size : 16), (const char *)v.mv_data,
-                KQ_PLOG_FORMAT_VERSION);
-        ret = KQ_ERR_UNSUPPORTED_VERSION;
-        goto out;
-    } else if ((rc = mdb_dbi_open(txn, "plog_partitions", 0, &p->parts)) != 0 ||
-               (rc = mdb_dbi_open(txn, "plog_batches", 0, &p->batches)) != 0 ||
-               (rc = mdb_dbi_open(txn, "plog_epochs", 0, &p->epochs)) != 0) {
-        goto mdb_fail;
-    }
-    /* Commit (not abort) the read txn: database handles opened in an aborted txn are closed. */
-    rc = mdb_txn_commit(txn);
-    txn = NULL;
-    if (rc != 0)
-        goto mdb_fail;
-    goto out;
-
-mdb_fail:
-    kq_errf(errbuf, errlen, "cannot read the partition logs in %s: %s", dir, mdb_strerror(rc));
-    ret = mdb_to_kq(rc);
-out:
-    if (txn != NULL)
-        mdb_txn_abort(txn);
-    if (ret != 0) {
-        kq_plog_close(p);
-        return ret;
-    }
-    *out = p;
-    return 0;
+    return plog_open(dir, 1, NULL, -1, out, errbuf, errlen);
 }
 
 int kq_plog_view_begin(kq_plog *p)
