@@ -82,7 +82,7 @@ shrinks=$(metric 1 kq_broker_isr_shrinks_total)
 expands=$(metric 1 kq_broker_isr_expands_total)
 kd_start 2
 kd_start 3
-kd_wait_line ledger 60 'Leader: 1.*Isr: 1,2,3'
+kd_wait_line ledger 60 'Leader: 1.*Isr: [123],[123],[123][[:space:]]' # any order: rejoin order
 kd_wait_metric 1 30 kq_broker_under_min_isr_partitions 0
 kd_wait_metric 1 10 kq_broker_at_min_isr_partitions 1
 kd_produce all 'h' || kt_fail "acks=all with every replica in the ISR and min 5 on RF 3: $KD_OUT"
