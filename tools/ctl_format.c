@@ -44,6 +44,15 @@ bool kq_tools_partition_selected(const kq_ctl_topic_desc *t, const kq_ctl_partit
 
 /* Close the list and the top-level object that every --json document here is, and end the
  * line. */
+/* Open the document every --json list here is: {"<list_key>":[ ... (json_end_doc closes it). */
+static void json_begin_doc(kq_json *j, FILE *f, const char *list_key)
+{
+    kq_json_init(j, f);
+    kq_json_begin_object(j);
+    kq_json_key(j, list_key);
+    kq_json_begin_array(j);
+}
+
 static void json_end_doc(kq_json *j)
 {
     kq_json_end_array(j);
@@ -84,12 +93,8 @@ void kq_tools_print_topics(FILE *f, const kq_ctl_topics_desc *d, kq_tools_topic_
     char id[KQ_UUID_STR_LEN + 1];
     kq_json j;
 
-    if (json) {
-        kq_json_init(&j, f);
-        kq_json_begin_object(&j);
-        kq_json_key(&j, "topics");
-        kq_json_begin_array(&j);
-    }
+    if (json)
+        json_begin_doc(&j, f, "topics");
     for (int32_t i = 0; i < d->n_topics; i++) {
         const kq_ctl_topic_desc *t = &d->topics[i];
         bool any = false;
@@ -189,12 +194,8 @@ void kq_tools_print_topic_list(FILE *f, const kq_ctl_topics_desc *d, bool json)
 {
     kq_json j;
 
-    if (json) {
-        kq_json_init(&j, f);
-        kq_json_begin_object(&j);
-        kq_json_key(&j, "topics");
-        kq_json_begin_array(&j);
-    }
+    if (json)
+        json_begin_doc(&j, f, "topics");
     /* The controller answers sorted by name. */
     for (int32_t i = 0; i < d->n_topics; i++) {
         if (d->topics[i].error)
@@ -225,12 +226,8 @@ void kq_tools_print_cluster(FILE *f, const kq_ctl_cluster_desc *d, bool json)
     char ep[600];
     kq_json j;
 
-    if (json) {
-        kq_json_init(&j, f);
-        kq_json_begin_object(&j);
-        kq_json_key(&j, "brokers");
-        kq_json_begin_array(&j);
-    }
+    if (json)
+        json_begin_doc(&j, f, "brokers");
     for (int32_t i = 0; i < d->n_brokers; i++) {
         const kq_ctl_broker_desc *b = &d->brokers[i];
 

@@ -16,31 +16,7 @@
 #include "kq/util.h"
 #include "kq_tools.h"
 
-typedef struct capture {
-    FILE *f;
-    char *buf;
-    size_t len;
-} capture;
-
-static void cap_open(capture *c)
-{
-    c->buf = NULL;
-    c->len = 0;
-    c->f = open_memstream(&c->buf, &c->len);
-    assert_non_null(c->f);
-}
-
-static const char *cap_text(capture *c)
-{
-    fflush(c->f);
-    return c->buf;
-}
-
-static void cap_close(capture *c)
-{
-    fclose(c->f);
-    free(c->buf);
-}
+#include "capture.h"
 
 static void open_resp(kq_buf *b, kq_response *env)
 {

@@ -13,32 +13,9 @@
 #include "kq/error.h"
 #include "kq_tools.h"
 
+#include "capture.h"
+
 /* Captures what a printer writes. */
-typedef struct capture {
-    FILE *f;
-    char *buf;
-    size_t len;
-} capture;
-
-static void cap_open(capture *c)
-{
-    c->buf = NULL;
-    c->len = 0;
-    c->f = open_memstream(&c->buf, &c->len);
-    assert_non_null(c->f);
-}
-
-static const char *cap_text(capture *c)
-{
-    fflush(c->f);
-    return c->buf;
-}
-
-static void cap_close(capture *c)
-{
-    fclose(c->f);
-    free(c->buf);
-}
 
 static void set_replica(kq_quorum_replica *r, int32_t id, const char *dir, int64_t leo,
                         int64_t fetch, int64_t caught_up)
