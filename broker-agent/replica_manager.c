@@ -31,6 +31,8 @@ const char *kq_rm_change_name(kq_rm_change_kind kind)
 
 typedef struct collect {
     const kq_image *img;
+    const kq_topic *min_isr_of; /* the topic min_isr was looked up for: a topic's partitions */
+    int32_t min_isr;            /* usually come one after another (no lookup per partition) */
     int32_t node_id;
     kq_rm_partition *v;
     size_t n, cap;
@@ -68,7 +70,11 @@ static int collect_cb(void *arg, const kq_topic *t, int32_t partition_id, const 
     memcpy(e->replicas, kq_partition_replicas(p), (size_t)p->n_replicas * sizeof(int32_t));
     e->n_isr = p->n_isr;
     memcpy(e->isr, kq_partition_isr(p), (size_t)p->n_isr * sizeof(int32_t));
-    e->min_isr = kq_image_min_isr(c->img, e->topic, 0);
+    if (c->min_isr_of != t) {
+        c->min_isr_of = t;
+        c->min_isr = kq_image_min_isr(c->img, e->topic, 0);
+    }
+    e->min_isr = c->min_isr;
     return 0;
 }
 

@@ -88,7 +88,8 @@ static unsigned scope_of(int resource_type, const char *resource)
 
 static const ckey *find_key(int resource_type, const char *name)
 {
-    unsigned w = scope_of(resource_type, resource_type == KQ_CONFIG_RESOURCE_TOPIC ? NULL : "");
+    /* Known at a scope: a topic, or a broker resource ("" or an id). */
+    unsigned w = resource_type == KQ_CONFIG_RESOURCE_TOPIC ? AT_TOPIC : AT_CLUSTER;
 
     for (size_t i = 0; i < sizeof KEYS / sizeof KEYS[0]; i++)
         if (!strcmp(KEYS[i].name, name) && (KEYS[i].where & w))
