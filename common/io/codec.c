@@ -817,9 +817,12 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
     if (!buf && len > 0)
         return fail(errbuf, errlen, KQ_ERR_MALFORMED, "request does not parse (no buffer)");
 
-    rq = kq__request__unpack(NULL, len, buf ? buf : empty_input);
+    rq = (Kq__Request *)kq_pb_unpack(&kq__request__descriptor, buf ? buf : empty_input, len, &rc,
+                                     errbuf, errlen);
+    if (!rq && rc == KQ_ERR_MALFORMED)
+        return fail(errbuf, errlen, rc, "request does not parse (%zu bytes)", len);
     if (!rq)
-        return fail(errbuf, errlen, KQ_ERR_MALFORMED, "request does not parse (%zu bytes)", len);
+        return rc;
     out->priv_ = rq;
     out->api_key = rq->api_key;
     out->api_version = rq->api_version;
@@ -1205,9 +1208,12 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
     if (!buf && len > 0)
         return fail(errbuf, errlen, KQ_ERR_MALFORMED, "response does not parse (no buffer)");
 
-    rs = kq__response__unpack(NULL, len, buf ? buf : empty_input);
+    rs = (Kq__Response *)kq_pb_unpack(&kq__response__descriptor, buf ? buf : empty_input, len, &rc,
+                                      errbuf, errlen);
+    if (!rs && rc == KQ_ERR_MALFORMED)
+        return fail(errbuf, errlen, rc, "response does not parse (%zu bytes)", len);
     if (!rs)
-        return fail(errbuf, errlen, KQ_ERR_MALFORMED, "response does not parse (%zu bytes)", len);
+        return rc;
     out->priv_ = rs;
     out->api_key = rs->api_key;
 
@@ -1464,7 +1470,8 @@ int kq_codec_walk_records(const uint8_t *records, size_t len, int64_t base_offse
 
         if (!kq_pb_read_varint(records, len, &pos, &n) || n > len - pos)
             return KQ_ERR_MALFORMED;
-        rec = kq__record__unpack(NULL, (size_t)n, n ? records + pos : empty_input);
+        rec = (Kq__Record *)kq_pb_unpack(&kq__record__descriptor, n ? records + pos : empty_input,
+                                         (size_t)n, &rc, NULL, 0);
         if (!rec)
             return KQ_ERR_MALFORMED;
         pos += (size_t)n;

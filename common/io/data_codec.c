@@ -713,9 +713,12 @@ int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out,
     out->sender_id = -1;
     if (!buf && len > 0)
         return fail(errbuf, errlen, KQ_ERR_MALFORMED, "request does not parse (no buffer)");
-    rq = kq__request__unpack(NULL, len, buf ? buf : empty_input);
+    rq = (Kq__Request *)kq_pb_unpack(&kq__request__descriptor, buf ? buf : empty_input, len, &rc,
+                                     errbuf, errlen);
+    if (!rq && rc == KQ_ERR_MALFORMED)
+        return fail(errbuf, errlen, rc, "request does not parse (%zu bytes)", len);
     if (!rq)
-        return fail(errbuf, errlen, KQ_ERR_MALFORMED, "request does not parse (%zu bytes)", len);
+        return rc;
     out->api_key = rq->api_key;
     if (!kq_data_is_data_api(rq->api_key)) {
         kq__request__free_unpacked(rq, NULL);
@@ -933,15 +936,18 @@ static int unpack_response(const uint8_t *buf, size_t len, uint32_t api_key, con
                            char msg[KQ_DATA_MAX_ERROR_MESSAGE + 1], char *errbuf, size_t errlen)
 {
     Kq__Response *rs;
+    int rc;
 
     *rsp = NULL;
     if (!buf && len > 0)
         return fail(errbuf, errlen, KQ_ERR_MALFORMED, "%s response does not parse (no buffer)",
                     name);
-    rs = kq__response__unpack(NULL, len, buf ? buf : empty_input);
+    rs = (Kq__Response *)kq_pb_unpack(&kq__response__descriptor, buf ? buf : empty_input, len, &rc,
+                                      errbuf, errlen);
+    if (!rs && rc == KQ_ERR_MALFORMED)
+        return fail(errbuf, errlen, rc, "%s response does not parse (%zu bytes)", name, len);
     if (!rs)
-        return fail(errbuf, errlen, KQ_ERR_MALFORMED, "%s response does not parse (%zu bytes)",
-                    name, len);
+        return rc;
     *rsp = rs;
     if (rs->api_key != api_key)
         return BAD("%s response has api key %u", name, rs->api_key);

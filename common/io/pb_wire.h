@@ -1,8 +1,9 @@
 /*
- * Internal protobuf wire-format helpers shared by kq_codec (common/io/codec.c) and
- * kq_recordcodec (common/io/record_codec.c). Not a public header.
+ * Internal protobuf wire-format helpers shared by the codecs (common/io/codec.c,
+ * data_codec.c, record_codec.c). Not a public header.
  *
- * Ownership: nothing here allocates or keeps a pointer; buffers are the caller's.
+ * Ownership: buffers are the caller's and nothing keeps a pointer into them; only
+ * kq_pb_unpack allocates, and its result belongs to the caller.
  */
 #ifndef KQ_IO_PB_WIRE_H
 #define KQ_IO_PB_WIRE_H
@@ -28,5 +29,34 @@ size_t kq_pb_put_varint(uint8_t *p, uint64_t v);
  * string field, at any depth, holds a NUL, if the bytes are malformed, if they use groups, or
  * if messages nest deeper than KQ_PB_MAX_DEPTH. */
 bool kq_pb_strings_ok(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len);
+
+/* The memory a decode may cost, in bytes, for a message of `frame` bytes: KQ_PB_DECODE_FACTOR
+ * times the frame plus KQ_PB_DECODE_SLACK. Byte-heavy messages (records, batches, snapshot
+ * chunks) cost about their size. protobuf-c keeps a 32-byte record of every field it scans, so
+ * messages of many tiny fields cost up to ~40 times their size: the slack admits those up to
+ * a few hundred KiB (a Fetch of 10,000 partitions is 200 KB and costs 5.8 MB), and refuses a
+ * large message that dense (14 MB of empty records would cost 380 MB). */
+#define KQ_PB_DECODE_FACTOR 4
+#define KQ_PB_DECODE_SLACK ((size_t)8 << 20)
+size_t kq_pb_decode_budget(size_t frame);
+
+/* Walks the bytes of a message of type d, allocating nothing, and adds up what
+ * protobuf_c_message_unpack (protobuf-c 1.4.1, glibc malloc) would allocate for it into *cost
+ * (if cost is not NULL). Returns false, with the reason in why, once the sum passes limit, when
+ * a singular message field occurs twice, or when messages nest deeper than KQ_PB_MAX_DEPTH;
+ * true otherwise, also for bytes that stop parsing (protobuf-c stops there too, having
+ * allocated no more than counted). */
+bool kq_pb_unpack_cost(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
+                       size_t limit, size_t *cost, char *why, size_t whylen);
+
+/* Unpacks a message of type d from p[0..len) (p non-NULL, also for len 0) with protobuf-c's
+ * default allocator, but first refuses it if kq_pb_unpack_cost finds it would cost more than
+ * kq_pb_decode_budget(len), or finds a singular message field twice (protobuf-c merges
+ * repeats by copying their repeated fields again: quadratic time, an easy denial of service).
+ * Returns the message, which the caller frees with protobuf_c_message_free_unpacked, or NULL
+ * with *err = KQ_ERR_INVALID_REQUEST and the reason in why (the limits), or *err =
+ * KQ_ERR_MALFORMED and why empty (the bytes do not parse). */
+ProtobufCMessage *kq_pb_unpack(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
+                               int *err, char *why, size_t whylen);
 
 #endif

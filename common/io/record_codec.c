@@ -533,10 +533,13 @@ int kq_record_decode(const uint8_t *buf, size_t len, kq_record *out, char *errbu
     out->type = KQ_REC_NOOP;
     if (!buf && len)
         return fail(KQ_ERR_MALFORMED, errbuf, errlen, "no input");
-    m = kq__record__unpack(NULL, len, len ? buf : empty);
-    if (!m)
+    m = (Kq__Record *)kq_pb_unpack(&kq__record__descriptor, len ? buf : empty, len, &rc, errbuf,
+                                   errlen);
+    if (!m && rc == KQ_ERR_MALFORMED)
         return fail(KQ_ERR_MALFORMED, errbuf, errlen,
                     "record of %zu bytes does not parse as kq.Record", len);
+    if (!m)
+        return rc;
     if (!kq_pb_strings_ok(&kq__record__descriptor, len ? buf : empty, len)) {
         kq__record__free_unpacked(m, NULL);
         return fail(KQ_ERR_MALFORMED, errbuf, errlen, "record holds a string with a NUL byte");
