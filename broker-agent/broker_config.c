@@ -232,6 +232,14 @@ static int load_from(kq_config *c, kq_broker_config *out, char *errbuf, size_t e
                             errbuf, errlen)) != 0)
         return rc;
     out->max_request_bytes = (uint32_t)v;
+    if ((rc = kq_config_int(c, "max.connections", KQ_RPC_DEFAULT_MAX_CONNECTIONS, 1, 1000000, &v,
+                            errbuf, errlen)) != 0)
+        return rc;
+    out->conn_limits.max_connections = (int)v;
+    if ((rc = kq_config_int(c, "max.connections.per.ip", KQ_RPC_DEFAULT_MAX_CONNECTIONS_PER_IP, 1,
+                            1000000, &v, errbuf, errlen)) != 0)
+        return rc;
+    out->conn_limits.max_connections_per_ip = (int)v;
 
     if ((rc = get_ms(c, "controller.quorum.election.timeout.ms", 1000, 1,
                      &out->raft.election_timeout_ms, errbuf, errlen)) != 0 ||

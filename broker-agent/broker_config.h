@@ -14,6 +14,7 @@
 #include "kq/config.h"
 #include "kq/log.h"
 #include "kq/raft.h"
+#include "kq/rpc.h"
 
 #define KQ_BROKER_MAX_LISTENERS 4
 #define KQ_BROKER_MAX_LOG_DIRS 1 /* this version keeps everything in one directory */
@@ -39,6 +40,7 @@ typedef struct kq_broker_config {
     uint32_t replica_fetch_max_bytes;   /* replica.fetch.max.bytes, 1048576 */
     int32_t min_insync_replicas;        /* min.insync.replicas, 1 (cluster default) */
     uint32_t max_request_bytes;         /* socket.request.max.bytes, 16 MiB */
+    kq_rpc_conn_limits conn_limits;     /* max.connections, max.connections.per.ip */
     kq_raft_config raft;                /* the metadata observer (controller.quorum.*) */
     kq_log_level log_level;             /* log.level */
     char metrics_host[256];             /* metrics.listener host ("" = no HTTP endpoint) */

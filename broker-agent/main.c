@@ -891,6 +891,11 @@ static int start(broker *b, char *err, size_t errlen)
                                  &b->server, err, errlen);
         if (rc != 0)
             goto out;
+        kq_rpc_server_set_conn_limits(b->server, &b->cfg.conn_limits);
+        if ((rc = kq_rpc_server_conn_metrics(b->server, b->m.reg)) != 0) {
+            snprintf(err, errlen, "out of memory registering connection metrics");
+            goto out;
+        }
         KQ_INFO("broker", "started",
                 "listener=%s cluster_id=%s directory_id=%s metadata_dir=%s metadata_log_end=%lld "
                 "incarnation_id=%s",

@@ -142,6 +142,14 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
                             errbuf, errlen)) != 0)
         goto out;
     out->max_request_bytes = (uint32_t)v;
+    if ((rc = kq_config_int(c, "max.connections", KQ_RPC_DEFAULT_MAX_CONNECTIONS, 1, 1000000, &v,
+                            errbuf, errlen)) != 0)
+        goto out;
+    out->conn_limits.max_connections = (int)v;
+    if ((rc = kq_config_int(c, "max.connections.per.ip", KQ_RPC_DEFAULT_MAX_CONNECTIONS_PER_IP, 1,
+                            1000000, &v, errbuf, errlen)) != 0)
+        goto out;
+    out->conn_limits.max_connections_per_ip = (int)v;
 
     /* Cluster defaults the active controller applies (dynamic configs in the log override). */
     kq_decide_settings_default(&out->decide);

@@ -11,6 +11,7 @@
 #include "kq/config.h"
 #include "kq/log.h"
 #include "kq/raft.h"
+#include "kq/rpc.h"
 #include "decide.h"
 
 typedef struct kq_ctl_config {
@@ -24,6 +25,7 @@ typedef struct kq_ctl_config {
     uint32_t append_linger_ms;   /* controller.quorum.append.linger.ms */
     uint32_t idle_interval_ms;   /* metadata.max.idle.interval.ms (0: no NoOps) */
     uint32_t max_request_bytes;  /* socket.request.max.bytes */
+    kq_rpc_conn_limits conn_limits; /* max.connections, max.connections.per.ip */
     kq_log_level log_level;      /* log.level */
     char metrics_host[256];      /* metrics.listener host ("" = no HTTP endpoint) */
     kq_decide_settings decide;   /* broker.session.timeout.ms, num.partitions, ... */

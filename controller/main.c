@@ -1490,6 +1490,12 @@ static int start(ctl *c, char *err, size_t errlen)
         free(rec.epochs);
         return rc;
     }
+    kq_rpc_server_set_conn_limits(c->server, &c->cfg.conn_limits);
+    if ((rc = kq_rpc_server_conn_metrics(c->server, c->m.reg)) != 0) {
+        snprintf(err, errlen, "out of memory registering connection metrics");
+        free(rec.epochs);
+        return rc;
+    }
     KQ_INFO("controller", "started", "listener=%s cluster_id=%s directory_id=%s log_end=%lld "
             "epoch=%d",
             url, kq_store_identity_of(c->store)->cluster_id,

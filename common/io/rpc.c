@@ -18,6 +18,7 @@
  */
 #include "kq/rpc.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -93,7 +94,8 @@ static void *closer_main(void *p)
     return NULL;
 }
 
-static void close_socket_bounded(nng_socket sock, const char *what, const char *url)
+/* Returns false if the close was abandoned (nng may still run callbacks for the socket). */
+static bool close_socket_bounded(nng_socket sock, const char *what, const char *url)
 {
     struct closer *cl = calloc(1, sizeof(*cl));
     pthread_condattr_t ca;
@@ -141,9 +143,162 @@ static void close_socket_bounded(nng_socket sock, const char *what, const char *
         KQ_ERROR("rpc", "socket close did not finish; abandoning it (nng 1.5.2 reaper stall)",
                  "side=%s url=%s waited_ms=%d", what, url, CLOSE_WAIT_MS);
     closer_unref(cl);
-    return;
+    return done;
 direct:
     nng_close(sock);
+    return true;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* connection limits: every pipe of a server socket, by peer address (nng pipe callbacks) */
+
+#define REFUSAL_LOG_INTERVAL_MS 1000
+
+typedef struct conn_entry {
+    uint32_t pipe;
+    bool refused; /* closed at ADD_PRE; gone at REM_POST */
+    uint8_t addr[16]; /* IPv6, or IPv4-mapped; all zero when unknown */
+} conn_entry;
+
+/* Owned by the server; freed with it, or leaked if its socket's close was abandoned (nng may
+ * still call back). */
+typedef struct conn_table {
+    pthread_mutex_t mu;
+    conn_entry *v;
+    size_t n, cap;
+    kq_rpc_conn_limits limits;
+    uint64_t open, refused;
+    kq_metric *open_metric, *refused_metric; /* NULL until kq_rpc_server_conn_metrics */
+    uint64_t last_log_ms, unlogged;
+    char url[128]; /* the server's */
+} conn_table;
+
+static void peer_addr(nng_pipe p, uint8_t out[16])
+{
+    nng_sockaddr sa;
+
+    memset(out, 0, 16);
+    if (nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) != 0)
+        return;
+    if (sa.s_family == NNG_AF_INET) {
+        out[10] = out[11] = 0xff;
+        memcpy(out + 12, &sa.s_in.sa_addr, 4);
+    } else if (sa.s_family == NNG_AF_INET6) {
+        memcpy(out, sa.s_in6.sa_addr, 16);
+    }
+}
+
+static void format_addr(const uint8_t a[16], char *buf, size_t len)
+{
+    static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+    if (!memcmp(a, v4_prefix, 12))
+        inet_ntop(AF_INET, a + 12, buf, (socklen_t)len);
+    else
+        inet_ntop(AF_INET6, a, buf, (socklen_t)len);
+}
+
+/* ADD_PRE: count the pipe; refuse (close) it if a limit is reached. REM_POST: forget it. */
+static void conn_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+    conn_table *t = arg;
+    uint32_t id = (uint32_t)nng_pipe_id(p);
+    const char *limit = NULL;
+    char who[INET6_ADDRSTRLEN] = "?";
+    uint64_t skipped = 0;
+    int value = 0;
+    bool log_it = false;
+
+    pthread_mutex_lock(&t->mu);
+    if (ev == NNG_PIPE_EV_REM_POST) {
+        for (size_t i = 0; i < t->n; i++) {
+            if (t->v[i].pipe == id) {
+                t->open -= !t->v[i].refused;
+                kq_metric_set_int(t->open_metric, (int64_t)t->open);
+                t->v[i] = t->v[--t->n];
+                break;
+            }
+        }
+        pthread_mutex_unlock(&t->mu);
+        return;
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 64;
+        conn_entry *v = realloc(t->v, cap * sizeof *v);
+
+        if (v == NULL) {
+            pthread_mutex_unlock(&t->mu);
+            nng_pipe_close(p); /* out of memory: refuse rather than lose track */
+            return;
+        }
+        t->v = v;
+        t->cap = cap;
+    }
+    conn_entry *e = &t->v[t->n++];
+    size_t same = 0;
+
+    e->pipe = id;
+    e->refused = false;
+    peer_addr(p, e->addr);
+    for (size_t i = 0; i + 1 < t->n; i++)
+        same += !t->v[i].refused && !memcmp(t->v[i].addr, e->addr, 16);
+    if (t->limits.max_connections > 0 && t->open >= (uint64_t)t->limits.max_connections) {
+        limit = "max.connections";
+        value = t->limits.max_connections;
+    } else if (t->limits.max_connections_per_ip > 0 &&
+               same >= (size_t)t->limits.max_connections_per_ip) {
+        limit = "max.connections.per.ip";
+        value = t->limits.max_connections_per_ip;
+    }
+    if (limit == NULL) {
+        t->open++;
+        kq_metric_set_int(t->open_metric, (int64_t)t->open);
+        pthread_mutex_unlock(&t->mu);
+        return;
+    }
+    e->refused = true;
+    t->refused++;
+    kq_metric_inc(t->refused_metric);
+    format_addr(e->addr, who, sizeof who);
+    if (mono_ms() - t->last_log_ms >= REFUSAL_LOG_INTERVAL_MS) {
+        log_it = true;
+        skipped = t->unlogged;
+        t->unlogged = 0;
+        t->last_log_ms = mono_ms();
+    } else {
+        t->unlogged++;
+    }
+    pthread_mutex_unlock(&t->mu);
+    nng_pipe_close(p);
+    if (log_it)
+        KQ_WARN("rpc", "refused a connection: limit reached",
+                "url=%s peer=%s limit=%s value=%d refused_since_last_line=%llu", t->url, who,
+                limit, value, (unsigned long long)skipped);
+}
+
+static conn_table *conn_table_new(const char *url)
+{
+    conn_table *t = calloc(1, sizeof *t);
+
+    if (t == NULL)
+        return NULL;
+    if (pthread_mutex_init(&t->mu, NULL) != 0) {
+        free(t);
+        return NULL;
+    }
+    t->limits.max_connections = KQ_RPC_DEFAULT_MAX_CONNECTIONS;
+    t->limits.max_connections_per_ip = KQ_RPC_DEFAULT_MAX_CONNECTIONS_PER_IP;
+    snprintf(t->url, sizeof t->url, "%s", url);
+    return t;
+}
+
+static void conn_table_free(conn_table *t)
+{
+    if (t == NULL)
+        return;
+    pthread_mutex_destroy(&t->mu);
+    free(t->v);
+    free(t);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -179,6 +334,7 @@ struct kq_rpc_server {
     struct kq_rpc_req *slots; /* owned */
     kq_rpc_on_request cb;
     void *arg;
+    conn_table *conns; /* owned; NULL once leaked (see conn_table) */
     char url[128];
 };
 
@@ -186,6 +342,7 @@ static void server_free(kq_rpc_server *s)
 {
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
+    conn_table_free(s->conns);
     free(s->slots);
     free(s);
 }
@@ -346,6 +503,17 @@ int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes, k
                 nng_strerror(rv));
         goto out;
     }
+    if ((s->conns = conn_table_new(s->url)) == NULL) {
+        err = KQ_ERR_NOMEM;
+        kq_errf(errbuf, errlen, "rpc server %s: out of memory", url);
+        goto out;
+    }
+    if ((rv = nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, conn_cb, s->conns)) != 0 ||
+        (rv = nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, conn_cb, s->conns)) != 0) {
+        kq_errf(errbuf, errlen, "rpc server %s: cannot watch connections: %s", url,
+                nng_strerror(rv));
+        goto out;
+    }
     for (int i = 0; i < n_contexts; i++) {
         struct kq_rpc_req *r = &s->slots[i];
 
@@ -388,6 +556,7 @@ out:
             pthread_cond_destroy(&s->cv);
         if (mu_init)
             pthread_mutex_destroy(&s->mu);
+        conn_table_free(s->conns);
         free(s->slots);
         free(s);
     }
@@ -406,7 +575,8 @@ void kq_rpc_server_stop(kq_rpc_server *s)
 
     /* No new operation starts from now on (closing is set and nobody is inside nng_ctx_*).
      * Closing the socket fails every pending operation; then wait for the callbacks. */
-    close_socket_bounded(s->sock, "server", s->url);
+    if (!close_socket_bounded(s->sock, "server", s->url))
+        s->conns = NULL; /* nng may still call back into it: leak it with the socket */
     for (int i = 0; i < s->n_slots; i++)
         nng_aio_stop(s->slots[i].aio);
     for (int i = 0; i < s->n_slots; i++) {
@@ -420,6 +590,48 @@ void kq_rpc_server_stop(kq_rpc_server *s)
     }
     /* Requests still held by the application keep the memory alive until released. */
     server_unref(s);
+}
+
+void kq_rpc_server_set_conn_limits(kq_rpc_server *s, const kq_rpc_conn_limits *limits)
+{
+    if (s == NULL || s->conns == NULL || limits == NULL)
+        return;
+    pthread_mutex_lock(&s->conns->mu);
+    s->conns->limits = *limits;
+    pthread_mutex_unlock(&s->conns->mu);
+}
+
+void kq_rpc_server_conn_counts(kq_rpc_server *s, uint64_t *open, uint64_t *refused)
+{
+    *open = *refused = 0;
+    if (s == NULL || s->conns == NULL)
+        return;
+    pthread_mutex_lock(&s->conns->mu);
+    *open = s->conns->open;
+    *refused = s->conns->refused;
+    pthread_mutex_unlock(&s->conns->mu);
+}
+
+int kq_rpc_server_conn_metrics(kq_rpc_server *s, kq_metrics *m)
+{
+    kq_metric *open_m, *refused_m;
+
+    if (s == NULL || s->conns == NULL || m == NULL)
+        return 0;
+    open_m = kq_metrics_gauge_int(m, "kq_rpc_connections",
+                                  "Connections the RPC listener holds now", NULL);
+    refused_m = kq_metrics_counter(
+        m, "kq_rpc_connections_refused_total",
+        "Connections refused at max.connections or max.connections.per.ip", NULL);
+    if (open_m == NULL || refused_m == NULL)
+        return KQ_ERR_NOMEM;
+    pthread_mutex_lock(&s->conns->mu);
+    kq_metric_set_int(open_m, (int64_t)s->conns->open);
+    kq_metric_add(refused_m, (double)s->conns->refused);
+    s->conns->open_metric = open_m;
+    s->conns->refused_metric = refused_m;
+    pthread_mutex_unlock(&s->conns->mu);
+    return 0;
 }
 
 const uint8_t *kq_rpc_req_data(const kq_rpc_req *req)

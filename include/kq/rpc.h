@@ -22,9 +22,12 @@
 #include <string.h>
 
 #include "kq/error.h"
+#include "kq/metrics.h"
 
 #define KQ_RPC_DEFAULT_MAX_MSG (64u * 1024u * 1024u)
 #define KQ_RPC_DEFAULT_CONTEXTS 64
+#define KQ_RPC_DEFAULT_MAX_CONNECTIONS 1000       /* max.connections */
+#define KQ_RPC_DEFAULT_MAX_CONNECTIONS_PER_IP 200 /* max.connections.per.ip */
 
 typedef struct kq_rpc_server kq_rpc_server;
 typedef struct kq_rpc_req kq_rpc_req;
@@ -38,6 +41,21 @@ int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes, k
                         void *arg, kq_rpc_server **out, char *errbuf, size_t errlen);
 /* Stops listening, drops unanswered requests, frees the server. Do not call from a callback. */
 void kq_rpc_server_stop(kq_rpc_server *s);
+
+/* Connections a server holds at once. A server counts every connection (pipe) from the start
+ * and refuses (closes at once, before any message is read) one that would pass a limit; a
+ * refusal is logged at most once a second, with the peer and the limit. */
+typedef struct kq_rpc_conn_limits {
+    int max_connections;        /* on this listener; <= 0: no limit */
+    int max_connections_per_ip; /* from one peer address; <= 0: no limit */
+} kq_rpc_conn_limits;
+/* Until called, the KQ_RPC_DEFAULT_MAX_CONNECTIONS* limits hold. Applies to new connections. */
+void kq_rpc_server_set_conn_limits(kq_rpc_server *s, const kq_rpc_conn_limits *limits);
+/* Connections held now, and refused since the start. */
+void kq_rpc_server_conn_counts(kq_rpc_server *s, uint64_t *open, uint64_t *refused);
+/* Registers kq_rpc_connections (gauge) and kq_rpc_connections_refused_total (counter) in m
+ * and keeps them current from then on. m must outlive s. 0, or KQ_ERR_NOMEM. */
+int kq_rpc_server_conn_metrics(kq_rpc_server *s, kq_metrics *m);
 
 const uint8_t *kq_rpc_req_data(const kq_rpc_req *req);
 size_t kq_rpc_req_len(const kq_rpc_req *req);

@@ -77,6 +77,8 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.min_insync_replicas, 1);
     assert_int_equal(cfg.raft.request_timeout_ms, 2000);
     assert_string_equal(cfg.metrics_host, "");
+    assert_int_equal(cfg.conn_limits.max_connections, 1000);
+    assert_int_equal(cfg.conn_limits.max_connections_per_ip, 200);
 }
 
 static void test_all_keys(void **state)
@@ -91,7 +93,9 @@ static void test_all_keys(void **state)
                                 "replica.fetch.max.bytes=65536\n"
                                 "min.insync.replicas=2\n"
                                 "metrics.listener=127.0.0.1:9200\n"
-                                "initial.broker.registration.timeout.ms=5000\n"),
+                                "initial.broker.registration.timeout.ms=5000\n"
+                                "max.connections=50\n"
+                                "max.connections.per.ip=5\n"),
                      0);
     assert_string_equal(cfg.rack, "rack-a");
     assert_string_equal(cfg.advertised[0].host, "broker4.example");
@@ -106,6 +110,8 @@ static void test_all_keys(void **state)
     assert_string_equal(cfg.metrics_host, "127.0.0.1");
     assert_int_equal(cfg.metrics_port, 9200);
     assert_int_equal(cfg.registration_timeout_ms, 5000);
+    assert_int_equal(cfg.conn_limits.max_connections, 50);
+    assert_int_equal(cfg.conn_limits.max_connections_per_ip, 5);
 }
 
 static void test_two_listeners(void **state)
@@ -147,6 +153,8 @@ static void test_bad_values_name_the_key(void **state)
     expect_error("min.insync.replicas=0", "min.insync.replicas", NULL);
     expect_error("metrics.listener=nohost", "metrics.listener", NULL);
     expect_error("log.level=loud", "log.level", NULL);
+    expect_error("max.connections=0", "max.connections", NULL);
+    expect_error("max.connections.per.ip=many", "max.connections.per.ip", NULL);
     expect_error("initial.broker.registration.timeout.ms=x",
                  "initial.broker.registration.timeout.ms", NULL);
 }
