@@ -1,121 +1,417 @@
 /*
- * /metrics, /healthz and /readyz over nng 1.5.2's HTTP server (reference/conventions.md 5.1).
- * See include/kq/metrics.h for the contract.
+ * /metrics, /healthz and /readyz: a small HTTP/1.1 server on nng 1.5.2's byte streams (the
+ * same listener API takes tls+tcp:// URLs). See include/kq/metrics.h for the contract.
  *
- * Handlers run on nng's task threads and finish synchronously: they render into a buffer,
- * copy it into an nng_http_res and complete the aio. nng_http_server_stop closes every
- * connection and waits until they are reaped, which waits for running handler callbacks, so
- * after it returns no callback can touch the kq_http any more.
+ * nng's own HTTP server has no header timeout and no connection cap (1,500 slowloris
+ * connections were all held open), so this one keeps a fixed table of KQ_HTTP_MAX_CONNECTIONS
+ * slots, each with its own aio: a connection past the table is closed at once; a request
+ * head must arrive whole within KQ_HTTP_HEAD_TIMEOUT_MS of when the server starts waiting
+ * for it (the connection opening, or the previous answer sent), or the connection is closed;
+ * a head over KQ_HTTP_HEAD_MAX bytes gets 431. Keep-alive and pipelined requests work (GET,
+ * and HEAD like GET without the body); request bodies are refused (400), so a connection
+ * never gets out of step.
+ *
+ * Threads: callbacks run on nng's task threads; each slot's aio touches only its slot, the
+ * accept aio only hands free slots out, under h->mu. kq_http_stop stops the accept aio, then
+ * every slot's aio (nng_aio_stop waits for a running callback), and only then frees.
  */
 #include "kq/metrics.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include <nng/nng.h>
-#include <nng/supplemental/http/http.h>
 
 #include "kq/error.h"
+#include "kq/log.h"
 
 #define READY_REASON_MAX 256
-#define N_HANDLERS 3
+#define ACCEPT_RETRY_MS 100 /* after a failed accept (e.g. out of file descriptors) */
+#define SHED_LOG_INTERVAL_MS 1000
+
+typedef enum { SLOT_FREE = 0, SLOT_READ, SLOT_WRITE } slot_state;
+
+typedef struct http_slot {
+    kq_http *h;
+    nng_aio *aio;
+    nng_stream *s; /* owned while the slot is in use */
+    slot_state state;
+    char in[KQ_HTTP_HEAD_MAX];
+    size_t in_len;
+    char *out; /* the answer being sent (malloc'd) */
+    size_t out_len, out_sent;
+    bool close_after;
+    bool head_only; /* a HEAD request: send the answer's head, not its body */
+    uint64_t deadline_ms; /* for the request head being read */
+} http_slot;
 
 struct kq_http {
-    nng_http_server *srv;
+    nng_stream_listener *l;
+    nng_aio *accept_aio;
+    bool accept_sleeping; /* accept_aio is in nng_sleep_aio after a failed accept */
     kq_metrics *metrics;
     kq_http_ready_fn ready;
     void *ready_arg;
-    nng_http_handler *handlers[N_HANDLERS]; /* registered with srv */
+    kq_metric *shed_limit, *shed_timeout;
+    pthread_mutex_t mu;
+    bool closing;
+    uint64_t last_shed_log_ms;
     int port;
-    bool started;
+    char addr[300];
+    http_slot slots[KQ_HTTP_MAX_CONNECTIONS];
 };
 
-/* Completes aio with a response; on allocation failure completes with an error, which makes
- * nng answer 500 and close the connection. */
-static void reply(nng_aio *aio, uint16_t status, const char *ctype, const void *body, size_t len)
+static uint64_t mono_ms(void)
 {
-    nng_http_res *res = NULL;
-    int rv;
+    struct timespec ts;
 
-    if ((rv = nng_http_res_alloc(&res)) != 0)
-        goto fail;
-    if ((rv = nng_http_res_set_status(res, status)) != 0 ||
-        (rv = nng_http_res_set_header(res, "Content-Type", ctype)) != 0 ||
-        (rv = nng_http_res_set_header(res, "Cache-Control", "no-store")) != 0 ||
-        (rv = nng_http_res_copy_data(res, body, len)) != 0)
-        goto fail;
-    nng_aio_set_output(aio, 0, res);
-    nng_aio_finish(aio, 0);
-    return;
-fail:
-    if (res != NULL)
-        nng_http_res_free(res);
-    nng_aio_finish(aio, rv);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void reply_text(nng_aio *aio, uint16_t status, const char *text)
+static bool closing(kq_http *h)
 {
-    reply(aio, status, "text/plain; charset=utf-8", text, strlen(text));
+    bool c;
+
+    pthread_mutex_lock(&h->mu);
+    c = h->closing;
+    pthread_mutex_unlock(&h->mu);
+    return c;
 }
 
-static void serve_readyz(kq_http *h, nng_aio *aio)
+/* A connection shed (limit or timeout): counted, and logged at most once a second. */
+static void shed(kq_http *h, kq_metric *counter, const char *why)
 {
+    bool log_it;
+    uint64_t now = mono_ms();
+
+    kq_metric_inc(counter);
+    pthread_mutex_lock(&h->mu);
+    log_it = now - h->last_shed_log_ms >= SHED_LOG_INTERVAL_MS;
+    if (log_it)
+        h->last_shed_log_ms = now;
+    pthread_mutex_unlock(&h->mu);
+    if (log_it)
+        KQ_WARN("http", "closed a metrics connection", "listener=%s reason=\"%s\"", h->addr, why);
+}
+
+/* Closes the slot's connection and frees the slot (its own callback, or stop). */
+static void slot_finish(http_slot *c)
+{
+    kq_http *h = c->h;
+
+    if (c->s != NULL) {
+        nng_stream_close(c->s);
+        nng_stream_free(c->s);
+    }
+    free(c->out);
+    pthread_mutex_lock(&h->mu);
+    c->s = NULL;
+    c->out = NULL;
+    c->out_len = c->out_sent = c->in_len = 0;
+    c->close_after = false;
+    c->state = SLOT_FREE;
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* ---- answers ------------------------------------------------------------------------------ */
+
+static const char *reason_phrase(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "HTTP Version Not Supported";
+    }
+}
+
+/* Builds the whole answer into c->out; false when out of memory. */
+static bool answer(http_slot *c, int status, const char *ctype, const char *body, size_t len)
+{
+    char head[320];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                     "Cache-Control: no-store\r\n%s%s\r\n",
+                     status, reason_phrase(status), ctype, len,
+                     status == 405 ? "Allow: GET, HEAD\r\n" : "",
+                     c->close_after ? "Connection: close\r\n" : "");
+
+    c->out = malloc((size_t)n + len);
+    if (c->out == NULL)
+        return false;
+    memcpy(c->out, head, (size_t)n);
+    memcpy(c->out + n, body, len);
+    c->out_len = (size_t)n + (c->head_only ? 0 : len);
+    c->out_sent = 0;
+    return true;
+}
+
+static bool answer_text(http_slot *c, int status, const char *text)
+{
+    return answer(c, status, "text/plain; charset=utf-8", text, strlen(text));
+}
+
+static bool answer_readyz(http_slot *c)
+{
+    kq_http *h = c->h;
     char reason[READY_REASON_MAX] = "";
     char body[READY_REASON_MAX + 32];
 
-    if (h->ready == NULL || h->ready(h->ready_arg, reason, sizeof(reason)) != 0) {
-        reply_text(aio, 200, "ready\n");
-        return;
-    }
+    if (h->ready == NULL || h->ready(h->ready_arg, reason, sizeof(reason)) != 0)
+        return answer_text(c, 200, "ready\n");
     reason[sizeof(reason) - 1] = '\0';
-    /* keep it to one line */
-    for (char *p = reason; *p != '\0'; p++)
+    for (char *p = reason; *p != '\0'; p++) /* keep it to one line */
         if (*p == '\n' || *p == '\r')
             *p = ' ';
     snprintf(body, sizeof(body), "not ready: %s\n", reason[0] ? reason : "unknown reason");
-    reply_text(aio, 503, body);
+    return answer_text(c, 503, body);
 }
 
-static kq_http *server_of(nng_aio *aio)
+static bool answer_metrics(http_slot *c)
 {
-    return nng_http_handler_get_data(nng_aio_get_input(aio, 1));
-}
-
-static void metrics_cb(nng_aio *aio)
-{
-    kq_http *h = server_of(aio);
     char *text = NULL;
     size_t len = 0;
+    bool ok;
 
-    if (kq_metrics_render(h->metrics, &text, &len) != 0) {
-        reply_text(aio, 500, "cannot render metrics: out of memory\n");
+    if (kq_metrics_render(c->h->metrics, &text, &len) != 0)
+        return answer_text(c, 500, "cannot render metrics: out of memory\n");
+    ok = answer(c, 200, KQ_METRICS_CONTENT_TYPE, text, len);
+    free(text);
+    return ok;
+}
+
+/* Does the head (NUL-terminated, lines ending in \n) carry header `name` (case-insensitive)?
+ * Copies its value (trimmed) into val. */
+static bool header(const char *head, const char *name, char *val, size_t vlen)
+{
+    size_t nlen = strlen(name);
+
+    for (const char *line = strchr(head, '\n'); line != NULL; line = strchr(line, '\n')) {
+        const char *v, *end;
+
+        line++;
+        if (strncasecmp(line, name, nlen) != 0 || line[nlen] != ':')
+            continue;
+        v = line + nlen + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        end = v + strcspn(v, "\r\n");
+        while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        snprintf(val, vlen, "%.*s", (int)(end - v), v);
+        return true;
+    }
+    return false;
+}
+
+/* Answers the request head in head (NUL-terminated); false when out of memory. */
+static bool serve(http_slot *c, const char *head)
+{
+    char method[16], target[256], version[16], val[64];
+    size_t mlen = strcspn(head, " \r\n"), tlen, vlen;
+    const char *t = head + mlen + 1, *v;
+    char *q;
+
+    tlen = head[mlen] == ' ' ? strcspn(t, " \r\n") : 0;
+    v = t + tlen + 1;
+    vlen = tlen > 0 && t[tlen] == ' ' ? strcspn(v, " \r\n") : 0;
+    if (mlen == 0 || mlen >= sizeof method || tlen == 0 || vlen == 0 || vlen >= sizeof version) {
+        c->close_after = true;
+        return answer_text(c, 400, "bad request line\n");
+    }
+    snprintf(method, sizeof method, "%.*s", (int)mlen, head);
+    /* a target longer than any path served is simply not found */
+    snprintf(target, sizeof target, "%.*s", (int)(tlen < sizeof target ? tlen : 0), t);
+    snprintf(version, sizeof version, "%.*s", (int)vlen, v);
+    if (strcmp(version, "HTTP/1.1") != 0 && strcmp(version, "HTTP/1.0") != 0) {
+        c->close_after = true;
+        return answer_text(c, 505, "HTTP/1.0 or HTTP/1.1 only\n");
+    }
+    if (strcmp(version, "HTTP/1.0") == 0 ||
+        (header(head, "Connection", val, sizeof val) && strcasecmp(val, "close") == 0))
+        c->close_after = true;
+    if ((header(head, "Content-Length", val, sizeof val) && strcmp(val, "0") != 0) ||
+        header(head, "Transfer-Encoding", val, sizeof val)) {
+        c->close_after = true;
+        return answer_text(c, 400, "requests with a body are not served here\n");
+    }
+    if ((q = strchr(target, '?')) != NULL)
+        *q = '\0';
+    if (strcmp(target, "/metrics") != 0 && strcmp(target, "/healthz") != 0 &&
+        strcmp(target, "/readyz") != 0)
+        return answer_text(c, 404, "not found (try /metrics, /healthz or /readyz)\n");
+    c->head_only = strcmp(method, "HEAD") == 0;
+    if (strcmp(method, "GET") != 0 && !c->head_only)
+        return answer_text(c, 405, "GET or HEAD only\n");
+    if (strcmp(target, "/metrics") == 0)
+        return answer_metrics(c);
+    if (strcmp(target, "/healthz") == 0)
+        return answer_text(c, 200, "ok\n");
+    return answer_readyz(c);
+}
+
+/* ---- the connection state machine ---------------------------------------------------------- */
+
+static void start_send(http_slot *c)
+{
+    nng_iov iov = {.iov_buf = c->out + c->out_sent, .iov_len = c->out_len - c->out_sent};
+
+    c->state = SLOT_WRITE;
+    nng_aio_set_iov(c->aio, 1, &iov);
+    nng_aio_set_timeout(c->aio, KQ_HTTP_HEAD_TIMEOUT_MS);
+    nng_stream_send(c->s, c->aio);
+}
+
+/* Answers the next complete head in c->in, or reads more of it; false: finish the slot. */
+static bool advance(http_slot *c)
+{
+    char *end;
+    size_t head_len;
+    uint64_t now;
+    nng_iov iov;
+
+    c->in[c->in_len] = '\0'; /* in_len < sizeof c->in: reads leave room for it */
+    end = strstr(c->in, "\r\n\r\n");
+    if (end != NULL || (end = strstr(c->in, "\n\n")) != NULL) {
+        head_len = (size_t)(end - c->in) + (end[0] == '\r' ? 4 : 2);
+        end[end[0] == '\r' ? 2 : 1] = '\0'; /* keep the head's last line end */
+        c->head_only = false;
+        if (!serve(c, c->in))
+            return false;
+        memmove(c->in, c->in + head_len, c->in_len - head_len);
+        c->in_len -= head_len;
+        start_send(c);
+        return true;
+    }
+    if (memchr(c->in, '\0', c->in_len) != NULL) {
+        c->close_after = true;
+        if (!answer_text(c, 400, "NUL byte in the request head\n"))
+            return false;
+        c->in_len = 0;
+        start_send(c);
+        return true;
+    }
+    if (c->in_len >= sizeof c->in - 1) {
+        c->close_after = true;
+        if (!answer_text(c, 431, "request head over 8 KiB\n"))
+            return false;
+        c->in_len = 0;
+        start_send(c);
+        return true;
+    }
+    now = mono_ms();
+    if (now >= c->deadline_ms) {
+        shed(c->h, c->h->shed_timeout, "request head not received in time");
+        return false;
+    }
+    c->state = SLOT_READ;
+    iov.iov_buf = c->in + c->in_len;
+    iov.iov_len = sizeof c->in - 1 - c->in_len;
+    nng_aio_set_iov(c->aio, 1, &iov);
+    nng_aio_set_timeout(c->aio, (nng_duration)(c->deadline_ms - now));
+    nng_stream_recv(c->s, c->aio);
+    return true;
+}
+
+static void slot_cb(void *arg)
+{
+    http_slot *c = arg;
+    int rv = nng_aio_result(c->aio);
+
+    if (closing(c->h)) {
+        slot_finish(c);
         return;
     }
-    reply(aio, 200, KQ_METRICS_CONTENT_TYPE, text, len);
-    free(text);
+    if (rv != 0) {
+        if (rv == NNG_ETIMEDOUT) /* counted before the peer can see the close */
+            shed(c->h, c->h->shed_timeout,
+                 c->state == SLOT_READ ? "request head not received in time"
+                                       : "answer not taken in time");
+        slot_finish(c);
+        return;
+    }
+    if (c->state == SLOT_READ) {
+        c->in_len += nng_aio_count(c->aio);
+    } else {
+        c->out_sent += nng_aio_count(c->aio);
+        if (c->out_sent < c->out_len) {
+            start_send(c);
+            return;
+        }
+        free(c->out);
+        c->out = NULL;
+        if (c->close_after) {
+            slot_finish(c);
+            return;
+        }
+        c->deadline_ms = mono_ms() + KQ_HTTP_HEAD_TIMEOUT_MS;
+    }
+    if (!advance(c))
+        slot_finish(c);
 }
 
-static void healthz_cb(nng_aio *aio)
+static void accept_cb(void *arg)
 {
-    reply_text(aio, 200, "ok\n");
+    kq_http *h = arg;
+    int rv = nng_aio_result(h->accept_aio);
+    nng_stream *s;
+    http_slot *c = NULL;
+
+    if (closing(h))
+        return;
+    if (h->accept_sleeping) {
+        h->accept_sleeping = false;
+        nng_stream_listener_accept(h->l, h->accept_aio);
+        return;
+    }
+    if (rv != 0) {
+        /* e.g. out of file descriptors: try again a little later instead of spinning */
+        h->accept_sleeping = true;
+        nng_sleep_aio(ACCEPT_RETRY_MS, h->accept_aio);
+        return;
+    }
+    s = nng_aio_get_output(h->accept_aio, 0);
+    pthread_mutex_lock(&h->mu);
+    for (int i = 0; i < KQ_HTTP_MAX_CONNECTIONS && c == NULL; i++)
+        if (h->slots[i].state == SLOT_FREE)
+            c = &h->slots[i];
+    if (c != NULL) {
+        c->s = s;
+        c->state = SLOT_READ;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (c == NULL) {
+        shed(h, h->shed_limit, "connection limit reached");
+        nng_stream_close(s);
+        nng_stream_free(s);
+    } else {
+        c->deadline_ms = mono_ms() + KQ_HTTP_HEAD_TIMEOUT_MS;
+        if (!advance(c))
+            slot_finish(c);
+    }
+    nng_stream_listener_accept(h->l, h->accept_aio);
 }
 
-static void readyz_cb(nng_aio *aio)
-{
-    serve_readyz(server_of(aio), aio);
-}
-
-static const struct {
-    const char *path;
-    void (*cb)(nng_aio *);
-} endpoints[N_HANDLERS] = {
-    {"/metrics", metrics_cb},
-    {"/healthz", healthz_cb},
-    {"/readyz", readyz_cb},
-};
+/* ---- start and stop --------------------------------------------------------------------- */
 
 static void fmt_addr(char *buf, size_t n, const char *host, int port)
 {
@@ -139,27 +435,38 @@ static bool host_ok(const char *host)
     return true;
 }
 
-/* Stops serving (waits for running callbacks), unregisters and frees our handlers (the
- * server may be shared with another holder in this process), drops our hold, frees h. */
+/* Stops accepting, stops every slot (waiting for running callbacks), frees h. */
 static void http_free(kq_http *h)
 {
-    if (h->started)
-        nng_http_server_stop(h->srv);
-    for (int i = 0; i < N_HANDLERS; i++) {
-        if (h->handlers[i] != NULL && nng_http_server_del_handler(h->srv, h->handlers[i]) == 0)
-            nng_http_handler_free(h->handlers[i]);
+    pthread_mutex_lock(&h->mu);
+    h->closing = true;
+    pthread_mutex_unlock(&h->mu);
+    if (h->l != NULL)
+        nng_stream_listener_close(h->l);
+    if (h->accept_aio != NULL)
+        nng_aio_stop(h->accept_aio);
+    for (int i = 0; i < KQ_HTTP_MAX_CONNECTIONS; i++) {
+        http_slot *c = &h->slots[i];
+
+        if (c->aio != NULL)
+            nng_aio_stop(c->aio);
+        if (c->state != SLOT_FREE)
+            slot_finish(c);
+        if (c->aio != NULL)
+            nng_aio_free(c->aio);
     }
-    if (h->srv != NULL)
-        nng_http_server_release(h->srv);
+    if (h->accept_aio != NULL)
+        nng_aio_free(h->accept_aio);
+    if (h->l != NULL)
+        nng_stream_listener_free(h->l);
+    pthread_mutex_destroy(&h->mu);
     free(h);
 }
 
 int kq_http_start(const char *host, int port, kq_metrics *m, kq_http_ready_fn ready, void *arg,
                   kq_http **out, char *errbuf, size_t errlen)
 {
-    char addr[300], url[320];
-    nng_url *u = NULL;
-    nng_http_handler *hd = NULL;
+    char url[320];
     nng_sockaddr sa;
     kq_http *h = NULL;
     int rv, rc = KQ_ERR_IO;
@@ -182,65 +489,63 @@ int kq_http_start(const char *host, int port, kq_metrics *m, kq_http_ready_fn re
         snprintf(errbuf, errlen, "metrics HTTP server: bad port %d (expected 0..65535)", port);
         return KQ_ERR_CONFIG;
     }
-    fmt_addr(addr, sizeof(addr), host, port);
-    snprintf(url, sizeof(url), "http://%s", addr);
-
     h = calloc(1, sizeof(*h));
-    if (h == NULL) {
-        rc = KQ_ERR_NOMEM;
-        snprintf(errbuf, errlen, "metrics HTTP server on %s: out of memory", addr);
-        goto out;
+    if (h == NULL || pthread_mutex_init(&h->mu, NULL) != 0) {
+        free(h);
+        snprintf(errbuf, errlen, "metrics HTTP server on %s:%d: out of memory", host, port);
+        return KQ_ERR_NOMEM;
     }
+    fmt_addr(h->addr, sizeof(h->addr), host, port);
+    snprintf(url, sizeof(url), "tcp://%s", h->addr);
     h->metrics = m;
     h->ready = ready;
     h->ready_arg = arg;
     h->port = port;
-
-    if ((rv = nng_url_parse(&u, url)) != 0) {
+    h->shed_limit = kq_metrics_counter(m, "kq_http_connections_shed_total",
+                                       "Metrics-listener connections closed by the server: at "
+                                       "the connection limit, or too slow to send a request",
+                                       "reason=\"limit\"");
+    h->shed_timeout = kq_metrics_counter(m, "kq_http_connections_shed_total",
+                                         "Metrics-listener connections closed by the server: at "
+                                         "the connection limit, or too slow to send a request",
+                                         "reason=\"timeout\"");
+    if (h->shed_limit == NULL || h->shed_timeout == NULL) {
+        rc = KQ_ERR_NOMEM;
+        snprintf(errbuf, errlen, "metrics HTTP server on %s: out of memory", h->addr);
+        goto out;
+    }
+    if ((rv = nng_aio_alloc(&h->accept_aio, accept_cb, h)) != 0)
+        goto nng_fail;
+    for (int i = 0; i < KQ_HTTP_MAX_CONNECTIONS; i++) {
+        h->slots[i].h = h;
+        if ((rv = nng_aio_alloc(&h->slots[i].aio, slot_cb, &h->slots[i])) != 0)
+            goto nng_fail;
+    }
+    if ((rv = nng_stream_listener_alloc(&h->l, url)) != 0) {
         rc = KQ_ERR_CONFIG;
-        snprintf(errbuf, errlen, "metrics HTTP server: bad address %s: %s", addr, nng_strerror(rv));
-        goto out;
-    }
-    if ((rv = nng_http_server_hold(&h->srv, u)) != 0) {
-        snprintf(errbuf, errlen, "cannot serve metrics on %s: %s", addr, nng_strerror(rv));
-        goto out;
-    }
-    for (int i = 0; i < N_HANDLERS; i++) {
-        if ((rv = nng_http_handler_alloc(&hd, endpoints[i].path, endpoints[i].cb)) != 0 ||
-            (rv = nng_http_handler_set_method(hd, "GET")) != 0 ||
-            (rv = nng_http_handler_collect_body(hd, true, 0)) != 0 ||
-            (rv = nng_http_handler_set_data(hd, h, NULL)) != 0 ||
-            (rv = nng_http_server_add_handler(h->srv, hd)) != 0) {
-            /* NNG_EADDRINUSE here: another server in this process already serves the path
-             * on this address */
-            snprintf(errbuf, errlen, "cannot serve metrics on %s: %s", addr, nng_strerror(rv));
-            goto out;
-        }
-        h->handlers[i] = hd;
-        hd = NULL;
-    }
-    if ((rv = nng_http_server_start(h->srv)) != 0) {
-        snprintf(errbuf, errlen, "cannot listen for HTTP (metrics) on %s: %s", addr,
+        snprintf(errbuf, errlen, "metrics HTTP server: bad address %s: %s", h->addr,
                  nng_strerror(rv));
         goto out;
     }
-    h->started = true;
-    if (port == 0 && nng_http_server_get_addr(h->srv, &sa) == 0) {
+    if ((rv = nng_stream_listener_listen(h->l)) != 0) {
+        snprintf(errbuf, errlen, "cannot listen for HTTP (metrics) on %s: %s", h->addr,
+                 nng_strerror(rv));
+        goto out;
+    }
+    if (port == 0 && nng_stream_listener_get_addr(h->l, NNG_OPT_LOCADDR, &sa) == 0) {
         if (sa.s_family == NNG_AF_INET)
             h->port = ntohs(sa.s_in.sa_port);
         else if (sa.s_family == NNG_AF_INET6)
             h->port = ntohs(sa.s_in6.sa_port);
+        fmt_addr(h->addr, sizeof(h->addr), host, h->port);
     }
+    nng_stream_listener_accept(h->l, h->accept_aio);
     *out = h;
-    h = NULL;
-    rc = 0;
+    return 0;
+nng_fail:
+    snprintf(errbuf, errlen, "metrics HTTP server on %s: %s", h->addr, nng_strerror(rv));
 out:
-    if (hd != NULL)
-        nng_http_handler_free(hd);
-    if (h != NULL)
-        http_free(h);
-    if (u != NULL)
-        nng_url_free(u);
+    http_free(h);
     return rc;
 }
 

@@ -23,7 +23,7 @@
  * registry owns every kq_metric it hands out; those pointers stay valid until
  * kq_metrics_free. name, help, labels and bounds are copied.
  *
- * HTTP server (common/io/http.c): nng 1.5.2's HTTP server on host:port.
+ * HTTP server (common/io/http.c): HTTP/1.1 on nng 1.5.2's byte streams, on host:port.
  *   GET /metrics -> 200, Content-Type: text/plain; version=0.0.4; charset=utf-8
  *   GET /healthz -> 200 "ok\n" while the process runs
  *   GET /readyz  -> 200 "ready\n", or 503 "not ready: <reason>\n" (reason from the callback)
@@ -103,6 +103,15 @@ double kq_metric_value(const kq_metric *x);
 int kq_metrics_render(const kq_metrics *m, char **out, size_t *len);
 
 typedef struct kq_http kq_http;
+
+/* The HTTP listener sheds clients that would hold it: at most KQ_HTTP_MAX_CONNECTIONS at once
+ * (one more is closed on connect), a request head must arrive whole within
+ * KQ_HTTP_HEAD_TIMEOUT_MS of when the server starts waiting for it (on connect, or after the
+ * previous answer on a kept-alive connection), and may be at most KQ_HTTP_HEAD_MAX bytes
+ * (431 otherwise). Both kinds are counted in kq_http_connections_shed_total{reason=}. */
+#define KQ_HTTP_MAX_CONNECTIONS 64
+#define KQ_HTTP_HEAD_TIMEOUT_MS 10000
+#define KQ_HTTP_HEAD_MAX 8192
 
 /* Readiness callback, called on an nng thread for each GET /readyz: it must be thread-safe
  * (read atomics) and must not block. Return 1 when ready; return 0 and write a one-line reason

@@ -289,6 +289,84 @@ static void test_stop_with_idle_client(void **state)
     kq_metrics_free(m);
 }
 
+/* The metrics value of series `series` (a whole line's start) in a fresh render. */
+static double scrape_value(kq_metrics *m, const char *series)
+{
+    char *text = NULL, *line;
+    size_t len = 0;
+    double v = -1;
+
+    assert_int_equal(kq_metrics_render(m, &text, &len), 0);
+    line = strstr(text, series);
+    if (line != NULL)
+        v = strtod(line + strlen(series), NULL);
+    free(text);
+    return v;
+}
+
+/* A connection the server closed: recv sees the end (or a reset) before MT_WAIT_S. */
+static bool closed_by_server(int fd)
+{
+    char buf[512];
+    ssize_t n;
+
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) {
+    }
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+/* Slowloris: a full table of connections that never finish their request head. One more is
+ * closed on connect; each slow one is closed once KQ_HTTP_HEAD_TIMEOUT_MS has passed; then
+ * the server answers again. Both kinds are counted. */
+static void test_sheds_slow_and_excess_clients(void **state)
+{
+    fixture *f = *state;
+    int fds[KQ_HTTP_MAX_CONNECTIONS], extra;
+    mt_resp r;
+
+    for (int i = 0; i < KQ_HTTP_MAX_CONNECTIONS; i++) {
+        fds[i] = mt_connect(f->port);
+        assert_true(fds[i] >= 0);
+        assert_true(mt_send_all(fds[i], "GET /metrics HTTP/1.1\r\n", 23));
+    }
+    extra = mt_connect(f->port);
+    assert_true(extra >= 0);
+    assert_true(closed_by_server(extra));
+    close(extra);
+    assert_true(scrape_value(f->m, "kq_http_connections_shed_total{reason=\"limit\"} ") >= 1);
+    /* MT_WAIT_S (recv timeout) is longer than the head timeout */
+    for (int i = 0; i < KQ_HTTP_MAX_CONNECTIONS; i++) {
+        if (!closed_by_server(fds[i]))
+            fail_msg("slow connection %d still open after %d s", i, MT_WAIT_S);
+        close(fds[i]);
+    }
+    assert_int_equal(scrape_value(f->m, "kq_http_connections_shed_total{reason=\"timeout\"} "),
+                     KQ_HTTP_MAX_CONNECTIONS);
+    assert_int_equal(mt_request(f->port, "GET", "/healthz", &r), 0);
+    assert_int_equal(r.status, 200);
+    mt_resp_free(&r);
+}
+
+/* A head longer than KQ_HTTP_HEAD_MAX gets 431 and the connection closes. */
+static void test_oversized_head(void **state)
+{
+    fixture *f = *state;
+    char *big = malloc(KQ_HTTP_HEAD_MAX + 64);
+    char buf[256] = "";
+    int fd = mt_connect(f->port);
+    size_t n;
+
+    assert_true(big != NULL && fd >= 0);
+    n = (size_t)snprintf(big, 64, "GET /metrics HTTP/1.1\r\nX-Pad: ");
+    memset(big + n, 'a', KQ_HTTP_HEAD_MAX);
+    assert_true(mt_send_all(fd, big, n + KQ_HTTP_HEAD_MAX));
+    assert_true(recv(fd, buf, sizeof buf - 1, 0) > 0);
+    assert_non_null(strstr(buf, "HTTP/1.1 431 "));
+    assert_true(closed_by_server(fd));
+    close(fd);
+    free(big);
+}
+
 static void test_bind_errors(void **state)
 {
     kq_metrics *m = kq_metrics_new();
@@ -379,6 +457,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unknown_path_and_method, setup, teardown),
         cmocka_unit_test_setup_teardown(test_junk_connections, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive_many_requests, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sheds_slow_and_excess_clients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_oversized_head, setup, teardown),
         cmocka_unit_test(test_stop_with_idle_client),
         cmocka_unit_test(test_bind_errors),
         cmocka_unit_test(test_ipv6_loopback),
