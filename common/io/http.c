@@ -47,7 +47,7 @@ typedef struct http_slot {
     char *out; /* the answer being sent (malloc'd) */
     size_t out_len, out_sent;
     bool close_after;
-    bool head_only; /* a HEAD request: send the answer's head, not its body */
+    bool head_only;       /* a HEAD request: send the answer's head, not its body */
     uint64_t deadline_ms; /* for the request head being read */
 } http_slot;
 

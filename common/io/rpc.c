@@ -156,7 +156,7 @@ direct:
 
 typedef struct conn_entry {
     uint32_t pipe;
-    bool refused; /* closed at ADD_PRE; gone at REM_POST */
+    bool refused;     /* closed at ADD_PRE; gone at REM_POST */
     uint8_t addr[16]; /* IPv6, or IPv4-mapped; all zero when unknown */
 } conn_entry;
 
@@ -272,8 +272,8 @@ static void conn_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
     nng_pipe_close(p);
     if (log_it)
         KQ_WARN("rpc", "refused a connection: limit reached",
-                "url=%s peer=%s limit=%s value=%d refused_since_last_line=%llu", t->url, who,
-                limit, value, (unsigned long long)skipped);
+                "url=%s peer=%s limit=%s value=%d refused_since_last_line=%llu", t->url, who, limit,
+                value, (unsigned long long)skipped);
 }
 
 static conn_table *conn_table_new(const char *url)
@@ -618,8 +618,8 @@ int kq_rpc_server_conn_metrics(kq_rpc_server *s, kq_metrics *m)
 
     if (s == NULL || s->conns == NULL || m == NULL)
         return 0;
-    open_m = kq_metrics_gauge_int(m, "kq_rpc_connections",
-                                  "Connections the RPC listener holds now", NULL);
+    open_m = kq_metrics_gauge_int(m, "kq_rpc_connections", "Connections the RPC listener holds now",
+                                  NULL);
     refused_m = kq_metrics_counter(
         m, "kq_rpc_connections_refused_total",
         "Connections refused at max.connections or max.connections.per.ip", NULL);
