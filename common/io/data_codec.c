@@ -717,8 +717,13 @@ int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out,
                                      errbuf, errlen);
     if (!rq && rc == KQ_ERR_MALFORMED)
         return fail(errbuf, errlen, rc, "request does not parse (%zu bytes)", len);
-    if (!rq)
+    if (!rq) { /* refused unread: still name its API so the answer decodes */
+        uint64_t key = 0;
+
+        if (kq_pb_top_varint(buf ? buf : empty_input, len, 1, &key) && key <= UINT32_MAX)
+            out->api_key = (uint32_t)key;
         return rc;
+    }
     out->api_key = rq->api_key;
     if (!kq_data_is_data_api(rq->api_key)) {
         kq__request__free_unpacked(rq, NULL);

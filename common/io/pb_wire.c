@@ -99,7 +99,7 @@ bool kq_pb_strings_ok(const ProtobufCMessageDescriptor *d, const uint8_t *p, siz
 
 #define SCANNED_MEMBER_BYTES 32 /* sizeof(ScannedMember) in protobuf-c.c */
 #define FIRST_SLAB_MEMBERS 16   /* the first slab lives on protobuf-c's stack */
-#define SEEN_WORDS 4            /* fields tracked per message for repeats: 256 */
+#define MAX_TRACKED_FIELDS 256  /* per message: repeats of singular messages, array sizes */
 
 typedef struct unpack_walk {
     size_t cost;
@@ -209,8 +209,9 @@ static bool walk_add(unpack_walk *w, size_t n)
 static bool walk_message(unpack_walk *w, const ProtobufCMessageDescriptor *d, const uint8_t *p,
                          size_t len, int depth)
 {
-    uint64_t seen[SEEN_WORDS] = {0};
-    size_t pos = 0, n_members = 0, n_unknown = 0, n_arrays = 0;
+    uint64_t seen[MAX_TRACKED_FIELDS / 64] = {0};
+    size_t array_bytes[MAX_TRACKED_FIELDS] = {0}; /* what each repeated field's array holds */
+    size_t pos = 0, n_members = 0, n_unknown = 0, untracked_arrays = 0;
     size_t scanned_room = FIRST_SLAB_MEMBERS, next_slab = 2 * FIRST_SLAB_MEMBERS;
 
     if (depth > KQ_PB_MAX_DEPTH) {
@@ -270,15 +271,20 @@ static bool walk_message(unpack_walk *w, const ProtobufCMessageDescriptor *d, co
             continue;
         }
         idx = (unsigned)(f - d->fields);
-        first = idx >= SEEN_WORDS * 64 || !(seen[idx / 64] & ((uint64_t)1 << (idx % 64)));
-        if (idx < SEEN_WORDS * 64)
+        first = idx >= MAX_TRACKED_FIELDS || !(seen[idx / 64] & ((uint64_t)1 << (idx % 64)));
+        if (idx < MAX_TRACKED_FIELDS)
             seen[idx / 64] |= (uint64_t)1 << (idx % 64);
         if (f->label == PROTOBUF_C_LABEL_REPEATED) {
             size_t n = wire_type == 2 && packable(f->type)
                            ? packed_count(f->type, p + pos - (size_t)v, (size_t)v)
                            : 1;
 
-            n_arrays += first;
+            /* elements count as they come (a long run stops the walk early); malloc's
+             * overhead on the whole array is added at the end */
+            if (idx < MAX_TRACKED_FIELDS)
+                array_bytes[idx] += n * repeated_elt_bytes(f->type);
+            else
+                untracked_arrays += first;
             if (!walk_add(w, n * repeated_elt_bytes(f->type)))
                 return false;
         } else if (f->type == PROTOBUF_C_TYPE_MESSAGE && !first) {
@@ -304,10 +310,54 @@ static bool walk_message(unpack_walk *w, const ProtobufCMessageDescriptor *d, co
             break;
         }
     }
-    /* each repeated field's array costs at most one chunk header more than its elements */
-    return walk_add(w, n_arrays * heap_bytes(0)) &&
+    /* each array's chunk: its elements were counted already, add what malloc adds to them */
+    for (unsigned i = 0; i < MAX_TRACKED_FIELDS && i < d->n_fields; i++)
+        if (array_bytes[i] > 0 && !walk_add(w, heap_bytes(array_bytes[i]) - array_bytes[i]))
+            return false;
+    return walk_add(w, untracked_arrays * ((size_t)4096 + 16)) &&
            (n_unknown == 0 ||
             walk_add(w, heap_bytes(n_unknown * sizeof(ProtobufCMessageUnknownField))));
+}
+
+bool kq_pb_top_varint(const uint8_t *p, size_t len, uint32_t field, uint64_t *out)
+{
+    size_t pos = 0;
+    bool found = false;
+
+    while (pos < len) {
+        uint32_t f;
+        unsigned wire_type;
+        uint64_t v;
+        size_t used = read_key(p + pos, len - pos, &f, &wire_type);
+
+        if (used == 0)
+            return found;
+        pos += used;
+        switch (wire_type) {
+        case 0:
+            if (!kq_pb_read_varint(p, len, &pos, &v))
+                return found;
+            if (f == field) {
+                *out = v;
+                found = true;
+            }
+            break;
+        case 1:
+        case 5:
+            if (len - pos < (wire_type == 1 ? 8u : 4u))
+                return found;
+            pos += wire_type == 1 ? 8 : 4;
+            break;
+        case 2:
+            if (!kq_pb_read_varint(p, len, &pos, &v) || v > len - pos)
+                return found;
+            pos += (size_t)v;
+            break;
+        default:
+            return found;
+        }
+    }
+    return found;
 }
 
 size_t kq_pb_decode_budget(size_t frame)

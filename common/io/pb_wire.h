@@ -30,6 +30,11 @@ size_t kq_pb_put_varint(uint8_t *p, uint64_t v);
  * if messages nest deeper than KQ_PB_MAX_DEPTH. */
 bool kq_pb_strings_ok(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len);
 
+/* The last value of varint field `field` at the top level of the message in p[0..len) (as
+ * protobuf does: the last occurrence wins); false if absent or the bytes stop parsing first.
+ * Lets a decoder that refused a message still name its API in the answer. */
+bool kq_pb_top_varint(const uint8_t *p, size_t len, uint32_t field, uint64_t *out);
+
 /* The memory a decode may cost, in bytes, for a message of `frame` bytes: KQ_PB_DECODE_FACTOR
  * times the frame plus KQ_PB_DECODE_SLACK. Byte-heavy messages (records, batches, snapshot
  * chunks) cost about their size. protobuf-c keeps a 32-byte record of every field it scans, so

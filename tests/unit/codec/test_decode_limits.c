@@ -8,41 +8,51 @@
  * real peak (an upper bound, or the limit could be passed) and close to it for the messages
  * that unpack (or it would refuse honest traffic).
  */
-#include <malloc.h>
 #include <stdio.h>
 
 #include "codec_testutil.h"
+#include "kq/records.h"
+#include "kq_record.pb-c.h"
 #include "kq_rpc.pb-c.h"
 #include "pb_wire.h"
 
 /* ---- protobuf-c through a counting allocator --------------------------------------------- */
 
-static size_t live_bytes, peak_bytes;
+static size_t live_bytes, peak_bytes, total_bytes;
 
-static size_t chunk_bytes(void *p)
+/* The chunk glibc carves for a request of n bytes from fresh memory (a reused free chunk may
+ * be up to 16 bytes larger; that depends on the heap's history, not on the message). */
+static size_t chunk_bytes(size_t n)
 {
-    return malloc_usable_size(p) + 8; /* glibc's chunk: usable size plus its size word */
+    if (n >= ((size_t)128 << 10)) /* mmap'd: whole pages */
+        return (n + 16 + 4095) & ~(size_t)4095;
+    return n <= 24 ? 32 : (n + 8 + 15) & ~(size_t)15;
 }
 
+/* Each allocation carries its requested size in a 16-byte prefix. */
 static void *count_alloc(void *data, size_t n)
 {
-    void *p = malloc(n);
+    size_t *p = malloc(n + 16);
 
     (void)data;
-    if (p) {
-        live_bytes += chunk_bytes(p);
-        if (live_bytes > peak_bytes)
-            peak_bytes = live_bytes;
-    }
-    return p;
+    if (p == NULL)
+        return NULL;
+    p[0] = n;
+    total_bytes += chunk_bytes(n);
+    live_bytes += chunk_bytes(n);
+    if (live_bytes > peak_bytes)
+        peak_bytes = live_bytes;
+    return (char *)p + 16;
 }
 
 static void count_free(void *data, void *p)
 {
     (void)data;
     if (p) {
-        live_bytes -= chunk_bytes(p);
-        free(p);
+        size_t *h = (size_t *)(void *)((char *)p - 16);
+
+        live_bytes -= chunk_bytes(h[0]);
+        free(h);
     }
 }
 
@@ -189,6 +199,7 @@ static void test_dense_write_is_refused_before_unpacking(void **state)
                      KQ_ERR_INVALID_REQUEST);
     assert_non_null(strstr(err, "decoding it would take more than"));
     assert_non_null(strstr(err, "4 times its size plus 8 MiB"));
+    assert_int_equal(r.api_key, KQ_API_WRITE); /* so that the error answer names the API */
     kq_request_free(&r);
     kq_buf_free(&b);
 }
@@ -214,9 +225,61 @@ static void test_honest_messages_decode(void **state)
     kq_buf_free(&dense);
 }
 
-/* protobuf-c merges every repeat of a singular message field into the first by copying the
- * repeated fields of both: n repeats of a body with one record copy n^2/2 records. */
+/* A PartitionChangeRecord whose isr (a singular ReplicaList) repeats n times, one id each. */
+static size_t isr_repeated(uint8_t *buf, size_t n)
+{
+    size_t len = 0, body;
+
+    len += put_key(buf + len, 15, 2); /* Record.partition_change */
+    body = 2 + 18 + 5 * n;
+    len += kq_pb_put_varint(buf + len, body);
+    len += put_key(buf + len, 1, 0); /* partition_id 0 */
+    buf[len++] = 0;
+    len += put_key(buf + len, 2, 2); /* topic_id, 16 bytes */
+    buf[len++] = 16;
+    memset(buf + len, 7, 16);
+    len += 16;
+    for (size_t i = 0; i < n; i++) {
+        static const uint8_t isr[] = {3 << 3 | 2, 3, 1 << 3 | 2, 1, 1}; /* isr {ids: [1]} */
+
+        memcpy(buf + len, isr, sizeof isr);
+        len += sizeof isr;
+    }
+    return len;
+}
+
+/* protobuf-c merges every repeat of a singular (non-oneof) message field into the first by
+ * copying the repeated fields of both: n repeats allocate and copy n^2/2 elements, so a 500 KB
+ * record could keep a node busy for seconds. The decoders refuse the repeat. */
 static void test_repeated_singular_message_is_refused(void **state)
+{
+    static uint8_t rec[32 + 5 * 2000];
+    size_t totals[2];
+    kq_record out;
+    char why[256] = "";
+    ProtobufCMessage *m;
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        size_t len = isr_repeated(rec, 1000 * (size_t)(i + 1));
+
+        live_bytes = peak_bytes = total_bytes = 0;
+        m = protobuf_c_message_unpack(&kq__record__descriptor, &counting, len, rec);
+        assert_non_null(m);
+        protobuf_c_message_free_unpacked(m, &counting);
+        totals[i] = total_bytes;
+        assert_int_equal(kq_record_decode(rec, len, &out, why, sizeof why),
+                         KQ_ERR_INVALID_REQUEST);
+        assert_string_equal(why, "field isr of kq.PartitionChangeRecord occurs more than once");
+    }
+    /* twice the repeats, four times the bytes allocated */
+    if (totals[1] < 3 * totals[0])
+        fail_msg("protobuf-c allocated %zu bytes for 1000 repeats, %zu for 2000", totals[0],
+                 totals[1]);
+}
+
+/* A oneof body given twice is refused too (protobuf-c would drop the first). */
+static void test_repeated_oneof_body_is_refused(void **state)
 {
     kq_buf one = write_request(1, 0);
     uint8_t *twice = malloc(one.len + 8);
@@ -317,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_dense_write_is_refused_before_unpacking),
         cmocka_unit_test(test_honest_messages_decode),
         cmocka_unit_test(test_repeated_singular_message_is_refused),
+        cmocka_unit_test(test_repeated_oneof_body_is_refused),
         cmocka_unit_test(test_model_counts_unknown_and_packed_fields),
         cmocka_unit_test(test_model_bounds_protobuf_c_on_mutations),
     };
