@@ -133,8 +133,7 @@ static void *send_one(void *arg)
         nng_close(s);
         return NULL;
     }
-    rv = kq_codec_decode_response(nng_msg_body(reply), nng_msg_len(reply), -1, &r, err,
-                                  sizeof err);
+    rv = kq_codec_decode_response(nng_msg_body(reply), nng_msg_len(reply), -1, &r, err, sizeof err);
     if (rv != 0)
         snprintf(j->line, sizeof j->line, "answer undecodable: %s", err);
     else
@@ -257,8 +256,8 @@ static int run_connections(const opts *o, bool http)
     }
     free(fds);
     if (http)
-        printf("opened=%ld closed_at_once=%ld closed_in_time=%ld still_open=%ld\n", opened,
-               at_once, in_time, still);
+        printf("opened=%ld closed_at_once=%ld closed_in_time=%ld still_open=%ld\n", opened, at_once,
+               in_time, still);
     else
         printf("opened=%ld held=%ld closed=%ld\n", opened, still, at_once + in_time);
     return 0;
@@ -274,8 +273,8 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    opts o = {.source = "127.0.0.2", .records = -1, .parallel = 1, .connections = 10,
-              .hold_ms = -1};
+    opts o = {
+        .source = "127.0.0.2", .records = -1, .parallel = 1, .connections = 10, .hold_ms = -1};
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -268,8 +268,7 @@ static void test_repeated_singular_message_is_refused(void **state)
         assert_non_null(m);
         protobuf_c_message_free_unpacked(m, &counting);
         totals[i] = total_bytes;
-        assert_int_equal(kq_record_decode(rec, len, &out, why, sizeof why),
-                         KQ_ERR_INVALID_REQUEST);
+        assert_int_equal(kq_record_decode(rec, len, &out, why, sizeof why), KQ_ERR_INVALID_REQUEST);
         assert_string_equal(why, "field isr of kq.PartitionChangeRecord occurs more than once");
     }
     /* twice the repeats, four times the bytes allocated */
