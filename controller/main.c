@@ -85,11 +85,11 @@ typedef struct pending_write {
     size_t count;
 } pending_write;
 
-/* kq_rpc_requests_total{api=...} labels. */
-static const char *const API_LABELS[] = {"vote",     "begin_quorum_epoch", "end_quorum_epoch",
-                                         "fetch",    "describe_quorum",    "fetch_snapshot",
-                                         "write",    "controller",         "other"};
-#define N_API_LABELS ((int)(sizeof(API_LABELS) / sizeof(API_LABELS[0])))
+/* kq_rpc_requests_total{api=...}: one series per quorum API of the table (kq/api.h), named by
+ * its body, then one for every controller API together and one for anything else. */
+#define API_LABEL_CONTROLLER KQ_API_COUNT
+#define API_LABEL_OTHER (KQ_API_COUNT + 1)
+#define N_API_LABELS (KQ_API_COUNT + 2)
 
 /* What /metrics exports; updated by the loop thread only. */
 typedef struct ctl_metrics {
@@ -583,15 +583,11 @@ static void queue_write(ctl *c, kq_rpc_req *req, const kq_request *r)
 
 static void count_request(ctl *c, uint32_t api)
 {
-    int i = api == KQ_API_VOTE                   ? 0
-            : api == KQ_API_BEGIN_QUORUM_EPOCH   ? 1
-            : api == KQ_API_END_QUORUM_EPOCH     ? 2
-            : api == KQ_API_FETCH                ? 3
-            : api == KQ_API_DESCRIBE_QUORUM      ? 4
-            : api == KQ_API_FETCH_SNAPSHOT       ? 5
-            : api == KQ_API_WRITE                ? 6
-            : kq_ctl_is_controller_api(api)      ? 7
-                                                 : 8;
+    const kq_api_info *info = kq_api_find(api);
+    int i = info == NULL                           ? API_LABEL_OTHER
+            : info->kind == KQ_API_KIND_QUORUM     ? (int)(info - kq_apis)
+            : info->kind == KQ_API_KIND_CONTROLLER ? API_LABEL_CONTROLLER
+                                                   : API_LABEL_OTHER;
     kq_metric_inc(c->m.requests[i]);
 }
 
@@ -1278,10 +1274,19 @@ static int metrics_init(ctl *c, char *err, size_t errlen)
         "Time from proposing a batch to its commit, on the leader", bounds,
         (int)(sizeof(bounds) / sizeof(bounds[0])));
     for (int i = 0; i < N_API_LABELS; i++) {
+        const char *label = i == API_LABEL_CONTROLLER               ? "controller"
+                            : i == API_LABEL_OTHER                  ? "other"
+                            : kq_apis[i].kind == KQ_API_KIND_QUORUM ? kq_apis[i].body
+                                                                    : NULL;
         char labels[64];
-        snprintf(labels, sizeof(labels), "api=\"%s\"", API_LABELS[i]);
+
+        if (label == NULL)
+            continue; /* a controller or data API: counted under "controller" or "other" */
+        snprintf(labels, sizeof(labels), "api=\"%s\"", label);
         m->requests[i] = kq_metrics_counter(m->reg, "kq_rpc_requests_total",
                                             "Requests received, by API", labels);
+        if (m->requests[i] == NULL)
+            goto nomem;
     }
     m->invalid = kq_metrics_counter(m->reg, "kq_rpc_invalid_requests_total",
                                     "Requests rejected as malformed or invalid", NULL);

@@ -57,155 +57,28 @@ __attribute__((format(printf, 4, 5))) static int fail(char *errbuf, size_t errle
     return code;
 }
 
+/* The name of an API this codec decodes (the quorum and controller APIs; data-plane bodies
+ * are kq_datacodec's), or NULL. */
 static const char *api_name(uint32_t key)
 {
-    switch (key) {
-    case KQ_API_FETCH:
-        return "Fetch";
-    case KQ_API_VOTE:
-        return "Vote";
-    case KQ_API_BEGIN_QUORUM_EPOCH:
-        return "BeginQuorumEpoch";
-    case KQ_API_END_QUORUM_EPOCH:
-        return "EndQuorumEpoch";
-    case KQ_API_DESCRIBE_QUORUM:
-        return "DescribeQuorum";
-    case KQ_API_FETCH_SNAPSHOT:
-        return "FetchSnapshot";
-    case KQ_API_WRITE:
-        return "Write";
-    case KQ_API_CREATE_TOPICS:
-        return "CreateTopics";
-    case KQ_API_DELETE_TOPICS:
-        return "DeleteTopics";
-    case KQ_API_DESCRIBE_CONFIGS:
-        return "DescribeConfigs";
-    case KQ_API_CREATE_PARTITIONS:
-        return "CreatePartitions";
-    case KQ_API_ELECT_LEADERS:
-        return "ElectLeaders";
-    case KQ_API_INCREMENTAL_ALTER_CONFIGS:
-        return "IncrementalAlterConfigs";
-    case KQ_API_ALTER_PARTITION:
-        return "AlterPartition";
-    case KQ_API_UPDATE_FEATURES:
-        return "UpdateFeatures";
-    case KQ_API_DESCRIBE_CLUSTER:
-        return "DescribeCluster";
-    case KQ_API_BROKER_REGISTRATION:
-        return "BrokerRegistration";
-    case KQ_API_BROKER_HEARTBEAT:
-        return "BrokerHeartbeat";
-    case KQ_API_UNREGISTER_BROKER:
-        return "UnregisterBroker";
-    case KQ_API_DESCRIBE_TOPICS:
-        return "DescribeTopics";
-    case KQ_API_DESCRIBE_FEATURES:
-        return "DescribeFeatures";
-    default:
-        return NULL;
-    }
+    const kq_api_info *api = kq_api_find(key);
+
+    return api && api->kind != KQ_API_KIND_DATA ? api->name : NULL;
 }
 
 /* Oneof case (same numbering for Request and Response bodies) carrying `key`, 0 if none. */
 static int body_case_for_api(uint32_t key)
 {
-    switch (key) {
-    case KQ_API_VOTE:
-        return KQ__REQUEST__BODY_VOTE;
-    case KQ_API_BEGIN_QUORUM_EPOCH:
-        return KQ__REQUEST__BODY_BEGIN_QUORUM_EPOCH;
-    case KQ_API_END_QUORUM_EPOCH:
-        return KQ__REQUEST__BODY_END_QUORUM_EPOCH;
-    case KQ_API_FETCH:
-        return KQ__REQUEST__BODY_FETCH;
-    case KQ_API_DESCRIBE_QUORUM:
-        return KQ__REQUEST__BODY_DESCRIBE_QUORUM;
-    case KQ_API_WRITE:
-        return KQ__REQUEST__BODY_WRITE;
-    case KQ_API_FETCH_SNAPSHOT:
-        return KQ__REQUEST__BODY_FETCH_SNAPSHOT;
-    case KQ_API_CREATE_TOPICS:
-        return KQ__REQUEST__BODY_CREATE_TOPICS;
-    case KQ_API_DELETE_TOPICS:
-        return KQ__REQUEST__BODY_DELETE_TOPICS;
-    case KQ_API_DESCRIBE_CONFIGS:
-        return KQ__REQUEST__BODY_DESCRIBE_CONFIGS;
-    case KQ_API_CREATE_PARTITIONS:
-        return KQ__REQUEST__BODY_CREATE_PARTITIONS;
-    case KQ_API_ELECT_LEADERS:
-        return KQ__REQUEST__BODY_ELECT_LEADERS;
-    case KQ_API_INCREMENTAL_ALTER_CONFIGS:
-        return KQ__REQUEST__BODY_INCREMENTAL_ALTER_CONFIGS;
-    case KQ_API_ALTER_PARTITION:
-        return KQ__REQUEST__BODY_ALTER_PARTITION;
-    case KQ_API_UPDATE_FEATURES:
-        return KQ__REQUEST__BODY_UPDATE_FEATURES;
-    case KQ_API_DESCRIBE_CLUSTER:
-        return KQ__REQUEST__BODY_DESCRIBE_CLUSTER;
-    case KQ_API_BROKER_REGISTRATION:
-        return KQ__REQUEST__BODY_BROKER_REGISTRATION;
-    case KQ_API_BROKER_HEARTBEAT:
-        return KQ__REQUEST__BODY_BROKER_HEARTBEAT;
-    case KQ_API_UNREGISTER_BROKER:
-        return KQ__REQUEST__BODY_UNREGISTER_BROKER;
-    case KQ_API_DESCRIBE_TOPICS:
-        return KQ__REQUEST__BODY_DESCRIBE_TOPICS;
-    case KQ_API_DESCRIBE_FEATURES:
-        return KQ__REQUEST__BODY_DESCRIBE_FEATURES;
-    default:
-        return 0;
-    }
+    const kq_api_info *api = kq_api_find(key);
+
+    return api && api->kind != KQ_API_KIND_DATA ? api->body_case : 0;
 }
 
 static const char *body_name(int body_case)
 {
-    switch (body_case) {
-    case KQ__REQUEST__BODY_VOTE:
-        return "vote";
-    case KQ__REQUEST__BODY_BEGIN_QUORUM_EPOCH:
-        return "begin_quorum_epoch";
-    case KQ__REQUEST__BODY_END_QUORUM_EPOCH:
-        return "end_quorum_epoch";
-    case KQ__REQUEST__BODY_FETCH:
-        return "fetch";
-    case KQ__REQUEST__BODY_DESCRIBE_QUORUM:
-        return "describe_quorum";
-    case KQ__REQUEST__BODY_WRITE:
-        return "write";
-    case KQ__REQUEST__BODY_FETCH_SNAPSHOT:
-        return "fetch_snapshot";
-    case KQ__REQUEST__BODY_CREATE_TOPICS:
-        return "create_topics";
-    case KQ__REQUEST__BODY_DELETE_TOPICS:
-        return "delete_topics";
-    case KQ__REQUEST__BODY_DESCRIBE_CONFIGS:
-        return "describe_configs";
-    case KQ__REQUEST__BODY_CREATE_PARTITIONS:
-        return "create_partitions";
-    case KQ__REQUEST__BODY_ELECT_LEADERS:
-        return "elect_leaders";
-    case KQ__REQUEST__BODY_INCREMENTAL_ALTER_CONFIGS:
-        return "incremental_alter_configs";
-    case KQ__REQUEST__BODY_ALTER_PARTITION:
-        return "alter_partition";
-    case KQ__REQUEST__BODY_UPDATE_FEATURES:
-        return "update_features";
-    case KQ__REQUEST__BODY_DESCRIBE_CLUSTER:
-        return "describe_cluster";
-    case KQ__REQUEST__BODY_BROKER_REGISTRATION:
-        return "broker_registration";
-    case KQ__REQUEST__BODY_BROKER_HEARTBEAT:
-        return "broker_heartbeat";
-    case KQ__REQUEST__BODY_UNREGISTER_BROKER:
-        return "unregister_broker";
-    case KQ__REQUEST__BODY_DESCRIBE_TOPICS:
-        return "describe_topics";
-    case KQ__REQUEST__BODY_DESCRIBE_FEATURES:
-        return "describe_features";
-    default:
-        return "unknown";
-    }
+    const kq_api_info *api = kq_api_by_body(body_case);
+
+    return api ? api->body : "unknown";
 }
 
 /* Length of s if it is at most max bytes long, else max + 1. */

@@ -143,25 +143,9 @@ static int pack(const ProtobufCMessage *msg, kq_buf *out)
 
 bool kq_ctl_is_controller_api(uint32_t k)
 {
-    switch (k) {
-    case KQ_API_CREATE_TOPICS:
-    case KQ_API_DELETE_TOPICS:
-    case KQ_API_DESCRIBE_CONFIGS:
-    case KQ_API_CREATE_PARTITIONS:
-    case KQ_API_ELECT_LEADERS:
-    case KQ_API_INCREMENTAL_ALTER_CONFIGS:
-    case KQ_API_ALTER_PARTITION:
-    case KQ_API_UPDATE_FEATURES:
-    case KQ_API_DESCRIBE_CLUSTER:
-    case KQ_API_BROKER_REGISTRATION:
-    case KQ_API_BROKER_HEARTBEAT:
-    case KQ_API_UNREGISTER_BROKER:
-    case KQ_API_DESCRIBE_TOPICS:
-    case KQ_API_DESCRIBE_FEATURES:
-        return true;
-    default:
-        return false;
-    }
+    const kq_api_info *api = kq_api_find(k);
+
+    return api && api->kind == KQ_API_KIND_CONTROLLER;
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -77,8 +77,9 @@ __attribute__((format(printf, 4, 5))) static int fail(char *errbuf, size_t errle
 
 bool kq_data_is_data_api(uint32_t api_key)
 {
-    return api_key == KQ_API_PRODUCE || api_key == KQ_API_DATA_FETCH ||
-           api_key == KQ_API_LIST_OFFSETS || api_key == KQ_API_METADATA;
+    const kq_api_info *api = kq_api_find(api_key);
+
+    return api && api->kind == KQ_API_KIND_DATA;
 }
 
 static int pack(const ProtobufCMessage *msg, kq_buf *out)
@@ -736,10 +737,7 @@ int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out,
         return fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding request");
     }
     pv->rq = rq;
-    name = rq->api_key == KQ_API_PRODUCE      ? "Produce"
-           : rq->api_key == KQ_API_DATA_FETCH ? "Fetch"
-           : rq->api_key == KQ_API_METADATA   ? "Metadata"
-                                              : "ListOffsets";
+    name = kq_api_find(rq->api_key)->name; /* a data-plane API (checked above) */
     if (rq->api_version != 0) {
         rc = fail(errbuf, errlen, KQ_ERR_UNSUPPORTED_VERSION,
                   "%s version %u is not supported (only version 0)", name, rq->api_version);

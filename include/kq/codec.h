@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kq/api.h"
 #include "kq/raft.h"
 
 #define KQ_CODEC_MAX_CLUSTER_ID 64
@@ -22,37 +23,7 @@
 #define KQ_CODEC_MAX_ENDPOINT 256
 #define KQ_CODEC_MAX_SNAPSHOT_CHUNK (8 * 1024 * 1024) /* bytes in one FetchSnapshot answer */
 
-/* API keys (kq.ApiKey in proto/kq_rpc.proto). */
-enum {
-    KQ_API_FETCH = 1,
-    KQ_API_VOTE = 52,
-    KQ_API_BEGIN_QUORUM_EPOCH = 53,
-    KQ_API_END_QUORUM_EPOCH = 54,
-    KQ_API_DESCRIBE_QUORUM = 55,
-    KQ_API_FETCH_SNAPSHOT = 59,
-    KQ_API_WRITE = 1000,
-    /* Controller RPCs (proto/kq_ctl.proto; bodies decoded by include/kq/ctl_codec.h). */
-    KQ_API_CREATE_TOPICS = 19,
-    KQ_API_DELETE_TOPICS = 20,
-    KQ_API_DESCRIBE_CONFIGS = 32,
-    KQ_API_CREATE_PARTITIONS = 37,
-    KQ_API_ELECT_LEADERS = 43,
-    KQ_API_INCREMENTAL_ALTER_CONFIGS = 44,
-    KQ_API_ALTER_PARTITION = 56,
-    KQ_API_UPDATE_FEATURES = 57,
-    KQ_API_DESCRIBE_CLUSTER = 60,
-    KQ_API_BROKER_REGISTRATION = 62,
-    KQ_API_BROKER_HEARTBEAT = 63,
-    KQ_API_UNREGISTER_BROKER = 64,
-    KQ_API_DESCRIBE_TOPICS = 75, /* Kafka's DescribeTopicPartitions */
-    KQ_API_DESCRIBE_FEATURES = 1001,
-    /* Data-plane RPCs served by broker agents (proto/kq_data.proto; include/kq/data_codec.h).
-     * Kafka's Fetch key 1 is the metadata Fetch, so these get kq-local keys. */
-    KQ_API_DATA_FETCH = 1100,
-    KQ_API_PRODUCE = 1101,
-    KQ_API_LIST_OFFSETS = 2, /* Kafka's number; data plane too */
-    KQ_API_METADATA = 3,     /* Kafka's number; data plane (brokers, topics, leaders) */
-};
+/* API keys: include/kq/api.h (KQ_API_*). */
 
 typedef struct kq_buf {
     uint8_t *data;

@@ -2007,20 +2007,9 @@ static void ctl_pkt_free(ctl_pkt *p)
 
 static const char *api_name(uint32_t api)
 {
-    switch (api) {
-    case KQ_API_BROKER_REGISTRATION:
-        return "BrokerRegistration";
-    case KQ_API_BROKER_HEARTBEAT:
-        return "BrokerHeartbeat";
-    case KQ_API_ALTER_PARTITION:
-        return "AlterPartition";
-    case KQ_API_CREATE_TOPICS:
-        return "CreateTopics";
-    case KQ_API_ELECT_LEADERS:
-        return "ElectLeaders";
-    default:
-        return "ControllerApi";
-    }
+    const kq_api_info *info = kq_api_find(api);
+
+    return info ? info->name : "unknown API";
 }
 
 static uint64_t actor_ms(const sim_actor *a, uint64_t ms)
