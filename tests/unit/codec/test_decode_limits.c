@@ -209,6 +209,7 @@ static void test_honest_messages_decode(void **state)
 {
     kq_buf big = write_request(KQ_CODEC_MAX_WRITE_RECORDS, 1000); /* 10 MB of records */
     kq_buf dense = data_fetch_request(10000);                     /* a Fetch of 10,000 */
+    ProtobufCMessage *m;
     kq_request r;
     char err[256] = "";
 
@@ -217,8 +218,9 @@ static void test_honest_messages_decode(void **state)
     assert_int_equal(r.n_records, KQ_CODEC_MAX_WRITE_RECORDS);
     kq_request_free(&r);
     assert_true(model_cost(dense.data, dense.len) <= kq_pb_decode_budget(dense.len));
-    assert_non_null(
-        kq_pb_unpack(&kq__request__descriptor, dense.data, dense.len, &(int){0}, err, sizeof err));
+    m = kq_pb_unpack(&kq__request__descriptor, dense.data, dense.len, &(int){0}, err, sizeof err);
+    assert_non_null(m);
+    protobuf_c_message_free_unpacked(m, NULL);
     check_model(big.data, big.len, "Write of 10,000 records of 1000 bytes");
     check_model(dense.data, dense.len, "data Fetch of 10,000 partitions");
     kq_buf_free(&big);
