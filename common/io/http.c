@@ -376,8 +376,14 @@ static void accept_cb(void *arg)
     nng_stream *s;
     http_slot *c = NULL;
 
-    if (closing(h))
+    if (closing(h)) {
+        if (rv == 0 && !h->accept_sleeping) { /* accepted as the listener closed */
+            s = nng_aio_get_output(h->accept_aio, 0);
+            nng_stream_close(s);
+            nng_stream_free(s);
+        }
         return;
+    }
     if (h->accept_sleeping) {
         h->accept_sleeping = false;
         nng_stream_listener_accept(h->l, h->accept_aio);
