@@ -154,7 +154,14 @@ static int meta_put(MDB_txn *txn, MDB_dbi dbi, const char *key, const void *val,
     return mdb_put(txn, dbi, &k, &v, 0);
 }
 
-/* Reads the last batch (key and header) visible in txn. Returns MDB_NOTFOUND if empty. */
+/* True when a stored batch header cannot be real: no records, or an end past INT64_MAX. */
+static bool batch_bad(int64_t base, int32_t count)
+{
+    return count <= 0 || base < 0 || base > INT64_MAX - count;
+}
+
+/* Reads the last batch (key and header) visible in txn. Returns MDB_NOTFOUND if empty,
+ * MDB_CORRUPTED if its key or header is damaged (so base + count is always an offset). */
 static int last_batch(MDB_txn *txn, MDB_dbi log, int64_t *base, int32_t *epoch, int32_t *count)
 {
     MDB_cursor *c = NULL;
@@ -170,6 +177,8 @@ static int last_batch(MDB_txn *txn, MDB_dbi log, int64_t *base, int32_t *epoch, 
             *base = (int64_t)get_be64(k.mv_data);
             *epoch = (int32_t)get_be32(v.mv_data);
             *count = (int32_t)get_be32((const uint8_t *)v.mv_data + 4);
+            if (batch_bad(*base, *count))
+                rc = MDB_CORRUPTED;
         }
     }
     mdb_cursor_close(c);
@@ -644,8 +653,11 @@ int kq_store_recover(kq_store *s, kq_store_recovered *out)
             goto mdb_fail;
         if (k.mv_size != 8 || v.mv_size < BATCH_HDR_LEN)
             goto corrupt;
-        out->log_end_offset =
-            (int64_t)get_be64(k.mv_data) + (int32_t)get_be32((const uint8_t *)v.mv_data + 4);
+        int64_t last_base = (int64_t)get_be64(k.mv_data);
+        int32_t last_count = (int32_t)get_be32((const uint8_t *)v.mv_data + 4);
+        if (batch_bad(last_base, last_count))
+            goto corrupt; /* the log end would be below its last batch, or past INT64_MAX */
+        out->log_end_offset = last_base + last_count;
         out->last_epoch = (int32_t)get_be32(v.mv_data);
     }
     mdb_cursor_close(c);
@@ -1077,7 +1089,7 @@ static int verify_batch(void *arg, int64_t base, int32_t epoch, int32_t count, u
         v->rc = KQ_ERR_CORRUPT_MESSAGE;
         return 1;
     }
-    if (base != v->next || count <= 0 || epoch < v->epoch) {
+    if (base != v->next || batch_bad(base, count) || epoch < v->epoch) {
         kq_errf(v->errbuf, v->errlen,
                 "%s/data.mdb: the batch at offset %lld (epoch %d, %d records) does not follow "
                 "the one before it (next offset %lld, epoch %d)",

@@ -606,6 +606,79 @@ static void test_corruption_detected(void **state)
     assert_int_equal(sn.n, 3);
 }
 
+/* Writes a batch entry with the given key and header (records empty, CRC of nothing) through
+ * raw LMDB, as damage on disk would. */
+static void put_raw_batch(const char *dir, int64_t base, int32_t epoch, int32_t count)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    uint8_t key[8], hdr[12] = {0};
+    MDB_val k = {sizeof key, key}, v = {sizeof hdr, hdr};
+    for (int i = 0; i < 8; i++)
+        key[i] = (uint8_t)((uint64_t)base >> (56 - 8 * i));
+    for (int i = 0; i < 4; i++) {
+        hdr[i] = (uint8_t)((uint32_t)epoch >> (24 - 8 * i));
+        hdr[4 + i] = (uint8_t)((uint32_t)count >> (24 - 8 * i));
+    }
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 8), 0);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0640), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "log", 0, &dbi), 0);
+    assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+/* Found by fuzz_store: a last batch whose header says 0 (or a negative number of) records, or
+ * whose end lies past INT64_MAX, gave a log end below that batch (which kq_store_verify then
+ * accepted) or overflowed computing it (undefined behaviour). Such a header is damage. */
+static void test_damaged_last_batch_header_refused(void **state)
+{
+    fixture *f = *state;
+    const struct {
+        int64_t base;
+        int32_t count;
+    } bad[] = {{4, 0}, {4, -3}, {INT64_MAX, 5}, {INT64_MAX - 1, 2}};
+    format_and_open(f);
+    const int32_t epochs[] = {1, 1, 1}; /* bases 0, 1, 3; end 4 */
+    assert_int_equal(append_epochs(f->s, 0, epochs, 3), 4);
+    kq_store_close(f->s);
+    f->s = NULL;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[512] = "";
+        put_raw_batch(f->dir, bad[i].base, 1, bad[i].count);
+        assert_int_equal(kq_store_open(f->dir, TEST_CLUSTER_ID, 1, &f->s, err, sizeof(err)),
+                         KQ_ERR_CORRUPT_MESSAGE);
+        assert_non_null(strstr(err, "damaged"));
+        assert_null(f->s);
+        /* remove it again: the store opens, and its end is the last good batch's */
+        MDB_env *env;
+        MDB_txn *txn;
+        MDB_dbi dbi;
+        uint8_t key[8];
+        MDB_val k = {sizeof key, key};
+        for (int b = 0; b < 8; b++)
+            key[b] = (uint8_t)((uint64_t)bad[i].base >> (56 - 8 * b));
+        assert_int_equal(mdb_env_create(&env), 0);
+        assert_int_equal(mdb_env_set_maxdbs(env, 8), 0);
+        assert_int_equal(mdb_env_open(env, f->dir, 0, 0640), 0);
+        assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+        assert_int_equal(mdb_dbi_open(txn, "log", 0, &dbi), 0);
+        assert_int_equal(mdb_del(txn, dbi, &k, NULL), 0);
+        assert_int_equal(mdb_txn_commit(txn), 0);
+        mdb_env_close(env);
+        reopen(f);
+        kq_store_recovered rec;
+        assert_int_equal(kq_store_recover(f->s, &rec), 0);
+        assert_int_equal(rec.log_end_offset, 4);
+        free(rec.epochs);
+        kq_store_close(f->s);
+        f->s = NULL;
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -620,6 +693,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recover_after_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corruption_detected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_last_batch_header_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
