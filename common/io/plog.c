@@ -946,8 +946,10 @@ int kq_plog_read(kq_plog *p, const kq_plog_tp *tp, int64_t from, int64_t to, siz
         rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
     else if (rc == MDB_NOTFOUND)
         rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
-    if (rc == 0 && !has_prefix(&k, pi.key, BKEY_LEN))
-        rc = MDB_CORRUPTED; /* log start..LEO is not empty, so a batch must hold `from` */
+    /* log start..LEO is not empty, so a batch must hold `from`: no entry before it at all, or
+     * only another partition's, is damage */
+    if (rc == MDB_NOTFOUND || (rc == 0 && !has_prefix(&k, pi.key, BKEY_LEN)))
+        rc = MDB_CORRUPTED;
     for (; rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
         if (!has_prefix(&k, pi.key, BKEY_LEN))
             break;

@@ -924,6 +924,59 @@ static void test_corruption_detected(void **state)
     assert_int_equal(kq_plog_state_of(f->p, &a, &st), 0);
 }
 
+/* Deletes one stored entry through raw LMDB. */
+static void delete_entry(const char *dir, const char *db, const uint8_t *key, size_t klen)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_val k = {klen, (void *)key};
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 16), 0);
+    assert_int_equal(mdb_env_set_mapsize(env, (size_t)1 << 40), 0);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0640), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, db, 0, &dbi), 0);
+    assert_int_equal(mdb_del(txn, dbi, &k, NULL), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+/* Found by fuzz_plog: when the batch holding `from` is missing and no entry at all sorts before
+ * it (the partition's keys come first in the database), kq_plog_read returned 0 with no
+ * batches, as at the LEO, so a fetcher would wait there forever; with another partition's
+ * batch before it, the same damage was reported. Both are KQ_ERR_CORRUPT_MESSAGE now. */
+static void test_missing_first_batch_detected(void **state)
+{
+    fixture *f = *state;
+    kq_plog_tp first = test_tp(1, 0), second = test_tp(1, 1);
+    const int32_t ep[] = {1, 1, 1}; /* bases 0, 1, 3 (LEO 6) */
+    uint8_t key[28];
+    seen sn;
+    format_and_open(f);
+    assert_int_equal(kq_plog_begin(f->p), 0);
+    assert_int_equal(kq_plog_create_partition(f->p, &first, 0, 0), 0);
+    assert_int_equal(kq_plog_create_partition(f->p, &second, 0, 0), 0);
+    int64_t end = append_epochs(f->p, &first, 0, ep, 3);
+    append_epochs(f->p, &second, 0, ep, 3);
+    assert_int_equal(kq_plog_commit(f->p), 0);
+    kq_plog_close(f->p);
+    f->p = NULL;
+    batch_key(key, &first, 0);
+    delete_entry(f->dir, "plog_batches", key, sizeof(key));
+    batch_key(key, &second, 0);
+    delete_entry(f->dir, "plog_batches", key, sizeof(key));
+
+    reopen(f);
+    read_into(f->p, &first, 0, end, SIZE_MAX, &sn, KQ_ERR_CORRUPT_MESSAGE); /* nothing before */
+    assert_int_equal(sn.n, 0);
+    read_into(f->p, &second, 0, end, SIZE_MAX, &sn, KQ_ERR_CORRUPT_MESSAGE); /* first's before */
+    assert_int_equal(sn.n, 0);
+    /* the batches that are there still read */
+    read_into(f->p, &first, 1, end, SIZE_MAX, &sn, 0);
+    assert_int_equal(sn.n, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -942,6 +995,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_view_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corruption_detected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_first_batch_detected, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
