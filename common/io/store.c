@@ -987,7 +987,7 @@ int kq_store_read(kq_store *s, int64_t from, int64_t to, size_t max_bytes, kq_st
             items = ni;
             cap = ncap;
         }
-        if (used + len > bufcap) {
+        if (buf == NULL || used + len > bufcap) { /* allocated even for empty batches */
             size_t ncap = bufcap ? bufcap : 4096;
             while (ncap < used + len)
                 ncap *= 2;
