@@ -226,6 +226,10 @@ static int load_pinfo(const kq_plog *p, MDB_txn *txn, const kq_plog_tp *tp, pinf
         }
         pi->last_entry_epoch = (int32_t)get_be32((const uint8_t *)k.mv_data + PKEY_LEN);
         pi->last_entry_start = (int64_t)get_be64(v.mv_data);
+        if (pi->last_entry_epoch < 0 || pi->last_entry_start < 0) {
+            rc = MDB_CORRUPTED;
+            goto out;
+        }
     } else if (rc == MDB_NOTFOUND) {
         rc = 0;
     }
@@ -837,6 +841,12 @@ static int load_epochs(kq_plog *p, MDB_txn *txn, const kq_plog_tp *tp, pinfo *pi
         }
         eps[cnt].epoch = (int32_t)get_be32((const uint8_t *)k.mv_data + PKEY_LEN);
         eps[cnt].start_offset = (int64_t)get_be64(v.mv_data);
+        /* epochs and start offsets are non-negative and strictly ascending */
+        if (eps[cnt].epoch < 0 || eps[cnt].start_offset < 0 ||
+            (cnt > 0 && eps[cnt].start_offset <= eps[cnt - 1].start_offset)) {
+            rc = MDB_CORRUPTED;
+            goto mdb_fail;
+        }
         cnt++;
     }
     if (rc != 0 && rc != MDB_NOTFOUND)

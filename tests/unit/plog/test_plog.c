@@ -977,6 +977,62 @@ static void test_missing_first_batch_detected(void **state)
     assert_int_equal(sn.n, 2);
 }
 
+/* Writes an epoch-cache entry (epoch -> start offset) through raw LMDB. */
+static void put_epoch_entry(const char *dir, const kq_plog_tp *tp, int32_t epoch, int64_t start)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    uint8_t key[24], val[8];
+    MDB_val k = {sizeof key, key}, v = {sizeof val, val};
+    memcpy(key, tp->topic_id, 16);
+    for (int i = 0; i < 4; i++) {
+        key[16 + i] = (uint8_t)((uint32_t)tp->partition >> (24 - 8 * i));
+        key[20 + i] = (uint8_t)((uint32_t)epoch >> (24 - 8 * i));
+    }
+    for (int i = 0; i < 8; i++)
+        val[i] = (uint8_t)((uint64_t)start >> (56 - 8 * i));
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 16), 0);
+    assert_int_equal(mdb_env_set_mapsize(env, (size_t)1 << 40), 0);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0640), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "plog_epochs", 0, &dbi), 0);
+    assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+/* Found by fuzz_plog: a damaged epoch-cache entry with a negative epoch became the partition's
+ * last_epoch (kq_plog_state_of reported e.g. -16), and entries whose start offsets go backwards
+ * were returned as the cache. Both are KQ_ERR_CORRUPT_MESSAGE now. */
+static void test_damaged_epoch_cache_detected(void **state)
+{
+    fixture *f = *state;
+    kq_plog_tp a = test_tp(1, 0), b = test_tp(1, 1);
+    const int32_t ep[] = {1, 2, 2}; /* bases 0, 1, 3 (LEO 6); entries 1 -> 0, 2 -> 1 */
+    kq_plog_state st;
+    kq_raft_epoch_entry *eps = NULL;
+    size_t n = 0;
+    format_and_open(f);
+    assert_int_equal(kq_plog_begin(f->p), 0);
+    assert_int_equal(kq_plog_create_partition(f->p, &a, 0, 0), 0);
+    assert_int_equal(kq_plog_create_partition(f->p, &b, 0, 0), 0);
+    append_epochs(f->p, &a, 0, ep, 3);
+    append_epochs(f->p, &b, 0, ep, 3);
+    assert_int_equal(kq_plog_commit(f->p), 0);
+    kq_plog_close(f->p);
+    f->p = NULL;
+    put_epoch_entry(f->dir, &a, -16, 5); /* sorts last: 0xfffffff0 */
+    put_epoch_entry(f->dir, &b, 3, 0);   /* starts before epoch 2's start */
+    reopen(f);
+    assert_int_equal(kq_plog_state_of(f->p, &a, &st), KQ_ERR_CORRUPT_MESSAGE);
+    assert_int_equal(kq_plog_epochs(f->p, &a, &eps, &n), KQ_ERR_CORRUPT_MESSAGE);
+    assert_int_equal(kq_plog_epochs(f->p, &b, &eps, &n), KQ_ERR_CORRUPT_MESSAGE);
+    assert_null(eps);
+    assert_int_equal(n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -996,6 +1052,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_view_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corruption_detected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_first_batch_detected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_epoch_cache_detected, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
