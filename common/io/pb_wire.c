@@ -145,7 +145,9 @@ static bool packable(ProtobufCType t)
            t != PROTOBUF_C_TYPE_MESSAGE;
 }
 
-/* Elements in a packed run of type t, or 0 for a run protobuf-c refuses. */
+/* Elements protobuf-c counts in a packed run of type t (it allocates that many before it
+ * parses them): 0 for a fixed-width run it refuses; varints are the bytes that end one, an
+ * unterminated last one included in the run's length. */
 static size_t packed_count(ProtobufCType t, const uint8_t *p, size_t len)
 {
     size_t n = 0;
@@ -162,7 +164,7 @@ static size_t packed_count(ProtobufCType t, const uint8_t *p, size_t len)
     default: /* varints */
         for (size_t i = 0; i < len; i++)
             n += !(p[i] & 0x80);
-        return len && (p[len - 1] & 0x80) ? 0 : n;
+        return n;
     }
 }
 

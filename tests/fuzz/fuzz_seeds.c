@@ -43,10 +43,21 @@ static void put_be64(uint8_t *p, uint64_t v)
 }
 
 /* Writes (or with --check compares) root/target/seed_name. */
+static void put_with(const char *target, const char *name, const uint8_t *prefix, size_t plen,
+                     const uint8_t *data, size_t len);
+
 static void put(const char *target, const char *name, const uint8_t *data, size_t len)
 {
     char path[4096];
     FILE *f;
+
+    /* fuzz_unpack_cost starts from every envelope seed: byte 0 = 0 Request, 1 Response */
+    if (!strcmp(target, "decode_request") || !strcmp(target, "decode_response")) {
+        uint8_t type = strcmp(target, "decode_request") == 0 ? 0 : 1;
+
+        snprintf(path, sizeof path, "%s_%s", type ? "resp" : "req", name);
+        put_with("unpack_cost", path, &type, 1, data, len);
+    }
 
     snprintf(path, sizeof path, "%s/%s", root, target);
     if (!check && mkdir(path, 0755) != 0 && errno != EEXIST) {
@@ -316,7 +327,7 @@ static void record_seeds(void)
     int n = sample_records(r, 16);
     kq_buf b = {0}, batch = {0};
     char err[256] = "", name[32];
-    const uint8_t zero = 0, odd = 1;
+    const uint8_t zero = 0, odd = 1, two = 2;
 
     for (int i = 0; i < n; i++) {
         if (kq_record_encode(&r[i], &b, err, sizeof err) ||
@@ -328,6 +339,7 @@ static void record_seeds(void)
         }
         snprintf(name, sizeof name, "%02d_%s", i, kq_rec_type_name(r[i].type));
         put_with("records", name, &zero, 1, b.data, b.len);
+        put_with("unpack_cost", name, &two, 1, b.data, b.len); /* 2: a kq.Record */
         kq_buf_free(&b);
     }
     put_with("records", "batch", &odd, 1, batch.data, batch.len);

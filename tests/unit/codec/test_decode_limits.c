@@ -58,18 +58,24 @@ static void count_free(void *data, void *p)
 
 static ProtobufCAllocator counting = {count_alloc, count_free, NULL};
 
-/* The peak protobuf-c really allocates to unpack p as a kq.Request (*parsed: it unpacked). */
-static size_t real_peak(const uint8_t *p, size_t len, bool *parsed)
+/* The peak protobuf-c really allocates to unpack p as a d (*parsed: it unpacked). */
+static size_t real_peak_of(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
+                           bool *parsed)
 {
     ProtobufCMessage *m;
 
     live_bytes = peak_bytes = 0;
-    m = protobuf_c_message_unpack(&kq__request__descriptor, &counting, len, p);
+    m = protobuf_c_message_unpack(d, &counting, len, p);
     *parsed = m != NULL;
     if (m)
         protobuf_c_message_free_unpacked(m, &counting);
     assert_int_equal(live_bytes, 0);
     return peak_bytes;
+}
+
+static size_t real_peak(const uint8_t *p, size_t len, bool *parsed)
+{
+    return real_peak_of(&kq__request__descriptor, p, len, parsed);
 }
 
 static size_t model_cost(const uint8_t *p, size_t len)
@@ -84,21 +90,27 @@ static size_t model_cost(const uint8_t *p, size_t len)
 
 /* The model bounds the real peak from above, and for a message that unpacks it is within 25%
  * (plus a few chunks) of it. */
-static void check_model(const uint8_t *p, size_t len, const char *what)
+static void check_model_of(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
+                           const char *what)
 {
     bool parsed;
     size_t real, model = 0;
     char why[256];
 
     /* the decoders refuse a repeated singular message before protobuf-c sees it */
-    if (!kq_pb_unpack_cost(&kq__request__descriptor, p, len, SIZE_MAX, &model, why, sizeof why)) {
+    if (!kq_pb_unpack_cost(d, p, len, SIZE_MAX, &model, why, sizeof why)) {
         assert_non_null(strstr(why, "occurs more than once"));
         return;
     }
-    real = real_peak(p, len, &parsed);
+    real = real_peak_of(d, p, len, &parsed);
     if (real > model || (parsed && model > real + real / 4 + 256))
         fail_msg("%s (%zu bytes): model %zu bytes, protobuf-c peak %zu bytes", what, len, model,
                  real);
+}
+
+static void check_model(const uint8_t *p, size_t len, const char *what)
+{
+    check_model_of(&kq__request__descriptor, p, len, what);
 }
 
 /* ---- messages ---------------------------------------------------------------------------- */
@@ -345,6 +357,16 @@ static void test_model_counts_unknown_and_packed_fields(void **state)
     n += kq_pb_put_varint(buf + n, 30000);
     memset(buf + n, 1, 30000);
     check_model(buf, n + 30000, "a singular scalar sent packed");
+    /* found by fuzz_unpack_cost: a packed run whose last varint is cut (01 82): protobuf-c
+     * counts the ended one, allocates the array, then fails */
+    {
+        static const uint8_t rec[] = {0x72, 0x24, 0x08, 0x00, 0x12, 0x10, 0x5e, 0xed, 0x01, 0x02,
+                                      0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c,
+                                      0x0d, 0x0e, 0x1a, 0x02, 0x01, 0x02, 0x22, 0x02, 0x01, 0x82,
+                                      0x38, 0x02, 0x40, 0x00, 0x48, 0x00, 0x50, 0x00};
+
+        check_model_of(&kq__record__descriptor, rec, sizeof rec, "a cut packed varint run");
+    }
     kq_buf_free(&head);
 }
 
