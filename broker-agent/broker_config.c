@@ -236,7 +236,7 @@ static int load_from(kq_config *c, kq_broker_config *out, char *errbuf, size_t e
                             errbuf, errlen)) != 0)
         return rc;
     out->conn_limits.max_connections = (int)v;
-    if ((rc = kq_config_int(c, "max.connections.per.ip", KQ_RPC_DEFAULT_MAX_CONNECTIONS_PER_IP, 1,
+    if ((rc = kq_config_int(c, "max.connections.per.ip", KQ_RPC_DEFAULT_MAX_CONNECTIONS_PER_IP, 0,
                             1000000, &v, errbuf, errlen)) != 0)
         return rc;
     out->conn_limits.max_connections_per_ip = (int)v;

@@ -146,7 +146,7 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
                             errbuf, errlen)) != 0)
         goto out;
     out->conn_limits.max_connections = (int)v;
-    if ((rc = kq_config_int(c, "max.connections.per.ip", KQ_RPC_DEFAULT_MAX_CONNECTIONS_PER_IP, 1,
+    if ((rc = kq_config_int(c, "max.connections.per.ip", KQ_RPC_DEFAULT_MAX_CONNECTIONS_PER_IP, 0,
                             1000000, &v, errbuf, errlen)) != 0)
         goto out;
     out->conn_limits.max_connections_per_ip = (int)v;

@@ -690,8 +690,8 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
     if (!buf && len > 0)
         return fail(errbuf, errlen, KQ_ERR_MALFORMED, "request does not parse (no buffer)");
 
-    rq = (Kq__Request *)kq_pb_unpack(&kq__request__descriptor, buf ? buf : empty_input, len, &rc,
-                                     errbuf, errlen);
+    rq = (Kq__Request *)kq_pb_unpack(&kq__request__descriptor, buf ? buf : empty_input, len,
+                                     KQ_PB_REQUEST, &rc, errbuf, errlen);
     if (!rq && rc == KQ_ERR_MALFORMED)
         return fail(errbuf, errlen, rc, "request does not parse (%zu bytes)", len);
     if (!rq) { /* refused unread: still name its API so the answer decodes */
@@ -1086,8 +1086,8 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
     if (!buf && len > 0)
         return fail(errbuf, errlen, KQ_ERR_MALFORMED, "response does not parse (no buffer)");
 
-    rs = (Kq__Response *)kq_pb_unpack(&kq__response__descriptor, buf ? buf : empty_input, len, &rc,
-                                      errbuf, errlen);
+    rs = (Kq__Response *)kq_pb_unpack(&kq__response__descriptor, buf ? buf : empty_input, len,
+                                      KQ_PB_ANSWER, &rc, errbuf, errlen);
     if (!rs && rc == KQ_ERR_MALFORMED)
         return fail(errbuf, errlen, rc, "response does not parse (%zu bytes)", len);
     if (!rs)
@@ -1349,7 +1349,7 @@ int kq_codec_walk_records(const uint8_t *records, size_t len, int64_t base_offse
         if (!kq_pb_read_varint(records, len, &pos, &n) || n > len - pos)
             return KQ_ERR_MALFORMED;
         rec = (Kq__Record *)kq_pb_unpack(&kq__record__descriptor, n ? records + pos : empty_input,
-                                         (size_t)n, &rc, NULL, 0);
+                                         (size_t)n, KQ_PB_REQUEST, &rc, NULL, 0);
         if (!rec)
             return KQ_ERR_MALFORMED;
         pos += (size_t)n;

@@ -714,8 +714,8 @@ int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out,
     out->sender_id = -1;
     if (!buf && len > 0)
         return fail(errbuf, errlen, KQ_ERR_MALFORMED, "request does not parse (no buffer)");
-    rq = (Kq__Request *)kq_pb_unpack(&kq__request__descriptor, buf ? buf : empty_input, len, &rc,
-                                     errbuf, errlen);
+    rq = (Kq__Request *)kq_pb_unpack(&kq__request__descriptor, buf ? buf : empty_input, len,
+                                     KQ_PB_REQUEST, &rc, errbuf, errlen);
     if (!rq && rc == KQ_ERR_MALFORMED)
         return fail(errbuf, errlen, rc, "request does not parse (%zu bytes)", len);
     if (!rq) { /* refused unread: still name its API so the answer decodes */
@@ -945,8 +945,8 @@ static int unpack_response(const uint8_t *buf, size_t len, uint32_t api_key, con
     if (!buf && len > 0)
         return fail(errbuf, errlen, KQ_ERR_MALFORMED, "%s response does not parse (no buffer)",
                     name);
-    rs = (Kq__Response *)kq_pb_unpack(&kq__response__descriptor, buf ? buf : empty_input, len, &rc,
-                                      errbuf, errlen);
+    rs = (Kq__Response *)kq_pb_unpack(&kq__response__descriptor, buf ? buf : empty_input, len,
+                                      KQ_PB_ANSWER, &rc, errbuf, errlen);
     if (!rs && rc == KQ_ERR_MALFORMED)
         return fail(errbuf, errlen, rc, "%s response does not parse (%zu bytes)", name, len);
     if (!rs)

@@ -6,8 +6,10 @@
  * connections were all held open), so this one keeps a fixed table of KQ_HTTP_MAX_CONNECTIONS
  * slots, each with its own aio: a connection past the table is closed at once; a request
  * head must arrive whole within KQ_HTTP_HEAD_TIMEOUT_MS of when the server starts waiting
- * for it (the connection opening, or the previous answer sent), or the connection is closed;
- * a head over KQ_HTTP_HEAD_MAX bytes gets 431. Keep-alive and pipelined requests work (GET,
+ * for it (the connection opening, or the previous answer sent), or the connection is closed
+ * (counted, unless it is a kept-alive connection with nothing of a next request: that is
+ * just idle); an answer must be taken within the same time; a head over KQ_HTTP_HEAD_MAX
+ * bytes gets 431. Keep-alive and pipelined requests work (GET,
  * and HEAD like GET without the body); request bodies are refused (400), so a connection
  * never gets out of step.
  *
@@ -40,8 +42,10 @@ typedef enum { SLOT_FREE = 0, SLOT_READ, SLOT_WRITE } slot_state;
 typedef struct http_slot {
     kq_http *h;
     nng_aio *aio;
+    bool in_use;   /* under h->mu: handed out by accept_cb, given back by slot_finish */
     nng_stream *s; /* owned while the slot is in use */
-    slot_state state;
+    slot_state state; /* the slot's own: its callback's, and accept_cb's before it starts */
+    bool answered;    /* at least one answer sent on this connection */
     char in[KQ_HTTP_HEAD_MAX];
     size_t in_len;
     char *out; /* the answer being sent (malloc'd) */
@@ -116,7 +120,9 @@ static void slot_finish(http_slot *c)
     c->out = NULL;
     c->out_len = c->out_sent = c->in_len = 0;
     c->close_after = false;
+    c->answered = false;
     c->state = SLOT_FREE;
+    c->in_use = false;
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -199,28 +205,33 @@ static bool answer_metrics(http_slot *c)
     return ok;
 }
 
-/* Does the head (NUL-terminated, lines ending in \n) carry header `name` (case-insensitive)?
- * Copies its value (trimmed) into val. */
-static bool header(const char *head, const char *name, char *val, size_t vlen)
+/* How many times the head (NUL-terminated, lines ending in \n) carries header `name`
+ * (case-insensitive; a name followed by blanks before its colon counts too, so that it cannot
+ * slip past the checks). Copies the first value (trimmed) into val. */
+static int header(const char *head, const char *name, char *val, size_t vlen)
 {
     size_t nlen = strlen(name);
+    int n = 0;
 
     for (const char *line = strchr(head, '\n'); line != NULL; line = strchr(line, '\n')) {
         const char *v, *end;
 
         line++;
-        if (strncasecmp(line, name, nlen) != 0 || line[nlen] != ':')
+        if (strncasecmp(line, name, nlen) != 0)
             continue;
-        v = line + nlen + 1;
+        v = line + nlen;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        if (*v++ != ':' || n++ > 0)
+            continue;
         while (*v == ' ' || *v == '\t')
             v++;
         end = v + strcspn(v, "\r\n");
         while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
             end--;
         snprintf(val, vlen, "%.*s", (int)(end - v), v);
-        return true;
     }
-    return false;
+    return n;
 }
 
 /* Answers the request head in head (NUL-terminated); false when out of memory. */
@@ -228,6 +239,7 @@ static bool serve(http_slot *c, const char *head)
 {
     char method[16], target[256], version[16], val[64];
     size_t mlen = strcspn(head, " \r\n"), tlen, vlen;
+    int n_length;
     const char *t = head + mlen + 1, *v;
     char *q;
 
@@ -239,6 +251,7 @@ static bool serve(http_slot *c, const char *head)
         return answer_text(c, 400, "bad request line\n");
     }
     snprintf(method, sizeof method, "%.*s", (int)mlen, head);
+    c->head_only = strcmp(method, "HEAD") == 0; /* no body on any answer to it */
     /* a target longer than any path served is simply not found */
     snprintf(target, sizeof target, "%.*s", (int)(tlen < sizeof target ? tlen : 0), t);
     snprintf(version, sizeof version, "%.*s", (int)vlen, v);
@@ -247,10 +260,11 @@ static bool serve(http_slot *c, const char *head)
         return answer_text(c, 505, "HTTP/1.0 or HTTP/1.1 only\n");
     }
     if (strcmp(version, "HTTP/1.0") == 0 ||
-        (header(head, "Connection", val, sizeof val) && strcasecmp(val, "close") == 0))
+        (header(head, "Connection", val, sizeof val) > 0 && strcasecmp(val, "close") == 0))
         c->close_after = true;
-    if ((header(head, "Content-Length", val, sizeof val) && strcmp(val, "0") != 0) ||
-        header(head, "Transfer-Encoding", val, sizeof val)) {
+    n_length = header(head, "Content-Length", val, sizeof val);
+    if (n_length > 1 || (n_length == 1 && strcmp(val, "0") != 0) ||
+        header(head, "Transfer-Encoding", val, sizeof val) > 0) {
         c->close_after = true;
         return answer_text(c, 400, "requests with a body are not served here\n");
     }
@@ -259,7 +273,6 @@ static bool serve(http_slot *c, const char *head)
     if (strcmp(target, "/metrics") != 0 && strcmp(target, "/healthz") != 0 &&
         strcmp(target, "/readyz") != 0)
         return answer_text(c, 404, "not found (try /metrics, /healthz or /readyz)\n");
-    c->head_only = strcmp(method, "HEAD") == 0;
     if (strcmp(method, "GET") != 0 && !c->head_only)
         return answer_text(c, 405, "GET or HEAD only\n");
     if (strcmp(target, "/metrics") == 0)
@@ -275,10 +288,29 @@ static void start_send(http_slot *c)
 {
     nng_iov iov = {.iov_buf = c->out + c->out_sent, .iov_len = c->out_len - c->out_sent};
 
+    uint64_t now = mono_ms();
+
+    if (c->state != SLOT_WRITE) /* the whole answer gets one deadline */
+        c->deadline_ms = now + KQ_HTTP_HEAD_TIMEOUT_MS;
     c->state = SLOT_WRITE;
     nng_aio_set_iov(c->aio, 1, &iov);
-    nng_aio_set_timeout(c->aio, KQ_HTTP_HEAD_TIMEOUT_MS);
+    nng_aio_set_timeout(c->aio, c->deadline_ms > now ? (nng_duration)(c->deadline_ms - now) : 1);
     nng_stream_send(c->s, c->aio);
+}
+
+/* The end of the first complete head in s (a blank line: CRLF CRLF, or LF LF from lax
+ * clients, whichever comes first), with *head_len its length up to and with the blank line. */
+static char *first_head_end(char *s, size_t *head_len)
+{
+    char *crlf = strstr(s, "\r\n\r\n"), *lf = strstr(s, "\n\n");
+
+    if (lf != NULL && (crlf == NULL || lf < crlf)) {
+        *head_len = (size_t)(lf - s) + 2;
+        return lf;
+    }
+    if (crlf != NULL)
+        *head_len = (size_t)(crlf - s) + 4;
+    return crlf;
 }
 
 /* Answers the next complete head in c->in, or reads more of it; false: finish the slot. */
@@ -290,10 +322,9 @@ static bool advance(http_slot *c)
     nng_iov iov;
 
     c->in[c->in_len] = '\0'; /* in_len < sizeof c->in: reads leave room for it */
-    end = strstr(c->in, "\r\n\r\n");
-    if (end != NULL || (end = strstr(c->in, "\n\n")) != NULL) {
-        head_len = (size_t)(end - c->in) + (end[0] == '\r' ? 4 : 2);
-        end[end[0] == '\r' ? 2 : 1] = '\0'; /* keep the head's last line end */
+    end = first_head_end(c->in, &head_len);
+    if (end != NULL) {
+        end[head_len - (size_t)(end - c->in) == 4 ? 2 : 1] = '\0'; /* keep the last line end */
         c->head_only = false;
         if (!serve(c, c->in))
             return false;
@@ -320,7 +351,8 @@ static bool advance(http_slot *c)
     }
     now = mono_ms();
     if (now >= c->deadline_ms) {
-        shed(c->h, c->h->shed_timeout, "request head not received in time");
+        if (!(c->answered && c->in_len == 0)) /* an idle kept-alive connection is no attack */
+            shed(c->h, c->h->shed_timeout, "request head not received in time");
         return false;
     }
     c->state = SLOT_READ;
@@ -342,7 +374,9 @@ static void slot_cb(void *arg)
         return;
     }
     if (rv != 0) {
-        if (rv == NNG_ETIMEDOUT) /* counted before the peer can see the close */
+        /* counted before the peer can see the close; an idle kept-alive connection (answered,
+         * nothing of a next request yet) is closed quietly */
+        if (rv == NNG_ETIMEDOUT && !(c->state == SLOT_READ && c->answered && c->in_len == 0))
             shed(c->h, c->h->shed_timeout,
                  c->state == SLOT_READ ? "request head not received in time"
                                        : "answer not taken in time");
@@ -359,6 +393,8 @@ static void slot_cb(void *arg)
         }
         free(c->out);
         c->out = NULL;
+        c->answered = true;
+        c->state = SLOT_READ;
         if (c->close_after) {
             slot_finish(c);
             return;
@@ -398,9 +434,10 @@ static void accept_cb(void *arg)
     s = nng_aio_get_output(h->accept_aio, 0);
     pthread_mutex_lock(&h->mu);
     for (int i = 0; i < KQ_HTTP_MAX_CONNECTIONS && c == NULL; i++)
-        if (h->slots[i].state == SLOT_FREE)
+        if (!h->slots[i].in_use)
             c = &h->slots[i];
     if (c != NULL) {
+        c->in_use = true;
         c->s = s;
         c->state = SLOT_READ;
     }
@@ -456,7 +493,7 @@ static void http_free(kq_http *h)
 
         if (c->aio != NULL)
             nng_aio_stop(c->aio);
-        if (c->state != SLOT_FREE)
+        if (c->in_use) /* its callback did not run to the end */
             slot_finish(c);
         if (c->aio != NULL)
             nng_aio_free(c->aio);

@@ -161,6 +161,8 @@ static size_t packed_count(ProtobufCType t, const uint8_t *p, size_t len)
     case PROTOBUF_C_TYPE_FIXED32:
     case PROTOBUF_C_TYPE_FLOAT:
         return len % 4 ? 0 : len / 4;
+    case PROTOBUF_C_TYPE_BOOL: /* protobuf-c counts every byte as one */
+        return len;
     default: /* varints */
         for (size_t i = 0; i < len; i++)
             n += !(p[i] & 0x80);
@@ -198,8 +200,8 @@ static bool walk_add(unpack_walk *w, size_t n)
     if (n > w->budget - w->cost) {
         kq_errf(w->why, w->whylen,
                 "decoding it would take more than %zu bytes of memory (the limit for a message "
-                "this size: %d times its size plus %zu MiB)",
-                w->budget, KQ_PB_DECODE_FACTOR, KQ_PB_DECODE_SLACK >> 20);
+                "of this size)",
+                w->budget);
         return false;
     }
     w->cost += n;
@@ -211,15 +213,23 @@ static bool walk_add(unpack_walk *w, size_t n)
 static bool walk_message(unpack_walk *w, const ProtobufCMessageDescriptor *d, const uint8_t *p,
                          size_t len, int depth)
 {
-    uint64_t seen[MAX_TRACKED_FIELDS / 64] = {0};
-    size_t array_bytes[MAX_TRACKED_FIELDS] = {0}; /* what each repeated field's array holds */
-    size_t pos = 0, n_members = 0, n_unknown = 0, untracked_arrays = 0;
+    uint64_t seen[MAX_TRACKED_FIELDS / 64];
+    size_t array_bytes[MAX_TRACKED_FIELDS]; /* what each repeated field's array holds */
+    size_t pos = 0, n_members = 0, n_unknown = 0;
     size_t scanned_room = FIRST_SLAB_MEMBERS, next_slab = 2 * FIRST_SLAB_MEMBERS;
 
     if (depth > KQ_PB_MAX_DEPTH) {
         kq_errf(w->why, w->whylen, "messages nest deeper than %d levels", KQ_PB_MAX_DEPTH);
         return false;
     }
+    if (d->n_fields > MAX_TRACKED_FIELDS) { /* no schema of ours comes near */
+        kq_errf(w->why, w->whylen, "%s has %u fields, more than the %d this check follows", d->name,
+                d->n_fields, MAX_TRACKED_FIELDS);
+        return false;
+    }
+    /* zero only what this message can use: the walk may meet many small messages */
+    memset(seen, 0, (d->n_fields + 63) / 64 * sizeof seen[0]);
+    memset(array_bytes, 0, d->n_fields * sizeof array_bytes[0]);
     if (!walk_add(w, heap_bytes(d->sizeof_message)))
         return false;
     if ((d->n_fields + 7) / 8 > 16 && !walk_add(w, heap_bytes((d->n_fields + 7) / 8)))
@@ -273,9 +283,8 @@ static bool walk_message(unpack_walk *w, const ProtobufCMessageDescriptor *d, co
             continue;
         }
         idx = (unsigned)(f - d->fields);
-        first = idx >= MAX_TRACKED_FIELDS || !(seen[idx / 64] & ((uint64_t)1 << (idx % 64)));
-        if (idx < MAX_TRACKED_FIELDS)
-            seen[idx / 64] |= (uint64_t)1 << (idx % 64);
+        first = !(seen[idx / 64] & ((uint64_t)1 << (idx % 64)));
+        seen[idx / 64] |= (uint64_t)1 << (idx % 64);
         if (f->label == PROTOBUF_C_LABEL_REPEATED) {
             size_t n = wire_type == 2 && packable(f->type)
                            ? packed_count(f->type, p + pos - (size_t)v, (size_t)v)
@@ -283,10 +292,7 @@ static bool walk_message(unpack_walk *w, const ProtobufCMessageDescriptor *d, co
 
             /* elements count as they come (a long run stops the walk early); malloc's
              * overhead on the whole array is added at the end */
-            if (idx < MAX_TRACKED_FIELDS)
-                array_bytes[idx] += n * repeated_elt_bytes(f->type);
-            else
-                untracked_arrays += first;
+            array_bytes[idx] += n * repeated_elt_bytes(f->type);
             if (!walk_add(w, n * repeated_elt_bytes(f->type)))
                 return false;
         } else if (f->type == PROTOBUF_C_TYPE_MESSAGE && !first) {
@@ -313,11 +319,10 @@ static bool walk_message(unpack_walk *w, const ProtobufCMessageDescriptor *d, co
         }
     }
     /* each array's chunk: its elements were counted already, add what malloc adds to them */
-    for (unsigned i = 0; i < MAX_TRACKED_FIELDS && i < d->n_fields; i++)
+    for (unsigned i = 0; i < d->n_fields; i++)
         if (array_bytes[i] > 0 && !walk_add(w, heap_bytes(array_bytes[i]) - array_bytes[i]))
             return false;
-    return walk_add(w, untracked_arrays * ((size_t)4096 + 16)) &&
-           (n_unknown == 0 ||
+    return (n_unknown == 0 ||
             walk_add(w, heap_bytes(n_unknown * sizeof(ProtobufCMessageUnknownField))));
 }
 
@@ -362,11 +367,21 @@ bool kq_pb_top_varint(const uint8_t *p, size_t len, uint32_t field, uint64_t *ou
     return found;
 }
 
+static size_t budget(size_t frame, size_t factor, size_t slack)
+{
+    if (frame > (SIZE_MAX - slack) / factor)
+        return SIZE_MAX;
+    return frame * factor + slack;
+}
+
 size_t kq_pb_decode_budget(size_t frame)
 {
-    if (frame > (SIZE_MAX - KQ_PB_DECODE_SLACK) / KQ_PB_DECODE_FACTOR)
-        return SIZE_MAX;
-    return frame * KQ_PB_DECODE_FACTOR + KQ_PB_DECODE_SLACK;
+    return budget(frame, KQ_PB_DECODE_FACTOR, KQ_PB_DECODE_SLACK);
+}
+
+size_t kq_pb_answer_budget(size_t frame)
+{
+    return budget(frame, KQ_PB_ANSWER_FACTOR, KQ_PB_ANSWER_SLACK);
 }
 
 bool kq_pb_unpack_cost(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
@@ -384,11 +399,12 @@ bool kq_pb_unpack_cost(const ProtobufCMessageDescriptor *d, const uint8_t *p, si
 }
 
 ProtobufCMessage *kq_pb_unpack(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
-                               int *err, char *why, size_t whylen)
+                               kq_pb_source source, int *err, char *why, size_t whylen)
 {
+    size_t limit = source == KQ_PB_ANSWER ? kq_pb_answer_budget(len) : kq_pb_decode_budget(len);
     ProtobufCMessage *m;
 
-    if (!kq_pb_unpack_cost(d, p, len, kq_pb_decode_budget(len), NULL, why, whylen)) {
+    if (!kq_pb_unpack_cost(d, p, len, limit, NULL, why, whylen)) {
         *err = KQ_ERR_INVALID_REQUEST;
         return NULL;
     }

@@ -45,6 +45,18 @@ bool kq_pb_top_varint(const uint8_t *p, size_t len, uint32_t field, uint64_t *ou
 #define KQ_PB_DECODE_SLACK ((size_t)8 << 20)
 size_t kq_pb_decode_budget(size_t frame);
 
+/* An answer from a server this process dialed (a Metadata or DescribeTopics answer of a large
+ * cluster is made of small partition entries, ~10 times its size) gets a looser budget:
+ * KQ_PB_ANSWER_FACTOR times its size plus KQ_PB_ANSWER_SLACK. */
+#define KQ_PB_ANSWER_FACTOR 16
+#define KQ_PB_ANSWER_SLACK ((size_t)64 << 20)
+size_t kq_pb_answer_budget(size_t frame);
+
+typedef enum kq_pb_source {
+    KQ_PB_REQUEST, /* a request, or a record: kq_pb_decode_budget */
+    KQ_PB_ANSWER,  /* an answer to this process: kq_pb_answer_budget */
+} kq_pb_source;
+
 /* Walks the bytes of a message of type d, allocating nothing, and adds up what
  * protobuf_c_message_unpack (protobuf-c 1.4.1, glibc malloc) would allocate for it into *cost
  * (if cost is not NULL). Returns false, with the reason in why, once the sum passes limit, when
@@ -56,12 +68,13 @@ bool kq_pb_unpack_cost(const ProtobufCMessageDescriptor *d, const uint8_t *p, si
 
 /* Unpacks a message of type d from p[0..len) (p non-NULL, also for len 0) with protobuf-c's
  * default allocator, but first refuses it if kq_pb_unpack_cost finds it would cost more than
- * kq_pb_decode_budget(len), or finds a singular message field twice (protobuf-c merges
- * repeats by copying their repeated fields again: quadratic time, an easy denial of service).
+ * the budget for its source, or finds a singular message field twice (outside a oneof,
+ * protobuf-c merges repeats by copying their repeated fields again: quadratic time, an easy
+ * denial of service; inside one it keeps the last, which no encoder of ours relies on).
  * Returns the message, which the caller frees with protobuf_c_message_free_unpacked, or NULL
  * with *err = KQ_ERR_INVALID_REQUEST and the reason in why (the limits), or *err =
  * KQ_ERR_MALFORMED and why empty (the bytes do not parse). */
 ProtobufCMessage *kq_pb_unpack(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
-                               int *err, char *why, size_t whylen);
+                               kq_pb_source source, int *err, char *why, size_t whylen);
 
 #endif

@@ -533,8 +533,8 @@ int kq_record_decode(const uint8_t *buf, size_t len, kq_record *out, char *errbu
     out->type = KQ_REC_NOOP;
     if (!buf && len)
         return fail(KQ_ERR_MALFORMED, errbuf, errlen, "no input");
-    m = (Kq__Record *)kq_pb_unpack(&kq__record__descriptor, len ? buf : empty, len, &rc, errbuf,
-                                   errlen);
+    m = (Kq__Record *)kq_pb_unpack(&kq__record__descriptor, len ? buf : empty, len, KQ_PB_REQUEST,
+                                   &rc, errbuf, errlen);
     if (!m && rc == KQ_ERR_MALFORMED)
         return fail(KQ_ERR_MALFORMED, errbuf, errlen,
                     "record of %zu bytes does not parse as kq.Record", len);

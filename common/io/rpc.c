@@ -575,8 +575,14 @@ void kq_rpc_server_stop(kq_rpc_server *s)
 
     /* No new operation starts from now on (closing is set and nobody is inside nng_ctx_*).
      * Closing the socket fails every pending operation; then wait for the callbacks. */
-    if (!close_socket_bounded(s->sock, "server", s->url))
-        s->conns = NULL; /* nng may still call back into it: leak it with the socket */
+    if (!close_socket_bounded(s->sock, "server", s->url)) {
+        /* nng may still call back into it: leak it with the socket, and let it touch nothing
+         * its owner frees (the metrics registry) */
+        pthread_mutex_lock(&s->conns->mu);
+        s->conns->open_metric = s->conns->refused_metric = NULL;
+        pthread_mutex_unlock(&s->conns->mu);
+        s->conns = NULL;
+    }
     for (int i = 0; i < s->n_slots; i++)
         nng_aio_stop(s->slots[i].aio);
     for (int i = 0; i < s->n_slots; i++) {

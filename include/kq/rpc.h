@@ -26,8 +26,8 @@
 
 #define KQ_RPC_DEFAULT_MAX_MSG (64u * 1024u * 1024u)
 #define KQ_RPC_DEFAULT_CONTEXTS 64
-#define KQ_RPC_DEFAULT_MAX_CONNECTIONS 1000       /* max.connections */
-#define KQ_RPC_DEFAULT_MAX_CONNECTIONS_PER_IP 200 /* max.connections.per.ip */
+#define KQ_RPC_DEFAULT_MAX_CONNECTIONS 1000     /* max.connections */
+#define KQ_RPC_DEFAULT_MAX_CONNECTIONS_PER_IP 0 /* max.connections.per.ip: no limit, as Kafka */
 
 typedef struct kq_rpc_server kq_rpc_server;
 typedef struct kq_rpc_req kq_rpc_req;

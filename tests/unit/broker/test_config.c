@@ -78,7 +78,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.raft.request_timeout_ms, 2000);
     assert_string_equal(cfg.metrics_host, "");
     assert_int_equal(cfg.conn_limits.max_connections, 1000);
-    assert_int_equal(cfg.conn_limits.max_connections_per_ip, 200);
+    assert_int_equal(cfg.conn_limits.max_connections_per_ip, 0); /* no limit */
 }
 
 static void test_all_keys(void **state)
@@ -155,6 +155,7 @@ static void test_bad_values_name_the_key(void **state)
     expect_error("log.level=loud", "log.level", NULL);
     expect_error("max.connections=0", "max.connections", NULL);
     expect_error("max.connections.per.ip=many", "max.connections.per.ip", NULL);
+    expect_error("max.connections.per.ip=-1", "max.connections.per.ip", NULL);
     expect_error("initial.broker.registration.timeout.ms=x",
                  "initial.broker.registration.timeout.ms", NULL);
 }

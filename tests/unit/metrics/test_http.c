@@ -190,6 +190,12 @@ static void test_unknown_path_and_method(void **state)
     assert_int_equal(mt_request(f->port, "DELETE", "/readyz", &r), 0);
     assert_int_equal(r.status, 405);
     mt_resp_free(&r);
+    /* HEAD gets no body whatever the answer, or a kept-alive client would read it as the next
+     * answer */
+    assert_int_equal(mt_request(f->port, "HEAD", "/nope", &r), 0);
+    assert_int_equal(r.status, 404);
+    assert_int_equal(r.body_len, 0);
+    mt_resp_free(&r);
     /* the server still answers afterwards */
     assert_int_equal(mt_request(f->port, "GET", "/healthz", &r), 0);
     assert_int_equal(r.status, 200);
@@ -315,16 +321,24 @@ static bool closed_by_server(int fd)
     return n == 0 || (n < 0 && errno == ECONNRESET);
 }
 
-/* Slowloris: a full table of connections that never finish their request head. One more is
- * closed on connect; each slow one is closed once KQ_HTTP_HEAD_TIMEOUT_MS has passed; then
- * the server answers again. Both kinds are counted. */
+/* Slowloris: a full table of connections, one kept alive after an answer and idle, the others
+ * never finishing their request head. One more is closed on connect; each is closed once
+ * KQ_HTTP_HEAD_TIMEOUT_MS has passed; then the server answers again. The refusal and the slow
+ * ones are counted, the idle kept-alive one is not. */
 static void test_sheds_slow_and_excess_clients(void **state)
 {
     fixture *f = *state;
     int fds[KQ_HTTP_MAX_CONNECTIONS], extra;
+    char buf[4096];
     mt_resp r;
 
-    for (int i = 0; i < KQ_HTTP_MAX_CONNECTIONS; i++) {
+    fds[0] = mt_connect(f->port);
+    assert_true(fds[0] >= 0);
+    const char *get = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+
+    assert_true(mt_send_all(fds[0], get, strlen(get)));
+    assert_true(recv(fds[0], buf, sizeof buf, 0) > 0); /* its answer; the connection stays */
+    for (int i = 1; i < KQ_HTTP_MAX_CONNECTIONS; i++) {
         fds[i] = mt_connect(f->port);
         assert_true(fds[i] >= 0);
         assert_true(mt_send_all(fds[i], "GET /metrics HTTP/1.1\r\n", 23));
@@ -341,10 +355,53 @@ static void test_sheds_slow_and_excess_clients(void **state)
         close(fds[i]);
     }
     assert_int_equal(scrape_value(f->m, "kq_http_connections_shed_total{reason=\"timeout\"} "),
-                     KQ_HTTP_MAX_CONNECTIONS);
+                     KQ_HTTP_MAX_CONNECTIONS - 1);
     assert_int_equal(mt_request(f->port, "GET", "/healthz", &r), 0);
     assert_int_equal(r.status, 200);
     mt_resp_free(&r);
+}
+
+/* Heads that could smuggle a second request: two Content-Lengths, a body, or a name with a
+ * blank before its colon get 400 and a close; a lax LF LF head followed by a CRLF one is two
+ * requests, each answered on its own. */
+static void test_ambiguous_heads(void **state)
+{
+    fixture *f = *state;
+    static const char *bad[] = {
+        "GET /metrics HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello",
+        "GET /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+        "GET /metrics HTTP/1.1\r\nContent-Length : 5\r\n\r\nhello",
+        "GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    };
+    char buf[4096];
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int fd = mt_connect(f->port);
+        ssize_t n;
+
+        assert_true(fd >= 0 && mt_send_all(fd, bad[i], strlen(bad[i])));
+        n = recv(fd, buf, sizeof buf - 1, 0);
+        assert_true(n > 0);
+        buf[n] = '\0';
+        if (strncmp(buf, "HTTP/1.1 400 ", 13) != 0)
+            fail_msg("head %zu answered: %.40s", i, buf);
+        close(fd);
+    }
+    {
+        const char *two =
+            "GET /healthz HTTP/1.1\n\nGET /nope HTTP/1.1\r\nConnection: close\r\n\r\n";
+        int fd = mt_connect(f->port);
+        size_t got = 0;
+        ssize_t n;
+
+        assert_true(fd >= 0 && mt_send_all(fd, two, strlen(two)));
+        while ((n = recv(fd, buf + got, sizeof buf - 1 - got, 0)) > 0)
+            got += (size_t)n;
+        buf[got] = '\0';
+        assert_non_null(strstr(buf, "HTTP/1.1 200 OK"));
+        assert_non_null(strstr(buf, "HTTP/1.1 404 Not Found"));
+        close(fd);
+    }
 }
 
 /* A head longer than KQ_HTTP_HEAD_MAX gets 431 and the connection closes. */
@@ -459,6 +516,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_keepalive_many_requests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sheds_slow_and_excess_clients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oversized_head, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ambiguous_heads, setup, teardown),
         cmocka_unit_test(test_stop_with_idle_client),
         cmocka_unit_test(test_bind_errors),
         cmocka_unit_test(test_ipv6_loopback),
