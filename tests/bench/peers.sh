@@ -39,7 +39,7 @@ peers_cleanup() {
     ((${#pids[@]})) && kill "${pids[@]}" 2>/dev/null
     wait 2>/dev/null || true
     kt_cleanup
-    return $rc
+    return "$rc"
 }
 trap peers_cleanup EXIT
 
@@ -86,12 +86,16 @@ kt_wait_for_leader 30
 kq_ep=127.0.0.1:$(kt_port "$KT_LEADER")
 etcd_ep=127.0.0.1:$((base + 11))
 zk_ep=127.0.0.1:$((base + 21)),127.0.0.1:$((base + 22)),127.0.0.1:$((base + 23))
-# wait until etcd and ZooKeeper take a write
+# wait (at most 60 s in all) until etcd and ZooKeeper take a write, every member still running
+deadline=$(($(date +%s) + 60))
 for sys in etcd zk; do
     ep=$etcd_ep
     [[ $sys == zk ]] && ep=$zk_ep
-    for _ in $(seq 1 60); do
-        timeout 20 "$py" "$here/peers_client.py" "$sys" "$ep" 1 0.2 >/dev/null 2>&1 && break
+    until timeout 10 "$py" "$here/peers_client.py" "$sys" "$ep" 1 0.2 >/dev/null 2>&1; do
+        for p in "${pids[@]}"; do
+            kill -0 "$p" 2>/dev/null || kt_fail "a peer process (pid $p) exited; logs in $KT_DIR"
+        done
+        (($(date +%s) < deadline)) || kt_fail "$sys takes no write after 60 s; logs in $KT_DIR"
         sleep 1
     done
 done
