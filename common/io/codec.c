@@ -687,20 +687,8 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
     memset(out, 0, sizeof *out);
     out->sender_id = KQ_RAFT_NO_ID;
     raft_msg_defaults(&out->raft);
-    if (!buf && len > 0)
-        return fail(errbuf, errlen, KQ_ERR_MALFORMED, "request does not parse (no buffer)");
-
-    rq = (Kq__Request *)kq_pb_unpack(&kq__request__descriptor, buf ? buf : empty_input, len,
-                                     KQ_PB_REQUEST, &rc, errbuf, errlen);
-    if (!rq && rc == KQ_ERR_MALFORMED)
-        return fail(errbuf, errlen, rc, "request does not parse (%zu bytes)", len);
-    if (!rq) { /* refused unread: still name its API so the answer decodes */
-        uint64_t key = 0;
-
-        if (kq_pb_top_varint(buf ? buf : empty_input, len, 1, &key) && key <= UINT32_MAX)
-            out->api_key = (uint32_t)key;
+    if ((rc = kq_pb_unpack_request(buf, len, &rq, &out->api_key, errbuf, errlen)) != 0)
         return rc;
-    }
     out->priv_ = rq;
     out->api_key = rq->api_key;
     out->api_version = rq->api_version;

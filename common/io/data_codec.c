@@ -712,19 +712,8 @@ int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out,
         return BAD("no output for decoded request");
     memset(out, 0, sizeof *out);
     out->sender_id = -1;
-    if (!buf && len > 0)
-        return fail(errbuf, errlen, KQ_ERR_MALFORMED, "request does not parse (no buffer)");
-    rq = (Kq__Request *)kq_pb_unpack(&kq__request__descriptor, buf ? buf : empty_input, len,
-                                     KQ_PB_REQUEST, &rc, errbuf, errlen);
-    if (!rq && rc == KQ_ERR_MALFORMED)
-        return fail(errbuf, errlen, rc, "request does not parse (%zu bytes)", len);
-    if (!rq) { /* refused unread: still name its API so the answer decodes */
-        uint64_t key = 0;
-
-        if (kq_pb_top_varint(buf ? buf : empty_input, len, 1, &key) && key <= UINT32_MAX)
-            out->api_key = (uint32_t)key;
+    if ((rc = kq_pb_unpack_request(buf, len, &rq, &out->api_key, errbuf, errlen)) != 0)
         return rc;
-    }
     out->api_key = rq->api_key;
     if (!kq_data_is_data_api(rq->api_key)) {
         kq__request__free_unpacked(rq, NULL);

@@ -398,6 +398,29 @@ bool kq_pb_unpack_cost(const ProtobufCMessageDescriptor *d, const uint8_t *p, si
     return ok;
 }
 
+int kq_pb_unpack_request(const uint8_t *p, size_t len, Kq__Request **out, uint32_t *api_key,
+                         char *why, size_t whylen)
+{
+    static const uint8_t empty[1];
+    uint64_t key = 0;
+    int rc = 0;
+
+    *out = NULL;
+    if (p == NULL && len > 0) {
+        kq_errf(why, whylen, "request does not parse (no buffer)");
+        return KQ_ERR_MALFORMED;
+    }
+    *out = (Kq__Request *)kq_pb_unpack(&kq__request__descriptor, p ? p : empty, len, KQ_PB_REQUEST,
+                                       &rc, why, whylen);
+    if (*out != NULL)
+        return 0;
+    if (rc == KQ_ERR_MALFORMED)
+        kq_errf(why, whylen, "request does not parse (%zu bytes)", len);
+    else if (kq_pb_top_varint(p ? p : empty, len, 1, &key) && key <= UINT32_MAX)
+        *api_key = (uint32_t)key; /* refused unread: still name its API */
+    return rc;
+}
+
 ProtobufCMessage *kq_pb_unpack(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
                                kq_pb_source source, int *err, char *why, size_t whylen)
 {

@@ -14,6 +14,8 @@
 
 #include <protobuf-c/protobuf-c.h>
 
+#include "kq_rpc.pb-c.h"
+
 /* How deep kq_pb_strings_ok follows nested messages before it rejects the input. */
 #define KQ_PB_MAX_DEPTH 8
 
@@ -76,5 +78,13 @@ bool kq_pb_unpack_cost(const ProtobufCMessageDescriptor *d, const uint8_t *p, si
  * KQ_ERR_MALFORMED and why empty (the bytes do not parse). */
 ProtobufCMessage *kq_pb_unpack(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
                                kq_pb_source source, int *err, char *why, size_t whylen);
+
+/* kq_pb_unpack of a kq.Request envelope, the one way both request decoders start: 0 with
+ * *out (free with kq__request__free_unpacked), KQ_ERR_MALFORMED "request does not parse (N
+ * bytes)" (also for p NULL with len > 0), or the limits' KQ_ERR_INVALID_REQUEST, in which case
+ * *api_key still gets the envelope's api key when it can be read, so that the error answer
+ * names its API (*api_key is left alone otherwise). */
+int kq_pb_unpack_request(const uint8_t *p, size_t len, Kq__Request **out, uint32_t *api_key,
+                         char *why, size_t whylen);
 
 #endif

@@ -358,18 +358,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 2)
         return 0;
-    if (data[0] >= FUZZ_RAW_ENVELOPE) {
-        len = size - 1;
-        msg = malloc(len ? len : 1);
-        FUZZ_CHECK(msg);
-        memcpy(msg, data + 1, len);
-    } else {
-        const fuzz_api *api = &fuzz_ctl_apis[data[0] % FUZZ_N_CTL_APIS];
-
-        msg =
-            fuzz_wrap_request(api->api_key, api->field, (int8_t)data[1], data + 2, size - 2, &len);
-        FUZZ_CHECK(msg);
-    }
+    msg = fuzz_envelope(data, size, fuzz_ctl_apis, FUZZ_N_CTL_APIS, 1, &len);
+    FUZZ_CHECK(msg);
     rc = kq_ctl_decode_request(msg, len, &r, err, sizeof err);
     free(msg); /* the decoded request owns copies */
     if (rc) {

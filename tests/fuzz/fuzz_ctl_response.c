@@ -280,17 +280,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 1)
         return 0;
-    if (data[0] >= FUZZ_RAW_ENVELOPE) {
-        len = size - 1;
-        msg = malloc(len ? len : 1);
-        FUZZ_CHECK(msg);
-        memcpy(msg, data + 1, len);
-    } else {
-        const fuzz_api *api = &fuzz_ctl_apis[data[0] % FUZZ_N_CTL_APIS];
-
-        msg = fuzz_wrap_response(api->api_key, 0, api->field, data + 1, size - 1, &len);
-        FUZZ_CHECK(msg);
-    }
+    msg = fuzz_envelope(data, size, fuzz_ctl_apis, FUZZ_N_CTL_APIS, 0, &len);
+    FUZZ_CHECK(msg);
     rc = kq_codec_decode_response(msg, len, -1, &env, err, sizeof err);
     free(msg); /* decoded structs must not borrow the input */
     if (rc) {

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "kq/codec.h"
+#include "pb_wire.h"
 
 typedef struct fuzz_api {
     uint32_t api_key;
@@ -57,32 +58,20 @@ static const fuzz_api fuzz_data_apis[] = {
 /* First input byte at or above this: the rest of the input is a whole envelope, unwrapped. */
 #define FUZZ_RAW_ENVELOPE 0xF0
 
-static inline size_t fuzz_put_varint(uint8_t *p, uint64_t v)
-{
-    size_t n = 0;
-
-    while (v >= 0x80) {
-        p[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (uint8_t)v;
-    return n;
-}
-
 /* A varint field (wire type 0); int32 values are sign-extended as protobuf does. */
 static inline size_t fuzz_put_uint(uint8_t *p, uint32_t field, uint64_t v)
 {
-    size_t n = fuzz_put_varint(p, (uint64_t)field << 3);
+    size_t n = kq_pb_put_varint(p, (uint64_t)field << 3);
 
-    return n + fuzz_put_varint(p + n, v);
+    return n + kq_pb_put_varint(p + n, v);
 }
 
 /* A length-delimited field (wire type 2). */
 static inline size_t fuzz_put_bytes(uint8_t *p, uint32_t field, const void *data, size_t len)
 {
-    size_t n = fuzz_put_varint(p, (uint64_t)field << 3 | 2);
+    size_t n = kq_pb_put_varint(p, (uint64_t)field << 3 | 2);
 
-    n += fuzz_put_varint(p + n, len);
+    n += kq_pb_put_varint(p + n, len);
     if (len)
         memcpy(p + n, data, len);
     return n + len;
@@ -122,17 +111,29 @@ static inline uint8_t *fuzz_wrap_response(uint32_t api_key, int32_t error, uint3
     return p;
 }
 
-static inline int fuzz_get_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *v)
+/* The envelope a steered target decodes (malloc'd; NULL when the input is too short): byte 0
+ * at or above FUZZ_RAW_ENVELOPE, the rest as it is; otherwise byte 0 picks one of apis, for a
+ * request byte 1 is the sender id, and the rest is the body wrapped into an envelope. */
+static inline uint8_t *fuzz_envelope(const uint8_t *data, size_t size, const fuzz_api *apis,
+                                     size_t n_apis, int request, size_t *len)
 {
-    *v = 0;
-    for (unsigned shift = 0; shift < 64 && *pos < len; shift += 7) {
-        uint8_t b = p[(*pos)++];
+    const fuzz_api *api;
+    size_t head = request ? 2 : 1;
+    uint8_t *msg;
 
-        *v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return 0;
+    if (size < head)
+        return NULL;
+    if (data[0] >= FUZZ_RAW_ENVELOPE) {
+        *len = size - 1;
+        msg = malloc(*len ? *len : 1);
+        if (msg)
+            memcpy(msg, data + 1, *len);
+        return msg;
     }
-    return -1;
+    api = &apis[data[0] % n_apis];
+    return request ? fuzz_wrap_request(api->api_key, api->field, (int8_t)data[1], data + head,
+                                       size - head, len)
+                   : fuzz_wrap_response(api->api_key, 0, api->field, data + head, size - head, len);
 }
 
 /* The payload of the first top-level length-delimited field `field` of an encoded message:
@@ -145,11 +146,11 @@ static inline int fuzz_find_field(const uint8_t *msg, size_t len, uint32_t field
     while (pos < len) {
         uint64_t tag, v;
 
-        if (fuzz_get_varint(msg, len, &pos, &tag))
+        if (!kq_pb_read_varint(msg, len, &pos, &tag))
             return -1;
         switch (tag & 7) {
         case 0:
-            if (fuzz_get_varint(msg, len, &pos, &v))
+            if (!kq_pb_read_varint(msg, len, &pos, &v))
                 return -1;
             break;
         case 1:
@@ -159,7 +160,7 @@ static inline int fuzz_find_field(const uint8_t *msg, size_t len, uint32_t field
             pos += 4;
             break;
         case 2:
-            if (fuzz_get_varint(msg, len, &pos, &v) || v > len - pos)
+            if (!kq_pb_read_varint(msg, len, &pos, &v) || v > len - pos)
                 return -1;
             if ((tag >> 3) == field) {
                 *body = msg + pos;
