@@ -224,7 +224,7 @@ int kq_image_foreach_record(const kq_image *img, kq_image_record_cb cb, void *ar
 int kq_image_apply_noundo_(kq_image *img, int64_t offset, const kq_record *r);
 void kq_image_set_offsets_(kq_image *img, int64_t offset);
 
-/* ---- kq_recordcodec (common/io/record_codec.c): protobuf-backed helpers over the image ---- */
+/* ---- kq_recordcodec (common/wire/record_codec.c): protobuf-backed helpers over the image ---- */
 struct kq_buf;
 /* Append the image as length-prefixed kq.Record bytes (kq_image_foreach_record order) to out.
  * *n_records (may be NULL) receives the number appended. */

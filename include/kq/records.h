@@ -5,7 +5,7 @@
  * Two libraries implement this header:
  *   kq_image       (common/image/records.c): kq_record_validate, kq_record_free,
  *                  kq_topic_name_valid -- pure, no protobuf;
- *   kq_recordcodec (common/io/record_codec.c): encode/decode to kq.Record protobuf bytes
+ *   kq_recordcodec (common/wire/record_codec.c): encode/decode to kq.Record protobuf bytes
  *                  (proto/kq_record.proto), render to text, replay into an image, snapshots.
  *
  * Ownership:

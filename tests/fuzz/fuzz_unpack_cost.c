@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the limits before allocation (common/io/pb_wire.c). The cost that
+ * libFuzzer target: the limits before allocation (common/wire/pb_wire.c). The cost that
  * kq_pb_unpack_cost counts from the bytes must bound what protobuf-c really allocates for
  * them, or a request could pass the limit and cost more.
  *

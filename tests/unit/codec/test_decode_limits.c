@@ -1,5 +1,5 @@
 /*
- * Limits before allocation (common/io/pb_wire.c): the decoders refuse, from the bytes alone,
+ * Limits before allocation (common/wire/pb_wire.c): the decoders refuse, from the bytes alone,
  * a message whose unpacking would cost more than kq_pb_decode_budget of its size, and a
  * singular message field that repeats (protobuf-c would merge the repeats in quadratic time).
  *

@@ -1,5 +1,5 @@
 /*
- * Internal protobuf wire-format helpers shared by the codecs (common/io/codec.c,
+ * Internal protobuf wire-format helpers shared by the codecs (common/wire/codec.c,
  * data_codec.c, record_codec.c). Not a public header.
  *
  * Ownership: buffers are the caller's and nothing keeps a pointer into them; only
