@@ -16,246 +16,173 @@
 
 #include "kq_record.pb-c.h"
 #include "pb_wire.h"
+#include "wire.h"
 
-static int fail(int code, char *errbuf, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+#define fail(code, errbuf, errlen, ...) kq_wire_fail(errbuf, errlen, code, __VA_ARGS__)
 
-static int fail(int code, char *errbuf, size_t errlen, const char *fmt, ...)
+/* ---- the record tables (proto/kq_record.proto <-> include/kq/records.h) ------------------ */
+
+#define I32 KQ_W_I32
+#define I64 KQ_W_I64
+
+static const kq_wire_field ids_f[] = {KQ_W_IDS(kq_rec_ids, ids, n, "ids", 0, KQ_REC_MAX_REPLICAS)};
+static const kq_wire_msg ids_m = KQ_W_TABLE(kq_rec_ids, kq__replica_list__descriptor, ids_f);
+
+static const kq_wire_field endpoint_f[] = {
+    KQ_W_STR(kq_rec_endpoint, name, "name", 0, KQ_REC_MAX_NAME),
+    KQ_W_STR(kq_rec_endpoint, host, "host", 0, KQ_REC_MAX_NAME),
+    KQ_W_INT(kq_rec_endpoint, port, "port", I32),
+};
+static const kq_wire_msg endpoint_m =
+    KQ_W_TABLE(kq_rec_endpoint, kq__register_broker_record__endpoint__descriptor, endpoint_f);
+
+static const kq_wire_field leader_change_f[] = {
+    KQ_W_INT(kq_rec_leader_change, leader_id, "leader_id", I32),
+    KQ_W_IDS(kq_rec_leader_change, voters.ids, voters.n, "voters", 0, KQ_REC_MAX_REPLICAS),
+    KQ_W_IDS(kq_rec_leader_change, granting_voters.ids, granting_voters.n, "granting_voters", 0,
+             KQ_REC_MAX_REPLICAS),
+};
+static const kq_wire_field opaque_f[] = {
+    KQ_W_BYTES(kq_rec_opaque, data, len, "data", KQ_REC_MAX_OPAQUE),
+};
+static const kq_wire_field register_broker_f[] = {
+    KQ_W_INT(kq_rec_register_broker, broker_id, "broker_id", I32),
+    KQ_W_UUID(kq_rec_register_broker, incarnation_id, "incarnation_id", 0),
+    KQ_W_INT(kq_rec_register_broker, broker_epoch, "broker_epoch", I64),
+    KQ_W_MSGS(kq_rec_register_broker, endpoints, n_endpoints, "endpoints", 0, KQ_REC_MAX_ENDPOINTS,
+              &endpoint_m),
+    KQ_W_STR(kq_rec_register_broker, rack, "rack", 0, KQ_REC_MAX_NAME),
+    KQ_W_BOOL(kq_rec_register_broker, fenced, "fenced"),
+    KQ_W_BOOL(kq_rec_register_broker, in_controlled_shutdown, "in_controlled_shutdown"),
+    KQ_W_OPT(kq_rec_register_broker, registration_offset, "registration_offset", I64, -1),
+};
+static const kq_wire_field unregister_broker_f[] = {
+    KQ_W_INT(kq_rec_unregister_broker, broker_id, "broker_id", I32),
+    KQ_W_INT(kq_rec_unregister_broker, broker_epoch, "broker_epoch", I64),
+};
+static const kq_wire_field broker_change_f[] = {
+    KQ_W_INT(kq_rec_broker_change, broker_id, "broker_id", I32),
+    KQ_W_INT(kq_rec_broker_change, broker_epoch, "broker_epoch", I64),
+    KQ_W_OPT(kq_rec_broker_change, fenced, "fenced", KQ_WK_I8, -1, 1, KQ_FENCE_NONE),
+    KQ_W_OPT(kq_rec_broker_change, in_controlled_shutdown, "in_controlled_shutdown", KQ_WK_I8, 0, 1,
+             0),
+};
+static const kq_wire_field topic_f[] = {
+    KQ_W_STR(kq_rec_topic, name, "name", 0, KQ_REC_MAX_TOPIC_NAME),
+    KQ_W_UUID(kq_rec_topic, topic_id, "topic_id", 0),
+};
+#define PARTITION_IDS(T, f) KQ_W_IDS(T, f.ids, f.n, #f, 0, KQ_REC_MAX_REPLICAS)
+static const kq_wire_field partition_f[] = {
+    KQ_W_INT(kq_rec_partition, partition_id, "partition_id", I32),
+    KQ_W_UUID(kq_rec_partition, topic_id, "topic_id", 0),
+    PARTITION_IDS(kq_rec_partition, replicas),
+    PARTITION_IDS(kq_rec_partition, isr),
+    PARTITION_IDS(kq_rec_partition, elr),
+    PARTITION_IDS(kq_rec_partition, last_known_elr),
+    KQ_W_INT(kq_rec_partition, leader, "leader", I32),
+    KQ_W_INT(kq_rec_partition, leader_recovery_state, "leader_recovery_state", KQ_WK_I8, 0, 1),
+    KQ_W_INT(kq_rec_partition, leader_epoch, "leader_epoch", I32),
+    KQ_W_INT(kq_rec_partition, partition_epoch, "partition_epoch", I32),
+};
+#define CHANGE_IDS(f) KQ_W_MSG(kq_rec_partition_change, f, has_##f, #f, &ids_m)
+static const kq_wire_field partition_change_f[] = {
+    KQ_W_INT(kq_rec_partition_change, partition_id, "partition_id", I32),
+    KQ_W_UUID(kq_rec_partition_change, topic_id, "topic_id", 0),
+    CHANGE_IDS(replicas),
+    CHANGE_IDS(isr),
+    CHANGE_IDS(elr),
+    CHANGE_IDS(last_known_elr),
+    KQ_W_OPT(kq_rec_partition_change, leader, "leader", I32, KQ_LEADER_UNCHANGED),
+    KQ_W_OPT(kq_rec_partition_change, leader_recovery_state, "leader_recovery_state", KQ_WK_I8, -1,
+             1, KQ_RECOVERY_UNCHANGED),
+};
+static const kq_wire_field remove_topic_f[] = {
+    KQ_W_UUID(kq_rec_remove_topic, topic_id, "topic_id", 0),
+};
+static const kq_wire_field config_f[] = {
+    KQ_W_INT(kq_rec_config, resource_type, "resource_type", KQ_WK_I8, 0, 127),
+    KQ_W_STR(kq_rec_config, resource_name, "resource_name", 0, KQ_REC_MAX_NAME),
+    KQ_W_STR(kq_rec_config, name, "name", 0, KQ_REC_MAX_NAME),
+    KQ_W_STR(kq_rec_config, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
+};
+static const kq_wire_field feature_level_f[] = {
+    KQ_W_STR(kq_rec_feature_level, name, "name", 0, KQ_REC_MAX_NAME),
+    KQ_W_INT(kq_rec_feature_level, level, "feature_level", KQ_WK_I16, 0, INT16_MAX),
+};
+
+/* Indexed by kq_rec_type (= the kq.Record oneof field number); every body is at the union. */
+static const kq_wire_msg record_m[] = {
+    [KQ_REC_LEADER_CHANGE] =
+        KQ_W_TABLE(kq_rec_leader_change, kq__leader_change_record__descriptor, leader_change_f),
+    [KQ_REC_NOOP] = {&kq__no_op_record__descriptor, 0, NULL, 0},
+    [KQ_REC_OPAQUE] = KQ_W_TABLE(kq_rec_opaque, kq__opaque_record__descriptor, opaque_f),
+    [KQ_REC_REGISTER_BROKER] = KQ_W_TABLE(
+        kq_rec_register_broker, kq__register_broker_record__descriptor, register_broker_f),
+    [KQ_REC_UNREGISTER_BROKER] = KQ_W_TABLE(
+        kq_rec_unregister_broker, kq__unregister_broker_record__descriptor, unregister_broker_f),
+    [KQ_REC_BROKER_REGISTRATION_CHANGE] = KQ_W_TABLE(
+        kq_rec_broker_change, kq__broker_registration_change_record__descriptor, broker_change_f),
+    [KQ_REC_TOPIC] = KQ_W_TABLE(kq_rec_topic, kq__topic_record__descriptor, topic_f),
+    [KQ_REC_PARTITION] =
+        KQ_W_TABLE(kq_rec_partition, kq__partition_record__descriptor, partition_f),
+    [KQ_REC_PARTITION_CHANGE] = KQ_W_TABLE(
+        kq_rec_partition_change, kq__partition_change_record__descriptor, partition_change_f),
+    [KQ_REC_REMOVE_TOPIC] =
+        KQ_W_TABLE(kq_rec_remove_topic, kq__remove_topic_record__descriptor, remove_topic_f),
+    [KQ_REC_CONFIG] = KQ_W_TABLE(kq_rec_config, kq__config_record__descriptor, config_f),
+    [KQ_REC_FEATURE_LEVEL] =
+        KQ_W_TABLE(kq_rec_feature_level, kq__feature_level_record__descriptor, feature_level_f),
+};
+
+/* The table of a record type and the oneof member that carries it; NULL for neither. */
+static const kq_wire_msg *record_table(uint32_t type, const ProtobufCFieldDescriptor **fd)
 {
-    va_list ap;
-
-    if (errbuf && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(errbuf, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
+    if (type >= sizeof record_m / sizeof record_m[0] || !record_m[type].desc)
+        return NULL;
+    *fd = protobuf_c_message_descriptor_get_field(&kq__record__descriptor, type);
+    return *fd ? &record_m[type] : NULL;
 }
 
 /* ---- encode ------------------------------------------------------------------------------- */
-
-static ProtobufCBinaryData bin16(const uint8_t id[16])
-{
-    return (ProtobufCBinaryData){16, (uint8_t *)id};
-}
-
-/* Everything a packed message points to lives in this scratch (freed by the caller). */
-typedef struct enc {
-    Kq__Record rec;
-    union {
-        Kq__LeaderChangeRecord lc;
-        Kq__NoOpRecord noop;
-        Kq__OpaqueRecord op;
-        Kq__RegisterBrokerRecord rb;
-        Kq__UnregisterBrokerRecord ub;
-        Kq__BrokerRegistrationChangeRecord bc;
-        Kq__TopicRecord t;
-        Kq__PartitionRecord p;
-        Kq__PartitionChangeRecord pc;
-        Kq__RemoveTopicRecord rt;
-        Kq__ConfigRecord c;
-        Kq__FeatureLevelRecord f;
-    };
-    Kq__RegisterBrokerRecord__Endpoint *eps;
-    Kq__RegisterBrokerRecord__Endpoint **epp;
-    Kq__ReplicaList lists[4];
-} enc;
-
-static void set_list(Kq__ReplicaList *l, const kq_rec_ids *ids)
-{
-    kq__replica_list__init(l);
-    l->n_ids = (size_t)ids->n;
-    l->ids = ids->ids;
-}
-
-static int build(enc *e, const kq_record *r)
-{
-    kq__record__init(&e->rec);
-    e->eps = NULL;
-    e->epp = NULL;
-    e->rec.body_case = (Kq__Record__BodyCase)r->type;
-    switch (r->type) {
-    case KQ_REC_LEADER_CHANGE:
-        kq__leader_change_record__init(&e->lc);
-        e->lc.leader_id = r->leader_change.leader_id;
-        e->lc.n_voters = (size_t)r->leader_change.voters.n;
-        e->lc.voters = r->leader_change.voters.ids;
-        e->lc.n_granting_voters = (size_t)r->leader_change.granting_voters.n;
-        e->lc.granting_voters = r->leader_change.granting_voters.ids;
-        e->rec.leader_change = &e->lc;
-        break;
-    case KQ_REC_NOOP:
-        kq__no_op_record__init(&e->noop);
-        e->rec.noop = &e->noop;
-        break;
-    case KQ_REC_OPAQUE:
-        kq__opaque_record__init(&e->op);
-        e->op.data = (ProtobufCBinaryData){r->opaque.len, r->opaque.data};
-        e->rec.opaque = &e->op;
-        break;
-    case KQ_REC_REGISTER_BROKER: {
-        const kq_rec_register_broker *b = &r->register_broker;
-
-        kq__register_broker_record__init(&e->rb);
-        e->rb.broker_id = b->broker_id;
-        e->rb.incarnation_id = bin16(b->incarnation_id);
-        e->rb.broker_epoch = b->broker_epoch;
-        e->rb.rack = b->rack;
-        e->rb.fenced = b->fenced;
-        e->rb.in_controlled_shutdown = b->in_controlled_shutdown;
-        if (b->registration_offset >= 0) {
-            e->rb.has_registration_offset = 1;
-            e->rb.registration_offset = b->registration_offset;
-        }
-        if (b->n_endpoints > 0) {
-            e->eps = calloc((size_t)b->n_endpoints, sizeof *e->eps);
-            e->epp = calloc((size_t)b->n_endpoints, sizeof *e->epp);
-            if (!e->eps || !e->epp)
-                return KQ_ERR_NOMEM;
-            for (int32_t i = 0; i < b->n_endpoints; i++) {
-                kq__register_broker_record__endpoint__init(&e->eps[i]);
-                e->eps[i].name = b->endpoints[i].name;
-                e->eps[i].host = b->endpoints[i].host;
-                e->eps[i].port = b->endpoints[i].port;
-                e->epp[i] = &e->eps[i];
-            }
-            e->rb.n_endpoints = (size_t)b->n_endpoints;
-            e->rb.endpoints = e->epp;
-        }
-        e->rec.register_broker = &e->rb;
-        break;
-    }
-    case KQ_REC_UNREGISTER_BROKER:
-        kq__unregister_broker_record__init(&e->ub);
-        e->ub.broker_id = r->unregister_broker.broker_id;
-        e->ub.broker_epoch = r->unregister_broker.broker_epoch;
-        e->rec.unregister_broker = &e->ub;
-        break;
-    case KQ_REC_BROKER_REGISTRATION_CHANGE:
-        kq__broker_registration_change_record__init(&e->bc);
-        e->bc.broker_id = r->broker_change.broker_id;
-        e->bc.broker_epoch = r->broker_change.broker_epoch;
-        e->bc.has_fenced = r->broker_change.fenced != KQ_FENCE_NONE;
-        e->bc.fenced = r->broker_change.fenced;
-        e->bc.has_in_controlled_shutdown = r->broker_change.in_controlled_shutdown != 0;
-        e->bc.in_controlled_shutdown = r->broker_change.in_controlled_shutdown;
-        e->rec.broker_registration_change = &e->bc;
-        break;
-    case KQ_REC_TOPIC:
-        kq__topic_record__init(&e->t);
-        e->t.name = r->topic.name;
-        e->t.topic_id = bin16(r->topic.topic_id);
-        e->rec.topic = &e->t;
-        break;
-    case KQ_REC_PARTITION: {
-        const kq_rec_partition *p = &r->partition;
-
-        kq__partition_record__init(&e->p);
-        e->p.partition_id = p->partition_id;
-        e->p.topic_id = bin16(p->topic_id);
-        e->p.n_replicas = (size_t)p->replicas.n;
-        e->p.replicas = p->replicas.ids;
-        e->p.n_isr = (size_t)p->isr.n;
-        e->p.isr = p->isr.ids;
-        e->p.n_elr = (size_t)p->elr.n;
-        e->p.elr = p->elr.ids;
-        e->p.n_last_known_elr = (size_t)p->last_known_elr.n;
-        e->p.last_known_elr = p->last_known_elr.ids;
-        e->p.leader = p->leader;
-        e->p.leader_recovery_state = p->leader_recovery_state;
-        e->p.leader_epoch = p->leader_epoch;
-        e->p.partition_epoch = p->partition_epoch;
-        e->rec.partition = &e->p;
-        break;
-    }
-    case KQ_REC_PARTITION_CHANGE: {
-        const kq_rec_partition_change *c = &r->partition_change;
-
-        kq__partition_change_record__init(&e->pc);
-        e->pc.partition_id = c->partition_id;
-        e->pc.topic_id = bin16(c->topic_id);
-        if (c->has_replicas) {
-            set_list(&e->lists[0], &c->replicas);
-            e->pc.replicas = &e->lists[0];
-        }
-        if (c->has_isr) {
-            set_list(&e->lists[1], &c->isr);
-            e->pc.isr = &e->lists[1];
-        }
-        if (c->has_elr) {
-            set_list(&e->lists[2], &c->elr);
-            e->pc.elr = &e->lists[2];
-        }
-        if (c->has_last_known_elr) {
-            set_list(&e->lists[3], &c->last_known_elr);
-            e->pc.last_known_elr = &e->lists[3];
-        }
-        e->pc.has_leader = c->leader != KQ_LEADER_UNCHANGED;
-        e->pc.leader = c->leader;
-        e->pc.has_leader_recovery_state = c->leader_recovery_state != KQ_RECOVERY_UNCHANGED;
-        e->pc.leader_recovery_state = c->leader_recovery_state;
-        e->rec.partition_change = &e->pc;
-        break;
-    }
-    case KQ_REC_REMOVE_TOPIC:
-        kq__remove_topic_record__init(&e->rt);
-        e->rt.topic_id = bin16(r->remove_topic.topic_id);
-        e->rec.remove_topic = &e->rt;
-        break;
-    case KQ_REC_CONFIG:
-        kq__config_record__init(&e->c);
-        e->c.resource_type = r->config.resource_type;
-        e->c.resource_name = r->config.resource_name;
-        e->c.name = r->config.name;
-        e->c.value = r->config.value;
-        e->rec.config = &e->c;
-        break;
-    case KQ_REC_FEATURE_LEVEL:
-        kq__feature_level_record__init(&e->f);
-        e->f.name = r->feature_level.name;
-        e->f.feature_level = r->feature_level.level;
-        e->rec.feature_level = &e->f;
-        break;
-    default:
-        return KQ_ERR_INVALID_REQUEST;
-    }
-    return 0;
-}
-
-static void enc_free(enc *e)
-{
-    free(e->eps);
-    free(e->epp);
-}
 
 /* Validate r, build it and pack it onto the end of b (grown once), after a varint length
  * prefix when `prefixed` (the kq_record_append framing). b is unchanged on failure. */
 static int pack(const kq_record *r, kq_buf *b, bool prefixed, char *errbuf, size_t errlen)
 {
+    const ProtobufCFieldDescriptor *fd;
+    const kq_wire_msg *m;
+    kq_wire_arena a = {0};
+    Kq__Record rec;
+    ProtobufCMessage *body;
     uint8_t hdr[10], *nb;
     size_t sz, h = 0;
-    enc e;
     int rc;
 
     if ((rc = kq_record_validate(r, errbuf, errlen)))
         return rc;
-    if ((rc = build(&e, r))) {
-        enc_free(&e);
-        return fail(rc, errbuf, errlen, "out of memory encoding a %s record",
+    if (!(m = record_table(r->type, &fd)))
+        return fail(KQ_ERR_INVALID_REQUEST, errbuf, errlen, "record type %d is unknown",
+                    (int)r->type);
+    kq__record__init(&rec);
+    if (!(body = kq_wire_encode_new(m, &r->register_broker, &a))) {
+        kq_wire_arena_free(&a);
+        return fail(KQ_ERR_NOMEM, errbuf, errlen, "out of memory encoding a %s record",
                     kq_rec_type_name(r->type));
     }
-    sz = kq__record__get_packed_size(&e.rec);
+    rec.body_case = (Kq__Record__BodyCase)r->type;
+    *(ProtobufCMessage **)((char *)&rec + fd->offset) = body;
+    sz = kq__record__get_packed_size(&rec);
     if (prefixed)
         h = kq_pb_put_varint(hdr, sz);
     nb = realloc(b->data, b->len + h + sz + 1);
     if (!nb) {
-        enc_free(&e);
+        kq_wire_arena_free(&a);
         return fail(KQ_ERR_NOMEM, errbuf, errlen, "out of memory %s a record",
                     prefixed ? "appending" : "encoding");
     }
     memcpy(nb + b->len, hdr, h);
-    kq__record__pack(&e.rec, nb + b->len + h);
-    enc_free(&e);
+    kq__record__pack(&rec, nb + b->len + h);
+    kq_wire_arena_free(&a);
     b->data = nb;
     b->len += h + sz;
     return 0;
@@ -280,242 +207,21 @@ int kq_record_append(kq_buf *b, const kq_record *r, char *errbuf, size_t errlen)
 
 /* ---- decode ------------------------------------------------------------------------------- */
 
-static int take_id(const ProtobufCBinaryData *d, uint8_t out[16], const char *what, char *errbuf,
-                   size_t errlen)
-{
-    if (d->len != 16)
-        return fail(KQ_ERR_INVALID_REQUEST, errbuf, errlen, "%s has %zu bytes, expected 16", what,
-                    d->len);
-    memcpy(out, d->data, 16);
-    return 0;
-}
-
-static int take_ids(kq_rec_ids *dst, const int32_t *ids, size_t n, const char *what, char *errbuf,
-                    size_t errlen)
-{
-    dst->ids = NULL;
-    dst->n = 0;
-    if (n > KQ_REC_MAX_REPLICAS)
-        return fail(KQ_ERR_INVALID_REQUEST, errbuf, errlen, "%s has %zu entries (max %d)", what, n,
-                    KQ_REC_MAX_REPLICAS);
-    if (!n)
-        return 0;
-    dst->ids = malloc(n * sizeof(int32_t));
-    if (!dst->ids)
-        return fail(KQ_ERR_NOMEM, errbuf, errlen, "out of memory decoding %s", what);
-    memcpy(dst->ids, ids, n * sizeof(int32_t));
-    dst->n = (int32_t)n;
-    return 0;
-}
-
-static int take_str(char **dst, const char *s, size_t max, const char *what, char *errbuf,
-                    size_t errlen)
-{
-    *dst = NULL;
-    if (!s)
-        return 0;
-    if (strnlen(s, max + 1) > max)
-        return fail(KQ_ERR_INVALID_REQUEST, errbuf, errlen, "%s is longer than %zu bytes", what,
-                    max);
-    if (!(*dst = strdup(s)))
-        return fail(KQ_ERR_NOMEM, errbuf, errlen, "out of memory decoding %s", what);
-    return 0;
-}
-
-static int range(int64_t v, int64_t lo, int64_t hi, const char *what, char *errbuf, size_t errlen)
-{
-    if (v < lo || v > hi)
-        return fail(KQ_ERR_INVALID_REQUEST, errbuf, errlen, "%s %lld out of range [%lld, %lld]",
-                    what, (long long)v, (long long)lo, (long long)hi);
-    return 0;
-}
-
 /* Convert an unpacked message into *out (which owns its memory). */
 static int convert(const Kq__Record *m, kq_record *out, char *errbuf, size_t errlen)
 {
-    int rc = 0;
+    const ProtobufCFieldDescriptor *fd;
+    const kq_wire_msg *t = record_table(m->body_case, &fd);
+    int rc;
 
     memset(out, 0, sizeof *out);
-    switch (m->body_case) {
-    case KQ__RECORD__BODY_LEADER_CHANGE:
-        out->type = KQ_REC_LEADER_CHANGE;
-        out->leader_change.leader_id = m->leader_change->leader_id;
-        if (!(rc = take_ids(&out->leader_change.voters, m->leader_change->voters,
-                            m->leader_change->n_voters, "LeaderChange voters", errbuf, errlen)))
-            rc = take_ids(&out->leader_change.granting_voters, m->leader_change->granting_voters,
-                          m->leader_change->n_granting_voters, "LeaderChange granting voters",
-                          errbuf, errlen);
-        break;
-    case KQ__RECORD__BODY_NOOP:
-        out->type = KQ_REC_NOOP;
-        break;
-    case KQ__RECORD__BODY_OPAQUE:
-        out->type = KQ_REC_OPAQUE;
-        if (m->opaque->data.len > KQ_REC_MAX_OPAQUE) {
-            rc = fail(KQ_ERR_INVALID_REQUEST, errbuf, errlen, "Opaque payload too large");
-            break;
-        }
-        if (m->opaque->data.len) {
-            out->opaque.data = malloc(m->opaque->data.len);
-            if (!out->opaque.data) {
-                rc = fail(KQ_ERR_NOMEM, errbuf, errlen, "out of memory decoding Opaque");
-                break;
-            }
-            memcpy(out->opaque.data, m->opaque->data.data, m->opaque->data.len);
-            out->opaque.len = m->opaque->data.len;
-        }
-        break;
-    case KQ__RECORD__BODY_REGISTER_BROKER: {
-        const Kq__RegisterBrokerRecord *s = m->register_broker;
-        kq_rec_register_broker *d = &out->register_broker;
-
-        out->type = KQ_REC_REGISTER_BROKER;
-        d->broker_id = s->broker_id;
-        d->broker_epoch = s->broker_epoch;
-        d->fenced = s->fenced;
-        d->in_controlled_shutdown = s->in_controlled_shutdown;
-        d->registration_offset = s->has_registration_offset ? s->registration_offset : -1;
-        if ((rc = take_id(&s->incarnation_id, d->incarnation_id, "RegisterBroker incarnation id",
-                          errbuf, errlen)))
-            break;
-        if (s->n_endpoints > KQ_REC_MAX_ENDPOINTS) {
-            rc = fail(KQ_ERR_INVALID_REQUEST, errbuf, errlen,
-                      "RegisterBroker has %zu endpoints (max %d)", s->n_endpoints,
-                      KQ_REC_MAX_ENDPOINTS);
-            break;
-        }
-        if (s->n_endpoints) {
-            d->endpoints = calloc(s->n_endpoints, sizeof *d->endpoints);
-            if (!d->endpoints) {
-                rc = fail(KQ_ERR_NOMEM, errbuf, errlen, "out of memory decoding endpoints");
-                break;
-            }
-            d->n_endpoints = (int32_t)s->n_endpoints;
-            for (size_t i = 0; i < s->n_endpoints && !rc; i++) {
-                d->endpoints[i].port = s->endpoints[i]->port;
-                if (!(rc = take_str(&d->endpoints[i].name, s->endpoints[i]->name, KQ_REC_MAX_NAME,
-                                    "endpoint name", errbuf, errlen)))
-                    rc = take_str(&d->endpoints[i].host, s->endpoints[i]->host, KQ_REC_MAX_NAME,
-                                  "endpoint host", errbuf, errlen);
-            }
-            if (rc)
-                break;
-        }
-        rc = take_str(&d->rack, s->rack, KQ_REC_MAX_NAME, "rack", errbuf, errlen);
-        break;
-    }
-    case KQ__RECORD__BODY_UNREGISTER_BROKER:
-        out->type = KQ_REC_UNREGISTER_BROKER;
-        out->unregister_broker.broker_id = m->unregister_broker->broker_id;
-        out->unregister_broker.broker_epoch = m->unregister_broker->broker_epoch;
-        break;
-    case KQ__RECORD__BODY_BROKER_REGISTRATION_CHANGE: {
-        const Kq__BrokerRegistrationChangeRecord *s = m->broker_registration_change;
-
-        out->type = KQ_REC_BROKER_REGISTRATION_CHANGE;
-        out->broker_change.broker_id = s->broker_id;
-        out->broker_change.broker_epoch = s->broker_epoch;
-        if ((s->has_fenced &&
-             (rc = range(s->fenced, -1, 1, "BrokerRegistrationChange fenced", errbuf, errlen))) ||
-            (s->has_in_controlled_shutdown &&
-             (rc = range(s->in_controlled_shutdown, 0, 1,
-                         "BrokerRegistrationChange in_controlled_shutdown", errbuf, errlen))))
-            break;
-        out->broker_change.fenced = (int8_t)(s->has_fenced ? s->fenced : 0);
-        out->broker_change.in_controlled_shutdown =
-            (int8_t)(s->has_in_controlled_shutdown ? s->in_controlled_shutdown : 0);
-        break;
-    }
-    case KQ__RECORD__BODY_TOPIC:
-        out->type = KQ_REC_TOPIC;
-        if (!(rc = take_id(&m->topic->topic_id, out->topic.topic_id, "Topic id", errbuf, errlen)))
-            rc = take_str(&out->topic.name, m->topic->name, KQ_REC_MAX_TOPIC_NAME, "topic name",
-                          errbuf, errlen);
-        break;
-    case KQ__RECORD__BODY_PARTITION: {
-        const Kq__PartitionRecord *s = m->partition;
-        kq_rec_partition *d = &out->partition;
-
-        out->type = KQ_REC_PARTITION;
-        d->partition_id = s->partition_id;
-        d->leader = s->leader;
-        d->leader_epoch = s->leader_epoch;
-        d->partition_epoch = s->partition_epoch;
-        if ((rc = range(s->leader_recovery_state, 0, 1, "Partition leader recovery state", errbuf,
-                        errlen)) ||
-            (rc = take_id(&s->topic_id, d->topic_id, "Partition topic id", errbuf, errlen)) ||
-            (rc = take_ids(&d->replicas, s->replicas, s->n_replicas, "Partition replicas", errbuf,
-                           errlen)) ||
-            (rc = take_ids(&d->isr, s->isr, s->n_isr, "Partition isr", errbuf, errlen)) ||
-            (rc = take_ids(&d->elr, s->elr, s->n_elr, "Partition elr", errbuf, errlen)) ||
-            (rc = take_ids(&d->last_known_elr, s->last_known_elr, s->n_last_known_elr,
-                           "Partition last_known_elr", errbuf, errlen)))
-            break;
-        d->leader_recovery_state = (int8_t)s->leader_recovery_state;
-        break;
-    }
-    case KQ__RECORD__BODY_PARTITION_CHANGE: {
-        const Kq__PartitionChangeRecord *s = m->partition_change;
-        kq_rec_partition_change *d = &out->partition_change;
-
-        out->type = KQ_REC_PARTITION_CHANGE;
-        d->partition_id = s->partition_id;
-        d->leader = s->has_leader ? s->leader : KQ_LEADER_UNCHANGED;
-        d->leader_recovery_state = KQ_RECOVERY_UNCHANGED;
-        if ((rc = take_id(&s->topic_id, d->topic_id, "PartitionChange topic id", errbuf, errlen)))
-            break;
-        if (s->has_leader_recovery_state) {
-            if ((rc = range(s->leader_recovery_state, -1, 1,
-                            "PartitionChange leader recovery state", errbuf, errlen)))
-                break;
-            d->leader_recovery_state = (int8_t)s->leader_recovery_state;
-        }
-        if ((d->has_replicas = s->replicas != NULL) &&
-            (rc = take_ids(&d->replicas, s->replicas->ids, s->replicas->n_ids,
-                           "PartitionChange replicas", errbuf, errlen)))
-            break;
-        if ((d->has_isr = s->isr != NULL) && (rc = take_ids(&d->isr, s->isr->ids, s->isr->n_ids,
-                                                            "PartitionChange isr", errbuf, errlen)))
-            break;
-        if ((d->has_elr = s->elr != NULL) && (rc = take_ids(&d->elr, s->elr->ids, s->elr->n_ids,
-                                                            "PartitionChange elr", errbuf, errlen)))
-            break;
-        if ((d->has_last_known_elr = s->last_known_elr != NULL))
-            rc = take_ids(&d->last_known_elr, s->last_known_elr->ids, s->last_known_elr->n_ids,
-                          "PartitionChange last_known_elr", errbuf, errlen);
-        break;
-    }
-    case KQ__RECORD__BODY_REMOVE_TOPIC:
-        out->type = KQ_REC_REMOVE_TOPIC;
-        rc = take_id(&m->remove_topic->topic_id, out->remove_topic.topic_id, "RemoveTopic id",
-                     errbuf, errlen);
-        break;
-    case KQ__RECORD__BODY_CONFIG:
-        out->type = KQ_REC_CONFIG;
-        if ((rc = range(m->config->resource_type, 0, 127, "Config resource type", errbuf, errlen)))
-            break;
-        out->config.resource_type = (int8_t)m->config->resource_type;
-        if (!(rc = take_str(&out->config.resource_name, m->config->resource_name, KQ_REC_MAX_NAME,
-                            "config resource name", errbuf, errlen)) &&
-            !(rc = take_str(&out->config.name, m->config->name, KQ_REC_MAX_NAME, "config name",
-                            errbuf, errlen)))
-            rc = take_str(&out->config.value, m->config->value, KQ_REC_MAX_CONFIG_VALUE,
-                          "config value", errbuf, errlen);
-        break;
-    case KQ__RECORD__BODY_FEATURE_LEVEL:
-        out->type = KQ_REC_FEATURE_LEVEL;
-        if (!(rc = range(m->feature_level->feature_level, 0, INT16_MAX, "feature level", errbuf,
-                         errlen))) {
-            out->feature_level.level = (int16_t)m->feature_level->feature_level;
-            rc = take_str(&out->feature_level.name, m->feature_level->name, KQ_REC_MAX_NAME,
-                          "feature name", errbuf, errlen);
-        }
-        break;
-    default:
-        out->type = KQ_REC_NOOP;
+    out->type = KQ_REC_NOOP;
+    if (!t)
         return fail(KQ_ERR_MALFORMED, errbuf, errlen, "record has no known body (case %d)",
                     (int)m->body_case);
-    }
+    out->type = (kq_rec_type)m->body_case;
+    rc = kq_wire_decode(t, *(ProtobufCMessage *const *)((const char *)m + fd->offset),
+                        &out->register_broker, NULL, errbuf, errlen);
     if (!rc)
         rc = kq_record_validate(out, errbuf, errlen);
     if (rc)

@@ -1,0 +1,449 @@
+/*
+ * The table-driven message layer: see wire.h.
+ */
+#include "wire.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kq/error.h"
+
+/* ---- arena ------------------------------------------------------------------------------ */
+
+void *kq_wire_alloc(kq_wire_arena *a, size_t n, size_t size)
+{
+    void *p;
+
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        void **nb = realloc(a->blk, cap * sizeof *nb);
+
+        if (!nb)
+            return NULL;
+        a->blk = nb;
+        a->cap = cap;
+    }
+    p = calloc(n ? n : 1, size ? size : 1);
+    if (p)
+        a->blk[a->n++] = p;
+    return p;
+}
+
+void kq_wire_arena_free(kq_wire_arena *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->n; i++)
+        free(a->blk[i]);
+    free(a->blk);
+    a->blk = NULL;
+    a->n = a->cap = 0;
+}
+
+/* ---- errors, pack, clip ----------------------------------------------------------------- */
+
+int kq_wire_fail(char *errbuf, size_t errlen, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (errbuf && errlen) {
+        va_start(ap, fmt);
+        vsnprintf(errbuf, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+int kq_wire_pack(const ProtobufCMessage *msg, kq_buf *out)
+{
+    size_t n = protobuf_c_message_get_packed_size(msg);
+    uint8_t *p = malloc(n ? n : 1);
+
+    if (!p)
+        return KQ_ERR_NOMEM;
+    out->len = protobuf_c_message_pack(msg, p);
+    out->data = p;
+    return 0;
+}
+
+char *kq_wire_clip(const char *m, char *buf, size_t max)
+{
+    size_t n;
+
+    if (!m || !m[0])
+        return NULL;
+    n = strnlen(m, max + 1);
+    if (n > max) {
+        n = max;
+        while (n > 0 && ((unsigned char)m[n] & 0xc0) == 0x80)
+            n--;
+    }
+    memcpy(buf, m, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* ---- protobuf-c member access ----------------------------------------------------------- */
+
+#define AT(base, off) ((void *)((char *)(base) + (off)))
+#define CAT(base, off) ((const void *)((const char *)(base) + (off)))
+
+static bool pb_present(const ProtobufCFieldDescriptor *fd, const void *pb)
+{
+    if (fd->label == PROTOBUF_C_LABEL_REQUIRED)
+        return true;
+    if (fd->label == PROTOBUF_C_LABEL_REPEATED)
+        return *(const size_t *)CAT(pb, fd->quantifier_offset) > 0;
+    if (fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
+        return *(const uint32_t *)CAT(pb, fd->quantifier_offset) == fd->id;
+    if (fd->type == PROTOBUF_C_TYPE_STRING || fd->type == PROTOBUF_C_TYPE_MESSAGE)
+        return *(void *const *)CAT(pb, fd->offset) != NULL;
+    return *(const protobuf_c_boolean *)CAT(pb, fd->quantifier_offset);
+}
+
+static void pb_set_present(const ProtobufCFieldDescriptor *fd, void *pb)
+{
+    if (fd->label == PROTOBUF_C_LABEL_OPTIONAL && fd->type != PROTOBUF_C_TYPE_STRING &&
+        fd->type != PROTOBUF_C_TYPE_MESSAGE)
+        *(protobuf_c_boolean *)AT(pb, fd->quantifier_offset) = 1;
+}
+
+static bool pb_is_64(const ProtobufCFieldDescriptor *fd)
+{
+    switch (fd->type) {
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static int64_t pb_get_int(const ProtobufCFieldDescriptor *fd, const void *p)
+{
+    switch (fd->type) {
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32:
+        return *(const uint32_t *)p;
+    case PROTOBUF_C_TYPE_BOOL:
+        return *(const protobuf_c_boolean *)p != 0;
+    default:
+        return pb_is_64(fd) ? *(const int64_t *)p : *(const int32_t *)p;
+    }
+}
+
+static void pb_put_int(const ProtobufCFieldDescriptor *fd, void *p, int64_t v)
+{
+    if (fd->type == PROTOBUF_C_TYPE_BOOL)
+        *(protobuf_c_boolean *)p = v != 0;
+    else if (pb_is_64(fd))
+        *(int64_t *)p = v;
+    else
+        *(int32_t *)p = (int32_t)v;
+}
+
+static int64_t c_get_int(uint8_t kind, const void *p)
+{
+    switch (kind) {
+    case KQ_WK_I8:
+        return *(const int8_t *)p;
+    case KQ_WK_I16:
+        return *(const int16_t *)p;
+    case KQ_WK_I32:
+        return *(const int32_t *)p;
+    case KQ_WK_BOOL:
+        return *(const bool *)p;
+    default:
+        return *(const int64_t *)p;
+    }
+}
+
+static void c_put_int(uint8_t kind, void *p, int64_t v)
+{
+    switch (kind) {
+    case KQ_WK_I8:
+        *(int8_t *)p = (int8_t)v;
+        break;
+    case KQ_WK_I16:
+        *(int16_t *)p = (int16_t)v;
+        break;
+    case KQ_WK_I32:
+        *(int32_t *)p = (int32_t)v;
+        break;
+    case KQ_WK_BOOL:
+        *(bool *)p = v != 0;
+        break;
+    default:
+        *(int64_t *)p = v;
+    }
+}
+
+static bool is_int_kind(uint8_t kind)
+{
+    return kind <= KQ_WK_BOOL;
+}
+
+static const ProtobufCFieldDescriptor *pb_field(const kq_wire_msg *m, const kq_wire_field *f)
+{
+    return protobuf_c_message_descriptor_get_field_by_name(m->desc, f->name);
+}
+
+/* ---- decode ----------------------------------------------------------------------------- */
+
+typedef struct dec {
+    kq_wire_arena *a; /* NULL: malloc and own */
+    char *errbuf;
+    size_t errlen;
+} dec;
+
+static void *dalloc(dec *d, size_t n, size_t size)
+{
+    return d->a ? kq_wire_alloc(d->a, n, size) : calloc(n ? n : 1, size ? size : 1);
+}
+
+/* A copy of n bytes at p, or p itself when the arena lets the result borrow the tree. */
+static void *dkeep(dec *d, const void *p, size_t n, bool nul)
+{
+    char *q;
+
+    if (d->a)
+        return (void *)p;
+    if (!(q = malloc(n + (nul ? 1 : 0) ? n + (nul ? 1 : 0) : 1)))
+        return NULL;
+    memcpy(q, p, n);
+    if (nul)
+        q[n] = '\0';
+    return q;
+}
+
+#define BAD(...) kq_wire_fail(d->errbuf, d->errlen, KQ_ERR_INVALID_REQUEST, __VA_ARGS__)
+#define NOMEM() kq_wire_fail(d->errbuf, d->errlen, KQ_ERR_NOMEM, "out of memory decoding %s", path)
+
+static int decode_msg(dec *d, const kq_wire_msg *m, const ProtobufCMessage *pb, void *c,
+                      const char *path);
+
+static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDescriptor *fd,
+                        const ProtobufCMessage *pb, void *c, const char *path)
+{
+    const void *src = CAT(pb, fd->offset);
+    void *dst = AT(c, f->off);
+    bool present = pb_present(fd, pb);
+
+    if (is_int_kind(f->kind)) {
+        int64_t v = pb_get_int(fd, src);
+
+        if (!present && (f->flags & KQ_WF_ABSENT))
+            v = f->absent;
+        else if (v < f->min || v > f->max)
+            return BAD("%s %lld is out of range [%lld, %lld]", path, (long long)v,
+                       (long long)f->min, (long long)f->max);
+        c_put_int(f->kind, dst, v);
+        return 0;
+    }
+    switch (f->kind) {
+    case KQ_WK_STR: {
+        const char *s = *(const char *const *)src;
+        size_t n;
+
+        if (!s)
+            return 0;
+        n = strnlen(s, (size_t)f->max + 1);
+        if (n > (size_t)f->max)
+            return BAD("%s is longer than %lld bytes", path, (long long)f->max);
+        if (!n && (f->flags & KQ_WF_NONEMPTY))
+            return BAD("%s is empty", path);
+        if (!(*(const char **)dst = dkeep(d, s, n, true)))
+            return NOMEM();
+        return 0;
+    }
+    case KQ_WK_UUID: {
+        const ProtobufCBinaryData *b = src;
+
+        if (present && b->len != 16)
+            return BAD("%s has %zu bytes, not 16", path, b->len);
+        if (present)
+            memcpy(dst, b->data, 16);
+        if ((f->flags & KQ_WF_NONZERO) && (!present || !memcmp(dst, (uint8_t[16]){0}, 16)))
+            return BAD("%s is %s", path, present ? "all zero" : "missing");
+        return 0;
+    }
+    case KQ_WK_BYTES: {
+        const ProtobufCBinaryData *b = src;
+
+        if (b->len > (uint64_t)f->max)
+            return BAD("%s has %zu bytes (max %lld)", path, b->len, (long long)f->max);
+        if (b->len && !(*(void **)dst = dkeep(d, b->data, b->len, false)))
+            return NOMEM();
+        *(size_t *)AT(c, f->aux) = b->len;
+        return 0;
+    }
+    case KQ_WK_IDS:
+    case KQ_WK_MSGS: {
+        size_t n = *(const size_t *)CAT(pb, fd->quantifier_offset);
+        void *arr;
+
+        if (n > (uint64_t)f->max)
+            return BAD("%s has %zu entries (max %lld)", path, n, (long long)f->max);
+        if (!n && (f->flags & KQ_WF_NONEMPTY))
+            return BAD("%s has no entries", path);
+        if (!n)
+            return 0;
+        arr = f->kind == KQ_WK_IDS ? dkeep(d, *(void *const *)src, n * sizeof(int32_t), false)
+                                   : dalloc(d, n, f->sub->size);
+        if (!arr)
+            return NOMEM();
+        *(void **)dst = arr;
+        *(int32_t *)AT(c, f->aux) = (int32_t)n;
+        for (size_t i = 0; f->kind == KQ_WK_MSGS && i < n; i++) {
+            char sub[256];
+            int rc;
+
+            if (snprintf(sub, sizeof sub, "%s[%zu]", path, i) >= (int)sizeof sub)
+                sub[sizeof sub - 1] = '\0'; /* a path that long is still named by its start */
+            if ((rc = decode_msg(d, f->sub, (*(ProtobufCMessage *const *const *)src)[i],
+                                 (char *)arr + i * f->sub->size, sub)))
+                return rc;
+        }
+        return 0;
+    }
+    case KQ_WK_MSG:
+        if (f->flags & KQ_WF_HAS)
+            *(bool *)AT(c, f->aux) = present;
+        return present ? decode_msg(d, f->sub, *(ProtobufCMessage *const *)src, dst, path) : 0;
+    default:
+        return BAD("%s has an unknown kind %d", path, f->kind);
+    }
+}
+
+static int decode_msg(dec *d, const kq_wire_msg *m, const ProtobufCMessage *pb, void *c,
+                      const char *path)
+{
+    for (size_t i = 0; i < m->n_fields; i++) {
+        const kq_wire_field *f = &m->fields[i];
+        const ProtobufCFieldDescriptor *fd = pb_field(m, f);
+        char sub[256];
+        int rc;
+
+        if (!fd)
+            return kq_wire_fail(d->errbuf, d->errlen, KQ_ERR_INTERNAL,
+                                "%s has no field %s (wire table)", m->desc->name, f->name);
+        if (snprintf(sub, sizeof sub, "%s.%s", path, f->name) >= (int)sizeof sub)
+            sub[sizeof sub - 1] = '\0';
+        if ((rc = decode_field(d, f, fd, pb, c, sub)))
+            return rc;
+    }
+    return 0;
+}
+
+int kq_wire_decode(const kq_wire_msg *m, const ProtobufCMessage *pb, void *c, kq_wire_arena *a,
+                   char *errbuf, size_t errlen)
+{
+    dec d = {a, errbuf, errlen};
+
+    memset(c, 0, m->size);
+    return decode_msg(&d, m, pb, c, m->desc->short_name);
+}
+
+/* ---- encode ----------------------------------------------------------------------------- */
+
+static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *fd, const void *c,
+                        ProtobufCMessage *pb, kq_wire_arena *a)
+{
+    const void *src = CAT(c, f->off);
+    void *dst = AT(pb, fd->offset);
+
+    if (is_int_kind(f->kind)) {
+        int64_t v = c_get_int(f->kind, src);
+
+        if ((f->flags & KQ_WF_ABSENT) && v == f->absent)
+            return 0;
+        pb_put_int(fd, dst, v);
+        pb_set_present(fd, pb);
+        return 0;
+    }
+    switch (f->kind) {
+    case KQ_WK_STR: {
+        const char *s = *(const char *const *)src;
+
+        if (!s && fd->label == PROTOBUF_C_LABEL_REQUIRED)
+            s = "";
+        *(const char **)dst = s;
+        return 0;
+    }
+    case KQ_WK_UUID:
+        if (fd->label != PROTOBUF_C_LABEL_REQUIRED && !memcmp(src, (uint8_t[16]){0}, 16))
+            return 0;
+        *(ProtobufCBinaryData *)dst = (ProtobufCBinaryData){16, (uint8_t *)src};
+        pb_set_present(fd, pb);
+        return 0;
+    case KQ_WK_BYTES:
+        *(ProtobufCBinaryData *)dst =
+            (ProtobufCBinaryData){*(const size_t *)CAT(c, f->aux), *(uint8_t *const *)src};
+        if (((ProtobufCBinaryData *)dst)->len)
+            pb_set_present(fd, pb);
+        return 0;
+    case KQ_WK_IDS:
+        *(size_t *)AT(pb, fd->quantifier_offset) = (size_t) * (const int32_t *)CAT(c, f->aux);
+        *(const void **)dst = *(const void *const *)src;
+        return 0;
+    case KQ_WK_MSG:
+        if ((f->flags & KQ_WF_HAS) && !*(const bool *)CAT(c, f->aux))
+            return 0;
+        return (*(ProtobufCMessage **)dst = kq_wire_encode_new(f->sub, src, a)) ? 0 : KQ_ERR_NOMEM;
+    case KQ_WK_MSGS: {
+        int32_t n = *(const int32_t *)CAT(c, f->aux);
+        const ProtobufCMessageDescriptor *sd = f->sub->desc;
+        ProtobufCMessage **ptrs;
+        char *msgs;
+
+        if (n <= 0)
+            return 0;
+        ptrs = kq_wire_alloc(a, (size_t)n, sizeof *ptrs);
+        msgs = kq_wire_alloc(a, (size_t)n, sd->sizeof_message);
+        if (!ptrs || !msgs)
+            return KQ_ERR_NOMEM;
+        for (int32_t i = 0; i < n; i++) {
+            const void *elem = (const char *)*(const void *const *)src + (size_t)i * f->sub->size;
+            int rc;
+
+            ptrs[i] = (ProtobufCMessage *)(msgs + (size_t)i * sd->sizeof_message);
+            if ((rc = kq_wire_encode(f->sub, elem, ptrs[i], a)))
+                return rc;
+        }
+        *(size_t *)AT(pb, fd->quantifier_offset) = (size_t)n;
+        *(ProtobufCMessage ***)dst = ptrs;
+        return 0;
+    }
+    default:
+        return KQ_ERR_INTERNAL;
+    }
+}
+
+int kq_wire_encode(const kq_wire_msg *m, const void *c, ProtobufCMessage *pb, kq_wire_arena *a)
+{
+    protobuf_c_message_init(m->desc, pb);
+    for (size_t i = 0; i < m->n_fields; i++) {
+        const ProtobufCFieldDescriptor *fd = pb_field(m, &m->fields[i]);
+        int rc;
+
+        if (!fd)
+            return KQ_ERR_INTERNAL;
+        if ((rc = encode_field(&m->fields[i], fd, c, pb, a)))
+            return rc;
+    }
+    return 0;
+}
+
+ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wire_arena *a)
+{
+    ProtobufCMessage *pb = kq_wire_alloc(a, 1, m->desc->sizeof_message);
+
+    return pb && !kq_wire_encode(m, c, pb, a) ? pb : NULL;
+}

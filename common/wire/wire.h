@@ -1,0 +1,164 @@
+/*
+ * The table-driven message layer shared by the codecs (not a public header).
+ *
+ * Every message that crosses between a protobuf-c struct (generated from proto/) and the plain
+ * C struct the rest of kq works with (include/kq/records.h, ctlapi.h, ...) is described once by
+ * a kq_wire_msg: one kq_wire_field per field, naming the .proto field, where the C value lives
+ * and the field's limits (range, length, count, non-empty). kq_wire_decode and kq_wire_encode
+ * walk that table together with protobuf-c's own descriptor, so no codec copies a message field
+ * by field; codecs keep only the rules that span fields (topic id or name by version,
+ * duplicates, ordering) and the choice of which message to send.
+ *
+ * Ownership:
+ *   - kq_wire_arena: blocks of zeroed memory owned by the arena until kq_wire_arena_free.
+ *   - kq_wire_decode with an arena: arrays of C structs come from the arena; strings, bytes and
+ *     int32 lists point INTO the unpacked protobuf tree, which the caller keeps alive (and frees)
+ *     while the C struct is used. Without an arena (a == NULL): every array, string and bytes
+ *     value is malloc'd and owned by the C struct (records: kq_record_free).
+ *   - kq_wire_encode: sub-messages and pointer arrays come from the arena; strings, bytes and
+ *     int32 lists point INTO the C struct (borrowed, read-only), which must outlive the pack.
+ */
+#ifndef KQ_WIRE_WIRE_H
+#define KQ_WIRE_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "kq/codec.h"
+
+/* ---- arena ------------------------------------------------------------------------------ */
+
+typedef struct kq_wire_arena {
+    void **blk;
+    size_t n, cap;
+} kq_wire_arena;
+
+/* n zeroed elements of size bytes (at least one byte); NULL when out of memory. */
+void *kq_wire_alloc(kq_wire_arena *a, size_t n, size_t size);
+/* Frees every block; the arena is empty and reusable afterwards. NULL is fine. */
+void kq_wire_arena_free(kq_wire_arena *a);
+
+/* ---- field tables ----------------------------------------------------------------------- */
+
+typedef enum kq_wire_kind {
+    KQ_WK_I8,    /* int8_t      <- any 32-bit integer field */
+    KQ_WK_I16,   /* int16_t     <- any 32-bit integer field */
+    KQ_WK_I32,   /* int32_t     <- any 32-bit integer field (int32, sint32, enum) */
+    KQ_WK_I64,   /* int64_t     <- any 64-bit integer field */
+    KQ_WK_BOOL,  /* bool        <- bool */
+    KQ_WK_STR,   /* char *      <- string (NULL: an absent optional string) */
+    KQ_WK_UUID,  /* uint8_t[16] <- bytes of exactly 16 (all zero: an absent optional one) */
+    KQ_WK_BYTES, /* uint8_t * at off, size_t length at aux <- bytes */
+    KQ_WK_IDS,   /* int32_t * at off, int32_t count at aux <- repeated 32-bit integers */
+    KQ_WK_MSG,   /* C struct at off <- singular message; a bool at aux says present (KQ_WF_HAS) */
+    KQ_WK_MSGS,  /* C array at off, int32_t count at aux <- repeated message */
+} kq_wire_kind;
+
+#define KQ_WF_NONEMPTY 1u /* strings: not ""; lists: at least one entry */
+#define KQ_WF_NONZERO 2u  /* uuid: present and not all zero */
+#define KQ_WF_HAS 4u      /* aux is the offset of a bool: true when the optional field is present */
+#define KQ_WF_ABSENT 8u   /* optional scalar: absent means `absent` (and that value is not sent) */
+
+typedef struct kq_wire_msg kq_wire_msg;
+
+typedef struct kq_wire_field {
+    const char *name; /* the .proto field */
+    uint8_t kind;     /* kq_wire_kind */
+    uint8_t flags;    /* KQ_WF_* */
+    size_t off, aux;  /* offsets in the C struct */
+    int64_t min, max; /* scalars: inclusive range; strings, bytes: max length; lists: max count */
+    int64_t absent;   /* KQ_WF_ABSENT: the C value of an absent optional scalar */
+    const kq_wire_msg *sub; /* KQ_WK_MSG, KQ_WK_MSGS: the element's table */
+} kq_wire_field;
+
+struct kq_wire_msg {
+    const ProtobufCMessageDescriptor *desc;
+    size_t size; /* sizeof the C struct */
+    const kq_wire_field *fields;
+    size_t n_fields;
+};
+
+/* Table rows. T is the C struct, f its member, pb the .proto field name. */
+/* KQ_W_INT(T, f, pb, kind, lo, hi) and KQ_W_OPT(T, f, pb, kind, lo, hi, absent); "kind, lo, hi"
+ * may come from one macro (e.g. KQ_W_I32 for the whole int32_t range). */
+#define KQ_W_INT(...) KQ_W_INT_(__VA_ARGS__)
+#define KQ_W_INT_(T, f, pb, kind, lo, hi)                                                          \
+    {                                                                                              \
+        pb, kind, 0, offsetof(T, f), 0, lo, hi, 0, NULL                                            \
+    }
+#define KQ_W_OPT(...) KQ_W_OPT_(__VA_ARGS__)
+#define KQ_W_OPT_(T, f, pb, kind, lo, hi, dflt)                                                    \
+    {                                                                                              \
+        pb, kind, KQ_WF_ABSENT, offsetof(T, f), 0, lo, hi, dflt, NULL                              \
+    }
+#define KQ_W_I32 KQ_WK_I32, INT32_MIN, INT32_MAX
+#define KQ_W_I64 KQ_WK_I64, INT64_MIN, INT64_MAX
+#define KQ_W_BOOL(T, f, pb)                                                                        \
+    {                                                                                              \
+        pb, KQ_WK_BOOL, 0, offsetof(T, f), 0, 0, 1, 0, NULL                                        \
+    }
+#define KQ_W_STR(T, f, pb, flags, maxlen)                                                          \
+    {                                                                                              \
+        pb, KQ_WK_STR, flags, offsetof(T, f), 0, 0, maxlen, 0, NULL                                \
+    }
+#define KQ_W_UUID(T, f, pb, flags)                                                                 \
+    {                                                                                              \
+        pb, KQ_WK_UUID, flags, offsetof(T, f), 0, 0, 16, 0, NULL                                   \
+    }
+#define KQ_W_BYTES(T, f, n, pb, maxlen)                                                            \
+    {                                                                                              \
+        pb, KQ_WK_BYTES, 0, offsetof(T, f), offsetof(T, n), 0, maxlen, 0, NULL                     \
+    }
+#define KQ_W_IDS(T, f, n, pb, flags, maxn)                                                         \
+    {                                                                                              \
+        pb, KQ_WK_IDS, flags, offsetof(T, f), offsetof(T, n), 0, maxn, 0, NULL                     \
+    }
+#define KQ_W_MSG(T, f, has, pb, sub)                                                               \
+    {                                                                                              \
+        pb, KQ_WK_MSG, KQ_WF_HAS, offsetof(T, f), offsetof(T, has), 0, 0, 0, sub                   \
+    }
+#define KQ_W_MSGS(T, f, n, pb, flags, maxn, sub)                                                   \
+    {                                                                                              \
+        pb, KQ_WK_MSGS, flags, offsetof(T, f), offsetof(T, n), 0, maxn, 0, sub                     \
+    }
+#define KQ_W_TABLE(T, pbdesc, rows)                                                                \
+    {                                                                                              \
+        &pbdesc, sizeof(T), rows, sizeof rows / sizeof rows[0]                                     \
+    }
+
+/* ---- the two walks ---------------------------------------------------------------------- */
+
+/* Fills the C struct c (zeroed first) from the unpacked message pb of type m->desc, checking
+ * every field's limits. 0; KQ_ERR_INVALID_REQUEST with errbuf naming the field by its path
+ * (e.g. "AlterPartitionRequest.topics[2].partitions[0].leader_epoch -1 is out of range
+ * [0, 2147483647]"), or KQ_ERR_NOMEM. On error without an arena, what was allocated so far
+ * stays in c for the caller's free function (every pointer is valid or NULL). */
+int kq_wire_decode(const kq_wire_msg *m, const ProtobufCMessage *pb, void *c, kq_wire_arena *a,
+                   char *errbuf, size_t errlen);
+
+/* Fills the protobuf-c message pb (initialised here) from the C struct c. Limits are not
+ * checked (encoders check what they send with kq_wire_check or their own validators).
+ * 0 or KQ_ERR_NOMEM. */
+int kq_wire_encode(const kq_wire_msg *m, const void *c, ProtobufCMessage *pb, kq_wire_arena *a);
+
+/* A new protobuf-c message of m's type in the arena, filled from c (kq_wire_encode); NULL when
+ * out of memory. */
+ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wire_arena *a);
+
+/* ---- one pack, one error path ----------------------------------------------------------- */
+
+/* Packs msg into a fresh out->data (malloc'd, the caller's). 0 or KQ_ERR_NOMEM. */
+int kq_wire_pack(const ProtobufCMessage *msg, kq_buf *out);
+
+/* Writes the message into errbuf (if any) and returns code. */
+int kq_wire_fail(char *errbuf, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* m cut to at most max bytes at a UTF-8 boundary, copied into buf (max + 1 bytes); NULL for a
+ * NULL or empty m. */
+char *kq_wire_clip(const char *m, char *buf, size_t max);
+
+#endif
