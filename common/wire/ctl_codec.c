@@ -18,90 +18,27 @@
 #include "kq/util.h"
 #include "kq_ctl.pb-c.h"
 #include "kq_rpc.pb-c.h"
+#include "wire.h"
 
 #define MAX_MESSAGE 255
 
 /* ---------------------------------------------------------------------------------------- */
 /* helpers                                                                                   */
 
-typedef struct arena {
-    void **blk;
-    size_t n, cap;
-} arena;
-
-static void *aalloc(arena *a, size_t n, size_t size)
-{
-    void *p;
-
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        void **nb = realloc(a->blk, cap * sizeof *nb);
-
-        if (!nb)
-            return NULL;
-        a->blk = nb;
-        a->cap = cap;
-    }
-    p = calloc(n ? n : 1, size);
-    if (p)
-        a->blk[a->n++] = p;
-    return p;
-}
-
-static void arena_free(arena *a)
-{
-    if (!a)
-        return;
-    for (size_t i = 0; i < a->n; i++)
-        free(a->blk[i]);
-    free(a->blk);
-    a->blk = NULL;
-    a->n = a->cap = 0;
-}
-
 /* What a kq_ctl_request owns. */
 typedef struct req_priv {
-    arena a;
+    kq_wire_arena a;
     kq_request env; /* decoded envelope when owned (kq_ctl_decode_request) */
     bool own_env;
 } req_priv;
 
-__attribute__((format(printf, 3, 4))) static int bad(char *errbuf, size_t errlen, const char *fmt,
-                                                     ...)
-{
-    va_list ap;
-
-    if (errbuf && errlen > 0) {
-        va_start(ap, fmt);
-        vsnprintf(errbuf, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return KQ_ERR_INVALID_REQUEST;
-}
-
-#define BAD(...) bad(errbuf, errlen, __VA_ARGS__)
-static int nomem(char *errbuf, size_t errlen)
-{
-    if (errbuf && errlen > 0)
-        snprintf(errbuf, errlen, "out of memory");
-    return KQ_ERR_NOMEM;
-}
-#define NOMEM() nomem(errbuf, errlen)
+#define BAD(...) kq_wire_fail(errbuf, errlen, KQ_ERR_INVALID_REQUEST, __VA_ARGS__)
+#define NOMEM() kq_wire_fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory")
 
 /* Length of s, or max + 1 if longer than max. */
 static size_t blen(const char *s, size_t max)
 {
     return s ? strnlen(s, max + 1) : 0;
-}
-
-static bool str_ok(const char *s, size_t max, bool nonempty)
-{
-    size_t n;
-
-    if (!s)
-        return !nonempty;
-    n = blen(s, max);
-    return n <= max && (!nonempty || n > 0);
 }
 
 /* Point a protobuf optional 16-byte id field (has flag and bytes) at id (borrowed). */
@@ -112,565 +49,392 @@ static void set_id(protobuf_c_boolean *has, ProtobufCBinaryData *bin, const uint
     bin->len = 16;
 }
 
-static char *clip(const char *m, char *buf)
-{
-    size_t n;
-
-    if (!m || !m[0])
-        return NULL;
-    n = strnlen(m, MAX_MESSAGE + 1);
-    if (n > MAX_MESSAGE) {
-        n = MAX_MESSAGE;
-        while (n > 0 && ((unsigned char)m[n] & 0xc0) == 0x80)
-            n--;
-    }
-    memcpy(buf, m, n);
-    buf[n] = '\0';
-    return buf;
-}
-
-static int pack(const ProtobufCMessage *msg, kq_buf *out)
-{
-    size_t n = protobuf_c_message_get_packed_size(msg);
-    uint8_t *p = malloc(n ? n : 1);
-
-    if (!p)
-        return KQ_ERR_NOMEM;
-    out->len = protobuf_c_message_pack(msg, p);
-    out->data = p;
-    return 0;
-}
-
 bool kq_ctl_is_controller_api(uint32_t k)
 {
     const kq_api_info *api = kq_api_find(k);
 
     return api && api->kind == KQ_API_KIND_CONTROLLER;
 }
+/* request tables (proto/kq_ctl.proto <-> include/kq/ctlapi.h)                              */
+
+#define I32 KQ_W_I32
+#define I64 KQ_W_I64
+#define ID KQ_WK_I32, 0, INT32_MAX      /* broker ids, partition indexes: >= 0 */
+#define EPOCH KQ_WK_I64, -1, INT64_MAX  /* -1: none, not checked */
+#define EPOCH32 KQ_WK_I32, 0, INT32_MAX /* leader and partition epochs */
+#define NONEMPTY KQ_WF_NONEMPTY
+#define TOPIC_NAME KQ_CTL_MAX_TOPIC_NAME_BYTES
+#define RQ kq_ctl_request
+
+static const kq_wire_field endpoint_f[] = {
+    KQ_W_STR(kq_rec_endpoint, name, "name", NONEMPTY, KQ_REC_MAX_NAME),
+    KQ_W_STR(kq_rec_endpoint, host, "host", NONEMPTY, KQ_REC_MAX_NAME),
+    KQ_W_INT(kq_rec_endpoint, port, "port", KQ_WK_I32, 0, 65535),
+};
+static const kq_wire_msg endpoint_m =
+    KQ_W_TABLE(kq_rec_endpoint, kq__ctl_endpoint__descriptor, endpoint_f);
+static const kq_wire_field registration_f[] = {
+    KQ_W_INT(RQ, broker_registration.broker_id, "broker_id", ID),
+    KQ_W_STR(RQ, broker_registration.cluster_id, "cluster_id", 0, KQ_CODEC_MAX_CLUSTER_ID),
+    KQ_W_UUID(RQ, broker_registration.incarnation_id, "incarnation_id", KQ_WF_NONZERO),
+    KQ_W_MSGS(RQ, broker_registration.endpoints, broker_registration.n_endpoints, "endpoints",
+              NONEMPTY, KQ_REC_MAX_ENDPOINTS, &endpoint_m),
+    KQ_W_STR(RQ, broker_registration.rack, "rack", NONEMPTY, KQ_REC_MAX_NAME),
+};
+static const kq_wire_field heartbeat_f[] = {
+    KQ_W_INT(RQ, broker_heartbeat.broker_id, "broker_id", ID),
+    KQ_W_INT(RQ, broker_heartbeat.broker_epoch, "broker_epoch", EPOCH),
+    KQ_W_INT(RQ, broker_heartbeat.current_metadata_offset, "current_metadata_offset", EPOCH),
+    KQ_W_BOOL(RQ, broker_heartbeat.want_fence, "want_fence"),
+    KQ_W_BOOL(RQ, broker_heartbeat.want_shutdown, "want_shut_down"),
+};
+static const kq_wire_field unregister_f[] = {
+    KQ_W_INT(RQ, unregister_broker_id, "broker_id", ID),
+};
+
+static const kq_wire_field isr_member_f[] = {
+    KQ_W_INT(kq_ap_isr_member, broker_id, "broker_id", I32),
+    KQ_W_INT(kq_ap_isr_member, broker_epoch, "broker_epoch", EPOCH),
+};
+static const kq_wire_msg isr_member_m =
+    KQ_W_TABLE(kq_ap_isr_member, kq__alter_partition_isr_member__descriptor, isr_member_f);
+static const kq_wire_field ap_partition_f[] = {
+    KQ_W_INT(kq_ap_partition, partition_index, "partition_index", ID),
+    KQ_W_INT(kq_ap_partition, leader_epoch, "leader_epoch", EPOCH32),
+    KQ_W_INT(kq_ap_partition, partition_epoch, "partition_epoch", EPOCH32),
+    KQ_W_INT(kq_ap_partition, leader_recovery_state, "leader_recovery_state", KQ_WK_I8,
+             KQ_RECOVERY_RECOVERED, KQ_RECOVERY_RECOVERING),
+    KQ_W_MSGS(kq_ap_partition, new_isr, n_new_isr, "new_isr", 0, KQ_REC_MAX_REPLICAS,
+              &isr_member_m),
+};
+static const kq_wire_msg ap_partition_m =
+    KQ_W_TABLE(kq_ap_partition, kq__alter_partition_partition__descriptor, ap_partition_f);
+static const kq_wire_field ap_topic_f[] = {
+    KQ_W_UUID(kq_ap_topic, topic_id, "topic_id", 0),
+    KQ_W_STR(kq_ap_topic, name, "topic_name", 0, TOPIC_NAME),
+    KQ_W_MSGS(kq_ap_topic, partitions, n_partitions, "partitions", 0, KQ_CTL_MAX_PARTITIONS,
+              &ap_partition_m),
+};
+static const kq_wire_msg ap_topic_m =
+    KQ_W_TABLE(kq_ap_topic, kq__alter_partition_topic__descriptor, ap_topic_f);
+static const kq_wire_field alter_partition_f[] = {
+    KQ_W_INT(RQ, alter_partition.version, "version", KQ_WK_I16, 0, 3),
+    KQ_W_INT(RQ, alter_partition.broker_id, "broker_id", ID),
+    KQ_W_INT(RQ, alter_partition.broker_epoch, "broker_epoch", EPOCH),
+    KQ_W_MSGS(RQ, alter_partition.topics, alter_partition.n_topics, "topics", 0, KQ_CTL_MAX_ITEMS,
+              &ap_topic_m),
+};
+
+static const kq_wire_field assignment_f[] = {
+    KQ_W_INT(kq_partition_assignment, partition_index, "partition_index", ID),
+    KQ_W_IDS(kq_partition_assignment, broker_ids, n_broker_ids, "broker_ids", 0,
+             KQ_REC_MAX_REPLICAS),
+};
+static const kq_wire_msg assignment_m =
+    KQ_W_TABLE(kq_partition_assignment, kq__ctl_replica_assignment__descriptor, assignment_f);
+static const kq_wire_field config_kv_f[] = {
+    KQ_W_STR(kq_config_kv, name, "name", NONEMPTY, KQ_REC_MAX_NAME),
+    KQ_W_STR(kq_config_kv, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
+};
+static const kq_wire_msg config_kv_m =
+    KQ_W_TABLE(kq_config_kv, kq__ctl_config__descriptor, config_kv_f);
+static const kq_wire_field creatable_topic_f[] = {
+    KQ_W_STR(kq_create_topic, name, "name", 0, TOPIC_NAME),
+    KQ_W_INT(kq_create_topic, num_partitions, "num_partitions", KQ_WK_I32, -1, INT32_MAX),
+    KQ_W_INT(kq_create_topic, replication_factor, "replication_factor", KQ_WK_I32, -1, INT32_MAX),
+    KQ_W_MSGS(kq_create_topic, assignments, n_assignments, "assignments", 0, KQ_CTL_MAX_PARTITIONS,
+              &assignment_m),
+    KQ_W_MSGS(kq_create_topic, configs, n_configs, "configs", 0, KQ_CTL_MAX_CONFIGS, &config_kv_m),
+    KQ_W_UUID(kq_create_topic, topic_id, "topic_id", 0),
+};
+static const kq_wire_msg creatable_topic_m =
+    KQ_W_TABLE(kq_create_topic, kq__creatable_topic__descriptor, creatable_topic_f);
+static const kq_wire_field create_topics_f[] = {
+    KQ_W_MSGS(RQ, create_topics.topics, create_topics.n, "topics", NONEMPTY, KQ_CTL_MAX_ITEMS,
+              &creatable_topic_m),
+};
+static const kq_wire_field delete_topic_f[] = {
+    KQ_W_STR(kq_delete_topic, name, "name", 0, TOPIC_NAME),
+    KQ_W_UUID(kq_delete_topic, topic_id, "topic_id", 0),
+};
+static const kq_wire_msg delete_topic_m =
+    KQ_W_TABLE(kq_delete_topic, kq__delete_topic_state__descriptor, delete_topic_f);
+static const kq_wire_field delete_topics_f[] = {
+    KQ_W_MSGS(RQ, delete_topics.topics, delete_topics.n, "topics", NONEMPTY, KQ_CTL_MAX_ITEMS,
+              &delete_topic_m),
+};
+static const kq_wire_field create_partitions_topic_f[] = {
+    KQ_W_STR(kq_create_partitions, topic, "name", 0, TOPIC_NAME),
+    KQ_W_INT(kq_create_partitions, count, "count", I32),
+    KQ_W_MSGS(kq_create_partitions, assignments, n_assignments, "assignments", 0,
+              KQ_CTL_MAX_PARTITIONS, &assignment_m),
+};
+static const kq_wire_msg create_partitions_topic_m = KQ_W_TABLE(
+    kq_create_partitions, kq__create_partitions_topic__descriptor, create_partitions_topic_f);
+static const kq_wire_field create_partitions_f[] = {
+    KQ_W_MSGS(RQ, create_partitions.topics, create_partitions.n, "topics", NONEMPTY,
+              KQ_CTL_MAX_ITEMS, &create_partitions_topic_m),
+};
+
+/* ElectLeaders carries topics with their partitions; kq_elect_leaders lists (topic, partition)
+ * targets, which the controller's results index. This is the wire's shape. */
+typedef struct elect_topic {
+    const char *topic;
+    const int32_t *partitions;
+    int32_t n;
+} elect_topic;
+typedef struct elect_request {
+    int8_t election_type;
+    bool all_partitions;
+    const elect_topic *topics;
+    int32_t n;
+} elect_request;
+static const kq_wire_field elect_topic_f[] = {
+    KQ_W_STR(elect_topic, topic, "topic", 0, TOPIC_NAME),
+    KQ_W_IDS(elect_topic, partitions, n, "partitions", 0, KQ_CTL_MAX_PARTITIONS),
+};
+static const kq_wire_msg elect_topic_m =
+    KQ_W_TABLE(elect_topic, kq__elect_topic_partitions__descriptor, elect_topic_f);
+static const kq_wire_field elect_f[] = {
+    KQ_W_INT(elect_request, election_type, "election_type", KQ_WK_I8, KQ_ELECTION_TYPE_PREFERRED,
+             KQ_ELECTION_TYPE_UNCLEAN),
+    KQ_W_BOOL(elect_request, all_partitions, "all_partitions"),
+    KQ_W_MSGS(elect_request, topics, n, "topic_partitions", 0, KQ_CTL_MAX_ITEMS, &elect_topic_m),
+};
+static const kq_wire_msg elect_m =
+    KQ_W_TABLE(elect_request, kq__elect_leaders_request__descriptor, elect_f);
+
+static const kq_wire_field config_op_f[] = {
+    KQ_W_STR(kq_config_op, name, "name", NONEMPTY, KQ_REC_MAX_NAME),
+    KQ_W_INT(kq_config_op, op, "config_operation", KQ_WK_I8, KQ_CONFIG_OP_SET,
+             KQ_CONFIG_OP_SUBTRACT),
+    KQ_W_STR(kq_config_op, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
+};
+static const kq_wire_msg config_op_m =
+    KQ_W_TABLE(kq_config_op, kq__alterable_config__descriptor, config_op_f);
+static const kq_wire_field alter_resource_f[] = {
+    KQ_W_INT(kq_alter_config_resource, resource_type, "resource_type", KQ_WK_I8, INT8_MIN,
+             INT8_MAX),
+    KQ_W_STR(kq_alter_config_resource, resource_name, "resource_name", 0, TOPIC_NAME),
+    KQ_W_MSGS(kq_alter_config_resource, ops, n_ops, "configs", 0, KQ_CTL_MAX_CONFIGS, &config_op_m),
+};
+static const kq_wire_msg alter_resource_m =
+    KQ_W_TABLE(kq_alter_config_resource, kq__alter_configs_resource__descriptor, alter_resource_f);
+static const kq_wire_field alter_configs_f[] = {
+    KQ_W_MSGS(RQ, alter_configs.resources, alter_configs.n, "resources", NONEMPTY, KQ_CTL_MAX_ITEMS,
+              &alter_resource_m),
+};
+static const kq_wire_field describe_resource_f[] = {
+    KQ_W_INT(kq_describe_config_resource, resource_type, "resource_type", KQ_WK_I8, INT8_MIN,
+             INT8_MAX),
+    KQ_W_STR(kq_describe_config_resource, resource_name, "resource_name", 0, TOPIC_NAME),
+    KQ_W_STRS(kq_describe_config_resource, keys, n_keys, "configuration_keys", NONEMPTY,
+              KQ_CTL_MAX_CONFIGS, KQ_REC_MAX_NAME),
+};
+static const kq_wire_msg describe_resource_m = KQ_W_TABLE(
+    kq_describe_config_resource, kq__describe_configs_resource__descriptor, describe_resource_f);
+static const kq_wire_field describe_configs_f[] = {
+    KQ_W_MSGS(RQ, describe_configs.resources, describe_configs.n, "resources", NONEMPTY,
+              KQ_CTL_MAX_ITEMS, &describe_resource_m),
+};
+static const kq_wire_field feature_update_f[] = {
+    KQ_W_STR(kq_feature_update, name, "feature", NONEMPTY, KQ_REC_MAX_NAME),
+    KQ_W_INT(kq_feature_update, max_version_level, "max_version_level", KQ_WK_I16, 0, INT16_MAX),
+    KQ_W_INT(kq_feature_update, upgrade_type, "upgrade_type", KQ_WK_I8, KQ_FEATURE_UPGRADE,
+             KQ_FEATURE_UNSAFE_DOWNGRADE),
+};
+static const kq_wire_msg feature_update_m =
+    KQ_W_TABLE(kq_feature_update, kq__feature_update__descriptor, feature_update_f);
+static const kq_wire_field update_features_f[] = {
+    KQ_W_MSGS(RQ, update_features.updates, update_features.n, "feature_updates", NONEMPTY,
+              KQ_CTL_MAX_ITEMS, &feature_update_m),
+    KQ_W_BOOL(RQ, update_features.validate_only, "validate_only"),
+};
+static const kq_wire_field describe_topics_f[] = {
+    KQ_W_STRS(RQ, describe_topics.names, describe_topics.n, "topics", 0, KQ_CTL_MAX_ITEMS,
+              TOPIC_NAME),
+};
+
+/* Every controller request body but ElectLeaders' is a table over kq_ctl_request (the body's
+ * union member). NULL fields: an empty body. */
+#define BODY(pbdesc, rows)                                                                         \
+    {                                                                                              \
+        &pbdesc, sizeof(RQ), rows, sizeof rows / sizeof rows[0]                                    \
+    }
+static const struct ctl_body {
+    uint32_t api_key;
+    kq_wire_msg m;
+} ctl_bodies[] = {
+    {KQ_API_BROKER_REGISTRATION, BODY(kq__broker_registration_request__descriptor, registration_f)},
+    {KQ_API_BROKER_HEARTBEAT, BODY(kq__broker_heartbeat_request__descriptor, heartbeat_f)},
+    {KQ_API_UNREGISTER_BROKER, BODY(kq__unregister_broker_request__descriptor, unregister_f)},
+    {KQ_API_ALTER_PARTITION, BODY(kq__alter_partition_request__descriptor, alter_partition_f)},
+    {KQ_API_CREATE_TOPICS, BODY(kq__create_topics_request__descriptor, create_topics_f)},
+    {KQ_API_DELETE_TOPICS, BODY(kq__delete_topics_request__descriptor, delete_topics_f)},
+    {KQ_API_CREATE_PARTITIONS,
+     BODY(kq__create_partitions_request__descriptor, create_partitions_f)},
+    {KQ_API_ELECT_LEADERS, {&kq__elect_leaders_request__descriptor, sizeof(RQ), NULL, 0}},
+    {KQ_API_INCREMENTAL_ALTER_CONFIGS,
+     BODY(kq__incremental_alter_configs_request__descriptor, alter_configs_f)},
+    {KQ_API_DESCRIBE_CONFIGS, BODY(kq__describe_configs_request__descriptor, describe_configs_f)},
+    {KQ_API_UPDATE_FEATURES, BODY(kq__update_features_request__descriptor, update_features_f)},
+    {KQ_API_DESCRIBE_TOPICS, BODY(kq__describe_topics_request__descriptor, describe_topics_f)},
+    {KQ_API_DESCRIBE_CLUSTER, {&kq__describe_cluster_request__descriptor, sizeof(RQ), NULL, 0}},
+    {KQ_API_DESCRIBE_FEATURES, {&kq__describe_features_request__descriptor, sizeof(RQ), NULL, 0}},
+};
+
+static const kq_wire_msg *body_table(uint32_t api_key)
+{
+    for (size_t i = 0; i < sizeof ctl_bodies / sizeof ctl_bodies[0]; i++)
+        if (ctl_bodies[i].api_key == api_key)
+            return &ctl_bodies[i].m;
+    return NULL;
+}
+
+/* The Request oneof member that carries api_key's body. */
+static ProtobufCMessage **body_slot(const Kq__Request *rq, uint32_t api_key)
+{
+    const kq_api_info *api = kq_api_find(api_key);
+    const ProtobufCFieldDescriptor *fd =
+        api ? protobuf_c_message_descriptor_get_field(&kq__request__descriptor,
+                                                      (unsigned)api->body_case)
+            : NULL;
+
+    return fd ? (ProtobufCMessage **)((char *)rq + fd->offset) : NULL;
+}
 
 /* ---------------------------------------------------------------------------------------- */
-/* request decoding                                                                          */
+/* request decoding: the tables, then the rules that span fields                             */
 
-static int dec_endpoints(arena *a, Kq__CtlEndpoint **w, size_t n, const kq_rec_endpoint **out,
-                         int32_t *n_out, const char *what, char *errbuf, size_t errlen)
+/* Partitions (or assignments) summed over a request's topics: at most KQ_CTL_MAX_PARTITIONS. */
+static int check_total(const char *what, size_t total, char *errbuf, size_t errlen)
 {
-    kq_rec_endpoint *e;
-
-    if (n > KQ_REC_MAX_ENDPOINTS)
-        return BAD("%s has %zu endpoints (max %d)", what, n, KQ_REC_MAX_ENDPOINTS);
-    e = aalloc(a, n, sizeof *e);
-    if (!e)
-        return NOMEM();
-    for (size_t i = 0; i < n; i++) {
-        if (!str_ok(w[i]->name, KQ_REC_MAX_NAME, true))
-            return BAD("%s endpoint %zu name is empty or longer than %d bytes", what, i,
-                       KQ_REC_MAX_NAME);
-        if (!str_ok(w[i]->host, KQ_REC_MAX_NAME, true))
-            return BAD("%s endpoint %zu host is empty or longer than %d bytes", what, i,
-                       KQ_REC_MAX_NAME);
-        if (w[i]->port < 0 || w[i]->port > 65535)
-            return BAD("%s endpoint %zu port %d is out of range 0..65535", what, i, w[i]->port);
-        e[i].name = w[i]->name;
-        e[i].host = w[i]->host;
-        e[i].port = w[i]->port;
-    }
-    *out = e;
-    *n_out = (int32_t)n;
+    if (total > KQ_CTL_MAX_PARTITIONS)
+        return BAD("%s has more than %d partitions", what, KQ_CTL_MAX_PARTITIONS);
     return 0;
 }
 
-static int dec_registration(arena *a, const Kq__BrokerRegistrationRequest *w,
-                            kq_broker_registration *r, char *errbuf, size_t errlen)
-{
-    if (w->broker_id < 0)
-        return BAD("broker_registration broker_id %d is negative", w->broker_id);
-    if (!str_ok(w->cluster_id, KQ_CODEC_MAX_CLUSTER_ID, false))
-        return BAD("broker_registration cluster_id is longer than %d bytes",
-                   KQ_CODEC_MAX_CLUSTER_ID);
-    if (w->incarnation_id.len != 16)
-        return BAD("broker_registration incarnation_id has %zu bytes, not 16",
-                   w->incarnation_id.len);
-    memcpy(r->incarnation_id, w->incarnation_id.data, 16);
-    if (kq_uuid_is_zero(r->incarnation_id))
-        return BAD("broker_registration incarnation_id is all zero");
-    if (w->n_endpoints == 0)
-        return BAD("broker_registration has no endpoints");
-    if (w->rack && !str_ok(w->rack, KQ_REC_MAX_NAME, true))
-        return BAD("broker_registration rack is empty or longer than %d bytes", KQ_REC_MAX_NAME);
-    r->broker_id = w->broker_id;
-    r->cluster_id = w->cluster_id;
-    r->rack = w->rack;
-    return dec_endpoints(a, w->endpoints, w->n_endpoints, &r->endpoints, &r->n_endpoints,
-                         "broker_registration", errbuf, errlen);
-}
-
-static int dec_alter_partition(arena *a, const Kq__AlterPartitionRequest *w, kq_alter_partition *r,
-                               char *errbuf, size_t errlen)
+static int check_alter_partition(const kq_alter_partition *r, char *errbuf, size_t errlen)
 {
     size_t total = 0;
-    kq_ap_topic *topics;
 
-    if (w->version < 0 || w->version > 3)
-        return BAD("alter_partition version %d is not in 0..3", w->version);
-    if (w->broker_id < 0)
-        return BAD("alter_partition broker_id %d is negative", w->broker_id);
-    if (w->broker_epoch < -1)
-        return BAD("alter_partition broker_epoch %lld is invalid", (long long)w->broker_epoch);
-    if (w->n_topics > KQ_CTL_MAX_ITEMS)
-        return BAD("alter_partition has %zu topics (max %d)", w->n_topics, KQ_CTL_MAX_ITEMS);
-    topics = aalloc(a, w->n_topics, sizeof *topics);
-    if (!topics)
-        return NOMEM();
-    for (size_t i = 0; i < w->n_topics; i++) {
-        const Kq__AlterPartitionTopic *t = w->topics[i];
-        kq_ap_partition *ps;
+    for (int32_t i = 0; i < r->n_topics; i++) {
+        const kq_ap_topic *t = &r->topics[i];
 
-        if (w->version > 1) {
-            if (!t->has_topic_id || t->topic_id.len != 16)
-                return BAD("alter_partition topic %zu needs a 16-byte topic_id (version %d)", i,
-                           w->version);
-            memcpy(topics[i].topic_id, t->topic_id.data, 16);
-        } else {
-            if (!t->topic_name || !str_ok(t->topic_name, KQ_CTL_MAX_TOPIC_NAME_BYTES, true))
-                return BAD("alter_partition topic %zu needs a topic_name of 1..%d bytes "
-                           "(version %d)",
-                           i, KQ_CTL_MAX_TOPIC_NAME_BYTES, w->version);
-            topics[i].name = t->topic_name;
-        }
-        total += t->n_partitions;
-        if (total > KQ_CTL_MAX_PARTITIONS)
-            return BAD("alter_partition has more than %d partitions", KQ_CTL_MAX_PARTITIONS);
-        ps = aalloc(a, t->n_partitions, sizeof *ps);
-        if (!ps)
-            return NOMEM();
-        for (size_t k = 0; k < t->n_partitions; k++) {
-            const Kq__AlterPartitionPartition *p = t->partitions[k];
-            kq_ap_isr_member *isr;
-
-            if (p->partition_index < 0)
-                return BAD("alter_partition topic %zu partition_index %d is negative", i,
-                           p->partition_index);
-            if (p->leader_epoch < 0 || p->partition_epoch < 0)
-                return BAD("alter_partition topic %zu partition %d has a negative epoch", i,
-                           p->partition_index);
-            if (p->leader_recovery_state != KQ_RECOVERY_RECOVERED &&
-                p->leader_recovery_state != KQ_RECOVERY_RECOVERING)
-                return BAD("alter_partition topic %zu partition %d leader_recovery_state %d is "
-                           "not 0 or 1",
-                           i, p->partition_index, p->leader_recovery_state);
-            if (p->n_new_isr > KQ_REC_MAX_REPLICAS)
-                return BAD("alter_partition topic %zu partition %d new_isr has %zu members "
-                           "(max %d)",
-                           i, p->partition_index, p->n_new_isr, KQ_REC_MAX_REPLICAS);
-            isr = aalloc(a, p->n_new_isr, sizeof *isr);
-            if (!isr)
-                return NOMEM();
-            for (size_t m = 0; m < p->n_new_isr; m++) {
-                if (p->new_isr[m]->broker_epoch < -1)
-                    return BAD("alter_partition topic %zu partition %d new_isr broker_epoch "
-                               "%lld is invalid",
-                               i, p->partition_index, (long long)p->new_isr[m]->broker_epoch);
-                isr[m].broker_id = p->new_isr[m]->broker_id;
-                isr[m].broker_epoch = p->new_isr[m]->broker_epoch;
-            }
-            ps[k].partition_index = p->partition_index;
-            ps[k].leader_epoch = p->leader_epoch;
-            ps[k].partition_epoch = p->partition_epoch;
-            ps[k].leader_recovery_state = (int8_t)p->leader_recovery_state;
-            ps[k].new_isr = isr;
-            ps[k].n_new_isr = (int32_t)p->n_new_isr;
-        }
-        topics[i].partitions = ps;
-        topics[i].n_partitions = (int32_t)t->n_partitions;
+        if (r->version > 1 && kq_uuid_is_zero(t->topic_id))
+            return BAD("alter_partition topic %d needs a 16-byte topic_id (version %d)", i,
+                       r->version);
+        if (r->version <= 1 && (!t->name || !t->name[0]))
+            return BAD("alter_partition topic %d needs a topic_name of 1..%d bytes (version %d)", i,
+                       KQ_CTL_MAX_TOPIC_NAME_BYTES, r->version);
+        total += (size_t)t->n_partitions;
     }
-    r->version = (int16_t)w->version;
-    r->broker_id = w->broker_id;
-    r->broker_epoch = w->broker_epoch;
-    r->topics = topics;
-    r->n_topics = (int32_t)w->n_topics;
-    return 0;
+    return check_total("alter_partition", total, errbuf, errlen);
 }
 
-static int dec_assignments(arena *a, Kq__CtlReplicaAssignment **w, size_t n, size_t *total,
-                           const kq_partition_assignment **out, int32_t *n_out, const char *what,
-                           char *errbuf, size_t errlen)
+static int check_create_topics(const kq_ctl_request *r, char *errbuf, size_t errlen)
 {
-    kq_partition_assignment *as;
-
-    *total += n;
-    if (*total > KQ_CTL_MAX_PARTITIONS)
-        return BAD("%s has more than %d assignments", what, KQ_CTL_MAX_PARTITIONS);
-    as = aalloc(a, n, sizeof *as);
-    if (!as)
-        return NOMEM();
-    for (size_t i = 0; i < n; i++) {
-        if (w[i]->partition_index < 0)
-            return BAD("%s assignment %zu partition_index %d is negative", what, i,
-                       w[i]->partition_index);
-        if (w[i]->n_broker_ids > KQ_REC_MAX_REPLICAS)
-            return BAD("%s assignment %zu has %zu replicas (max %d)", what, i, w[i]->n_broker_ids,
-                       KQ_REC_MAX_REPLICAS);
-        as[i].partition_index = w[i]->partition_index;
-        as[i].broker_ids = w[i]->broker_ids;
-        as[i].n_broker_ids = (int32_t)w[i]->n_broker_ids;
-    }
-    *out = n ? as : NULL;
-    *n_out = (int32_t)n;
-    return 0;
-}
-
-/* A request's list of n items: 1..KQ_CTL_MAX_ITEMS of them ("<what> has no <none>", "<what> has
- * N <noun> (max M)" otherwise). Returns n zeroed outputs of size bytes in arena a, or NULL with
- * *rc set (and errbuf filled). */
-static void *dec_list(arena *a, size_t n, size_t size, const char *what, const char *none,
-                      const char *noun, int *rc, char *errbuf, size_t errlen)
-{
-    void *p;
-
-    if (n == 0) {
-        *rc = BAD("%s has no %s", what, none);
-        return NULL;
-    }
-    if (n > KQ_CTL_MAX_ITEMS) {
-        *rc = BAD("%s has %zu %s (max %d)", what, n, noun, KQ_CTL_MAX_ITEMS);
-        return NULL;
-    }
-    p = aalloc(a, n, size);
-    if (!p)
-        *rc = NOMEM();
-    return p;
-}
-
-static int dec_topic_name(const char *name, const char *what, size_t i, char *errbuf, size_t errlen)
-{
-    if (!str_ok(name, KQ_CTL_MAX_TOPIC_NAME_BYTES, false))
-        return BAD("%s %zu name is longer than %d bytes", what, i, KQ_CTL_MAX_TOPIC_NAME_BYTES);
-    return 0;
-}
-
-static int dec_create_topics(arena *a, const Kq__CreateTopicsRequest *w, kq_ctl_request *r,
-                             char *errbuf, size_t errlen)
-{
-    kq_create_topic *ts;
     size_t total = 0;
-    int rc;
 
-    ts = dec_list(a, w->n_topics, sizeof *ts, "create_topics", "topics", "topics", &rc, errbuf,
-                  errlen);
-    if (!ts)
-        return rc;
-    for (size_t i = 0; i < w->n_topics; i++) {
-        const Kq__CreatableTopic *t = w->topics[i];
-        kq_config_kv *cs;
+    for (int32_t i = 0; i < r->create_topics.n; i++) {
+        const kq_create_topic *t = &r->create_topics.topics[i];
 
-        rc = dec_topic_name(t->name, "create_topics topic", i, errbuf, errlen);
-        if (rc)
-            return rc;
-        if (t->num_partitions < -1)
-            return BAD("create_topics topic %zu num_partitions %d is invalid", i,
-                       t->num_partitions);
-        if (t->replication_factor < -1)
-            return BAD("create_topics topic %zu replication_factor %d is invalid", i,
-                       t->replication_factor);
-        rc = dec_assignments(a, t->assignments, t->n_assignments, &total, &ts[i].assignments,
-                             &ts[i].n_assignments, "create_topics", errbuf, errlen);
-        if (rc)
-            return rc;
-        if (t->n_configs > KQ_CTL_MAX_CONFIGS)
-            return BAD("create_topics topic %zu has %zu configs (max %d)", i, t->n_configs,
-                       KQ_CTL_MAX_CONFIGS);
-        cs = aalloc(a, t->n_configs, sizeof *cs);
-        if (!cs)
-            return NOMEM();
-        for (size_t k = 0; k < t->n_configs; k++) {
-            if (!str_ok(t->configs[k]->name, KQ_REC_MAX_NAME, true))
-                return BAD("create_topics topic %zu config %zu name is empty or longer than %d "
-                           "bytes",
-                           i, k, KQ_REC_MAX_NAME);
-            if (!t->configs[k]->value)
-                return BAD("create_topics topic %zu config '%s' has no value", i,
-                           t->configs[k]->name);
-            if (!str_ok(t->configs[k]->value, KQ_REC_MAX_CONFIG_VALUE, false))
-                return BAD("create_topics topic %zu config '%s' value is longer than %d bytes", i,
-                           t->configs[k]->name, KQ_REC_MAX_CONFIG_VALUE);
-            cs[k].name = t->configs[k]->name;
-            cs[k].value = t->configs[k]->value;
-        }
-        if (t->has_topic_id) {
-            if (t->topic_id.len != 16)
-                return BAD("create_topics topic %zu topic_id has %zu bytes (expected 16)", i,
-                           t->topic_id.len);
-            if (kq_topic_id_reserved(t->topic_id.data))
-                return BAD("create_topics topic %zu topic_id is a reserved id", i);
-            memcpy(ts[i].topic_id, t->topic_id.data, 16);
-        }
-        ts[i].name = t->name;
-        ts[i].num_partitions = t->num_partitions;
-        ts[i].replication_factor = t->replication_factor;
-        ts[i].configs = t->n_configs ? cs : NULL;
-        ts[i].n_configs = (int32_t)t->n_configs;
+        if (!kq_uuid_is_zero(t->topic_id) && kq_topic_id_reserved(t->topic_id))
+            return BAD("create_topics topic %d topic_id is a reserved id", i);
+        for (int32_t k = 0; k < t->n_configs; k++)
+            if (!t->configs[k].value)
+                return BAD("create_topics topic %d config '%s' has no value", i,
+                           t->configs[k].name);
+        total += (size_t)t->n_assignments;
     }
-    r->create_topics.topics = ts;
-    r->create_topics.n = (int32_t)w->n_topics;
-    return 0;
+    return check_total("create_topics", total, errbuf, errlen);
 }
 
-static int dec_delete_topics(arena *a, const Kq__DeleteTopicsRequest *w, kq_ctl_request *r,
-                             char *errbuf, size_t errlen)
-{
-    kq_delete_topic *ts;
-    int rc;
-
-    ts = dec_list(a, w->n_topics, sizeof *ts, "delete_topics", "topics", "topics", &rc, errbuf,
-                  errlen);
-    if (!ts)
-        return rc;
-    for (size_t i = 0; i < w->n_topics; i++) {
-        const Kq__DeleteTopicState *t = w->topics[i];
-
-        if (t->name) {
-            rc = dec_topic_name(t->name, "delete_topics topic", i, errbuf, errlen);
-            if (rc)
-                return rc;
-            ts[i].name = t->name;
-        } else {
-            if (!t->has_topic_id || t->topic_id.len != 16)
-                return BAD("delete_topics topic %zu has neither a name nor a 16-byte topic_id", i);
-            memcpy(ts[i].topic_id, t->topic_id.data, 16);
-        }
-    }
-    r->delete_topics.topics = ts;
-    r->delete_topics.n = (int32_t)w->n_topics;
-    return 0;
-}
-
-static int dec_create_partitions(arena *a, const Kq__CreatePartitionsRequest *w, kq_ctl_request *r,
-                                 char *errbuf, size_t errlen)
-{
-    kq_create_partitions *ts;
-    size_t total = 0;
-    int rc;
-
-    ts = dec_list(a, w->n_topics, sizeof *ts, "create_partitions", "topics", "topics", &rc, errbuf,
-                  errlen);
-    if (!ts)
-        return rc;
-    for (size_t i = 0; i < w->n_topics; i++) {
-        const Kq__CreatePartitionsTopic *t = w->topics[i];
-
-        rc = dec_topic_name(t->name, "create_partitions topic", i, errbuf, errlen);
-        if (rc)
-            return rc;
-        rc = dec_assignments(a, t->assignments, t->n_assignments, &total, &ts[i].assignments,
-                             &ts[i].n_assignments, "create_partitions", errbuf, errlen);
-        if (rc)
-            return rc;
-        ts[i].topic = t->name;
-        ts[i].count = t->count;
-    }
-    r->create_partitions.topics = ts;
-    r->create_partitions.n = (int32_t)w->n_topics;
-    return 0;
-}
-
-static int dec_elect_leaders(arena *a, const Kq__ElectLeadersRequest *w, kq_elect_leaders *r,
-                             char *errbuf, size_t errlen)
-{
-    size_t total = 0, k = 0;
-    kq_elect_target *ts;
-    int rc;
-
-    if (w->election_type != KQ_ELECTION_TYPE_PREFERRED &&
-        w->election_type != KQ_ELECTION_TYPE_UNCLEAN)
-        return BAD("elect_leaders election_type %d is not 0 (PREFERRED) or 1 (UNCLEAN)",
-                   w->election_type);
-    r->election_type = (int8_t)w->election_type;
-    if (w->all_partitions) {
-        if (w->n_topic_partitions > 0)
-            return BAD("elect_leaders has all_partitions and a partition list");
-        r->all_partitions = true;
-        return 0;
-    }
-    if (w->n_topic_partitions > KQ_CTL_MAX_ITEMS)
-        return BAD("elect_leaders has %zu topics (max %d)", w->n_topic_partitions,
-                   KQ_CTL_MAX_ITEMS);
-    for (size_t i = 0; i < w->n_topic_partitions; i++) {
-        rc =
-            dec_topic_name(w->topic_partitions[i]->topic, "elect_leaders topic", i, errbuf, errlen);
-        if (rc)
-            return rc;
-        total += w->topic_partitions[i]->n_partitions;
-        if (total > KQ_CTL_MAX_PARTITIONS)
-            return BAD("elect_leaders has more than %d partitions", KQ_CTL_MAX_PARTITIONS);
-    }
-    if (total == 0)
-        return BAD("elect_leaders names no partitions (and all_partitions is false)");
-    ts = aalloc(a, total, sizeof *ts);
-    if (!ts)
-        return NOMEM();
-    for (size_t i = 0; i < w->n_topic_partitions; i++) {
-        const Kq__ElectTopicPartitions *t = w->topic_partitions[i];
-
-        for (size_t p = 0; p < t->n_partitions; p++) {
-            if (t->partitions[p] < 0)
-                return BAD("elect_leaders topic '%s' partition %d is negative", t->topic,
-                           t->partitions[p]);
-            ts[k].topic = t->topic;
-            ts[k].partition = t->partitions[p];
-            k++;
-        }
-    }
-    r->all_partitions = false;
-    r->targets = ts;
-    r->n_targets = (int32_t)total;
-    return 0;
-}
-
-static int check_resource(int32_t type, const char *name, const char *what, size_t i, char *errbuf,
-                          size_t errlen)
+static int check_resource(int8_t type, const char *what, int32_t i, char *errbuf, size_t errlen)
 {
     if (type != KQ_CONFIG_RESOURCE_TOPIC && type != KQ_CONFIG_RESOURCE_BROKER)
-        return BAD("%s resource %zu type %d is not 2 (topic) or 4 (broker)", what, i, type);
-    if (!str_ok(name, KQ_CTL_MAX_TOPIC_NAME_BYTES, false))
-        return BAD("%s resource %zu name is longer than %d bytes", what, i,
-                   KQ_CTL_MAX_TOPIC_NAME_BYTES);
+        return BAD("%s resource %d type %d is not 2 (topic) or 4 (broker)", what, i, type);
     return 0;
 }
 
-static int dec_alter_configs(arena *a, const Kq__IncrementalAlterConfigsRequest *w,
-                             kq_ctl_request *r, char *errbuf, size_t errlen)
+static int check_body(kq_ctl_request *r, char *errbuf, size_t errlen)
 {
-    kq_alter_config_resource *rs;
-    int rc;
+    size_t total = 0;
+    int rc = 0;
 
-    rs = dec_list(a, w->n_resources, sizeof *rs, "incremental_alter_configs", "resources",
-                  "resources", &rc, errbuf, errlen);
-    if (!rs)
-        return rc;
-    for (size_t i = 0; i < w->n_resources; i++) {
-        const Kq__AlterConfigsResource *x = w->resources[i];
-        kq_config_op *ops;
+    switch (r->api_key) {
+    case KQ_API_ALTER_PARTITION:
+        return check_alter_partition(&r->alter_partition, errbuf, errlen);
+    case KQ_API_CREATE_TOPICS:
+        return check_create_topics(r, errbuf, errlen);
+    case KQ_API_DELETE_TOPICS:
+        for (int32_t i = 0; i < r->delete_topics.n; i++)
+            if (!r->delete_topics.topics[i].name &&
+                kq_uuid_is_zero(r->delete_topics.topics[i].topic_id))
+                return BAD("delete_topics topic %d has neither a name nor a 16-byte topic_id", i);
+        return 0;
+    case KQ_API_CREATE_PARTITIONS:
+        for (int32_t i = 0; i < r->create_partitions.n; i++)
+            total += (size_t)r->create_partitions.topics[i].n_assignments;
+        return check_total("create_partitions", total, errbuf, errlen);
+    case KQ_API_INCREMENTAL_ALTER_CONFIGS:
+        for (int32_t i = 0; i < r->alter_configs.n && !rc; i++) {
+            kq_alter_config_resource *x =
+                (kq_alter_config_resource *)&r->alter_configs.resources[i];
 
-        rc = check_resource(x->resource_type, x->resource_name, "incremental_alter_configs", i,
-                            errbuf, errlen);
-        if (rc)
-            return rc;
-        if (x->n_configs > KQ_CTL_MAX_CONFIGS)
-            return BAD("incremental_alter_configs resource %zu has %zu configs (max %d)", i,
-                       x->n_configs, KQ_CTL_MAX_CONFIGS);
-        ops = aalloc(a, x->n_configs, sizeof *ops);
-        if (!ops)
-            return NOMEM();
-        for (size_t k = 0; k < x->n_configs; k++) {
-            const Kq__AlterableConfig *c = x->configs[k];
+            rc = check_resource(x->resource_type, "incremental_alter_configs", i, errbuf, errlen);
+            for (int32_t k = 0; k < x->n_ops && !rc; k++) {
+                kq_config_op *op = (kq_config_op *)&x->ops[k];
 
-            if (!str_ok(c->name, KQ_REC_MAX_NAME, true))
-                return BAD("incremental_alter_configs resource %zu config %zu name is empty or "
-                           "longer than %d bytes",
-                           i, k, KQ_REC_MAX_NAME);
-            if (c->config_operation < KQ_CONFIG_OP_SET ||
-                c->config_operation > KQ_CONFIG_OP_SUBTRACT)
-                return BAD("incremental_alter_configs config '%s' operation %d is not 0..3",
-                           c->name, c->config_operation);
-            if (c->config_operation != KQ_CONFIG_OP_DELETE && !c->value)
-                return BAD("incremental_alter_configs config '%s' has no value", c->name);
-            if (!str_ok(c->value, KQ_REC_MAX_CONFIG_VALUE, false))
-                return BAD("incremental_alter_configs config '%s' value is longer than %d bytes",
-                           c->name, KQ_REC_MAX_CONFIG_VALUE);
-            ops[k].name = c->name;
-            ops[k].value = c->config_operation == KQ_CONFIG_OP_DELETE ? NULL : c->value;
-            ops[k].op = (int8_t)c->config_operation;
+                if (op->op == KQ_CONFIG_OP_DELETE)
+                    op->value = NULL;
+                else if (!op->value)
+                    rc = BAD("incremental_alter_configs config '%s' has no value", op->name);
+            }
         }
-        rs[i].resource_type = (int8_t)x->resource_type;
-        rs[i].resource_name = x->resource_name;
-        rs[i].ops = ops;
-        rs[i].n_ops = (int32_t)x->n_configs;
-    }
-    r->alter_configs.resources = rs;
-    r->alter_configs.n = (int32_t)w->n_resources;
-    return 0;
-}
-
-static int dec_describe_configs(arena *a, const Kq__DescribeConfigsRequest *w, kq_ctl_request *r,
-                                char *errbuf, size_t errlen)
-{
-    kq_describe_config_resource *rs;
-    int rc;
-
-    rs = dec_list(a, w->n_resources, sizeof *rs, "describe_configs", "resources", "resources", &rc,
-                  errbuf, errlen);
-    if (!rs)
         return rc;
-    for (size_t i = 0; i < w->n_resources; i++) {
-        const Kq__DescribeConfigsResource *x = w->resources[i];
-
-        rc = check_resource(x->resource_type, x->resource_name, "describe_configs", i, errbuf,
-                            errlen);
-        if (rc)
-            return rc;
-        if (x->n_configuration_keys > KQ_CTL_MAX_CONFIGS)
-            return BAD("describe_configs resource %zu asks for %zu keys (max %d)", i,
-                       x->n_configuration_keys, KQ_CTL_MAX_CONFIGS);
-        for (size_t k = 0; k < x->n_configuration_keys; k++)
-            if (!str_ok(x->configuration_keys[k], KQ_REC_MAX_NAME, true))
-                return BAD("describe_configs resource %zu key %zu is empty or longer than %d "
-                           "bytes",
-                           i, k, KQ_REC_MAX_NAME);
-        rs[i].resource_type = (int8_t)x->resource_type;
-        rs[i].resource_name = x->resource_name;
-        rs[i].keys = (const char *const *)x->configuration_keys;
-        rs[i].n_keys = (int32_t)x->n_configuration_keys;
-    }
-    r->describe_configs.resources = rs;
-    r->describe_configs.n = (int32_t)w->n_resources;
-    return 0;
-}
-
-static int dec_update_features(arena *a, const Kq__UpdateFeaturesRequest *w, kq_ctl_request *r,
-                               char *errbuf, size_t errlen)
-{
-    kq_feature_update *us;
-    int rc;
-
-    us = dec_list(a, w->n_feature_updates, sizeof *us, "update_features", "feature updates",
-                  "updates", &rc, errbuf, errlen);
-    if (!us)
+    case KQ_API_DESCRIBE_CONFIGS:
+        for (int32_t i = 0; i < r->describe_configs.n && !rc; i++)
+            rc = check_resource(r->describe_configs.resources[i].resource_type, "describe_configs",
+                                i, errbuf, errlen);
         return rc;
-    for (size_t i = 0; i < w->n_feature_updates; i++) {
-        const Kq__FeatureUpdate *u = w->feature_updates[i];
-
-        if (!str_ok(u->feature, KQ_REC_MAX_NAME, true))
-            return BAD("update_features update %zu feature name is empty or longer than %d bytes",
-                       i, KQ_REC_MAX_NAME);
-        if (u->max_version_level < 0 || u->max_version_level > INT16_MAX)
-            return BAD("update_features feature '%s' level %d is not in 0..32767", u->feature,
-                       u->max_version_level);
-        if (u->upgrade_type < KQ_FEATURE_UPGRADE || u->upgrade_type > KQ_FEATURE_UNSAFE_DOWNGRADE)
-            return BAD("update_features feature '%s' upgrade_type %d is not 1..3", u->feature,
-                       u->upgrade_type);
-        us[i].name = u->feature;
-        us[i].max_version_level = (int16_t)u->max_version_level;
-        us[i].upgrade_type = (int8_t)u->upgrade_type;
+    default:
+        return 0;
     }
-    r->update_features.updates = us;
-    r->update_features.n = (int32_t)w->n_feature_updates;
-    r->update_features.validate_only = w->has_validate_only && w->validate_only;
-    return 0;
 }
 
-static int dec_describe_topics(const Kq__DescribeTopicsRequest *w, kq_ctl_request *r, char *errbuf,
-                               size_t errlen)
+/* ElectLeaders: the wire's topics with partitions become the controller's targets. */
+static int dec_elect_leaders(kq_wire_arena *a, const ProtobufCMessage *body, kq_elect_leaders *r,
+                             char *errbuf, size_t errlen)
 {
-    if (w->n_topics > KQ_CTL_MAX_ITEMS)
-        return BAD("describe_topics asks for %zu topics (max %d)", w->n_topics, KQ_CTL_MAX_ITEMS);
-    for (size_t i = 0; i < w->n_topics; i++) {
-        int rc = dec_topic_name(w->topics[i], "describe_topics topic", i, errbuf, errlen);
+    elect_request w;
+    size_t total = 0, k = 0;
+    kq_elect_target *ts;
+    int rc = kq_wire_decode(&elect_m, body, &w, a, errbuf, errlen);
 
-        if (rc)
-            return rc;
-    }
-    r->describe_topics.names = (const char *const *)w->topics;
-    r->describe_topics.n = (int32_t)w->n_topics;
+    if (rc)
+        return rc;
+    r->election_type = w.election_type;
+    r->all_partitions = w.all_partitions;
+    if (w.all_partitions)
+        return w.n ? BAD("elect_leaders has all_partitions and a partition list") : 0;
+    for (int32_t i = 0; i < w.n; i++)
+        total += (size_t)w.topics[i].n;
+    if ((rc = check_total("elect_leaders", total, errbuf, errlen)))
+        return rc;
+    if (!total)
+        return BAD("elect_leaders names no partitions (and all_partitions is false)");
+    if (!(ts = kq_wire_alloc(a, total, sizeof *ts)))
+        return NOMEM();
+    for (int32_t i = 0; i < w.n; i++)
+        for (int32_t p = 0; p < w.topics[i].n; p++, k++) {
+            ts[k] = (kq_elect_target){w.topics[i].topic, w.topics[i].partitions[p]};
+            if (ts[k].partition < 0)
+                return BAD("elect_leaders topic '%s' partition %d is negative", ts[k].topic,
+                           ts[k].partition);
+        }
+    r->targets = ts;
+    r->n_targets = (int32_t)total;
     return 0;
 }
 
@@ -678,96 +442,29 @@ static int from_envelope(const kq_request *env, kq_ctl_request *out, req_priv *p
                          size_t errlen)
 {
     const Kq__Request *rq = env->priv_;
-    arena *a = &pv->a;
+    const kq_wire_msg *m = body_table(env->api_key);
+    const kq_api_info *api = kq_api_find(env->api_key);
+    ProtobufCMessage **slot;
+    int rc;
 
-    if (!kq_ctl_is_controller_api(env->api_key))
+    if (!m || !api)
         return BAD("api key %u is not a controller API", env->api_key);
     if (!rq)
         return BAD("request envelope was not decoded");
+    slot = body_slot(rq, env->api_key);
+    if (!slot || (int)rq->body_case != api->body_case || !*slot)
+        return BAD("request for api key %u has a missing or wrong body", env->api_key);
+    if (env->api_key == KQ_API_ELECT_LEADERS) {
+        memset(out, 0, sizeof *out);
+        rc = dec_elect_leaders(&pv->a, *slot, &out->elect_leaders, errbuf, errlen);
+    } else {
+        rc = kq_wire_decode(m, *slot, out, &pv->a, errbuf, errlen);
+    }
+    out->priv_ = pv;
     out->api_key = env->api_key;
     memcpy(out->cluster_id, env->cluster_id, sizeof out->cluster_id);
     out->sender_id = env->sender_id;
-    switch (env->api_key) {
-    case KQ_API_BROKER_REGISTRATION:
-        if (rq->body_case != KQ__REQUEST__BODY_BROKER_REGISTRATION)
-            break;
-        return dec_registration(a, rq->broker_registration, &out->broker_registration, errbuf,
-                                errlen);
-    case KQ_API_BROKER_HEARTBEAT: {
-        const Kq__BrokerHeartbeatRequest *w = rq->broker_heartbeat;
-
-        if (rq->body_case != KQ__REQUEST__BODY_BROKER_HEARTBEAT)
-            break;
-        if (w->broker_id < 0)
-            return BAD("broker_heartbeat broker_id %d is negative", w->broker_id);
-        if (w->broker_epoch < -1)
-            return BAD("broker_heartbeat broker_epoch %lld is invalid", (long long)w->broker_epoch);
-        if (w->current_metadata_offset < -1)
-            return BAD("broker_heartbeat current_metadata_offset %lld is invalid",
-                       (long long)w->current_metadata_offset);
-        out->broker_heartbeat.broker_id = w->broker_id;
-        out->broker_heartbeat.broker_epoch = w->broker_epoch;
-        out->broker_heartbeat.current_metadata_offset = w->current_metadata_offset;
-        out->broker_heartbeat.want_fence = w->want_fence;
-        out->broker_heartbeat.want_shutdown = w->want_shut_down;
-        return 0;
-    }
-    case KQ_API_UNREGISTER_BROKER:
-        if (rq->body_case != KQ__REQUEST__BODY_UNREGISTER_BROKER)
-            break;
-        if (rq->unregister_broker->broker_id < 0)
-            return BAD("unregister_broker broker_id %d is negative",
-                       rq->unregister_broker->broker_id);
-        out->unregister_broker_id = rq->unregister_broker->broker_id;
-        return 0;
-    case KQ_API_ALTER_PARTITION:
-        if (rq->body_case != KQ__REQUEST__BODY_ALTER_PARTITION)
-            break;
-        return dec_alter_partition(a, rq->alter_partition, &out->alter_partition, errbuf, errlen);
-    case KQ_API_CREATE_TOPICS:
-        if (rq->body_case != KQ__REQUEST__BODY_CREATE_TOPICS)
-            break;
-        return dec_create_topics(a, rq->create_topics, out, errbuf, errlen);
-    case KQ_API_DELETE_TOPICS:
-        if (rq->body_case != KQ__REQUEST__BODY_DELETE_TOPICS)
-            break;
-        return dec_delete_topics(a, rq->delete_topics, out, errbuf, errlen);
-    case KQ_API_CREATE_PARTITIONS:
-        if (rq->body_case != KQ__REQUEST__BODY_CREATE_PARTITIONS)
-            break;
-        return dec_create_partitions(a, rq->create_partitions, out, errbuf, errlen);
-    case KQ_API_ELECT_LEADERS:
-        if (rq->body_case != KQ__REQUEST__BODY_ELECT_LEADERS)
-            break;
-        return dec_elect_leaders(a, rq->elect_leaders, &out->elect_leaders, errbuf, errlen);
-    case KQ_API_INCREMENTAL_ALTER_CONFIGS:
-        if (rq->body_case != KQ__REQUEST__BODY_INCREMENTAL_ALTER_CONFIGS)
-            break;
-        return dec_alter_configs(a, rq->incremental_alter_configs, out, errbuf, errlen);
-    case KQ_API_DESCRIBE_CONFIGS:
-        if (rq->body_case != KQ__REQUEST__BODY_DESCRIBE_CONFIGS)
-            break;
-        return dec_describe_configs(a, rq->describe_configs, out, errbuf, errlen);
-    case KQ_API_UPDATE_FEATURES:
-        if (rq->body_case != KQ__REQUEST__BODY_UPDATE_FEATURES)
-            break;
-        return dec_update_features(a, rq->update_features, out, errbuf, errlen);
-    case KQ_API_DESCRIBE_FEATURES:
-        if (rq->body_case != KQ__REQUEST__BODY_DESCRIBE_FEATURES)
-            break;
-        return 0;
-    case KQ_API_DESCRIBE_CLUSTER:
-        if (rq->body_case != KQ__REQUEST__BODY_DESCRIBE_CLUSTER)
-            break;
-        return 0;
-    case KQ_API_DESCRIBE_TOPICS:
-        if (rq->body_case != KQ__REQUEST__BODY_DESCRIBE_TOPICS)
-            break;
-        return dec_describe_topics(rq->describe_topics, out, errbuf, errlen);
-    default:
-        break;
-    }
-    return BAD("request for api key %u has a missing or wrong body", env->api_key);
+    return rc ? rc : check_body(out, errbuf, errlen);
 }
 
 void kq_ctl_request_free(kq_ctl_request *r)
@@ -778,7 +475,7 @@ void kq_ctl_request_free(kq_ctl_request *r)
         return;
     pv = r->priv_;
     if (pv) {
-        arena_free(&pv->a);
+        kq_wire_arena_free(&pv->a);
         if (pv->own_env)
             kq_request_free(&pv->env);
         free(pv);
@@ -848,435 +545,77 @@ int kq_ctl_decode_request(const uint8_t *buf, size_t len, kq_ctl_request *out, c
 /* ---------------------------------------------------------------------------------------- */
 /* request encoding                                                                          */
 
-static Kq__CtlEndpoint **enc_endpoints(arena *a, const kq_rec_endpoint *e, int32_t n)
+/* The targets, grouped by topic as they come (the order the results index). */
+static int enc_elect_leaders(kq_wire_arena *a, const kq_elect_leaders *r, ProtobufCMessage **slot)
 {
-    Kq__CtlEndpoint *w = aalloc(a, (size_t)n, sizeof *w);
-    Kq__CtlEndpoint **pp = aalloc(a, (size_t)n, sizeof *pp);
+    elect_request w = {r->election_type, r->all_partitions, NULL, 0};
+    elect_topic *ts;
+    int32_t *ps;
+    int rc;
 
-    if (!w || !pp)
-        return NULL;
-    for (int32_t i = 0; i < n; i++) {
-        kq__ctl_endpoint__init(&w[i]);
-        w[i].name = e[i].name;
-        w[i].host = e[i].host;
-        w[i].port = e[i].port;
-        pp[i] = &w[i];
-    }
-    return pp;
-}
-
-static Kq__CtlReplicaAssignment **enc_assignments(arena *a, const kq_partition_assignment *as,
-                                                  int32_t n)
-{
-    Kq__CtlReplicaAssignment *w = aalloc(a, (size_t)n, sizeof *w);
-    Kq__CtlReplicaAssignment **pp = aalloc(a, (size_t)n, sizeof *pp);
-
-    if (!w || !pp)
-        return NULL;
-    for (int32_t i = 0; i < n; i++) {
-        kq__ctl_replica_assignment__init(&w[i]);
-        if (as[i].n_broker_ids < 0 || (as[i].n_broker_ids > 0 && !as[i].broker_ids))
-            return NULL;
-        w[i].partition_index = as[i].partition_index;
-        w[i].n_broker_ids = (size_t)as[i].n_broker_ids;
-        w[i].broker_ids = (int32_t *)as[i].broker_ids;
-        pp[i] = &w[i];
-    }
-    return pp;
-}
-
-/* Fill the body of rq from req; 0, KQ_ERR_INVALID_REQUEST or KQ_ERR_NOMEM. */
-static int enc_body(arena *a, const kq_ctl_request *req, Kq__Request *rq)
-{
-#define ALLOC(var, n) (var = aalloc(a, (size_t)(n), sizeof *(var)))
-#define CHECKN(n, p) ((n) < 0 || ((n) > 0 && !(p)))
-/* Put w into rq as the body of API NAME (oneof member `field`); 0. */
-#define SET_BODY(NAME, field) (rq->body_case = KQ__REQUEST__BODY_##NAME, rq->field = w, 0)
-    switch (req->api_key) {
-    case KQ_API_BROKER_REGISTRATION: {
-        const kq_broker_registration *r = &req->broker_registration;
-        Kq__BrokerRegistrationRequest *w;
-
-        if (CHECKN(r->n_endpoints, r->endpoints) || !ALLOC(w, 1))
-            return KQ_ERR_INVALID_REQUEST;
-        kq__broker_registration_request__init(w);
-        w->broker_id = r->broker_id;
-        w->cluster_id = (char *)(r->cluster_id ? r->cluster_id : "");
-        w->incarnation_id.data = (uint8_t *)r->incarnation_id;
-        w->incarnation_id.len = 16;
-        w->rack = (char *)r->rack;
-        w->n_endpoints = (size_t)r->n_endpoints;
-        if (r->n_endpoints && !(w->endpoints = enc_endpoints(a, r->endpoints, r->n_endpoints)))
-            return KQ_ERR_NOMEM;
-        return SET_BODY(BROKER_REGISTRATION, broker_registration);
-    }
-    case KQ_API_BROKER_HEARTBEAT: {
-        Kq__BrokerHeartbeatRequest *w;
-
-        if (!ALLOC(w, 1))
-            return KQ_ERR_NOMEM;
-        kq__broker_heartbeat_request__init(w);
-        w->broker_id = req->broker_heartbeat.broker_id;
-        w->broker_epoch = req->broker_heartbeat.broker_epoch;
-        w->current_metadata_offset = req->broker_heartbeat.current_metadata_offset;
-        w->want_fence = req->broker_heartbeat.want_fence;
-        w->want_shut_down = req->broker_heartbeat.want_shutdown;
-        return SET_BODY(BROKER_HEARTBEAT, broker_heartbeat);
-    }
-    case KQ_API_UNREGISTER_BROKER: {
-        Kq__UnregisterBrokerRequest *w;
-
-        if (!ALLOC(w, 1))
-            return KQ_ERR_NOMEM;
-        kq__unregister_broker_request__init(w);
-        w->broker_id = req->unregister_broker_id;
-        return SET_BODY(UNREGISTER_BROKER, unregister_broker);
-    }
-    case KQ_API_ALTER_PARTITION: {
-        const kq_alter_partition *r = &req->alter_partition;
-        Kq__AlterPartitionRequest *w;
-        Kq__AlterPartitionTopic *ts, **tp;
-
-        if (CHECKN(r->n_topics, r->topics))
-            return KQ_ERR_INVALID_REQUEST;
-        if (!ALLOC(w, 1) || !ALLOC(ts, r->n_topics) || !ALLOC(tp, r->n_topics))
-            return KQ_ERR_NOMEM;
-        kq__alter_partition_request__init(w);
-        w->version = r->version;
-        w->broker_id = r->broker_id;
-        w->broker_epoch = r->broker_epoch;
-        for (int32_t i = 0; i < r->n_topics; i++) {
-            const kq_ap_topic *t = &r->topics[i];
-            Kq__AlterPartitionPartition *ps, **pp;
-
-            if (CHECKN(t->n_partitions, t->partitions))
-                return KQ_ERR_INVALID_REQUEST;
-            if (!ALLOC(ps, t->n_partitions) || !ALLOC(pp, t->n_partitions))
-                return KQ_ERR_NOMEM;
-            kq__alter_partition_topic__init(&ts[i]);
-            if (r->version > 1) {
-                set_id(&ts[i].has_topic_id, &ts[i].topic_id, t->topic_id);
-            } else {
-                ts[i].topic_name = (char *)t->name;
-            }
-            for (int32_t k = 0; k < t->n_partitions; k++) {
-                const kq_ap_partition *p = &t->partitions[k];
-                Kq__AlterPartitionIsrMember *ms, **mp;
-
-                if (CHECKN(p->n_new_isr, p->new_isr))
-                    return KQ_ERR_INVALID_REQUEST;
-                if (!ALLOC(ms, p->n_new_isr) || !ALLOC(mp, p->n_new_isr))
-                    return KQ_ERR_NOMEM;
-                kq__alter_partition_partition__init(&ps[k]);
-                ps[k].partition_index = p->partition_index;
-                ps[k].leader_epoch = p->leader_epoch;
-                ps[k].partition_epoch = p->partition_epoch;
-                ps[k].leader_recovery_state = p->leader_recovery_state;
-                for (int32_t m = 0; m < p->n_new_isr; m++) {
-                    kq__alter_partition_isr_member__init(&ms[m]);
-                    ms[m].broker_id = p->new_isr[m].broker_id;
-                    ms[m].broker_epoch = p->new_isr[m].broker_epoch;
-                    mp[m] = &ms[m];
-                }
-                ps[k].n_new_isr = (size_t)p->n_new_isr;
-                ps[k].new_isr = mp;
-                pp[k] = &ps[k];
-            }
-            ts[i].n_partitions = (size_t)t->n_partitions;
-            ts[i].partitions = pp;
-            tp[i] = &ts[i];
-        }
-        w->n_topics = (size_t)r->n_topics;
-        w->topics = tp;
-        return SET_BODY(ALTER_PARTITION, alter_partition);
-    }
-    case KQ_API_CREATE_TOPICS: {
-        int32_t n = req->create_topics.n;
-        const kq_create_topic *r = req->create_topics.topics;
-        Kq__CreateTopicsRequest *w;
-        Kq__CreatableTopic *ts, **tp;
-
-        if (CHECKN(n, r))
-            return KQ_ERR_INVALID_REQUEST;
-        if (!ALLOC(w, 1) || !ALLOC(ts, n) || !ALLOC(tp, n))
-            return KQ_ERR_NOMEM;
-        kq__create_topics_request__init(w);
-        for (int32_t i = 0; i < n; i++) {
-            Kq__CtlConfig *cs, **cp;
-
-            if (CHECKN(r[i].n_configs, r[i].configs) ||
-                CHECKN(r[i].n_assignments, r[i].assignments))
-                return KQ_ERR_INVALID_REQUEST;
-            kq__creatable_topic__init(&ts[i]);
-            ts[i].name = (char *)(r[i].name ? r[i].name : "");
-            ts[i].num_partitions = r[i].num_partitions;
-            ts[i].replication_factor = r[i].replication_factor;
-            if (!kq_uuid_is_zero(r[i].topic_id))
-                set_id(&ts[i].has_topic_id, &ts[i].topic_id, r[i].topic_id);
-            ts[i].n_assignments = (size_t)r[i].n_assignments;
-            if (r[i].n_assignments &&
-                !(ts[i].assignments = enc_assignments(a, r[i].assignments, r[i].n_assignments)))
-                return KQ_ERR_INVALID_REQUEST;
-            if (!ALLOC(cs, r[i].n_configs) || !ALLOC(cp, r[i].n_configs))
-                return KQ_ERR_NOMEM;
-            for (int32_t k = 0; k < r[i].n_configs; k++) {
-                kq__ctl_config__init(&cs[k]);
-                cs[k].name = (char *)r[i].configs[k].name;
-                cs[k].value = (char *)r[i].configs[k].value;
-                cp[k] = &cs[k];
-            }
-            ts[i].n_configs = (size_t)r[i].n_configs;
-            ts[i].configs = cp;
-            tp[i] = &ts[i];
-        }
-        w->n_topics = (size_t)n;
-        w->topics = tp;
-        return SET_BODY(CREATE_TOPICS, create_topics);
-    }
-    case KQ_API_DELETE_TOPICS: {
-        int32_t n = req->delete_topics.n;
-        const kq_delete_topic *r = req->delete_topics.topics;
-        Kq__DeleteTopicsRequest *w;
-        Kq__DeleteTopicState *ts, **tp;
-
-        if (CHECKN(n, r))
-            return KQ_ERR_INVALID_REQUEST;
-        if (!ALLOC(w, 1) || !ALLOC(ts, n) || !ALLOC(tp, n))
-            return KQ_ERR_NOMEM;
-        kq__delete_topics_request__init(w);
-        for (int32_t i = 0; i < n; i++) {
-            kq__delete_topic_state__init(&ts[i]);
-            if (r[i].name) {
-                ts[i].name = (char *)r[i].name;
-            } else {
-                set_id(&ts[i].has_topic_id, &ts[i].topic_id, r[i].topic_id);
-            }
-            tp[i] = &ts[i];
-        }
-        w->n_topics = (size_t)n;
-        w->topics = tp;
-        return SET_BODY(DELETE_TOPICS, delete_topics);
-    }
-    case KQ_API_CREATE_PARTITIONS: {
-        int32_t n = req->create_partitions.n;
-        const kq_create_partitions *r = req->create_partitions.topics;
-        Kq__CreatePartitionsRequest *w;
-        Kq__CreatePartitionsTopic *ts, **tp;
-
-        if (CHECKN(n, r))
-            return KQ_ERR_INVALID_REQUEST;
-        if (!ALLOC(w, 1) || !ALLOC(ts, n) || !ALLOC(tp, n))
-            return KQ_ERR_NOMEM;
-        kq__create_partitions_request__init(w);
-        for (int32_t i = 0; i < n; i++) {
-            if (CHECKN(r[i].n_assignments, r[i].assignments))
-                return KQ_ERR_INVALID_REQUEST;
-            kq__create_partitions_topic__init(&ts[i]);
-            ts[i].name = (char *)(r[i].topic ? r[i].topic : "");
-            ts[i].count = r[i].count;
-            ts[i].n_assignments = (size_t)r[i].n_assignments;
-            if (r[i].n_assignments &&
-                !(ts[i].assignments = enc_assignments(a, r[i].assignments, r[i].n_assignments)))
-                return KQ_ERR_INVALID_REQUEST;
-            tp[i] = &ts[i];
-        }
-        w->n_topics = (size_t)n;
-        w->topics = tp;
-        return SET_BODY(CREATE_PARTITIONS, create_partitions);
-    }
-    case KQ_API_ELECT_LEADERS: {
-        const kq_elect_leaders *r = &req->elect_leaders;
-        Kq__ElectLeadersRequest *w;
-        Kq__ElectTopicPartitions *ts, **tp;
-        int32_t nt = 0;
-
-        if (!r->all_partitions && CHECKN(r->n_targets, r->targets))
-            return KQ_ERR_INVALID_REQUEST;
-        if (!ALLOC(w, 1))
-            return KQ_ERR_NOMEM;
-        kq__elect_leaders_request__init(w);
-        w->election_type = r->election_type;
-        w->all_partitions = r->all_partitions;
-        if (!r->all_partitions && r->n_targets > 0) {
-            int32_t *parts;
-
-            /* Group consecutive targets of the same topic (order is kept). */
-            if (!ALLOC(ts, r->n_targets) || !ALLOC(tp, r->n_targets) || !ALLOC(parts, r->n_targets))
-                return KQ_ERR_NOMEM;
-            for (int32_t i = 0; i < r->n_targets; i++) {
-                const char *topic = r->targets[i].topic ? r->targets[i].topic : "";
-
-                if (nt == 0 || strcmp(ts[nt - 1].topic, topic) != 0) {
-                    kq__elect_topic_partitions__init(&ts[nt]);
-                    ts[nt].topic = (char *)topic;
-                    ts[nt].partitions = &parts[i];
-                    tp[nt] = &ts[nt];
-                    nt++;
-                }
-                parts[i] = r->targets[i].partition;
-                ts[nt - 1].n_partitions++;
-            }
-            w->n_topic_partitions = (size_t)nt;
-            w->topic_partitions = tp;
-        }
-        return SET_BODY(ELECT_LEADERS, elect_leaders);
-    }
-    case KQ_API_INCREMENTAL_ALTER_CONFIGS: {
-        int32_t n = req->alter_configs.n;
-        const kq_alter_config_resource *r = req->alter_configs.resources;
-        Kq__IncrementalAlterConfigsRequest *w;
-        Kq__AlterConfigsResource *rs, **rp;
-
-        if (CHECKN(n, r))
-            return KQ_ERR_INVALID_REQUEST;
-        if (!ALLOC(w, 1) || !ALLOC(rs, n) || !ALLOC(rp, n))
-            return KQ_ERR_NOMEM;
-        kq__incremental_alter_configs_request__init(w);
-        for (int32_t i = 0; i < n; i++) {
-            Kq__AlterableConfig *cs, **cp;
-
-            if (CHECKN(r[i].n_ops, r[i].ops))
-                return KQ_ERR_INVALID_REQUEST;
-            if (!ALLOC(cs, r[i].n_ops) || !ALLOC(cp, r[i].n_ops))
-                return KQ_ERR_NOMEM;
-            kq__alter_configs_resource__init(&rs[i]);
-            rs[i].resource_type = r[i].resource_type;
-            rs[i].resource_name = (char *)(r[i].resource_name ? r[i].resource_name : "");
-            for (int32_t k = 0; k < r[i].n_ops; k++) {
-                kq__alterable_config__init(&cs[k]);
-                cs[k].name = (char *)r[i].ops[k].name;
-                cs[k].config_operation = r[i].ops[k].op;
-                cs[k].value = (char *)r[i].ops[k].value;
-                cp[k] = &cs[k];
-            }
-            rs[i].n_configs = (size_t)r[i].n_ops;
-            rs[i].configs = cp;
-            rp[i] = &rs[i];
-        }
-        w->n_resources = (size_t)n;
-        w->resources = rp;
-        return SET_BODY(INCREMENTAL_ALTER_CONFIGS, incremental_alter_configs);
-    }
-    case KQ_API_DESCRIBE_CONFIGS: {
-        int32_t n = req->describe_configs.n;
-        const kq_describe_config_resource *r = req->describe_configs.resources;
-        Kq__DescribeConfigsRequest *w;
-        Kq__DescribeConfigsResource *rs, **rp;
-
-        if (CHECKN(n, r))
-            return KQ_ERR_INVALID_REQUEST;
-        if (!ALLOC(w, 1) || !ALLOC(rs, n) || !ALLOC(rp, n))
-            return KQ_ERR_NOMEM;
-        kq__describe_configs_request__init(w);
-        for (int32_t i = 0; i < n; i++) {
-            if (CHECKN(r[i].n_keys, r[i].keys))
-                return KQ_ERR_INVALID_REQUEST;
-            kq__describe_configs_resource__init(&rs[i]);
-            rs[i].resource_type = r[i].resource_type;
-            rs[i].resource_name = (char *)(r[i].resource_name ? r[i].resource_name : "");
-            rs[i].n_configuration_keys = (size_t)r[i].n_keys;
-            rs[i].configuration_keys = (char **)r[i].keys;
-            rp[i] = &rs[i];
-        }
-        w->n_resources = (size_t)n;
-        w->resources = rp;
-        return SET_BODY(DESCRIBE_CONFIGS, describe_configs);
-    }
-    case KQ_API_UPDATE_FEATURES: {
-        int32_t n = req->update_features.n;
-        const kq_feature_update *r = req->update_features.updates;
-        Kq__UpdateFeaturesRequest *w;
-        Kq__FeatureUpdate *us, **up;
-
-        if (CHECKN(n, r))
-            return KQ_ERR_INVALID_REQUEST;
-        if (!ALLOC(w, 1) || !ALLOC(us, n) || !ALLOC(up, n))
-            return KQ_ERR_NOMEM;
-        kq__update_features_request__init(w);
-        for (int32_t i = 0; i < n; i++) {
-            kq__feature_update__init(&us[i]);
-            us[i].feature = (char *)(r[i].name ? r[i].name : "");
-            us[i].max_version_level = r[i].max_version_level;
-            us[i].upgrade_type = r[i].upgrade_type;
-            up[i] = &us[i];
-        }
-        w->n_feature_updates = (size_t)n;
-        w->feature_updates = up;
-        w->has_validate_only = 1;
-        w->validate_only = req->update_features.validate_only;
-        return SET_BODY(UPDATE_FEATURES, update_features);
-    }
-    case KQ_API_DESCRIBE_FEATURES: {
-        Kq__DescribeFeaturesRequest *w;
-
-        if (!ALLOC(w, 1))
-            return KQ_ERR_NOMEM;
-        kq__describe_features_request__init(w);
-        return SET_BODY(DESCRIBE_FEATURES, describe_features);
-    }
-    case KQ_API_DESCRIBE_CLUSTER: {
-        Kq__DescribeClusterRequest *w;
-
-        if (!ALLOC(w, 1))
-            return KQ_ERR_NOMEM;
-        kq__describe_cluster_request__init(w);
-        return SET_BODY(DESCRIBE_CLUSTER, describe_cluster);
-    }
-    case KQ_API_DESCRIBE_TOPICS: {
-        Kq__DescribeTopicsRequest *w;
-
-        if (CHECKN(req->describe_topics.n, req->describe_topics.names))
-            return KQ_ERR_INVALID_REQUEST;
-        if (!ALLOC(w, 1))
-            return KQ_ERR_NOMEM;
-        kq__describe_topics_request__init(w);
-        w->n_topics = (size_t)req->describe_topics.n;
-        w->topics = (char **)req->describe_topics.names;
-        return SET_BODY(DESCRIBE_TOPICS, describe_topics);
-    }
-    default:
+    if (r->n_targets < 0 || (r->n_targets > 0 && !r->targets))
         return KQ_ERR_INVALID_REQUEST;
+    ts = kq_wire_alloc(a, (size_t)r->n_targets, sizeof *ts);
+    ps = kq_wire_alloc(a, (size_t)r->n_targets, sizeof *ps);
+    if (!ts || !ps)
+        return KQ_ERR_NOMEM;
+    for (int32_t i = 0; i < r->n_targets; i++) {
+        const char *topic = r->targets[i].topic ? r->targets[i].topic : "";
+
+        if (!w.n || strcmp(ts[w.n - 1].topic, topic))
+            ts[w.n++] = (elect_topic){topic, ps + i, 0};
+        ps[i] = r->targets[i].partition;
+        ts[w.n - 1].n++;
     }
-#undef ALLOC
-#undef CHECKN
-#undef SET_BODY
+    w.topics = ts;
+    *slot = kq_wire_encode_new(&elect_m, &w, a, &rc);
+    return rc;
 }
 
 int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ctl_request *req,
                           kq_buf *out)
 {
     Kq__Request rq = KQ__REQUEST__INIT;
-    arena a = {0};
+    kq_wire_arena a = {0};
+    const kq_wire_msg *m;
+    const kq_api_info *api;
+    ProtobufCMessage **slot;
     int rc;
 
     if (!out)
         return KQ_ERR_INVALID_REQUEST;
     out->data = NULL;
     out->len = 0;
-    if (!req || blen(cluster_id, KQ_CODEC_MAX_CLUSTER_ID) > KQ_CODEC_MAX_CLUSTER_ID)
+    if (!req || blen(cluster_id, KQ_CODEC_MAX_CLUSTER_ID) > KQ_CODEC_MAX_CLUSTER_ID ||
+        !(m = body_table(req->api_key)) || !(api = kq_api_find(req->api_key)) ||
+        !(slot = body_slot(&rq, req->api_key)))
         return KQ_ERR_INVALID_REQUEST;
     rq.api_key = req->api_key;
     rq.api_version = 0;
     rq.cluster_id = (char *)(cluster_id ? cluster_id : "");
     rq.sender_id = sender_id;
-    rc = enc_body(&a, req, &rq);
+    rq.body_case = (Kq__Request__BodyCase)api->body_case;
+    if (req->api_key == KQ_API_ELECT_LEADERS)
+        rc = enc_elect_leaders(&a, &req->elect_leaders, slot);
+    else
+        *slot = kq_wire_encode_new(m, req, &a, &rc);
     if (!rc)
-        rc = pack(&rq.base, out);
-    arena_free(&a);
+        rc = kq_wire_pack(&rq.base, out);
+    kq_wire_arena_free(&a);
     return rc;
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* responses from results                                                                    */
 
-static int finish_response(arena *a, Kq__Response *rs, uint32_t api_key, kq_buf *out)
+static int finish_response(kq_wire_arena *a, Kq__Response *rs, uint32_t api_key, kq_buf *out)
 {
     int rc;
 
     rs->api_key = api_key;
     rs->error_code = 0;
-    rc = pack(&rs->base, out);
-    arena_free(a);
+    rc = kq_wire_pack(&rs->base, out);
+    kq_wire_arena_free(a);
     return rc;
 }
 
@@ -1302,31 +641,33 @@ static int error_response(uint32_t api_key, int error, const char *message, kq_b
 }
 
 /* True if x, y and z were all allocated; otherwise frees the arena. */
-static bool all_allocated(arena *a, const void *x, const void *y, const void *z)
+static bool all_allocated(kq_wire_arena *a, const void *x, const void *y, const void *z)
 {
     if (x && y && z)
         return true;
-    arena_free(a);
+    kq_wire_arena_free(a);
     return false;
 }
 
 /* Per-item result lists: n result structs, n pointers to them and n message buffers, all in
  * arena a. False (and a freed) if out of memory. */
 #define ALLOC_RESULTS(a, n, ts, tp, msgs)                                                          \
-    ((ts) = aalloc((a), (size_t)(n), sizeof *(ts)), (tp) = aalloc((a), (size_t)(n), sizeof *(tp)), \
-     (msgs) = aalloc((a), (size_t)(n), MAX_MESSAGE + 1), all_allocated((a), (ts), (tp), (msgs)))
+    ((ts) = kq_wire_alloc((a), (size_t)(n), sizeof *(ts)),                                         \
+     (tp) = kq_wire_alloc((a), (size_t)(n), sizeof *(tp)),                                         \
+     (msgs) = kq_wire_alloc((a), (size_t)(n), MAX_MESSAGE + 1),                                    \
+     all_allocated((a), (ts), (tp), (msgs)))
 
 /* Item i's message, clipped into its slot of msgs (arena-owned). */
 static char *item_message(char *msgs, int32_t i, const char *message)
 {
-    return clip(message, msgs + (size_t)i * (MAX_MESSAGE + 1));
+    return kq_wire_clip(message, msgs + (size_t)i * (MAX_MESSAGE + 1), MAX_MESSAGE);
 }
 
 int kq_ctl_encode_broker_registration_response(const kq_registration_result *res, kq_buf *out)
 {
     Kq__Response rs = KQ__RESPONSE__INIT;
     Kq__BrokerRegistrationResponse body = KQ__BROKER_REGISTRATION_RESPONSE__INIT;
-    arena a = {0};
+    kq_wire_arena a = {0};
 
     if (start(out) || !res)
         return KQ_ERR_INVALID_REQUEST;
@@ -1340,7 +681,7 @@ int kq_ctl_encode_broker_heartbeat_response(const kq_heartbeat_result *res, kq_b
 {
     Kq__Response rs = KQ__RESPONSE__INIT;
     Kq__BrokerHeartbeatResponse body = KQ__BROKER_HEARTBEAT_RESPONSE__INIT;
-    arena a = {0};
+    kq_wire_arena a = {0};
 
     if (start(out) || !res)
         return KQ_ERR_INVALID_REQUEST;
@@ -1358,7 +699,7 @@ int kq_ctl_encode_unregister_broker_response(int error, const char *message, kq_
 {
     Kq__Response rs = KQ__RESPONSE__INIT;
     Kq__UnregisterBrokerResponse body = KQ__UNREGISTER_BROKER_RESPONSE__INIT;
-    arena a = {0};
+    kq_wire_arena a = {0};
 
     if (start(out))
         return KQ_ERR_INVALID_REQUEST;
@@ -1373,7 +714,7 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
     Kq__Response rs = KQ__RESPONSE__INIT;
     Kq__AlterPartitionResponse body = KQ__ALTER_PARTITION_RESPONSE__INIT;
     Kq__AlterPartitionTopicResult *ts, **tp;
-    arena a = {0};
+    kq_wire_arena a = {0};
     int32_t k = 0, total = 0;
 
     if (start(out) || !req || !res || req->n_topics < 0 || (req->n_topics && !req->topics))
@@ -1384,14 +725,16 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
         total += req->topics[i].n_partitions;
     if (total != res->n_results || (total > 0 && !res->results))
         return KQ_ERR_INVALID_REQUEST;
-    ts = aalloc(&a, (size_t)req->n_topics, sizeof *ts);
-    tp = aalloc(&a, (size_t)req->n_topics, sizeof *tp);
+    ts = kq_wire_alloc(&a, (size_t)req->n_topics, sizeof *ts);
+    tp = kq_wire_alloc(&a, (size_t)req->n_topics, sizeof *tp);
     if (!ts || !tp)
         goto nomem;
     for (int32_t i = 0; i < req->n_topics; i++) {
         const kq_ap_topic *t = &req->topics[i];
-        Kq__AlterPartitionPartitionResult *ps = aalloc(&a, (size_t)t->n_partitions, sizeof *ps);
-        Kq__AlterPartitionPartitionResult **pp = aalloc(&a, (size_t)t->n_partitions, sizeof *pp);
+        Kq__AlterPartitionPartitionResult *ps =
+            kq_wire_alloc(&a, (size_t)t->n_partitions, sizeof *ps);
+        Kq__AlterPartitionPartitionResult **pp =
+            kq_wire_alloc(&a, (size_t)t->n_partitions, sizeof *pp);
 
         if (!ps || !pp)
             goto nomem;
@@ -1425,7 +768,7 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
     body.topics = tp;
     return FINISH(ALTER_PARTITION, alter_partition);
 nomem:
-    arena_free(&a);
+    kq_wire_arena_free(&a);
     return KQ_ERR_NOMEM;
 }
 
@@ -1436,7 +779,7 @@ int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
     Kq__CreateTopicsResponse body = KQ__CREATE_TOPICS_RESPONSE__INIT;
     Kq__CreatableTopicResult *ts, **tp;
     char *msgs;
-    arena a = {0};
+    kq_wire_arena a = {0};
 
     if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
         return KQ_ERR_INVALID_REQUEST;
@@ -1467,7 +810,7 @@ int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_s
     Kq__DeleteTopicsResponse body = KQ__DELETE_TOPICS_RESPONSE__INIT;
     Kq__DeletableTopicResult *ts, **tp;
     char *msgs;
-    arena a = {0};
+    kq_wire_arena a = {0};
 
     if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
         return KQ_ERR_INVALID_REQUEST;
@@ -1497,7 +840,7 @@ int kq_ctl_encode_create_partitions_response(const kq_create_partitions *reqs,
     Kq__CreatePartitionsResponse body = KQ__CREATE_PARTITIONS_RESPONSE__INIT;
     Kq__CtlResourceResult *ts, **tp;
     char *msgs;
-    arena a = {0};
+    kq_wire_arena a = {0};
 
     if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
         return KQ_ERR_INVALID_REQUEST;
@@ -1522,17 +865,17 @@ int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_lea
     Kq__ElectLeadersResponse body = KQ__ELECT_LEADERS_RESPONSE__INIT;
     Kq__ElectTopicResult *ts, **tp;
     Kq__ElectPartitionResult *ps, **pp;
-    arena a = {0};
+    kq_wire_arena a = {0};
     size_t nt = 0;
 
     if (start(out) || !req || n_res < 0 || (n_res > 0 && !res))
         return KQ_ERR_INVALID_REQUEST;
-    ts = aalloc(&a, (size_t)n_res, sizeof *ts);
-    tp = aalloc(&a, (size_t)n_res, sizeof *tp);
-    ps = aalloc(&a, (size_t)n_res, sizeof *ps);
-    pp = aalloc(&a, (size_t)n_res, sizeof *pp);
+    ts = kq_wire_alloc(&a, (size_t)n_res, sizeof *ts);
+    tp = kq_wire_alloc(&a, (size_t)n_res, sizeof *tp);
+    ps = kq_wire_alloc(&a, (size_t)n_res, sizeof *ps);
+    pp = kq_wire_alloc(&a, (size_t)n_res, sizeof *pp);
     if (!ts || !tp || !ps || !pp) {
-        arena_free(&a);
+        kq_wire_arena_free(&a);
         return KQ_ERR_NOMEM;
     }
     /* One topic entry per run of results for the same topic; partitions share pp. */
@@ -1542,7 +885,7 @@ int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_lea
 
         if (r->index >= 0) {
             if (r->index >= req->n_targets || !req->targets) {
-                arena_free(&a);
+                kq_wire_arena_free(&a);
                 return KQ_ERR_INVALID_REQUEST;
             }
             name = req->targets[r->index].topic;
@@ -1581,7 +924,7 @@ int kq_ctl_encode_alter_configs_response(const kq_alter_config_resource *reqs,
     Kq__IncrementalAlterConfigsResponse body = KQ__INCREMENTAL_ALTER_CONFIGS_RESPONSE__INIT;
     Kq__AlterConfigsResourceResult *ts, **tp;
     char *msgs;
-    arena a = {0};
+    kq_wire_arena a = {0};
 
     if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
         return KQ_ERR_INVALID_REQUEST;
@@ -1607,7 +950,7 @@ int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
     Kq__UpdateFeaturesResponse body = KQ__UPDATE_FEATURES_RESPONSE__INIT;
     Kq__UpdatableFeatureResult *ts, **tp;
     char *msgs;
-    arena a = {0};
+    kq_wire_arena a = {0};
 
     if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
         return KQ_ERR_INVALID_REQUEST;
@@ -1628,6 +971,17 @@ int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
 /* ---------------------------------------------------------------------------------------- */
 /* describe responses from the image                                                         */
 
+static const kq_wire_field cluster_broker_f[] = {
+    KQ_W_INT(kq_broker, id, "broker_id", I32),
+    KQ_W_INT(kq_broker, epoch, "broker_epoch", I64),
+    KQ_W_BOOL(kq_broker, fenced, "fenced"),
+    KQ_W_BOOL(kq_broker, in_controlled_shutdown, "in_controlled_shutdown"),
+    KQ_W_STR(kq_broker, rack, "rack", 0, KQ_REC_MAX_NAME),
+    KQ_W_MSGS(kq_broker, endpoints, n_endpoints, "endpoints", 0, KQ_REC_MAX_ENDPOINTS, &endpoint_m),
+};
+static const kq_wire_msg cluster_broker_m =
+    KQ_W_TABLE(kq_broker, kq__describe_cluster_broker__descriptor, cluster_broker_f);
+
 int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
                                    int32_t controller_id, kq_buf *out)
 {
@@ -1635,30 +989,20 @@ int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
     Kq__DescribeClusterResponse body = KQ__DESCRIBE_CLUSTER_RESPONSE__INIT;
     Kq__DescribeClusterBroker *bs, **bp;
     const kq_broker *b;
-    arena a = {0};
+    kq_wire_arena a = {0};
     size_t n = 0, i = 0;
 
     if (start(out) || !img || blen(cluster_id, KQ_CODEC_MAX_CLUSTER_ID) > KQ_CODEC_MAX_CLUSTER_ID)
         return KQ_ERR_INVALID_REQUEST;
     for (b = kq_image_broker_next(img, NULL); b; b = kq_image_broker_next(img, b))
         n++;
-    bs = aalloc(&a, n, sizeof *bs);
-    bp = aalloc(&a, n, sizeof *bp);
+    bs = kq_wire_alloc(&a, n, sizeof *bs);
+    bp = kq_wire_alloc(&a, n, sizeof *bp);
     if (!bs || !bp)
         goto nomem;
     for (b = kq_image_broker_next(img, NULL); b && i < n; b = kq_image_broker_next(img, b), i++) {
-        kq__describe_cluster_broker__init(&bs[i]);
-        bs[i].broker_id = b->id;
-        bs[i].broker_epoch = b->epoch;
-        bs[i].fenced = b->fenced;
-        bs[i].in_controlled_shutdown = b->in_controlled_shutdown;
-        bs[i].rack = b->rack;
-        if (b->n_endpoints > 0) {
-            bs[i].endpoints = enc_endpoints(&a, b->endpoints, b->n_endpoints);
-            if (!bs[i].endpoints)
-                goto nomem;
-            bs[i].n_endpoints = (size_t)b->n_endpoints;
-        }
+        if (kq_wire_encode(&cluster_broker_m, b, &bs[i].base, &a))
+            goto nomem;
         bp[i] = &bs[i];
     }
     body.cluster_id = (char *)(cluster_id ? cluster_id : "");
@@ -1667,7 +1011,7 @@ int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
     body.brokers = bp;
     return FINISH(DESCRIBE_CLUSTER, describe_cluster);
 nomem:
-    arena_free(&a);
+    kq_wire_arena_free(&a);
     return KQ_ERR_NOMEM;
 }
 
@@ -1683,7 +1027,7 @@ static int cmp_named(const void *x, const void *y)
 
 /* Collected configs of one resource (strings borrowed from the image or the caller). */
 typedef struct cfg_list {
-    arena *a;
+    kq_wire_arena *a;
     Kq__CtlConfig *v;
     size_t n, cap;
     bool nomem;
@@ -1698,7 +1042,7 @@ static int collect_cfg(void *arg, int type, const char *resource, const char *na
     (void)resource;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 8;
-        Kq__CtlConfig *nv = aalloc(l->a, cap, sizeof *nv);
+        Kq__CtlConfig *nv = kq_wire_alloc(l->a, cap, sizeof *nv);
 
         if (!nv) {
             l->nomem = true;
@@ -1716,11 +1060,11 @@ static int collect_cfg(void *arg, int type, const char *resource, const char *na
     return 0;
 }
 
-static int fill_topic(arena *a, const kq_image *img, const kq_topic *t, int32_t default_min_isr,
-                      Kq__DescribeTopicsTopic *w)
+static int fill_topic(kq_wire_arena *a, const kq_image *img, const kq_topic *t,
+                      int32_t default_min_isr, Kq__DescribeTopicsTopic *w)
 {
-    Kq__DescribeTopicsPartition *ps = aalloc(a, (size_t)t->n_partitions, sizeof *ps);
-    Kq__DescribeTopicsPartition **pp = aalloc(a, (size_t)t->n_partitions, sizeof *pp);
+    Kq__DescribeTopicsPartition *ps = kq_wire_alloc(a, (size_t)t->n_partitions, sizeof *ps);
+    Kq__DescribeTopicsPartition **pp = kq_wire_alloc(a, (size_t)t->n_partitions, sizeof *pp);
     cfg_list cl = {.a = a};
 
     if (!ps || !pp)
@@ -1751,7 +1095,7 @@ static int fill_topic(arena *a, const kq_image *img, const kq_topic *t, int32_t 
     if (cl.nomem)
         return KQ_ERR_NOMEM;
     if (cl.n) {
-        Kq__CtlConfig **cp = aalloc(a, cl.n, sizeof *cp);
+        Kq__CtlConfig **cp = kq_wire_alloc(a, cl.n, sizeof *cp);
 
         if (!cp)
             return KQ_ERR_NOMEM;
@@ -1773,7 +1117,7 @@ int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names,
     Kq__DescribeTopicsTopic *ts, **tp;
     named_topic *list;
     const kq_topic *t;
-    arena a = {0};
+    kq_wire_arena a = {0};
     size_t cnt = 0, k = 0;
 
     if (start(out) || !img || n < 0 || (n > 0 && !names))
@@ -1784,15 +1128,15 @@ int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names,
         for (t = kq_image_topic_next(img, NULL); t; t = kq_image_topic_next(img, t))
             cnt++;
     }
-    list = aalloc(&a, cnt, sizeof *list);
-    ts = aalloc(&a, cnt, sizeof *ts);
-    tp = aalloc(&a, cnt, sizeof *tp);
+    list = kq_wire_alloc(&a, cnt, sizeof *list);
+    ts = kq_wire_alloc(&a, cnt, sizeof *ts);
+    tp = kq_wire_alloc(&a, cnt, sizeof *tp);
     if (!list || !ts || !tp)
         goto nomem;
     if (n > 0) {
         for (int32_t i = 0; i < n; i++) {
             if (!names[i]) {
-                arena_free(&a);
+                kq_wire_arena_free(&a);
                 return KQ_ERR_INVALID_REQUEST;
             }
             list[i].name = names[i];
@@ -1823,13 +1167,13 @@ int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names,
     body.topics = tp;
     return FINISH(DESCRIBE_TOPICS, describe_topics);
 nomem:
-    arena_free(&a);
+    kq_wire_arena_free(&a);
     return KQ_ERR_NOMEM;
 }
 
 /* Entries of one DescribeConfigs result being built. */
 typedef struct entry_list {
-    arena *a;
+    kq_wire_arena *a;
     Kq__DescribeConfigsEntry *v;
     size_t n, cap;
     const kq_describe_config_resource *req; /* key filter */
@@ -1856,7 +1200,7 @@ static int add_entry(entry_list *l, const char *name, const char *value, int sou
         return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 8;
-        Kq__DescribeConfigsEntry *nv = aalloc(l->a, cap, sizeof *nv);
+        Kq__DescribeConfigsEntry *nv = kq_wire_alloc(l->a, cap, sizeof *nv);
 
         if (!nv) {
             l->nomem = true;
@@ -1909,13 +1253,13 @@ int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config
     Kq__Response rs = KQ__RESPONSE__INIT;
     Kq__DescribeConfigsResponse body = KQ__DESCRIBE_CONFIGS_RESPONSE__INIT;
     Kq__DescribeConfigsResult *ts, **tp;
-    arena a = {0};
+    kq_wire_arena a = {0};
 
     if (start(out) || !img || n < 0 || (n > 0 && !reqs) || n_static < 0 ||
         (n_static > 0 && !static_defaults))
         return KQ_ERR_INVALID_REQUEST;
-    ts = aalloc(&a, (size_t)n, sizeof *ts);
-    tp = aalloc(&a, (size_t)n, sizeof *tp);
+    ts = kq_wire_alloc(&a, (size_t)n, sizeof *ts);
+    tp = kq_wire_alloc(&a, (size_t)n, sizeof *tp);
     if (!ts || !tp)
         goto nomem;
     for (int32_t i = 0; i < n; i++) {
@@ -1959,7 +1303,7 @@ int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config
         if (el.nomem)
             goto nomem;
         if (el.n) {
-            Kq__DescribeConfigsEntry **ep = aalloc(&a, el.n, sizeof *ep);
+            Kq__DescribeConfigsEntry **ep = kq_wire_alloc(&a, el.n, sizeof *ep);
 
             if (!ep)
                 goto nomem;
@@ -1974,12 +1318,12 @@ int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config
     body.results = tp;
     return FINISH(DESCRIBE_CONFIGS, describe_configs);
 nomem:
-    arena_free(&a);
+    kq_wire_arena_free(&a);
     return KQ_ERR_NOMEM;
 }
 
 typedef struct feat_list {
-    arena *a;
+    kq_wire_arena *a;
     Kq__FeatureDescription *v;
     size_t n, cap;
     bool nomem;
@@ -1997,7 +1341,7 @@ static Kq__FeatureDescription *feat_add(feat_list *l, const char *name)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 8;
-        Kq__FeatureDescription *nv = aalloc(l->a, cap, sizeof *nv);
+        Kq__FeatureDescription *nv = kq_wire_alloc(l->a, cap, sizeof *nv);
 
         if (!nv) {
             l->nomem = true;
@@ -2036,7 +1380,7 @@ int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_ra
     Kq__Response rs = KQ__RESPONSE__INIT;
     Kq__DescribeFeaturesResponse body = KQ__DESCRIBE_FEATURES_RESPONSE__INIT;
     Kq__FeatureDescription **fp;
-    arena a = {0};
+    kq_wire_arena a = {0};
     feat_list fl = {.a = &a};
 
     if (start(out) || !img || n < 0 || (n > 0 && !supported))
@@ -2045,7 +1389,7 @@ int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_ra
         Kq__FeatureDescription *f;
 
         if (!supported[i].name || !supported[i].name[0]) {
-            arena_free(&a);
+            kq_wire_arena_free(&a);
             return KQ_ERR_INVALID_REQUEST;
         }
         f = feat_find(&fl, supported[i].name);
@@ -2057,7 +1401,7 @@ int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_ra
     kq_image_foreach_feature(img, feat_cb, &fl);
     if (fl.nomem)
         goto nomem;
-    fp = aalloc(&a, fl.n, sizeof *fp);
+    fp = kq_wire_alloc(&a, fl.n, sizeof *fp);
     if (!fp)
         goto nomem;
     if (fl.n)
@@ -2069,7 +1413,7 @@ int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_ra
     body.features = fp;
     return FINISH(DESCRIBE_FEATURES, describe_features);
 nomem:
-    arena_free(&a);
+    kq_wire_arena_free(&a);
     return KQ_ERR_NOMEM;
 }
 
@@ -2082,16 +1426,16 @@ static const Kq__Response *body_of(const kq_response *env, uint32_t api_key, int
     const Kq__Response *rs;
 
     if (!env || !env->priv_) {
-        bad(errbuf, errlen, "%s: no decoded response", what);
+        BAD("%s: no decoded response", what);
         return NULL;
     }
     rs = env->priv_;
     if (env->api_key != api_key) {
-        bad(errbuf, errlen, "%s: response is for api key %u", what, env->api_key);
+        BAD("%s: response is for api key %u", what, env->api_key);
         return NULL;
     }
     if ((int)rs->body_case != body_case) {
-        bad(errbuf, errlen, "%s response has no %s body", what, what);
+        BAD("%s response has no %s body", what, what);
         return NULL;
     }
     return rs;

@@ -164,9 +164,10 @@ static int pack(const kq_record *r, kq_buf *b, bool prefixed, char *errbuf, size
         return fail(KQ_ERR_INVALID_REQUEST, errbuf, errlen, "record type %d is unknown",
                     (int)r->type);
     kq__record__init(&rec);
-    if (!(body = kq_wire_encode_new(m, &r->register_broker, &a))) {
+    if (!(body = kq_wire_encode_new(m, &r->register_broker, &a, &rc))) {
         kq_wire_arena_free(&a);
-        return fail(KQ_ERR_NOMEM, errbuf, errlen, "out of memory encoding a %s record",
+        return fail(rc, errbuf, errlen, "%s encoding a %s record",
+                    rc == KQ_ERR_NOMEM ? "out of memory" : "a list without its array",
                     kq_rec_type_name(r->type));
     }
     rec.body_case = (Kq__Record__BodyCase)r->type;

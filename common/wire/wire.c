@@ -229,6 +229,30 @@ static void *dkeep(dec *d, const void *p, size_t n, bool nul)
 static int decode_msg(dec *d, const kq_wire_msg *m, const ProtobufCMessage *pb, void *c,
                       const char *path);
 
+/* Repeated strings: each checked; the pointer array is borrowed (arena) or copied with every
+ * string (no arena). */
+static int decode_strs(dec *d, const kq_wire_field *f, char *const *v, size_t n, void *dst,
+                       int32_t *count, const char *path)
+{
+    char **out = d->a ? (char **)v : calloc(n, sizeof *out);
+
+    if (!out)
+        return NOMEM();
+    *(char ***)dst = out;
+    *count = (int32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strnlen(v[i], (size_t)f->elem_max + 1);
+
+        if (len > (size_t)f->elem_max)
+            return BAD("%s[%zu] is longer than %lld bytes", path, i, (long long)f->elem_max);
+        if (!len && (f->flags & KQ_WF_NONEMPTY))
+            return BAD("%s[%zu] is empty", path, i);
+        if (!d->a && !(out[i] = dkeep(d, v[i], len, true)))
+            return NOMEM();
+    }
+    return 0;
+}
+
 static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDescriptor *fd,
                         const ProtobufCMessage *pb, void *c, const char *path)
 {
@@ -285,16 +309,19 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
         return 0;
     }
     case KQ_WK_IDS:
+    case KQ_WK_STRS:
     case KQ_WK_MSGS: {
         size_t n = *(const size_t *)CAT(pb, fd->quantifier_offset);
         void *arr;
 
         if (n > (uint64_t)f->max)
             return BAD("%s has %zu entries (max %lld)", path, n, (long long)f->max);
-        if (!n && (f->flags & KQ_WF_NONEMPTY))
+        if (!n && (f->flags & KQ_WF_NONEMPTY) && f->kind != KQ_WK_STRS)
             return BAD("%s has no entries", path);
         if (!n)
             return 0;
+        if (f->kind == KQ_WK_STRS)
+            return decode_strs(d, f, *(char *const *const *)src, n, dst, AT(c, f->aux), path);
         arr = f->kind == KQ_WK_IDS ? dkeep(d, *(void *const *)src, n * sizeof(int32_t), false)
                                    : dalloc(d, n, f->sub->size);
         if (!arr)
@@ -390,20 +417,30 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
             pb_set_present(fd, pb);
         return 0;
     case KQ_WK_IDS:
-        *(size_t *)AT(pb, fd->quantifier_offset) = (size_t) * (const int32_t *)CAT(c, f->aux);
+    case KQ_WK_STRS: {
+        int32_t n = *(const int32_t *)CAT(c, f->aux);
+
+        if (n < 0 || (n > 0 && !*(const void *const *)src))
+            return KQ_ERR_INVALID_REQUEST;
+        *(size_t *)AT(pb, fd->quantifier_offset) = (size_t)n;
         *(const void **)dst = *(const void *const *)src;
         return 0;
+    }
     case KQ_WK_MSG:
         if ((f->flags & KQ_WF_HAS) && !*(const bool *)CAT(c, f->aux))
             return 0;
-        return (*(ProtobufCMessage **)dst = kq_wire_encode_new(f->sub, src, a)) ? 0 : KQ_ERR_NOMEM;
+        if (!(*(ProtobufCMessage **)dst = kq_wire_alloc(a, 1, f->sub->desc->sizeof_message)))
+            return KQ_ERR_NOMEM;
+        return kq_wire_encode(f->sub, src, *(ProtobufCMessage **)dst, a);
     case KQ_WK_MSGS: {
         int32_t n = *(const int32_t *)CAT(c, f->aux);
         const ProtobufCMessageDescriptor *sd = f->sub->desc;
         ProtobufCMessage **ptrs;
         char *msgs;
 
-        if (n <= 0)
+        if (n < 0 || (n > 0 && !*(const void *const *)src))
+            return KQ_ERR_INVALID_REQUEST;
+        if (!n)
             return 0;
         ptrs = kq_wire_alloc(a, (size_t)n, sizeof *ptrs);
         msgs = kq_wire_alloc(a, (size_t)n, sd->sizeof_message);
@@ -441,9 +478,10 @@ int kq_wire_encode(const kq_wire_msg *m, const void *c, ProtobufCMessage *pb, kq
     return 0;
 }
 
-ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wire_arena *a)
+ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wire_arena *a, int *rc)
 {
     ProtobufCMessage *pb = kq_wire_alloc(a, 1, m->desc->sizeof_message);
 
-    return pb && !kq_wire_encode(m, c, pb, a) ? pb : NULL;
+    *rc = pb ? kq_wire_encode(m, c, pb, a) : KQ_ERR_NOMEM;
+    return *rc ? NULL : pb;
 }

@@ -53,11 +53,12 @@ typedef enum kq_wire_kind {
     KQ_WK_UUID,  /* uint8_t[16] <- bytes of exactly 16 (all zero: an absent optional one) */
     KQ_WK_BYTES, /* uint8_t * at off, size_t length at aux <- bytes */
     KQ_WK_IDS,   /* int32_t * at off, int32_t count at aux <- repeated 32-bit integers */
+    KQ_WK_STRS,  /* const char ** at off, int32_t count at aux <- repeated string */
     KQ_WK_MSG,   /* C struct at off <- singular message; a bool at aux says present (KQ_WF_HAS) */
     KQ_WK_MSGS,  /* C array at off, int32_t count at aux <- repeated message */
 } kq_wire_kind;
 
-#define KQ_WF_NONEMPTY 1u /* strings: not ""; lists: at least one entry */
+#define KQ_WF_NONEMPTY 1u /* strings (each of KQ_WK_STRS): not ""; other lists: an entry */
 #define KQ_WF_NONZERO 2u  /* uuid: present and not all zero */
 #define KQ_WF_HAS 4u      /* aux is the offset of a bool: true when the optional field is present */
 #define KQ_WF_ABSENT 8u   /* optional scalar: absent means `absent` (and that value is not sent) */
@@ -71,6 +72,7 @@ typedef struct kq_wire_field {
     size_t off, aux;  /* offsets in the C struct */
     int64_t min, max; /* scalars: inclusive range; strings, bytes: max length; lists: max count */
     int64_t absent;   /* KQ_WF_ABSENT: the C value of an absent optional scalar */
+    int64_t elem_max; /* KQ_WK_STRS: max length of each string */
     const kq_wire_msg *sub; /* KQ_WK_MSG, KQ_WK_MSGS: the element's table */
 } kq_wire_field;
 
@@ -81,48 +83,59 @@ struct kq_wire_msg {
     size_t n_fields;
 };
 
-/* Table rows. T is the C struct, f its member, pb the .proto field name. */
-/* KQ_W_INT(T, f, pb, kind, lo, hi) and KQ_W_OPT(T, f, pb, kind, lo, hi, absent); "kind, lo, hi"
- * may come from one macro (e.g. KQ_W_I32 for the whole int32_t range). */
+/* Table rows. T is the C struct, f its member, pb the .proto field name.
+ * KQ_W_INT(T, f, pb, kind, lo, hi) and KQ_W_OPT(T, f, pb, kind, lo, hi, absent); "kind, lo, hi"
+ * may come from one macro (KQ_W_I32, KQ_W_I64: the type's whole range). */
 #define KQ_W_INT(...) KQ_W_INT_(__VA_ARGS__)
-#define KQ_W_INT_(T, f, pb, kind, lo, hi)                                                          \
+#define KQ_W_INT_(T, f, pb, k, lo, hi)                                                             \
     {                                                                                              \
-        pb, kind, 0, offsetof(T, f), 0, lo, hi, 0, NULL                                            \
+        .name = pb, .kind = k, .off = offsetof(T, f), .min = lo, .max = hi                         \
     }
 #define KQ_W_OPT(...) KQ_W_OPT_(__VA_ARGS__)
-#define KQ_W_OPT_(T, f, pb, kind, lo, hi, dflt)                                                    \
+#define KQ_W_OPT_(T, f, pb, k, lo, hi, dflt)                                                       \
     {                                                                                              \
-        pb, kind, KQ_WF_ABSENT, offsetof(T, f), 0, lo, hi, dflt, NULL                              \
+        .name = pb, .kind = k, .flags = KQ_WF_ABSENT, .off = offsetof(T, f), .min = lo, .max = hi, \
+        .absent = dflt                                                                             \
     }
 #define KQ_W_I32 KQ_WK_I32, INT32_MIN, INT32_MAX
 #define KQ_W_I64 KQ_WK_I64, INT64_MIN, INT64_MAX
 #define KQ_W_BOOL(T, f, pb)                                                                        \
     {                                                                                              \
-        pb, KQ_WK_BOOL, 0, offsetof(T, f), 0, 0, 1, 0, NULL                                        \
+        .name = pb, .kind = KQ_WK_BOOL, .off = offsetof(T, f), .max = 1                            \
     }
-#define KQ_W_STR(T, f, pb, flags, maxlen)                                                          \
+#define KQ_W_STR(T, f, pb, fl, maxlen)                                                             \
     {                                                                                              \
-        pb, KQ_WK_STR, flags, offsetof(T, f), 0, 0, maxlen, 0, NULL                                \
+        .name = pb, .kind = KQ_WK_STR, .flags = fl, .off = offsetof(T, f), .max = maxlen           \
     }
-#define KQ_W_UUID(T, f, pb, flags)                                                                 \
+#define KQ_W_UUID(T, f, pb, fl)                                                                    \
     {                                                                                              \
-        pb, KQ_WK_UUID, flags, offsetof(T, f), 0, 0, 16, 0, NULL                                   \
+        .name = pb, .kind = KQ_WK_UUID, .flags = fl, .off = offsetof(T, f), .max = 16              \
     }
 #define KQ_W_BYTES(T, f, n, pb, maxlen)                                                            \
     {                                                                                              \
-        pb, KQ_WK_BYTES, 0, offsetof(T, f), offsetof(T, n), 0, maxlen, 0, NULL                     \
+        .name = pb, .kind = KQ_WK_BYTES, .off = offsetof(T, f), .aux = offsetof(T, n),             \
+        .max = maxlen                                                                              \
     }
-#define KQ_W_IDS(T, f, n, pb, flags, maxn)                                                         \
+#define KQ_W_IDS(T, f, n, pb, fl, maxn)                                                            \
     {                                                                                              \
-        pb, KQ_WK_IDS, flags, offsetof(T, f), offsetof(T, n), 0, maxn, 0, NULL                     \
+        .name = pb, .kind = KQ_WK_IDS, .flags = fl, .off = offsetof(T, f), .aux = offsetof(T, n),  \
+        .max = maxn                                                                                \
     }
-#define KQ_W_MSG(T, f, has, pb, sub)                                                               \
+/* Repeated strings: each 1..maxlen bytes (0..maxlen without KQ_WF_NONEMPTY), at most maxn. */
+#define KQ_W_STRS(T, f, n, pb, fl, maxn, maxlen)                                                   \
     {                                                                                              \
-        pb, KQ_WK_MSG, KQ_WF_HAS, offsetof(T, f), offsetof(T, has), 0, 0, 0, sub                   \
+        .name = pb, .kind = KQ_WK_STRS, .flags = fl, .off = offsetof(T, f), .aux = offsetof(T, n), \
+        .max = maxn, .elem_max = maxlen                                                            \
     }
-#define KQ_W_MSGS(T, f, n, pb, flags, maxn, sub)                                                   \
+#define KQ_W_MSG(T, f, has, pb, s)                                                                 \
     {                                                                                              \
-        pb, KQ_WK_MSGS, flags, offsetof(T, f), offsetof(T, n), 0, maxn, 0, sub                     \
+        .name = pb, .kind = KQ_WK_MSG, .flags = KQ_WF_HAS, .off = offsetof(T, f),                  \
+        .aux = offsetof(T, has), .sub = s                                                          \
+    }
+#define KQ_W_MSGS(T, f, n, pb, fl, maxn, s)                                                        \
+    {                                                                                              \
+        .name = pb, .kind = KQ_WK_MSGS, .flags = fl, .off = offsetof(T, f), .aux = offsetof(T, n), \
+        .max = maxn, .sub = s                                                                      \
     }
 #define KQ_W_TABLE(T, pbdesc, rows)                                                                \
     {                                                                                              \
@@ -140,13 +153,14 @@ int kq_wire_decode(const kq_wire_msg *m, const ProtobufCMessage *pb, void *c, kq
                    char *errbuf, size_t errlen);
 
 /* Fills the protobuf-c message pb (initialised here) from the C struct c. Limits are not
- * checked (encoders check what they send with kq_wire_check or their own validators).
- * 0 or KQ_ERR_NOMEM. */
+ * checked (the receiver's decode checks them). 0, KQ_ERR_INVALID_REQUEST (a negative count, or
+ * a count without its array), or KQ_ERR_NOMEM. */
 int kq_wire_encode(const kq_wire_msg *m, const void *c, ProtobufCMessage *pb, kq_wire_arena *a);
 
-/* A new protobuf-c message of m's type in the arena, filled from c (kq_wire_encode); NULL when
- * out of memory. */
-ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wire_arena *a);
+/* A new protobuf-c message of m's type in the arena, filled from c (kq_wire_encode); NULL with
+ * *rc set when kq_wire_encode fails. */
+ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wire_arena *a,
+                                     int *rc);
 
 /* ---- one pack, one error path ----------------------------------------------------------- */
 

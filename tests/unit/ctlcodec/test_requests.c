@@ -82,7 +82,8 @@ static void test_broker_registration(void **state)
     expect_reject(&req, KQ_ERR_INVALID_REQUEST, "all zero");
     req.broker_registration.incarnation_id[0] = 1;
     req.broker_registration.n_endpoints = 0;
-    expect_reject(&req, KQ_ERR_INVALID_REQUEST, "no endpoints");
+    expect_reject(&req, KQ_ERR_INVALID_REQUEST,
+                  "BrokerRegistrationRequest.endpoints has no entries");
     req.broker_registration.n_endpoints = 1;
     req.broker_registration.broker_id = -3;
     expect_reject(&req, KQ_ERR_INVALID_REQUEST, "broker_id -3");
@@ -113,7 +114,8 @@ static void test_heartbeat_unregister(void **state)
     assert_int_equal(out.unregister_broker_id, 9);
     kq_ctl_request_free(&out);
     u.unregister_broker_id = -1;
-    expect_reject(&u, KQ_ERR_INVALID_REQUEST, "unregister_broker broker_id");
+    expect_reject(&u, KQ_ERR_INVALID_REQUEST,
+                  "UnregisterBrokerRequest.broker_id -1 is out of range");
 }
 
 static void test_alter_partition(void **state)
@@ -239,11 +241,11 @@ static void test_create_topics(void **state)
     assert_int_equal(out.create_topics.topics[0].num_partitions, 0);
     kq_ctl_request_free(&out);
     cfg[0].name = "";
-    expect_reject(&req, KQ_ERR_INVALID_REQUEST, "config 0 name");
+    expect_reject(&req, KQ_ERR_INVALID_REQUEST, "topics[0].configs[0].name is empty");
     cfg[0].name = "x";
     req.create_topics.n = 0;
     req.create_topics.topics = NULL;
-    expect_reject(&req, KQ_ERR_INVALID_REQUEST, "no topics");
+    expect_reject(&req, KQ_ERR_INVALID_REQUEST, "CreateTopicsRequest.topics has no entries");
 }
 
 static void test_delete_and_create_partitions(void **state)
