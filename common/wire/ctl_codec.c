@@ -1420,60 +1420,300 @@ nomem:
 /* ---------------------------------------------------------------------------------------- */
 /* response decoding                                                                         */
 
-static const Kq__Response *body_of(const kq_response *env, uint32_t api_key, int body_case,
-                                   const char *what, char *errbuf, size_t errlen)
+/* ---------------------------------------------------------------------------------------- */
+/* decoded responses: tables over the structs of include/kq/ctl_codec.h (owned copies)        */
+
+static const kq_wire_field desc_endpoint_f[] = {
+    KQ_W_STR(kq_ctl_endpoint, name, "name", 0, KQ_REC_MAX_NAME),
+    KQ_W_STR(kq_ctl_endpoint, host, "host", 0, KQ_REC_MAX_NAME),
+    KQ_W_INT(kq_ctl_endpoint, port, "port", I32),
+};
+static const kq_wire_msg desc_endpoint_m =
+    KQ_W_TABLE(kq_ctl_endpoint, kq__ctl_endpoint__descriptor, desc_endpoint_f);
+static const kq_wire_field broker_desc_f[] = {
+    KQ_W_INT(kq_ctl_broker_desc, id, "broker_id", I32),
+    KQ_W_INT(kq_ctl_broker_desc, epoch, "broker_epoch", I64),
+    KQ_W_BOOL(kq_ctl_broker_desc, fenced, "fenced"),
+    KQ_W_BOOL(kq_ctl_broker_desc, in_controlled_shutdown, "in_controlled_shutdown"),
+    KQ_W_STR(kq_ctl_broker_desc, rack, "rack", 0, KQ_REC_MAX_NAME),
+    KQ_W_MSGS(kq_ctl_broker_desc, endpoints, n_endpoints, "endpoints", 0, KQ_REC_MAX_ENDPOINTS,
+              &desc_endpoint_m),
+};
+static const kq_wire_msg broker_desc_m =
+    KQ_W_TABLE(kq_ctl_broker_desc, kq__describe_cluster_broker__descriptor, broker_desc_f);
+static const kq_wire_field cluster_desc_f[] = {
+    KQ_W_STR(kq_ctl_cluster_desc, cluster_id, "cluster_id", 0, KQ_CODEC_MAX_CLUSTER_ID),
+    KQ_W_INT(kq_ctl_cluster_desc, controller_id, "controller_id", I32),
+    KQ_W_MSGS(kq_ctl_cluster_desc, brokers, n_brokers, "brokers", 0, KQ_CTL_MAX_PARTITIONS,
+              &broker_desc_m),
+};
+static const kq_wire_msg cluster_desc_m =
+    KQ_W_TABLE(kq_ctl_cluster_desc, kq__describe_cluster_response__descriptor, cluster_desc_f);
+
+#define DESC_IDS(f) KQ_W_IDS(kq_ctl_partition_desc, f.ids, f.n, #f, 0, KQ_REC_MAX_REPLICAS)
+static const kq_wire_field partition_desc_f[] = {
+    KQ_W_INT(kq_ctl_partition_desc, partition, "partition_index", ID),
+    KQ_W_INT(kq_ctl_partition_desc, leader, "leader_id", KQ_WK_I32, -1, INT32_MAX),
+    KQ_W_INT(kq_ctl_partition_desc, leader_epoch, "leader_epoch", I32),
+    KQ_W_INT(kq_ctl_partition_desc, partition_epoch, "partition_epoch", I32),
+    DESC_IDS(replicas),
+    DESC_IDS(isr),
+    DESC_IDS(elr),
+    DESC_IDS(last_known_elr),
+    KQ_W_INT(kq_ctl_partition_desc, leader_recovery_state, "leader_recovery_state", KQ_WK_I8,
+             INT8_MIN, INT8_MAX),
+};
+static const kq_wire_msg partition_desc_m =
+    KQ_W_TABLE(kq_ctl_partition_desc, kq__describe_topics_partition__descriptor, partition_desc_f);
+static const kq_wire_field topic_config_f[] = {
+    KQ_W_STR(kq_ctl_config_entry, name, "name", 0, KQ_REC_MAX_NAME),
+    KQ_W_STR(kq_ctl_config_entry, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
+};
+static const kq_wire_msg topic_config_m =
+    KQ_W_TABLE(kq_ctl_config_entry, kq__ctl_config__descriptor, topic_config_f);
+static const kq_wire_field topic_desc_f[] = {
+    KQ_W_STR(kq_ctl_topic_desc, name, "name", 0, TOPIC_NAME),
+    KQ_W_INT(kq_ctl_topic_desc, error, "error_code", I32),
+    KQ_W_UUID_HAS(kq_ctl_topic_desc, topic_id, has_id, "topic_id"),
+    KQ_W_MSGS(kq_ctl_topic_desc, partitions, n_partitions, "partitions", 0, KQ_CTL_MAX_PARTITIONS,
+              &partition_desc_m),
+    KQ_W_MSGS(kq_ctl_topic_desc, configs, n_configs, "configs", 0, KQ_CTL_MAX_CONFIGS,
+              &topic_config_m),
+    KQ_W_OPT(kq_ctl_topic_desc, min_insync_replicas, "min_insync_replicas", I32, -1),
+};
+static const kq_wire_msg topic_desc_m =
+    KQ_W_TABLE(kq_ctl_topic_desc, kq__describe_topics_topic__descriptor, topic_desc_f);
+static const kq_wire_field topics_desc_f[] = {
+    KQ_W_MSGS(kq_ctl_topics_desc, topics, n_topics, "topics", 0, INT32_MAX, &topic_desc_m),
+};
+static const kq_wire_msg topics_desc_m =
+    KQ_W_TABLE(kq_ctl_topics_desc, kq__describe_topics_response__descriptor, topics_desc_f);
+
+static const kq_wire_field config_entry_f[] = {
+    KQ_W_STR(kq_ctl_config_entry, name, "name", 0, KQ_REC_MAX_NAME),
+    KQ_W_STR(kq_ctl_config_entry, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
+    KQ_W_INT(kq_ctl_config_entry, source, "config_source", I32),
+};
+static const kq_wire_msg config_entry_m =
+    KQ_W_TABLE(kq_ctl_config_entry, kq__describe_configs_entry__descriptor, config_entry_f);
+static const kq_wire_field config_result_f[] = {
+    KQ_W_INT(kq_ctl_config_result, resource_type, "resource_type", KQ_WK_I8, INT8_MIN, INT8_MAX),
+    KQ_W_STR(kq_ctl_config_result, resource_name, "resource_name", 0, TOPIC_NAME),
+    KQ_W_INT(kq_ctl_config_result, error, "error_code", I32),
+    KQ_W_STR(kq_ctl_config_result, message, "error_message", 0, MAX_MESSAGE),
+    KQ_W_MSGS(kq_ctl_config_result, entries, n_entries, "configs", 0, INT32_MAX, &config_entry_m),
+};
+static const kq_wire_msg config_result_m =
+    KQ_W_TABLE(kq_ctl_config_result, kq__describe_configs_result__descriptor, config_result_f);
+static const kq_wire_field configs_desc_f[] = {
+    KQ_W_MSGS(kq_ctl_configs_desc, results, n_results, "results", 0, INT32_MAX, &config_result_m),
+};
+static const kq_wire_msg configs_desc_m =
+    KQ_W_TABLE(kq_ctl_configs_desc, kq__describe_configs_response__descriptor, configs_desc_f);
+
+#define LEVEL KQ_WK_I16, 0, INT16_MAX
+static const kq_wire_field feature_desc_f[] = {
+    KQ_W_STR(kq_ctl_feature_desc, name, "name", 0, KQ_REC_MAX_NAME),
+    KQ_W_INT(kq_ctl_feature_desc, min_version, "supported_min_version", LEVEL),
+    KQ_W_INT(kq_ctl_feature_desc, max_version, "supported_max_version", LEVEL),
+    KQ_W_INT(kq_ctl_feature_desc, finalized_level, "finalized_version_level", LEVEL),
+};
+static const kq_wire_msg feature_desc_m =
+    KQ_W_TABLE(kq_ctl_feature_desc, kq__feature_description__descriptor, feature_desc_f);
+static const kq_wire_field features_desc_f[] = {
+    KQ_W_INT(kq_ctl_features_desc, epoch, "finalized_features_epoch", I64),
+    KQ_W_MSGS(kq_ctl_features_desc, features, n_features, "features", 0, INT32_MAX,
+              &feature_desc_m),
+};
+static const kq_wire_msg features_desc_m =
+    KQ_W_TABLE(kq_ctl_features_desc, kq__describe_features_response__descriptor, features_desc_f);
+
+/* Per-item results: one table per API over kq_ctl_item_result, in a kq_ctl_item_results. */
+#define IR kq_ctl_item_result
+#define ITEM_ERROR                                                                                 \
+    KQ_W_INT(IR, error, "error_code", I32), KQ_W_STR(IR, message, "error_message", 0, MAX_MESSAGE)
+static const kq_wire_field created_topic_f[] = {
+    KQ_W_STR(IR, name, "name", 0, TOPIC_NAME),
+    ITEM_ERROR,
+    KQ_W_UUID_HAS(IR, topic_id, has_id, "topic_id"),
+    KQ_W_INT(IR, num_partitions, "num_partitions", I32),
+    KQ_W_INT(IR, replication_factor, "replication_factor", I32),
+};
+static const kq_wire_field deleted_topic_f[] = {
+    KQ_W_STR(IR, name, "name", 0, TOPIC_NAME),
+    ITEM_ERROR,
+    KQ_W_UUID_HAS(IR, topic_id, has_id, "topic_id"),
+};
+static const kq_wire_field resource_result_f[] = {KQ_W_STR(IR, name, "name", 0, TOPIC_NAME),
+                                                  ITEM_ERROR};
+static const kq_wire_field altered_config_f[] = {
+    KQ_W_INT(IR, resource_type, "resource_type", KQ_WK_I8, INT8_MIN, INT8_MAX),
+    KQ_W_STR(IR, name, "resource_name", 0, TOPIC_NAME),
+    ITEM_ERROR,
+};
+static const kq_wire_field updated_feature_f[] = {KQ_W_STR(IR, name, "feature", 0, KQ_REC_MAX_NAME),
+                                                  ITEM_ERROR};
+static const kq_wire_field elected_partition_f[] = {KQ_W_INT(IR, partition, "partition_id", I32),
+                                                    ITEM_ERROR};
+static const kq_wire_msg item_m[] = {
+    KQ_W_TABLE(IR, kq__creatable_topic_result__descriptor, created_topic_f),
+    KQ_W_TABLE(IR, kq__deletable_topic_result__descriptor, deleted_topic_f),
+    KQ_W_TABLE(IR, kq__ctl_resource_result__descriptor, resource_result_f),
+    KQ_W_TABLE(IR, kq__alter_configs_resource_result__descriptor, altered_config_f),
+    KQ_W_TABLE(IR, kq__updatable_feature_result__descriptor, updated_feature_f),
+    KQ_W_TABLE(IR, kq__elect_partition_result__descriptor, elected_partition_f),
+};
+#define ITEMS(pbdesc, list, i)                                                                     \
+    {                                                                                              \
+        .desc = &pbdesc, .size = sizeof(kq_ctl_item_results),                                      \
+        .fields = (const kq_wire_field[]){KQ_W_MSGS(kq_ctl_item_results, items, n, list, 0,        \
+                                                    KQ_CTL_MAX_PARTITIONS, &item_m[i])},           \
+        .n_fields = 1                                                                              \
+    }
+static const struct {
+    uint32_t api_key;
+    kq_wire_msg m;
+} item_results[] = {
+    {KQ_API_CREATE_TOPICS, ITEMS(kq__create_topics_response__descriptor, "topics", 0)},
+    {KQ_API_DELETE_TOPICS, ITEMS(kq__delete_topics_response__descriptor, "topics", 1)},
+    {KQ_API_CREATE_PARTITIONS, ITEMS(kq__create_partitions_response__descriptor, "topics", 2)},
+    {KQ_API_INCREMENTAL_ALTER_CONFIGS,
+     ITEMS(kq__incremental_alter_configs_response__descriptor, "responses", 3)},
+    {KQ_API_UPDATE_FEATURES, ITEMS(kq__update_features_response__descriptor, "results", 4)},
+};
+
+/* ElectLeaders and AlterPartition answer per topic, and the structs list partitions: these
+ * are the wire's shapes, flattened after decoding. */
+typedef struct elect_topic_result {
+    char *topic;
+    bool has_id;
+    uint8_t topic_id[16];
+    kq_ctl_item_result *partitions;
+    int32_t n;
+} elect_topic_result;
+typedef struct elect_results {
+    elect_topic_result *topics;
+    int32_t n;
+} elect_results;
+static const kq_wire_field elect_topic_result_f[] = {
+    KQ_W_STR(elect_topic_result, topic, "topic", 0, TOPIC_NAME),
+    KQ_W_UUID_HAS(elect_topic_result, topic_id, has_id, "topic_id"),
+    KQ_W_MSGS(elect_topic_result, partitions, n, "partitions", 0, KQ_CTL_MAX_PARTITIONS,
+              &item_m[5]),
+};
+static const kq_wire_msg elect_topic_result_m =
+    KQ_W_TABLE(elect_topic_result, kq__elect_topic_result__descriptor, elect_topic_result_f);
+static const kq_wire_field elect_results_f[] = {
+    KQ_W_MSGS(elect_results, topics, n, "results", 0, KQ_CTL_MAX_ITEMS, &elect_topic_result_m),
+};
+static const kq_wire_msg elect_results_m =
+    KQ_W_TABLE(elect_results, kq__elect_leaders_response__descriptor, elect_results_f);
+
+static const kq_wire_field ap_result_f[] = {
+    KQ_W_INT(kq_ap_result, error, "error_code", I32),
+    KQ_W_INT(kq_ap_result, leader_id, "leader_id", I32),
+    KQ_W_INT(kq_ap_result, leader_epoch, "leader_epoch", I32),
+    KQ_W_IDS(kq_ap_result, isr, n_isr, "isr", 0, KQ_REC_MAX_REPLICAS),
+    KQ_W_INT(kq_ap_result, leader_recovery_state, "leader_recovery_state", KQ_WK_I8, INT8_MIN,
+             INT8_MAX),
+    KQ_W_INT(kq_ap_result, partition_epoch, "partition_epoch", I32),
+};
+static const kq_wire_msg ap_result_m =
+    KQ_W_TABLE(kq_ap_result, kq__alter_partition_partition_result__descriptor, ap_result_f);
+typedef struct ap_topic_result {
+    kq_ap_result *partitions;
+    int32_t n;
+} ap_topic_result;
+typedef struct ap_results {
+    ap_topic_result *topics;
+    int32_t n;
+} ap_results;
+static const kq_wire_field ap_topic_result_f[] = {
+    KQ_W_MSGS(ap_topic_result, partitions, n, "partitions", 0, KQ_CTL_MAX_PARTITIONS, &ap_result_m),
+};
+static const kq_wire_msg ap_topic_result_m =
+    KQ_W_TABLE(ap_topic_result, kq__alter_partition_topic_result__descriptor, ap_topic_result_f);
+static const kq_wire_field ap_results_f[] = {
+    KQ_W_MSGS(ap_results, topics, n, "topics", 0, KQ_CTL_MAX_ITEMS, &ap_topic_result_m),
+};
+static const kq_wire_msg ap_results_m =
+    KQ_W_TABLE(ap_results, kq__alter_partition_response__descriptor, ap_results_f);
+
+static const kq_wire_field heartbeat_result_f[] = {
+    KQ_W_BOOL(kq_heartbeat_result, is_caught_up, "is_caught_up"),
+    KQ_W_BOOL(kq_heartbeat_result, is_fenced, "is_fenced"),
+    KQ_W_BOOL(kq_heartbeat_result, should_shutdown, "should_shut_down"),
+    KQ_W_BOOL(kq_heartbeat_result, in_controlled_shutdown, "in_controlled_shutdown"),
+};
+static const kq_wire_msg heartbeat_result_m =
+    KQ_W_TABLE(kq_heartbeat_result, kq__broker_heartbeat_response__descriptor, heartbeat_result_f);
+typedef struct registration_result {
+    int64_t broker_epoch;
+} registration_result;
+static const kq_wire_field registration_result_f[] = {
+    KQ_W_INT(registration_result, broker_epoch, "broker_epoch", KQ_WK_I64, 0, INT64_MAX),
+};
+static const kq_wire_msg registration_result_m = KQ_W_TABLE(
+    registration_result, kq__broker_registration_response__descriptor, registration_result_f);
+
+/* Decode env's body (api_key's) into out through m, owned copies; out is left empty on error. */
+static int dec_response(const kq_response *env, uint32_t api_key, const kq_wire_msg *m, void *out,
+                        char *errbuf, size_t errlen)
 {
+    const kq_api_info *api = kq_api_find(api_key);
+    const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(
+        &kq__response__descriptor, (unsigned)api->body_case);
     const Kq__Response *rs;
+    int rc;
 
-    if (!env || !env->priv_) {
-        BAD("%s: no decoded response", what);
-        return NULL;
+    memset(out, 0, m->size);
+    if (!env || !(rs = env->priv_))
+        return BAD("%s: no decoded response", api->body);
+    if (env->api_key != api_key)
+        return BAD("%s: response is for api key %u", api->body, env->api_key);
+    if ((int)rs->body_case != api->body_case || !fd)
+        return BAD("%s response has no %s body", api->body, api->body);
+    rc = kq_wire_decode(m, *(ProtobufCMessage *const *)((const char *)rs + fd->offset), out, NULL,
+                        errbuf, errlen);
+    if (rc) {
+        kq_wire_free(m, out);
+        memset(out, 0, m->size);
     }
-    rs = env->priv_;
-    if (env->api_key != api_key) {
-        BAD("%s: response is for api key %u", what, env->api_key);
-        return NULL;
-    }
-    if ((int)rs->body_case != body_case) {
-        BAD("%s response has no %s body", what, what);
-        return NULL;
-    }
-    return rs;
+    return rc;
 }
 
-static char *dupstr(const char *s)
+/* Concatenate the n nested arrays (elements of `size` bytes, at offset `arr` with an int32_t
+ * count at `cnt` in each of the n structs of `step` bytes at tops) into one malloc'd array,
+ * moving the elements; each nested array is freed. */
+static void *flatten(void *tops, int32_t n, size_t step, size_t arr, size_t cnt, size_t size,
+                     int32_t *total)
 {
-    return s ? strdup(s) : NULL;
-}
+    char *out, *top;
+    size_t k = 0;
 
-static int dup_ids(kq_ctl_ids *out, const int32_t *ids, size_t n, const char *what, char *errbuf,
-                   size_t errlen)
-{
-    if (n > KQ_REC_MAX_REPLICAS)
-        return BAD("%s has %zu ids (max %d)", what, n, KQ_REC_MAX_REPLICAS);
-    out->ids = calloc(n ? n : 1, sizeof *out->ids);
-    if (!out->ids)
-        return NOMEM();
-    if (n)
-        memcpy(out->ids, ids, n * sizeof *ids);
-    out->n = (int32_t)n;
-    return 0;
+    *total = 0;
+    for (int32_t i = 0; i < n; i++)
+        *total += *(int32_t *)((char *)tops + (size_t)i * step + cnt);
+    if (!(out = calloc(*total ? (size_t)*total : 1, size)))
+        return NULL;
+    for (int32_t i = 0; i < n; i++) {
+        top = (char *)tops + (size_t)i * step;
+        size_t bytes = (size_t) * (int32_t *)(top + cnt) * size;
+
+        memcpy(out + k, *(void **)(top + arr), bytes);
+        k += bytes;
+        free(*(void **)(top + arr));
+        *(void **)(top + arr) = NULL;
+        *(int32_t *)(top + cnt) = 0;
+    }
+    return out;
 }
 
 void kq_ctl_cluster_desc_free(kq_ctl_cluster_desc *d)
 {
     if (!d)
         return;
-    for (int32_t i = 0; i < d->n_brokers; i++) {
-        for (int32_t k = 0; k < d->brokers[i].n_endpoints; k++) {
-            free(d->brokers[i].endpoints[k].name);
-            free(d->brokers[i].endpoints[k].host);
-        }
-        free(d->brokers[i].endpoints);
-        free(d->brokers[i].rack);
-    }
-    free(d->brokers);
-    free(d->cluster_id);
+    kq_wire_free(&cluster_desc_m, d);
     memset(d, 0, sizeof *d);
     d->controller_id = -1;
 }
@@ -1481,186 +1721,34 @@ void kq_ctl_cluster_desc_free(kq_ctl_cluster_desc *d)
 int kq_ctl_decode_describe_cluster_response(const kq_response *env, kq_ctl_cluster_desc *out,
                                             char *errbuf, size_t errlen)
 {
-    const Kq__Response *rs;
-    const Kq__DescribeClusterResponse *w;
-    int rc = 0;
+    int rc;
 
     if (!out)
         return BAD("no output");
-    memset(out, 0, sizeof *out);
-    out->controller_id = -1;
-    rs = body_of(env, KQ_API_DESCRIBE_CLUSTER, KQ__RESPONSE__BODY_DESCRIBE_CLUSTER,
-                 "describe_cluster", errbuf, errlen);
-    if (!rs)
-        return KQ_ERR_INVALID_REQUEST;
-    w = rs->describe_cluster;
-    if (w->n_brokers > KQ_CTL_MAX_PARTITIONS)
-        return BAD("describe_cluster has %zu brokers", w->n_brokers);
-    out->cluster_id = dupstr(w->cluster_id ? w->cluster_id : "");
-    out->controller_id = w->controller_id;
-    out->brokers = calloc(w->n_brokers ? w->n_brokers : 1, sizeof *out->brokers);
-    if (!out->cluster_id || !out->brokers) {
-        rc = NOMEM();
-        goto out;
-    }
-    for (size_t i = 0; i < w->n_brokers; i++) {
-        const Kq__DescribeClusterBroker *b = w->brokers[i];
-        kq_ctl_broker_desc *d = &out->brokers[i];
-
-        out->n_brokers = (int32_t)i + 1;
-        if (b->n_endpoints > KQ_REC_MAX_ENDPOINTS) {
-            rc = BAD("describe_cluster broker %d has %zu endpoints", b->broker_id, b->n_endpoints);
-            goto out;
-        }
-        d->id = b->broker_id;
-        d->epoch = b->broker_epoch;
-        d->fenced = b->fenced;
-        d->in_controlled_shutdown = b->in_controlled_shutdown;
-        d->rack = dupstr(b->rack);
-        d->endpoints = calloc(b->n_endpoints ? b->n_endpoints : 1, sizeof *d->endpoints);
-        if ((b->rack && !d->rack) || !d->endpoints) {
-            rc = NOMEM();
-            goto out;
-        }
-        for (size_t k = 0; k < b->n_endpoints; k++) {
-            d->n_endpoints = (int32_t)k + 1;
-            d->endpoints[k].name = dupstr(b->endpoints[k]->name);
-            d->endpoints[k].host = dupstr(b->endpoints[k]->host);
-            d->endpoints[k].port = b->endpoints[k]->port;
-            if (!d->endpoints[k].name || !d->endpoints[k].host) {
-                rc = NOMEM();
-                goto out;
-            }
-        }
-    }
-out:
-    if (rc)
-        kq_ctl_cluster_desc_free(out);
+    if ((rc = dec_response(env, KQ_API_DESCRIBE_CLUSTER, &cluster_desc_m, out, errbuf, errlen)))
+        out->controller_id = -1;
     return rc;
-}
-
-/* Copy one config entry into e (e owns the copies); KQ_ERR_NOMEM if a copy failed. */
-static int dup_entry(kq_ctl_config_entry *e, const char *name, const char *value, int source)
-{
-    e->name = dupstr(name);
-    e->value = dupstr(value);
-    e->source = source;
-    return !e->name || (value && !e->value) ? KQ_ERR_NOMEM : 0;
-}
-
-static void free_entries(kq_ctl_config_entry *e, int32_t n)
-{
-    for (int32_t i = 0; e && i < n; i++) {
-        free(e[i].name);
-        free(e[i].value);
-    }
-    free(e);
 }
 
 void kq_ctl_topics_desc_free(kq_ctl_topics_desc *d)
 {
     if (!d)
         return;
-    for (int32_t i = 0; i < d->n_topics; i++) {
-        kq_ctl_topic_desc *t = &d->topics[i];
-
-        for (int32_t k = 0; k < t->n_partitions; k++) {
-            free(t->partitions[k].replicas.ids);
-            free(t->partitions[k].isr.ids);
-            free(t->partitions[k].elr.ids);
-            free(t->partitions[k].last_known_elr.ids);
-        }
-        free(t->partitions);
-        free_entries(t->configs, t->n_configs);
-        free(t->name);
-    }
-    free(d->topics);
+    kq_wire_free(&topics_desc_m, d);
     memset(d, 0, sizeof *d);
 }
 
 int kq_ctl_decode_describe_topics_response(const kq_response *env, kq_ctl_topics_desc *out,
                                            char *errbuf, size_t errlen)
 {
-    const Kq__Response *rs;
-    const Kq__DescribeTopicsResponse *w;
-    int rc = 0;
+    int rc;
 
     if (!out)
         return BAD("no output");
-    memset(out, 0, sizeof *out);
-    rs = body_of(env, KQ_API_DESCRIBE_TOPICS, KQ__RESPONSE__BODY_DESCRIBE_TOPICS, "describe_topics",
-                 errbuf, errlen);
-    if (!rs)
-        return KQ_ERR_INVALID_REQUEST;
-    w = rs->describe_topics;
-    out->topics = calloc(w->n_topics ? w->n_topics : 1, sizeof *out->topics);
-    if (!out->topics)
-        return NOMEM();
-    for (size_t i = 0; i < w->n_topics; i++) {
-        const Kq__DescribeTopicsTopic *t = w->topics[i];
-        kq_ctl_topic_desc *d = &out->topics[i];
-
-        out->n_topics = (int32_t)i + 1;
-        d->name = dupstr(t->name ? t->name : "");
-        if (!d->name) {
-            rc = NOMEM();
-            goto out;
-        }
-        d->error = t->error_code;
-        d->min_insync_replicas = t->has_min_insync_replicas ? t->min_insync_replicas : -1;
-        if (t->has_topic_id) {
-            if (t->topic_id.len != 16) {
-                rc = BAD("describe_topics topic '%s' id has %zu bytes", d->name, t->topic_id.len);
-                goto out;
-            }
-            d->has_id = true;
-            memcpy(d->topic_id, t->topic_id.data, 16);
-        }
-        if (t->n_configs > KQ_CTL_MAX_CONFIGS || t->n_partitions > KQ_CTL_MAX_PARTITIONS) {
-            rc = BAD("describe_topics topic '%s' has too many configs or partitions", d->name);
-            goto out;
-        }
-        d->configs = calloc(t->n_configs ? t->n_configs : 1, sizeof *d->configs);
-        d->partitions = calloc(t->n_partitions ? t->n_partitions : 1, sizeof *d->partitions);
-        if (!d->configs || !d->partitions) {
-            rc = NOMEM();
-            goto out;
-        }
-        for (size_t k = 0; k < t->n_configs; k++) {
-            d->n_configs = (int32_t)k + 1;
-            if (dup_entry(&d->configs[k], t->configs[k]->name, t->configs[k]->value,
-                          KQ_CONFIG_SOURCE_DYNAMIC_TOPIC)) {
-                rc = NOMEM();
-                goto out;
-            }
-        }
-        for (size_t k = 0; k < t->n_partitions; k++) {
-            const Kq__DescribeTopicsPartition *p = t->partitions[k];
-            kq_ctl_partition_desc *pd = &d->partitions[k];
-
-            d->n_partitions = (int32_t)k + 1;
-            if (p->leader_id < -1 || p->partition_index < 0) {
-                rc = BAD("describe_topics topic '%s' partition %d is invalid", d->name,
-                         p->partition_index);
-                goto out;
-            }
-            pd->partition = p->partition_index;
-            pd->leader = p->leader_id;
-            pd->leader_epoch = p->leader_epoch;
-            pd->partition_epoch = p->partition_epoch;
-            pd->leader_recovery_state = (int8_t)p->leader_recovery_state;
-            if ((rc = dup_ids(&pd->replicas, p->replicas, p->n_replicas, "replicas", errbuf,
-                              errlen)) ||
-                (rc = dup_ids(&pd->isr, p->isr, p->n_isr, "isr", errbuf, errlen)) ||
-                (rc = dup_ids(&pd->elr, p->elr, p->n_elr, "elr", errbuf, errlen)) ||
-                (rc = dup_ids(&pd->last_known_elr, p->last_known_elr, p->n_last_known_elr,
-                              "last_known_elr", errbuf, errlen)))
-                goto out;
-        }
-    }
-out:
-    if (rc)
-        kq_ctl_topics_desc_free(out);
+    rc = dec_response(env, KQ_API_DESCRIBE_TOPICS, &topics_desc_m, out, errbuf, errlen);
+    for (int32_t i = 0; !rc && i < out->n_topics; i++)
+        for (int32_t k = 0; k < out->topics[i].n_configs; k++)
+            out->topics[i].configs[k].source = KQ_CONFIG_SOURCE_DYNAMIC_TOPIC;
     return rc;
 }
 
@@ -1668,69 +1756,23 @@ void kq_ctl_configs_desc_free(kq_ctl_configs_desc *d)
 {
     if (!d)
         return;
-    for (int32_t i = 0; i < d->n_results; i++) {
-        free(d->results[i].resource_name);
-        free(d->results[i].message);
-        free_entries(d->results[i].entries, d->results[i].n_entries);
-    }
-    free(d->results);
+    kq_wire_free(&configs_desc_m, d);
     memset(d, 0, sizeof *d);
 }
 
 int kq_ctl_decode_describe_configs_response(const kq_response *env, kq_ctl_configs_desc *out,
                                             char *errbuf, size_t errlen)
 {
-    const Kq__Response *rs;
-    const Kq__DescribeConfigsResponse *w;
-    int rc = 0;
-
     if (!out)
         return BAD("no output");
-    memset(out, 0, sizeof *out);
-    rs = body_of(env, KQ_API_DESCRIBE_CONFIGS, KQ__RESPONSE__BODY_DESCRIBE_CONFIGS,
-                 "describe_configs", errbuf, errlen);
-    if (!rs)
-        return KQ_ERR_INVALID_REQUEST;
-    w = rs->describe_configs;
-    out->results = calloc(w->n_results ? w->n_results : 1, sizeof *out->results);
-    if (!out->results)
-        return NOMEM();
-    for (size_t i = 0; i < w->n_results; i++) {
-        const Kq__DescribeConfigsResult *x = w->results[i];
-        kq_ctl_config_result *d = &out->results[i];
-
-        out->n_results = (int32_t)i + 1;
-        d->resource_type = (int8_t)x->resource_type;
-        d->resource_name = dupstr(x->resource_name ? x->resource_name : "");
-        d->error = x->error_code;
-        d->message = dupstr(x->error_message);
-        d->entries = calloc(x->n_configs ? x->n_configs : 1, sizeof *d->entries);
-        if (!d->resource_name || !d->entries || (x->error_message && !d->message)) {
-            rc = NOMEM();
-            goto out;
-        }
-        for (size_t k = 0; k < x->n_configs; k++) {
-            d->n_entries = (int32_t)k + 1;
-            if (dup_entry(&d->entries[k], x->configs[k]->name, x->configs[k]->value,
-                          x->configs[k]->config_source)) {
-                rc = NOMEM();
-                goto out;
-            }
-        }
-    }
-out:
-    if (rc)
-        kq_ctl_configs_desc_free(out);
-    return rc;
+    return dec_response(env, KQ_API_DESCRIBE_CONFIGS, &configs_desc_m, out, errbuf, errlen);
 }
 
 void kq_ctl_features_desc_free(kq_ctl_features_desc *d)
 {
     if (!d)
         return;
-    for (int32_t i = 0; i < d->n_features; i++)
-        free(d->features[i].name);
-    free(d->features);
+    kq_wire_free(&features_desc_m, d);
     memset(d, 0, sizeof *d);
     d->epoch = -1;
 }
@@ -1738,216 +1780,103 @@ void kq_ctl_features_desc_free(kq_ctl_features_desc *d)
 int kq_ctl_decode_describe_features_response(const kq_response *env, kq_ctl_features_desc *out,
                                              char *errbuf, size_t errlen)
 {
-    const Kq__Response *rs;
-    const Kq__DescribeFeaturesResponse *w;
+    int rc;
 
     if (!out)
         return BAD("no output");
-    memset(out, 0, sizeof *out);
-    out->epoch = -1;
-    rs = body_of(env, KQ_API_DESCRIBE_FEATURES, KQ__RESPONSE__BODY_DESCRIBE_FEATURES,
-                 "describe_features", errbuf, errlen);
-    if (!rs)
-        return KQ_ERR_INVALID_REQUEST;
-    w = rs->describe_features;
-    out->epoch = w->finalized_features_epoch;
-    out->features = calloc(w->n_features ? w->n_features : 1, sizeof *out->features);
-    if (!out->features)
-        return NOMEM();
-    for (size_t i = 0; i < w->n_features; i++) {
-        const Kq__FeatureDescription *f = w->features[i];
-
-        out->n_features = (int32_t)i + 1;
-        if (f->supported_min_version < 0 || f->supported_min_version > INT16_MAX ||
-            f->supported_max_version < 0 || f->supported_max_version > INT16_MAX ||
-            f->finalized_version_level < 0 || f->finalized_version_level > INT16_MAX) {
-            kq_ctl_features_desc_free(out);
-            return BAD("describe_features feature %zu has a level outside 0..32767", i);
-        }
-        out->features[i].name = dupstr(f->name);
-        if (!out->features[i].name) {
-            kq_ctl_features_desc_free(out);
-            return NOMEM();
-        }
-        out->features[i].min_version = (int16_t)f->supported_min_version;
-        out->features[i].max_version = (int16_t)f->supported_max_version;
-        out->features[i].finalized_level = (int16_t)f->finalized_version_level;
-    }
-    return 0;
+    if ((rc = dec_response(env, KQ_API_DESCRIBE_FEATURES, &features_desc_m, out, errbuf, errlen)))
+        out->epoch = -1;
+    return rc;
 }
 
 void kq_ctl_item_results_free(kq_ctl_item_results *r)
 {
     if (!r)
         return;
-    for (int32_t i = 0; i < r->n; i++) {
-        free(r->items[i].name);
-        free(r->items[i].message);
-    }
-    free(r->items);
+    kq_wire_free(&item_results[0].m, r); /* every item table owns the same two strings */
     memset(r, 0, sizeof *r);
 }
 
-/* Append one item; takes name/message as borrowed strings and copies them. */
-static int push_item(kq_ctl_item_results *r, size_t cap, const char *name, const char *message,
-                     int error, const ProtobufCBinaryData *id, bool has_id)
+/* ElectLeaders: one item per partition, named by its topic. */
+static int dec_elect_results(const kq_response *env, kq_ctl_item_results *out, char *errbuf,
+                             size_t errlen)
 {
-    kq_ctl_item_result *it;
+    elect_results w;
+    int rc = dec_response(env, KQ_API_ELECT_LEADERS, &elect_results_m, &w, errbuf, errlen);
 
-    if ((size_t)r->n >= cap)
-        return KQ_ERR_INVALID_REQUEST;
-    it = &r->items[r->n++];
-    it->partition = -1;
-    it->num_partitions = -1;
-    it->replication_factor = -1;
-    it->error = error;
-    it->name = strdup(name ? name : "");
-    it->message = dupstr(message);
-    if (!it->name || (message && !it->message))
-        return KQ_ERR_NOMEM;
-    if (has_id && id->len == 16) {
-        it->has_id = true;
-        memcpy(it->topic_id, id->data, 16);
+    for (int32_t i = 0; !rc && i < w.n; i++)
+        for (int32_t p = 0; p < w.topics[i].n; p++) {
+            kq_ctl_item_result *it = &w.topics[i].partitions[p];
+
+            it->has_id = w.topics[i].has_id;
+            memcpy(it->topic_id, w.topics[i].topic_id, 16);
+            it->name = strdup(w.topics[i].topic);
+        }
+    if (!rc)
+        out->items =
+            flatten(w.topics, w.n, sizeof *w.topics, offsetof(elect_topic_result, partitions),
+                    offsetof(elect_topic_result, n), sizeof *out->items, &out->n);
+    if (!rc && !out->items) {
+        for (int32_t i = 0; i < w.n; i++)
+            for (int32_t p = 0; p < w.topics[i].n; p++)
+                free(w.topics[i].partitions[p].name);
+        rc = NOMEM();
     }
-    return 0;
+    if (!rc)
+        kq_wire_free(&elect_results_m, &w);
+    return rc;
 }
 
 int kq_ctl_decode_item_results(const kq_response *env, kq_ctl_item_results *out, char *errbuf,
                                size_t errlen)
 {
-    const Kq__Response *rs;
-    size_t cap = 0;
-    int rc = 0;
+    int rc = BAD("response for api key %u has no per-item results", env ? env->api_key : 0);
 
     if (!out)
         return BAD("no output");
     memset(out, 0, sizeof *out);
     if (!env || !env->priv_)
         return BAD("no decoded response");
-    rs = env->priv_;
-    switch (rs->body_case) {
-    case KQ__RESPONSE__BODY_CREATE_TOPICS:
-        cap = rs->create_topics->n_topics;
-        break;
-    case KQ__RESPONSE__BODY_DELETE_TOPICS:
-        cap = rs->delete_topics->n_topics;
-        break;
-    case KQ__RESPONSE__BODY_CREATE_PARTITIONS:
-        cap = rs->create_partitions->n_topics;
-        break;
-    case KQ__RESPONSE__BODY_ELECT_LEADERS:
-        for (size_t i = 0; i < rs->elect_leaders->n_results; i++)
-            cap += rs->elect_leaders->results[i]->n_partitions;
-        break;
-    case KQ__RESPONSE__BODY_INCREMENTAL_ALTER_CONFIGS:
-        cap = rs->incremental_alter_configs->n_responses;
-        break;
-    case KQ__RESPONSE__BODY_UPDATE_FEATURES:
-        cap = rs->update_features->n_results;
-        break;
-    default:
-        return BAD("response for api key %u has no per-item results", env->api_key);
+    if (env->api_key == KQ_API_ELECT_LEADERS)
+        rc = dec_elect_results(env, out, errbuf, errlen);
+    for (size_t i = 0; i < sizeof item_results / sizeof item_results[0]; i++)
+        if (item_results[i].api_key == env->api_key)
+            rc = dec_response(env, env->api_key, &item_results[i].m, out, errbuf, errlen);
+    for (int32_t i = 0; !rc && i < out->n; i++) {
+        kq_ctl_item_result *it = &out->items[i];
+
+        if (env->api_key != KQ_API_ELECT_LEADERS)
+            it->partition = -1;
+        if (env->api_key != KQ_API_CREATE_TOPICS)
+            it->num_partitions = it->replication_factor = -1;
+        if (!it->name && !(it->name = strdup("")))
+            rc = NOMEM();
     }
-    if (cap > KQ_CTL_MAX_PARTITIONS)
-        return BAD("response has %zu results (max %d)", cap, KQ_CTL_MAX_PARTITIONS);
-    out->items = calloc(cap ? cap : 1, sizeof *out->items);
-    if (!out->items)
-        return NOMEM();
-    switch (rs->body_case) {
-    case KQ__RESPONSE__BODY_CREATE_TOPICS:
-        for (size_t i = 0; i < cap && !rc; i++) {
-            const Kq__CreatableTopicResult *t = rs->create_topics->topics[i];
-
-            rc = push_item(out, cap, t->name, t->error_message, t->error_code, &t->topic_id,
-                           t->has_topic_id);
-            out->items[i].num_partitions = t->num_partitions;
-            out->items[i].replication_factor = t->replication_factor;
-        }
-        break;
-    case KQ__RESPONSE__BODY_DELETE_TOPICS:
-        for (size_t i = 0; i < cap && !rc; i++) {
-            const Kq__DeletableTopicResult *t = rs->delete_topics->topics[i];
-
-            rc = push_item(out, cap, t->name, t->error_message, t->error_code, &t->topic_id,
-                           t->has_topic_id);
-        }
-        break;
-    case KQ__RESPONSE__BODY_CREATE_PARTITIONS:
-        for (size_t i = 0; i < cap && !rc; i++) {
-            const Kq__CtlResourceResult *t = rs->create_partitions->topics[i];
-
-            rc = push_item(out, cap, t->name, t->error_message, t->error_code, NULL, false);
-        }
-        break;
-    case KQ__RESPONSE__BODY_ELECT_LEADERS:
-        for (size_t i = 0; i < rs->elect_leaders->n_results && !rc; i++) {
-            const Kq__ElectTopicResult *t = rs->elect_leaders->results[i];
-
-            for (size_t k = 0; k < t->n_partitions && !rc; k++) {
-                rc = push_item(out, cap, t->topic, t->partitions[k]->error_message,
-                               t->partitions[k]->error_code, &t->topic_id, t->has_topic_id);
-                out->items[out->n - 1].partition = t->partitions[k]->partition_id;
-            }
-        }
-        break;
-    case KQ__RESPONSE__BODY_INCREMENTAL_ALTER_CONFIGS:
-        for (size_t i = 0; i < cap && !rc; i++) {
-            const Kq__AlterConfigsResourceResult *t = rs->incremental_alter_configs->responses[i];
-
-            rc =
-                push_item(out, cap, t->resource_name, t->error_message, t->error_code, NULL, false);
-            out->items[i].resource_type = (int8_t)t->resource_type;
-        }
-        break;
-    case KQ__RESPONSE__BODY_UPDATE_FEATURES:
-        for (size_t i = 0; i < cap && !rc; i++) {
-            const Kq__UpdatableFeatureResult *t = rs->update_features->results[i];
-
-            rc = push_item(out, cap, t->feature, t->error_message, t->error_code, NULL, false);
-        }
-        break;
-    default:
-        break;
-    }
-    if (rc) {
+    if (rc)
         kq_ctl_item_results_free(out);
-        return rc == KQ_ERR_NOMEM ? NOMEM() : BAD("inconsistent per-item results");
-    }
-    return 0;
+    return rc;
 }
 
 int kq_ctl_decode_broker_registration_response(const kq_response *env, int64_t *broker_epoch,
                                                char *errbuf, size_t errlen)
 {
-    const Kq__Response *rs =
-        body_of(env, KQ_API_BROKER_REGISTRATION, KQ__RESPONSE__BODY_BROKER_REGISTRATION,
-                "broker_registration", errbuf, errlen);
+    registration_result r;
+    int rc;
 
-    if (!rs || !broker_epoch)
-        return KQ_ERR_INVALID_REQUEST;
-    if (rs->broker_registration->broker_epoch < 0)
-        return BAD("broker_registration response epoch %lld is negative",
-                   (long long)rs->broker_registration->broker_epoch);
-    *broker_epoch = rs->broker_registration->broker_epoch;
-    return 0;
+    if (!broker_epoch)
+        return BAD("no output");
+    rc = dec_response(env, KQ_API_BROKER_REGISTRATION, &registration_result_m, &r, errbuf, errlen);
+    if (!rc)
+        *broker_epoch = r.broker_epoch;
+    return rc;
 }
 
 int kq_ctl_decode_broker_heartbeat_response(const kq_response *env, kq_heartbeat_result *out,
                                             char *errbuf, size_t errlen)
 {
-    const Kq__Response *rs =
-        body_of(env, KQ_API_BROKER_HEARTBEAT, KQ__RESPONSE__BODY_BROKER_HEARTBEAT,
-                "broker_heartbeat", errbuf, errlen);
-
-    if (!rs || !out)
-        return KQ_ERR_INVALID_REQUEST;
-    memset(out, 0, sizeof *out);
-    out->is_caught_up = rs->broker_heartbeat->is_caught_up;
-    out->is_fenced = rs->broker_heartbeat->is_fenced;
-    out->should_shutdown = rs->broker_heartbeat->should_shut_down;
-    out->in_controlled_shutdown = rs->broker_heartbeat->has_in_controlled_shutdown &&
-                                  rs->broker_heartbeat->in_controlled_shutdown;
-    return 0;
+    if (!out)
+        return BAD("no output");
+    return dec_response(env, KQ_API_BROKER_HEARTBEAT, &heartbeat_result_m, out, errbuf, errlen);
 }
 
 void kq_ctl_alter_partition_response_free(kq_alter_partition_result *r)
@@ -1963,44 +1892,24 @@ void kq_ctl_alter_partition_response_free(kq_alter_partition_result *r)
 int kq_ctl_decode_alter_partition_response(const kq_response *env, kq_alter_partition_result *out,
                                            char *errbuf, size_t errlen)
 {
-    const Kq__Response *rs;
-    const Kq__AlterPartitionResponse *w;
-    size_t total = 0, k = 0;
+    ap_results w;
+    int rc;
 
     if (!out)
         return BAD("no output");
     memset(out, 0, sizeof *out);
-    rs = body_of(env, KQ_API_ALTER_PARTITION, KQ__RESPONSE__BODY_ALTER_PARTITION, "alter_partition",
-                 errbuf, errlen);
-    if (!rs)
-        return KQ_ERR_INVALID_REQUEST;
-    w = rs->alter_partition;
-    for (size_t i = 0; i < w->n_topics; i++)
-        total += w->topics[i]->n_partitions;
-    if (total > KQ_CTL_MAX_PARTITIONS)
-        return BAD("alter_partition response has %zu partitions", total);
-    out->results = calloc(total ? total : 1, sizeof *out->results);
-    if (!out->results)
+    if ((rc = dec_response(env, KQ_API_ALTER_PARTITION, &ap_results_m, &w, errbuf, errlen)))
+        return rc;
+    out->results = flatten(w.topics, w.n, sizeof *w.topics, offsetof(ap_topic_result, partitions),
+                           offsetof(ap_topic_result, n), sizeof *out->results, &out->n_results);
+    if (!out->results) {
+        kq_wire_free(&ap_results_m, &w);
         return NOMEM();
-    for (size_t i = 0; i < w->n_topics; i++) {
-        for (size_t p = 0; p < w->topics[i]->n_partitions; p++, k++) {
-            const Kq__AlterPartitionPartitionResult *x = w->topics[i]->partitions[p];
-            kq_ap_result *r = &out->results[k];
-            kq_ctl_ids ids = {0};
-
-            out->n_results = (int32_t)k + 1;
-            if (dup_ids(&ids, x->isr, x->n_isr, "alter_partition isr", errbuf, errlen)) {
-                kq_ctl_alter_partition_response_free(out);
-                return KQ_ERR_INVALID_REQUEST;
-            }
-            r->error = x->error_code;
-            r->leader_id = x->leader_id;
-            r->leader_epoch = x->leader_epoch;
-            r->isr = ids.ids;
-            r->n_isr = ids.n;
-            r->leader_recovery_state = (int8_t)x->leader_recovery_state;
-            r->partition_epoch = x->partition_epoch;
-        }
     }
-    return 0;
+    kq_wire_free(&ap_results_m, &w);
+    return out->n_results > KQ_CTL_MAX_PARTITIONS
+               ? (kq_ctl_alter_partition_response_free(out),
+                  BAD("alter_partition response has more than %d partitions",
+                      KQ_CTL_MAX_PARTITIONS))
+               : 0;
 }

@@ -292,6 +292,8 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
 
         if (present && b->len != 16)
             return BAD("%s has %zu bytes, not 16", path, b->len);
+        if (f->flags & KQ_WF_HAS)
+            *(bool *)AT(c, f->aux) = present;
         if (present)
             memcpy(dst, b->data, 16);
         if ((f->flags & KQ_WF_NONZERO) && (!present || !memcmp(dst, (uint8_t[16]){0}, 16)))
@@ -378,6 +380,28 @@ int kq_wire_decode(const kq_wire_msg *m, const ProtobufCMessage *pb, void *c, kq
     return decode_msg(&d, m, pb, c, m->desc->short_name);
 }
 
+void kq_wire_free(const kq_wire_msg *m, void *c)
+{
+    for (size_t i = 0; c && i < m->n_fields; i++) {
+        const kq_wire_field *f = &m->fields[i];
+        void *p;
+
+        if (f->kind == KQ_WK_MSG) {
+            kq_wire_free(f->sub, AT(c, f->off));
+            continue;
+        }
+        if (f->kind != KQ_WK_STR && f->kind != KQ_WK_BYTES && f->kind != KQ_WK_IDS &&
+            f->kind != KQ_WK_STRS && f->kind != KQ_WK_MSGS)
+            continue;
+        p = *(void **)AT(c, f->off);
+        for (int32_t k = 0; p && f->kind == KQ_WK_STRS && k < *(int32_t *)AT(c, f->aux); k++)
+            free(((char **)p)[k]);
+        for (int32_t k = 0; p && f->kind == KQ_WK_MSGS && k < *(int32_t *)AT(c, f->aux); k++)
+            kq_wire_free(f->sub, (char *)p + (size_t)k * f->sub->size);
+        free(p);
+    }
+}
+
 /* ---- encode ----------------------------------------------------------------------------- */
 
 static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *fd, const void *c,
@@ -405,7 +429,9 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
         return 0;
     }
     case KQ_WK_UUID:
-        if (fd->label != PROTOBUF_C_LABEL_REQUIRED && !memcmp(src, (uint8_t[16]){0}, 16))
+        if ((f->flags & KQ_WF_HAS)
+                ? !*(const bool *)CAT(c, f->aux)
+                : fd->label != PROTOBUF_C_LABEL_REQUIRED && !memcmp(src, (uint8_t[16]){0}, 16))
             return 0;
         *(ProtobufCBinaryData *)dst = (ProtobufCBinaryData){16, (uint8_t *)src};
         pb_set_present(fd, pb);

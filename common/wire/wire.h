@@ -111,6 +111,12 @@ struct kq_wire_msg {
     {                                                                                              \
         .name = pb, .kind = KQ_WK_UUID, .flags = fl, .off = offsetof(T, f), .max = 16              \
     }
+/* An optional uuid whose presence is the bool `has` (sent when has is true). */
+#define KQ_W_UUID_HAS(T, f, has, pb)                                                               \
+    {                                                                                              \
+        .name = pb, .kind = KQ_WK_UUID, .flags = KQ_WF_HAS, .off = offsetof(T, f),                 \
+        .aux = offsetof(T, has), .max = 16                                                         \
+    }
 #define KQ_W_BYTES(T, f, n, pb, maxlen)                                                            \
     {                                                                                              \
         .name = pb, .kind = KQ_WK_BYTES, .off = offsetof(T, f), .aux = offsetof(T, n),             \
@@ -151,6 +157,10 @@ struct kq_wire_msg {
  * stays in c for the caller's free function (every pointer is valid or NULL). */
 int kq_wire_decode(const kq_wire_msg *m, const ProtobufCMessage *pb, void *c, kq_wire_arena *a,
                    char *errbuf, size_t errlen);
+
+/* Frees what kq_wire_decode without an arena allocated in c (not c itself), recursively;
+ * the pointers are left dangling: the caller clears c. */
+void kq_wire_free(const kq_wire_msg *m, void *c);
 
 /* Fills the protobuf-c message pb (initialised here) from the C struct c. Limits are not
  * checked (the receiver's decode checks them). 0, KQ_ERR_INVALID_REQUEST (a negative count, or
