@@ -1656,6 +1656,38 @@ static const kq_wire_field registration_result_f[] = {
 static const kq_wire_msg registration_result_m = KQ_W_TABLE(
     registration_result, kq__broker_registration_response__descriptor, registration_result_f);
 
+const kq_wire_msg *const kq_wire_ctl_tables[] = {
+    &ctl_bodies[0].m,
+    &ctl_bodies[1].m,
+    &ctl_bodies[2].m,
+    &ctl_bodies[3].m,
+    &ctl_bodies[4].m,
+    &ctl_bodies[5].m,
+    &ctl_bodies[6].m,
+    &ctl_bodies[8].m,
+    &ctl_bodies[9].m,
+    &ctl_bodies[10].m,
+    &ctl_bodies[11].m,
+    &ctl_bodies[12].m,
+    &ctl_bodies[13].m,
+    &elect_m,
+    &cluster_broker_m,
+    &cluster_desc_m,
+    &topics_desc_m,
+    &configs_desc_m,
+    &features_desc_m,
+    &item_results[0].m,
+    &item_results[1].m,
+    &item_results[2].m,
+    &item_results[3].m,
+    &item_results[4].m,
+    &elect_results_m,
+    &ap_results_m,
+    &heartbeat_result_m,
+    &registration_result_m,
+    NULL,
+};
+
 /* Decode env's body (api_key's) into out through m, owned copies; out is left empty on error. */
 static int dec_response(const kq_response *env, uint32_t api_key, const kq_wire_msg *m, void *out,
                         char *errbuf, size_t errlen)

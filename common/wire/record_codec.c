@@ -134,6 +134,22 @@ static const kq_wire_msg record_m[] = {
         KQ_W_TABLE(kq_rec_feature_level, kq__feature_level_record__descriptor, feature_level_f),
 };
 
+const kq_wire_msg *const kq_wire_record_tables[] = {
+    &record_m[KQ_REC_LEADER_CHANGE],
+    &record_m[KQ_REC_NOOP],
+    &record_m[KQ_REC_OPAQUE],
+    &record_m[KQ_REC_REGISTER_BROKER],
+    &record_m[KQ_REC_UNREGISTER_BROKER],
+    &record_m[KQ_REC_BROKER_REGISTRATION_CHANGE],
+    &record_m[KQ_REC_TOPIC],
+    &record_m[KQ_REC_PARTITION],
+    &record_m[KQ_REC_PARTITION_CHANGE],
+    &record_m[KQ_REC_REMOVE_TOPIC],
+    &record_m[KQ_REC_CONFIG],
+    &record_m[KQ_REC_FEATURE_LEVEL],
+    NULL,
+};
+
 /* The table of a record type and the oneof member that carries it; NULL for neither. */
 static const kq_wire_msg *record_table(uint32_t type, const ProtobufCFieldDescriptor **fd)
 {

@@ -148,6 +148,11 @@ struct kq_wire_msg {
         &pbdesc, sizeof(T), rows, sizeof rows / sizeof rows[0]                                     \
     }
 
+/* Every top-level table of a codec, NULL-terminated (the property test in
+ * tests/unit/codec/test_wire_tables.c round-trips each; sub-tables are reached through them). */
+extern const kq_wire_msg *const kq_wire_record_tables[];
+extern const kq_wire_msg *const kq_wire_ctl_tables[];
+
 /* ---- the two walks ---------------------------------------------------------------------- */
 
 /* Fills the C struct c (zeroed first) from the unpacked message pb of type m->desc, checking
