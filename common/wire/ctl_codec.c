@@ -1732,7 +1732,8 @@ static void *flatten(void *tops, int32_t n, size_t step, size_t arr, size_t cnt,
         top = (char *)tops + (size_t)i * step;
         size_t bytes = (size_t) * (int32_t *)(top + cnt) * size;
 
-        memcpy(out + k, *(void **)(top + arr), bytes);
+        if (bytes)
+            memcpy(out + k, *(void **)(top + arr), bytes);
         k += bytes;
         free(*(void **)(top + arr));
         *(void **)(top + arr) = NULL;

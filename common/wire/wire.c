@@ -190,6 +190,21 @@ static bool is_int_kind(uint8_t kind)
     return kind <= KQ_WK_BOOL;
 }
 
+/* A list's count in the C struct: int32_t, or size_t with KQ_WF_SIZE. */
+static int64_t c_count(const kq_wire_field *f, const void *c)
+{
+    return (f->flags & KQ_WF_SIZE) ? (int64_t) * (const size_t *)CAT(c, f->aux)
+                                   : *(const int32_t *)CAT(c, f->aux);
+}
+
+static void c_set_count(const kq_wire_field *f, void *c, size_t n)
+{
+    if (f->flags & KQ_WF_SIZE)
+        *(size_t *)AT(c, f->aux) = n;
+    else
+        *(int32_t *)AT(c, f->aux) = (int32_t)n;
+}
+
 static const ProtobufCFieldDescriptor *pb_field(const kq_wire_msg *m, const kq_wire_field *f)
 {
     return protobuf_c_message_descriptor_get_field_by_name(m->desc, f->name);
@@ -231,15 +246,15 @@ static int decode_msg(dec *d, const kq_wire_msg *m, const ProtobufCMessage *pb, 
 
 /* Repeated strings: each checked; the pointer array is borrowed (arena) or copied with every
  * string (no arena). */
-static int decode_strs(dec *d, const kq_wire_field *f, char *const *v, size_t n, void *dst,
-                       int32_t *count, const char *path)
+static int decode_strs(dec *d, const kq_wire_field *f, char *const *v, size_t n, void *c,
+                       const char *path)
 {
     char **out = d->a ? (char **)v : calloc(n, sizeof *out);
 
     if (!out)
         return NOMEM();
-    *(char ***)dst = out;
-    *count = (int32_t)n;
+    *(char ***)AT(c, f->off) = out;
+    c_set_count(f, c, n);
     for (size_t i = 0; i < n; i++) {
         size_t len = strnlen(v[i], (size_t)f->elem_max + 1);
 
@@ -251,6 +266,40 @@ static int decode_strs(dec *d, const kq_wire_field *f, char *const *v, size_t n,
             return NOMEM();
     }
     return 0;
+}
+
+/* Repeated bytes: a pointer array at off and a length array at aux2; each value borrowed
+ * (arena; an empty one points at a static byte, never NULL) or copied (no arena). */
+static int decode_blobs(dec *d, const kq_wire_field *f, const ProtobufCBinaryData *v, size_t n,
+                        void *c, const char *path)
+{
+    static const uint8_t empty[1];
+    const uint8_t **ptrs = dalloc(d, n, sizeof *ptrs);
+    size_t *lens = dalloc(d, n, sizeof *lens);
+
+    *(const uint8_t ***)AT(c, f->off) = ptrs;
+    *(size_t **)AT(c, f->aux2) = lens;
+    if (!ptrs || !lens)
+        return NOMEM();
+    c_set_count(f, c, n);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].len > (uint64_t)f->elem_max)
+            return BAD("%s[%zu] is %zu bytes (at most %lld)", path, i, v[i].len,
+                       (long long)f->elem_max);
+        lens[i] = v[i].len;
+        if (!(ptrs[i] = v[i].len ? dkeep(d, v[i].data, v[i].len, false)
+                                 : (d->a ? empty : dkeep(d, empty, 0, false))))
+            return NOMEM();
+    }
+    return 0;
+}
+
+/* Every integer of an inline sub-table (its fields live in the parent) set to `absent`. */
+static void put_absent(const kq_wire_msg *m, void *c, int64_t absent)
+{
+    for (size_t i = 0; i < m->n_fields; i++)
+        if (is_int_kind(m->fields[i].kind))
+            c_put_int(m->fields[i].kind, AT(c, m->fields[i].off), absent);
 }
 
 static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDescriptor *fd,
@@ -300,18 +349,26 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
             return BAD("%s is %s", path, present ? "all zero" : "missing");
         return 0;
     }
+    case KQ_WK_TEXT:
+        if (!present || !kq_wire_clip(*(const char *const *)src, dst, (size_t)f->max))
+            *(char *)dst = '\0';
+        return 0;
     case KQ_WK_BYTES: {
+        static const uint8_t empty[1];
         const ProtobufCBinaryData *b = src;
 
         if (b->len > (uint64_t)f->max)
             return BAD("%s has %zu bytes (max %lld)", path, b->len, (long long)f->max);
         if (b->len && !(*(void **)dst = dkeep(d, b->data, b->len, false)))
             return NOMEM();
+        if (!b->len && d->a) /* a borrowed empty value is never NULL */
+            *(const uint8_t **)dst = empty;
         *(size_t *)AT(c, f->aux) = b->len;
         return 0;
     }
     case KQ_WK_IDS:
     case KQ_WK_STRS:
+    case KQ_WK_BLOBS:
     case KQ_WK_MSGS: {
         size_t n = *(const size_t *)CAT(pb, fd->quantifier_offset);
         void *arr;
@@ -323,13 +380,15 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
         if (!n)
             return 0;
         if (f->kind == KQ_WK_STRS)
-            return decode_strs(d, f, *(char *const *const *)src, n, dst, AT(c, f->aux), path);
+            return decode_strs(d, f, *(char *const *const *)src, n, c, path);
+        if (f->kind == KQ_WK_BLOBS)
+            return decode_blobs(d, f, *(ProtobufCBinaryData *const *)src, n, c, path);
         arr = f->kind == KQ_WK_IDS ? dkeep(d, *(void *const *)src, n * sizeof(int32_t), false)
                                    : dalloc(d, n, f->sub->size);
         if (!arr)
             return NOMEM();
         *(void **)dst = arr;
-        *(int32_t *)AT(c, f->aux) = (int32_t)n;
+        c_set_count(f, c, n);
         for (size_t i = 0; f->kind == KQ_WK_MSGS && i < n; i++) {
             char sub[256];
             int rc;
@@ -343,6 +402,8 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
         return 0;
     }
     case KQ_WK_MSG:
+        if ((f->flags & KQ_WF_INLINE) && !present)
+            put_absent(f->sub, c, f->absent);
         if (f->flags & KQ_WF_HAS)
             *(bool *)AT(c, f->aux) = present;
         return present ? decode_msg(d, f->sub, *(ProtobufCMessage *const *)src, dst, path) : 0;
@@ -391,18 +452,41 @@ void kq_wire_free(const kq_wire_msg *m, void *c)
             continue;
         }
         if (f->kind != KQ_WK_STR && f->kind != KQ_WK_BYTES && f->kind != KQ_WK_IDS &&
-            f->kind != KQ_WK_STRS && f->kind != KQ_WK_MSGS)
+            f->kind != KQ_WK_STRS && f->kind != KQ_WK_BLOBS && f->kind != KQ_WK_MSGS)
             continue;
         p = *(void **)AT(c, f->off);
-        for (int32_t k = 0; p && f->kind == KQ_WK_STRS && k < *(int32_t *)AT(c, f->aux); k++)
-            free(((char **)p)[k]);
-        for (int32_t k = 0; p && f->kind == KQ_WK_MSGS && k < *(int32_t *)AT(c, f->aux); k++)
+        for (int64_t k = 0;
+             p && (f->kind == KQ_WK_STRS || f->kind == KQ_WK_BLOBS) && k < c_count(f, c); k++)
+            free(((void **)p)[k]);
+        for (int64_t k = 0; p && f->kind == KQ_WK_MSGS && k < c_count(f, c); k++)
             kq_wire_free(f->sub, (char *)p + (size_t)k * f->sub->size);
+        if (f->kind == KQ_WK_BLOBS)
+            free(*(void **)AT(c, f->aux2));
         free(p);
     }
 }
 
 /* ---- encode ----------------------------------------------------------------------------- */
+
+/* An inline sub-message is sent when one of its keys (or, with none, of its integers) is not
+ * the absent value. */
+static bool inline_present(const kq_wire_field *f, const void *c)
+{
+    bool keys = false, any = false;
+
+    for (size_t i = 0; i < f->sub->n_fields; i++) {
+        const kq_wire_field *g = &f->sub->fields[i];
+        bool set = is_int_kind(g->kind) && c_get_int(g->kind, CAT(c, g->off)) != f->absent;
+
+        if (g->flags & KQ_WF_KEY) {
+            if (set)
+                return true;
+            keys = true;
+        }
+        any = any || set;
+    }
+    return !keys && any;
+}
 
 static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *fd, const void *c,
                         ProtobufCMessage *pb, kq_wire_arena *a)
@@ -436,6 +520,10 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
         *(ProtobufCBinaryData *)dst = (ProtobufCBinaryData){16, (uint8_t *)src};
         pb_set_present(fd, pb);
         return 0;
+    case KQ_WK_TEXT:
+        if (*(const char *)src)
+            *(const char **)dst = src;
+        return 0;
     case KQ_WK_BYTES:
         *(ProtobufCBinaryData *)dst =
             (ProtobufCBinaryData){*(const size_t *)CAT(c, f->aux), *(uint8_t *const *)src};
@@ -444,7 +532,7 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
         return 0;
     case KQ_WK_IDS:
     case KQ_WK_STRS: {
-        int32_t n = *(const int32_t *)CAT(c, f->aux);
+        int64_t n = c_count(f, c);
 
         if (n < 0 || (n > 0 && !*(const void *const *)src))
             return KQ_ERR_INVALID_REQUEST;
@@ -452,14 +540,36 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
         *(const void **)dst = *(const void *const *)src;
         return 0;
     }
+    case KQ_WK_BLOBS: {
+        static const uint8_t empty[1];
+        int64_t n = c_count(f, c);
+        const uint8_t *const *ptrs = *(const uint8_t *const *const *)src;
+        const size_t *lens = *(const size_t *const *)CAT(c, f->aux2);
+        ProtobufCBinaryData *v;
+
+        if (n < 0 || (n > 0 && (!ptrs || !lens)))
+            return KQ_ERR_INVALID_REQUEST;
+        if (!n)
+            return 0;
+        if (!(v = kq_wire_alloc(a, (size_t)n, sizeof *v)))
+            return KQ_ERR_NOMEM;
+        for (int64_t i = 0; i < n; i++)
+            v[i] = ptrs[i] ? (ProtobufCBinaryData){lens[i], (uint8_t *)ptrs[i]}
+                           : (ProtobufCBinaryData){0, (uint8_t *)empty};
+        *(size_t *)AT(pb, fd->quantifier_offset) = (size_t)n;
+        *(ProtobufCBinaryData **)dst = v;
+        return 0;
+    }
     case KQ_WK_MSG:
         if ((f->flags & KQ_WF_HAS) && !*(const bool *)CAT(c, f->aux))
+            return 0;
+        if ((f->flags & KQ_WF_INLINE) && !inline_present(f, c))
             return 0;
         if (!(*(ProtobufCMessage **)dst = kq_wire_alloc(a, 1, f->sub->desc->sizeof_message)))
             return KQ_ERR_NOMEM;
         return kq_wire_encode(f->sub, src, *(ProtobufCMessage **)dst, a);
     case KQ_WK_MSGS: {
-        int32_t n = *(const int32_t *)CAT(c, f->aux);
+        int64_t n = c_count(f, c);
         const ProtobufCMessageDescriptor *sd = f->sub->desc;
         ProtobufCMessage **ptrs;
         char *msgs;
@@ -472,7 +582,7 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
         msgs = kq_wire_alloc(a, (size_t)n, sd->sizeof_message);
         if (!ptrs || !msgs)
             return KQ_ERR_NOMEM;
-        for (int32_t i = 0; i < n; i++) {
+        for (int64_t i = 0; i < n; i++) {
             const void *elem = (const char *)*(const void *const *)src + (size_t)i * f->sub->size;
             int rc;
 

@@ -54,6 +54,9 @@ typedef enum kq_wire_kind {
     KQ_WK_BYTES, /* uint8_t * at off, size_t length at aux <- bytes */
     KQ_WK_IDS,   /* int32_t * at off, int32_t count at aux <- repeated 32-bit integers */
     KQ_WK_STRS,  /* const char ** at off, int32_t count at aux <- repeated string */
+    KQ_WK_TEXT,  /* char[max + 1] at off <- string (cut at max bytes; "" <-> absent) */
+    KQ_WK_BLOBS, /* const uint8_t ** at off, size_t * lengths at aux2, count at aux <- repeated
+                    bytes (an empty value is a non-NULL pointer and length 0) */
     KQ_WK_MSG,   /* C struct at off <- singular message; a bool at aux says present (KQ_WF_HAS) */
     KQ_WK_MSGS,  /* C array at off, int32_t count at aux <- repeated message */
 } kq_wire_kind;
@@ -61,7 +64,14 @@ typedef enum kq_wire_kind {
 #define KQ_WF_NONEMPTY 1u /* strings (each of KQ_WK_STRS): not ""; other lists: an entry */
 #define KQ_WF_NONZERO 2u  /* uuid: present and not all zero */
 #define KQ_WF_HAS 4u      /* aux is the offset of a bool: true when the optional field is present */
-#define KQ_WF_ABSENT 8u   /* optional scalar: absent means `absent` (and that value is not sent) */
+#define KQ_WF_SIZE 16u    /* lists: the count at aux is a size_t, not an int32_t */
+/* KQ_WK_MSG whose sub-table's fields live in the parent struct (offsets of the parent, off 0):
+ * absent, its integers are set to `absent`; sent when a key (KQ_WF_KEY) is not `absent`. */
+#define KQ_WF_INLINE 32u
+/* An integer of an inline sub-table that decides whether it is sent (when none of its fields
+ * is a key, any integer not `absent` sends it). */
+#define KQ_WF_KEY 64u
+#define KQ_WF_ABSENT 8u /* optional scalar: absent means `absent` (and that value is not sent) */
 
 typedef struct kq_wire_msg kq_wire_msg;
 
@@ -72,7 +82,8 @@ typedef struct kq_wire_field {
     size_t off, aux;  /* offsets in the C struct */
     int64_t min, max; /* scalars: inclusive range; strings, bytes: max length; lists: max count */
     int64_t absent;   /* KQ_WF_ABSENT: the C value of an absent optional scalar */
-    int64_t elem_max; /* KQ_WK_STRS: max length of each string */
+    int64_t elem_max; /* KQ_WK_STRS, KQ_WK_BLOBS: max length of each value */
+    size_t aux2;      /* KQ_WK_BLOBS: offset of the lengths */
     const kq_wire_msg *sub; /* KQ_WK_MSG, KQ_WK_MSGS: the element's table */
 } kq_wire_field;
 
@@ -96,6 +107,11 @@ struct kq_wire_msg {
     {                                                                                              \
         .name = pb, .kind = k, .flags = KQ_WF_ABSENT, .off = offsetof(T, f), .min = lo, .max = hi, \
         .absent = dflt                                                                             \
+    }
+#define KQ_W_KEY(...) KQ_W_KEY_(__VA_ARGS__)
+#define KQ_W_KEY_(T, f, pb, k, lo, hi)                                                             \
+    {                                                                                              \
+        .name = pb, .kind = k, .flags = KQ_WF_KEY, .off = offsetof(T, f), .min = lo, .max = hi     \
     }
 #define KQ_W_I32 KQ_WK_I32, INT32_MIN, INT32_MAX
 #define KQ_W_I64 KQ_WK_I64, INT64_MIN, INT64_MAX
@@ -133,6 +149,19 @@ struct kq_wire_msg {
         .name = pb, .kind = KQ_WK_STRS, .flags = fl, .off = offsetof(T, f), .aux = offsetof(T, n), \
         .max = maxn, .elem_max = maxlen                                                            \
     }
+#define KQ_W_TEXT(T, f, pb)                                                                        \
+    {                                                                                              \
+        .name = pb, .kind = KQ_WK_TEXT, .off = offsetof(T, f), .max = sizeof(((T *)0)->f) - 1      \
+    }
+#define KQ_W_BLOBS(T, f, lens, n, pb, fl, maxn, maxlen)                                            \
+    {                                                                                              \
+        .name = pb, .kind = KQ_WK_BLOBS, .flags = fl, .off = offsetof(T, f),                       \
+        .aux = offsetof(T, n), .aux2 = offsetof(T, lens), .max = maxn, .elem_max = maxlen          \
+    }
+#define KQ_W_INLINE(pb, s, dflt)                                                                   \
+    {                                                                                              \
+        .name = pb, .kind = KQ_WK_MSG, .flags = KQ_WF_INLINE, .absent = dflt, .sub = s             \
+    }
 #define KQ_W_MSG(T, f, has, pb, s)                                                                 \
     {                                                                                              \
         .name = pb, .kind = KQ_WK_MSG, .flags = KQ_WF_HAS, .off = offsetof(T, f),                  \
@@ -152,6 +181,7 @@ struct kq_wire_msg {
  * tests/unit/codec/test_wire_tables.c round-trips each; sub-tables are reached through them). */
 extern const kq_wire_msg *const kq_wire_record_tables[];
 extern const kq_wire_msg *const kq_wire_ctl_tables[];
+extern const kq_wire_msg *const kq_wire_data_tables[];
 
 /* ---- the two walks ---------------------------------------------------------------------- */
 

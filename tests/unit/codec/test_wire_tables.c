@@ -1,7 +1,7 @@
 /*
- * Property test of the wire tables (common/wire/wire.h): for every table of the record and
- * controller codecs, random C structs within the table's limits survive encode -> pack ->
- * unpack -> decode unchanged, driven only by the table and protobuf-c's descriptor; every
+ * Property test of the wire tables (common/wire/wire.h): for every table of the record,
+ * controller and data-plane codecs, random C structs within the table's limits survive encode ->
+ * pack -> unpack -> decode unchanged, driven only by the table and protobuf-c's descriptor; every
  * table names fields its descriptor has; and a value one past a limit is refused with the
  * field's path in the message.
  */
@@ -52,6 +52,20 @@ static const ProtobufCFieldDescriptor *pbf(const kq_wire_msg *m, const kq_wire_f
     return protobuf_c_message_descriptor_get_field_by_name(m->desc, f->name);
 }
 
+static void set_count(const kq_wire_field *f, void *c, size_t n)
+{
+    if (f->flags & KQ_WF_SIZE)
+        *(size_t *)AT(c, f->aux) = n;
+    else
+        *(int32_t *)AT(c, f->aux) = (int32_t)n;
+}
+
+static int64_t get_count(const kq_wire_field *f, const void *c)
+{
+    return (f->flags & KQ_WF_SIZE) ? (int64_t) * (const size_t *)((const char *)c + f->aux)
+                                   : *(const int32_t *)((const char *)c + f->aux);
+}
+
 static char *rand_str(kq_wire_arena *a, int64_t max, bool nonempty)
 {
     size_t cap = (size_t)(max < 12 ? max : 12), n = (size_t)pick(nonempty ? 1 : 0, (int64_t)cap);
@@ -71,6 +85,23 @@ static size_t rand_count(const kq_wire_field *f, int depth)
     return (size_t)pick((f->flags & KQ_WF_NONEMPTY) && f->kind != KQ_WK_STRS ? 1 : 0, hi);
 }
 
+/* A sub-table whose fields live in the parent: all absent, or each random in its range. */
+static void fill_inline(const kq_wire_field *f, void *c)
+{
+    bool absent = next() % 3 == 0;
+
+    for (size_t i = 0; i < f->sub->n_fields; i++) {
+        const kq_wire_field *g = &f->sub->fields[i];
+        /* absent: every field as the receiver fills in an absent sub-message */
+        int64_t v = absent ? f->absent : pick(g->min, g->max);
+
+        if (g->kind == KQ_WK_I32)
+            *(int32_t *)AT(c, g->off) = (int32_t)v;
+        else
+            *(int64_t *)AT(c, g->off) = v;
+    }
+}
+
 /* A random C struct of table m in c (zeroed), inside every limit the decoder checks. */
 static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
 {
@@ -80,6 +111,10 @@ static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
         bool optional = fd->label == PROTOBUF_C_LABEL_OPTIONAL;
         void *dst = AT(c, f->off);
 
+        if (f->kind == KQ_WK_MSG && (f->flags & KQ_WF_INLINE)) {
+            fill_inline(f, c);
+            continue;
+        }
         switch (f->kind) {
         case KQ_WK_I8:
             *(int8_t *)dst = (int8_t)pick(f->min, f->max);
@@ -110,6 +145,27 @@ static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
             ((uint8_t *)dst)[0] |= has ? 1 : 0; /* present ids are not all zero */
             break;
         }
+        case KQ_WK_TEXT: {
+            char *t = rand_str(a, f->max, false);
+
+            memcpy(dst, t, strlen(t) + 1);
+            break;
+        }
+        case KQ_WK_BLOBS: {
+            size_t n = rand_count(f, depth);
+            const uint8_t **v = kq_wire_alloc(a, n, sizeof *v);
+            size_t *lens = kq_wire_alloc(a, n, sizeof *lens);
+
+            for (size_t k = 0; k < n; k++) {
+                lens[k] = (size_t)pick(0, 8);
+                v[k] = (const uint8_t *)rand_str(a, 8, false);
+                lens[k] = strlen((const char *)v[k]);
+            }
+            *(const uint8_t ***)dst = n ? v : NULL;
+            *(size_t **)AT(c, f->aux2) = n ? lens : NULL;
+            set_count(f, c, n);
+            break;
+        }
         case KQ_WK_BYTES: {
             size_t n = (size_t)pick(0, 20);
             uint8_t *b = kq_wire_alloc(a, n, 1);
@@ -127,7 +183,7 @@ static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
             for (size_t k = 0; k < n; k++)
                 v[k] = (int32_t)next();
             *(int32_t **)dst = n ? v : NULL;
-            *(int32_t *)AT(c, f->aux) = (int32_t)n;
+            set_count(f, c, n);
             break;
         }
         case KQ_WK_STRS: {
@@ -137,7 +193,7 @@ static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
             for (size_t k = 0; k < n; k++)
                 v[k] = rand_str(a, f->elem_max, f->flags & KQ_WF_NONEMPTY);
             *(char ***)dst = n ? v : NULL;
-            *(int32_t *)AT(c, f->aux) = (int32_t)n;
+            set_count(f, c, n);
             break;
         }
         case KQ_WK_MSG: {
@@ -156,7 +212,7 @@ static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
             for (size_t k = 0; k < n; k++)
                 fill(f->sub, v + k * f->sub->size, a, depth + 1);
             *(void **)dst = n ? v : NULL;
-            *(int32_t *)AT(c, f->aux) = (int32_t)n;
+            set_count(f, c, n);
             break;
         }
         default:
@@ -176,7 +232,7 @@ static bool same(const kq_wire_msg *m, const void *x, const void *y, char *why, 
     for (size_t i = 0; i < m->n_fields; i++) {
         const kq_wire_field *f = &m->fields[i];
         const void *a = (const char *)x + f->off, *b = (const char *)y + f->off;
-        int32_t n = 0;
+        int64_t n = 0;
         bool ok = true;
 
         switch (f->kind) {
@@ -198,6 +254,9 @@ static bool same(const kq_wire_msg *m, const void *x, const void *y, char *why, 
         case KQ_WK_STR:
             ok = same_str(*(char *const *)a, *(char *const *)b);
             break;
+        case KQ_WK_TEXT:
+            ok = !strcmp(a, b);
+            break;
         case KQ_WK_UUID:
             ok = !memcmp(a, b, 16) &&
                  (!(f->flags & KQ_WF_HAS) || *(const bool *)((const char *)x + f->aux) ==
@@ -216,10 +275,16 @@ static bool same(const kq_wire_msg *m, const void *x, const void *y, char *why, 
                  same(f->sub, a, b, why, len);
             break;
         default: /* the lists */
-            n = *(const int32_t *)((const char *)x + f->aux);
-            ok = n == *(const int32_t *)((const char *)y + f->aux);
-            for (int32_t k = 0; ok && k < n; k++) {
-                if (f->kind == KQ_WK_IDS)
+            n = get_count(f, x);
+            ok = n == get_count(f, y);
+            for (int64_t k = 0; ok && k < n; k++) {
+                if (f->kind == KQ_WK_BLOBS) {
+                    size_t la = (*(size_t *const *)((const char *)x + f->aux2))[k];
+
+                    ok = la == (*(size_t *const *)((const char *)y + f->aux2))[k] &&
+                         (!la || !memcmp((*(uint8_t *const *const *)a)[k],
+                                         (*(uint8_t *const *const *)b)[k], la));
+                } else if (f->kind == KQ_WK_IDS)
                     ok = (*(int32_t *const *)a)[k] == (*(int32_t *const *)b)[k];
                 else if (f->kind == KQ_WK_STRS)
                     ok = same_str((*(char **const *)a)[k], (*(char **const *)b)[k]);
@@ -318,7 +383,7 @@ static void check_limit_named(const kq_wire_msg *m)
         void *c, *out;
         int rc;
 
-        if (f->kind != KQ_WK_I32 || f->max == INT32_MAX || (f->flags & KQ_WF_ABSENT))
+        if (f->kind != KQ_WK_I32 || f->max >= INT32_MAX || (f->flags & KQ_WF_ABSENT))
             continue;
         c = kq_wire_alloc(&a, 1, m->size);
         out = kq_wire_alloc(&a, 1, m->size);
@@ -336,6 +401,12 @@ static void check_limit_named(const kq_wire_msg *m)
     }
 }
 
+static void test_data_tables_round_trip(void **state)
+{
+    (void)state;
+    check_tables(kq_wire_data_tables);
+}
+
 static void test_limits_are_named(void **state)
 {
     (void)state;
@@ -343,6 +414,8 @@ static void test_limits_are_named(void **state)
         check_limit_named(kq_wire_record_tables[t]);
     for (size_t t = 0; kq_wire_ctl_tables[t]; t++)
         check_limit_named(kq_wire_ctl_tables[t]);
+    for (size_t t = 0; kq_wire_data_tables[t]; t++)
+        check_limit_named(kq_wire_data_tables[t]);
 }
 
 int main(void)
@@ -350,6 +423,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_tables_round_trip),
         cmocka_unit_test(test_ctl_tables_round_trip),
+        cmocka_unit_test(test_data_tables_round_trip),
         cmocka_unit_test(test_limits_are_named),
     };
 

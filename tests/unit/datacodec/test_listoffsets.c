@@ -80,15 +80,18 @@ typedef struct req_case {
 } req_case;
 
 static const req_case req_cases[] = {
-    {"replica id", -2, -1, -1, -1, "ListOffsets replica_id -2"},
+    {"replica id", -2, -1, -1, -1,
+     "ListOffsetsRequest.replica_id -2 is out of range [-1, 2147483647]"},
     {"replica not the sender", 2, 5, -1, -1, "ListOffsets replica_id 2 differs from the sender 5"},
-    {"topic", -1, -1, 1, 0, "ListOffsets partitions[1] topic_id is all zero"},
-    {"partition", -1, -1, 0, 1, "ListOffsets partitions[0] partition -3"},
-    {"leader epoch", -1, -1, 1, 2, "ListOffsets partitions[1] current_leader_epoch -2"},
+    {"topic", -1, -1, 1, 0, "ListOffsetsRequest.partitions[1].topic_id is all zero"},
+    {"partition", -1, -1, 0, 1,
+     "ListOffsetsRequest.partitions[0].partition -3 is out of range [0, 2147483647]"},
+    {"leader epoch", -1, -1, 1, 2,
+     "ListOffsetsRequest.partitions[1].current_leader_epoch -2 is out of range [-1, 2147483647]"},
     {"timestamp", -1, -1, 0, 3,
-     "ListOffsets partitions[0] timestamp 1700000000000 is not supported"},
+     "ListOffsetsRequest.partitions[0].timestamp 1700000000000 is out of range [-2, -1]"},
     {"duplicate", -1, -1, 1, 4, "ListOffsets names partition AQIDBAUGBwgJCgsMDQ4PEA-0 twice"},
-    {"no partitions", -1, -1, -1, 5, "ListOffsets has no partitions"},
+    {"no partitions", -1, -1, -1, 5, "ListOffsetsRequest.partitions has no entries"},
 };
 
 static void test_request_rules(void **state)
@@ -141,12 +144,14 @@ static void test_response_rules(void **state)
         int which, field;
         const char *expect;
     } cases[] = {
-        {0, 0, "ListOffsets response partitions[0] topic_id is all zero"},
-        {1, 1, "ListOffsets response partitions[1] partition -1"},
-        {1, 2, "ListOffsets response partitions[1] error_code -7"},
+        {0, 0, "ListOffsetsResponse.partitions[0].topic_id is all zero"},
+        {1, 1, "ListOffsetsResponse.partitions[1].partition -1 is out of range [0, 2147483647]"},
+        {1, 2, "ListOffsetsResponse.partitions[1].error_code -7 is out of range [0, 2147483647]"},
         {0, 3, "ListOffsets response partitions[0] offset -1 is invalid (must be >= 0)"},
-        {1, 4, "ListOffsets response partitions[1] offset -2 is invalid (must be >= -1)"},
-        {0, 5, "ListOffsets response partitions[0] leader_epoch -2"},
+        {1, 4,
+         "ListOffsetsResponse.partitions[1].offset -2 is out of range [-1, 9223372036854775807]"},
+        {0, 5,
+         "ListOffsetsResponse.partitions[0].leader_epoch -2 is out of range [-1, 2147483647]"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         kq_list_offsets_partition_result parts[2];

@@ -143,10 +143,10 @@ static void test_request_rules(void **state)
         int field; /* 0 empty, 1 too long, 2 duplicate, 3 too many, 4 no body */
         const char *expect;
     } cases[] = {
-        {0, "Metadata request topics[1] topic name is empty"},
-        {1, "Metadata request topics[0] topic name \"xxxx"},
+        {0, "MetadataRequest.topics[1] is empty"},
+        {1, "MetadataRequest.topics[0] is longer than 249 bytes"},
         {2, "Metadata request names topic \"ledger\" twice"},
-        {3, "Metadata request has 10001 topics (at most 10000)"},
+        {3, "MetadataRequest.topics has 10001 entries (max 10000)"},
     };
 
     memset(long_name, 'x', sizeof long_name - 1);
@@ -255,27 +255,32 @@ static const struct {
     md_break what;
     const char *expect;
 } resp_cases[] = {
-    {BROKER_ID, "Metadata response brokers[1] id -1 is invalid (must be >= 0)"},
-    {BROKER_HOST_EMPTY, "Metadata response brokers[0] (id 1) host is empty"},
-    {BROKER_HOST_LONG, "Metadata response brokers[0] (id 1) host is too long"},
-    {BROKER_PORT_ZERO, "Metadata response brokers[2] (id 3) port 0 is invalid (must be 1..65535)"},
-    {BROKER_PORT_BIG, "Metadata response brokers[2] (id 3) port 65536 is invalid"},
-    {BROKER_RACK_LONG, "Metadata response brokers[1] (id 2) rack is longer than 255 bytes"},
+    {BROKER_ID, "MetadataResponse.brokers[1].node_id -1 is out of range [0, 2147483647]"},
+    {BROKER_HOST_EMPTY, "MetadataResponse.brokers[0].host is empty"},
+    {BROKER_HOST_LONG, "MetadataResponse.brokers[0].host is longer than 255 bytes"},
+    {BROKER_PORT_ZERO, "MetadataResponse.brokers[2].port 0 is out of range [1, 65535]"},
+    {BROKER_PORT_BIG, "MetadataResponse.brokers[2].port 65536 is out of range [1, 65535]"},
+    {BROKER_RACK_LONG, "MetadataResponse.brokers[1].rack is longer than 255 bytes"},
     {BROKER_TWICE, "Metadata response names broker 2 twice"},
-    {TOPIC_NAME_EMPTY, "Metadata response topics[2] topic name is empty"},
-    {TOPIC_NAME_LONG, "Metadata response topics[0] topic name \"zzzz"},
+    {TOPIC_NAME_EMPTY, "MetadataResponse.topics[2].name is empty"},
+    {TOPIC_NAME_LONG, "MetadataResponse.topics[0].name is longer than 249 bytes"},
     {TOPIC_ID_ZERO, "Metadata response topics[0] (ledger) topic_id is all zero"},
-    {TOPIC_ERROR_NEGATIVE, "Metadata response topics[2] (empty) error_code -3 is invalid"},
+    {TOPIC_ERROR_NEGATIVE,
+     "MetadataResponse.topics[2].error_code -3 is out of range [0, 2147483647]"},
     {TOPIC_ERROR_WITH_PARTITIONS,
      "Metadata response topics[0] (ledger) has error UNKNOWN_TOPIC_OR_PARTITION and 2 partitions"},
     {TOPIC_TWICE, "Metadata response names topic \"ledger\" twice"},
-    {PART_NEGATIVE, "Metadata response topic ledger partitions[1] partition -1 is invalid"},
+    {PART_NEGATIVE,
+     "MetadataResponse.topics[0].partitions[1].partition -1 is out of range [0, 2147483647]"},
     {PART_TWICE, "Metadata response topics[0] (ledger) names partition 0 twice"},
-    {PART_ERROR, "Metadata response topic ledger partitions[0] error_code -6 is invalid"},
-    {PART_LEADER, "Metadata response topic ledger partitions[0] leader_id -2 or leader_epoch 4"},
-    {PART_EPOCH, "Metadata response topic ledger partitions[1] leader_id -1 or leader_epoch -5"},
+    {PART_ERROR,
+     "MetadataResponse.topics[0].partitions[0].error_code -6 is out of range [0, 2147483647]"},
+    {PART_LEADER,
+     "MetadataResponse.topics[0].partitions[0].leader_id -2 is out of range [-1, 2147483647]"},
+    {PART_EPOCH,
+     "MetadataResponse.topics[0].partitions[1].leader_epoch -5 is out of range [-1, 2147483647]"},
     {PART_REPLICA_NEGATIVE,
-     "Metadata response topic ledger partitions[0] replicas[2] -3 is invalid (must be >= 0)"},
+     "Metadata response topic ledger partitions[0] replicas id -3 is invalid (must be >= 0)"},
     {PART_REPLICA_TWICE,
      "Metadata response topic ledger partitions[0] replicas name broker 1 twice"},
     {PART_ISR_NOT_REPLICA, "Metadata response topic ledger partitions[0] isr member 7 is not a "
@@ -411,7 +416,7 @@ static void test_response_limits(void **state)
     assert_int_equal(kq_data_encode_metadata_response(&r, &b), 0);
     assert_int_equal(kq_data_decode_metadata_response(b.data, b.len, &out, err, sizeof err),
                      KQ_ERR_INVALID_REQUEST);
-    assert_non_null(strstr(err, "partitions[1] has 1001 replicas (at most 1000)"));
+    assert_non_null(strstr(err, "partitions[1].replicas has 1001 entries (max 1000)"));
     kq_buf_free(&b);
 
     /* Exactly the maximum is accepted. */

@@ -76,18 +76,21 @@ static void p_big_record(kq_produce_request *r)
 }
 
 static const produce_case produce_cases[] = {
-    {"zero topic", p_zero_topic, 1, "Produce topic_id is all zero"},
-    {"partition", p_partition, 1, "Produce partition -1"},
-    {"acks 2", p_acks2, 1, "Produce acks 2 is invalid"},
-    {"acks -2", p_acks_m2, 1, "Produce acks -2 is invalid"},
-    {"timeout", p_timeout, 1, "Produce timeout_ms -5"},
-    {"producer id", p_pid, 1, "Produce producer_id -7"},
+    {"zero topic", p_zero_topic, 1, "ProduceRequest.topic_id is all zero"},
+    {"partition", p_partition, 1, "ProduceRequest.partition -1 is out of range [0, 2147483647]"},
+    {"acks 2", p_acks2, 1, "ProduceRequest.acks 2 is out of range [-1, 1]"},
+    {"acks -2", p_acks_m2, 1, "ProduceRequest.acks -2 is out of range [-1, 1]"},
+    {"timeout", p_timeout, 1, "ProduceRequest.timeout_ms -5 is out of range [0, 2147483647]"},
+    {"producer id", p_pid, 1,
+     "ProduceRequest.producer_id -7 is out of range [-1, 9223372036854775807]"},
     {"producer epoch negative", p_pepoch_neg, 1, "Produce producer_epoch -1"},
-    {"producer epoch too big", p_pepoch_big, 1, "Produce producer_epoch 40000"},
-    {"base sequence", p_seq, 1, "Produce base_sequence -3"},
+    {"producer epoch too big", p_pepoch_big, 1,
+     "ProduceRequest.producer_epoch 40000 is out of range [-1, 32767]"},
+    {"base sequence", p_seq, 1, "ProduceRequest.base_sequence -3 is out of range [-1, 2147483647]"},
     {"half idempotent", p_half_idem, 1, "producer_id -1 but producer_epoch 3"},
-    {"no records", p_no_records, 1, "Produce has no records"},
-    {"record too big", p_big_record, 1, "Produce records[0] is 1048577 bytes"},
+    {"no records", p_no_records, 1, "ProduceRequest.records has no entries"},
+    {"record too big", p_big_record, 1,
+     "ProduceRequest.records[0] is 1048577 bytes (at most 1048576)"},
     {"bad sender", NULL, -2, "sender_id -2"},
 };
 
@@ -137,7 +140,8 @@ static void test_produce_request_limits(void **state)
     r.record_lens = lens;
     r.n_records = n;
     assert_int_equal(kq_data_encode_produce_request(TEST_CLUSTER, 1, &r, &b), 0);
-    expect_request_error(&b, KQ_ERR_INVALID_REQUEST, "Produce has 100001 records", "count");
+    expect_request_error(&b, KQ_ERR_INVALID_REQUEST,
+                         "ProduceRequest.records has 100001 entries (max 100000)", "count");
     kq_buf_free(&b);
 
     /* 65 records of 1 MiB: each is allowed, the total is not. */
@@ -187,7 +191,8 @@ static void test_produce_request_topic_id_size(void **state)
     b.data = malloc(b.len);
     assert_non_null(b.data);
     protobuf_c_message_pack(&rq.base, b.data);
-    expect_request_error(&b, KQ_ERR_INVALID_REQUEST, "Produce topic_id is 15 bytes", "id size");
+    expect_request_error(&b, KQ_ERR_INVALID_REQUEST, "ProduceRequest.topic_id has 15 bytes, not 16",
+                         "id size");
     kq_buf_free(&b);
 }
 
@@ -223,14 +228,16 @@ static void test_request_envelope_rules(void **state)
     /* Produce key with a Fetch body, Fetch key with a Produce body, no body. */
     rq->api_key = KQ_API_DATA_FETCH;
     pack_env(rq, &b);
-    expect_request_error(&b, KQ_ERR_INVALID_REQUEST, "no data-plane Fetch body", "fetch body");
+    expect_request_error(&b, KQ_ERR_INVALID_REQUEST, "Fetch request has no Fetch body",
+                         "fetch body");
     kq_buf_free(&b);
     rq->api_key = KQ_API_PRODUCE;
     Kq__ProduceRequest *keep = rq->produce;
     rq->body_case = KQ__REQUEST__BODY__NOT_SET;
     rq->produce = NULL;
     pack_env(rq, &b);
-    expect_request_error(&b, KQ_ERR_INVALID_REQUEST, "no Produce body", "no body");
+    expect_request_error(&b, KQ_ERR_INVALID_REQUEST, "Produce request has no Produce body",
+                         "no body");
     kq_buf_free(&b);
     rq->body_case = KQ__REQUEST__BODY_PRODUCE;
     rq->produce = keep;
@@ -362,27 +369,38 @@ static void f_dup(kq_data_fetch_request *r, kq_data_fetch_partition *p)
 }
 
 static const fetch_case fetch_cases[] = {
-    {"replica id", false, f_replica, -100, "Fetch replica_id -2"},
+    {"replica id", false, f_replica, -100,
+     "DataFetchRequest.replica_id -2 is out of range [-1, 2147483647]"},
     {"consumer broker epoch", false, f_consumer_epoch, -100,
      "Fetch broker_epoch 5 is invalid for a consumer"},
     {"follower broker epoch", true, f_follower_epoch, -100,
      "Fetch broker_epoch -1 is invalid for a follower"},
     {"follower not the sender", true, NULL, 3, "Fetch replica_id 2 differs from the sender 3"},
-    {"max wait", false, f_wait, -100, "Fetch max_wait_ms -1"},
-    {"min bytes", false, f_min, -100, "Fetch min_bytes -1"},
-    {"max bytes", false, f_max, -100, "Fetch max_bytes 0"},
-    {"no partitions", false, f_none, -100, "Fetch has no partitions"},
-    {"topic", false, f_topic, -100, "Fetch partitions[1] topic_id is all zero"},
-    {"partition", false, f_partition, -100, "Fetch partitions[1] partition -4"},
-    {"leader epoch", false, f_cle, -100, "Fetch partitions[0] current_leader_epoch -2"},
-    {"fetch offset", false, f_offset, -100, "Fetch partitions[0] fetch_offset -1"},
-    {"last fetched epoch", true, f_lfe, -100, "Fetch partitions[0] last_fetched_epoch -9"},
+    {"max wait", false, f_wait, -100,
+     "DataFetchRequest.max_wait_ms -1 is out of range [0, 2147483647]"},
+    {"min bytes", false, f_min, -100,
+     "DataFetchRequest.min_bytes -1 is out of range [0, 2147483647]"},
+    {"max bytes", false, f_max, -100,
+     "DataFetchRequest.max_bytes 0 is out of range [1, 2147483647]"},
+    {"no partitions", false, f_none, -100, "DataFetchRequest.partitions has no entries"},
+    {"topic", false, f_topic, -100, "DataFetchRequest.partitions[1].topic_id is all zero"},
+    {"partition", false, f_partition, -100,
+     "DataFetchRequest.partitions[1].partition -4 is out of range [0, 2147483647]"},
+    {"leader epoch", false, f_cle, -100,
+     "DataFetchRequest.partitions[0].current_leader_epoch -2 is out of range [-1, 2147483647]"},
+    {"fetch offset", false, f_offset, -100,
+     "DataFetchRequest.partitions[0].fetch_offset -1 is out of range [0, 9223372036854775807]"},
+    {"last fetched epoch", true, f_lfe, -100,
+     "DataFetchRequest.partitions[0].last_fetched_epoch -9 is out of range [-1, 2147483647]"},
     {"consumer log start", false, f_lso_consumer, -100,
      "Fetch partitions[0] log_start_offset 0 is invalid (must be -1 for a consumer)"},
-    {"follower log start", true, f_lso_neg, -100, "Fetch partitions[0] log_start_offset -2"},
+    {"follower log start", true, f_lso_neg, -100,
+     "DataFetchRequest.partitions[0].log_start_offset -2 is out of range [-1, "
+     "9223372036854775807]"},
     {"log start above fetch offset", true, f_lso_above, -100,
      "log_start_offset 1001 is above fetch_offset 1000"},
-    {"partition max bytes", false, f_pmax, -100, "Fetch partitions[1] partition_max_bytes 0"},
+    {"partition max bytes", false, f_pmax, -100,
+     "DataFetchRequest.partitions[1].partition_max_bytes 0 is out of range [1, 2147483647]"},
     {"duplicate partition", false, f_dup, -100,
      "Fetch names partition AQIDBAUGBwgJCgsMDQ4PEA-0 twice"},
 };
@@ -422,7 +440,8 @@ static void test_fetch_request_partition_limit(void **state)
     r.partitions = parts;
     r.n_partitions = n;
     assert_int_equal(kq_data_encode_fetch_request(TEST_CLUSTER, -1, &r, &b), 0);
-    expect_request_error(&b, KQ_ERR_INVALID_REQUEST, "Fetch has 10001 partitions", "limit");
+    expect_request_error(&b, KQ_ERR_INVALID_REQUEST,
+                         "DataFetchRequest.partitions has 10001 entries (max 10000)", "limit");
     kq_buf_free(&b);
     /* At the limit, all distinct: accepted. */
     kq_data_request out;
@@ -464,10 +483,10 @@ static void test_produce_response_rules(void **state)
     r = (kq_produce_response){.base_offset = 10, .log_start_offset = -1};
     expect_produce_response_error(&r, "Produce response log_start_offset -1");
     r = (kq_produce_response){.error = -3, .base_offset = 10, .log_start_offset = 1};
-    expect_produce_response_error(&r, "Produce response error_code -3");
+    expect_produce_response_error(&r, "ProduceResponse.error_code -3 is out of range");
     r = (kq_produce_response){
         .error = KQ_ERR_NOT_ENOUGH_REPLICAS, .base_offset = -2, .log_start_offset = -1};
-    expect_produce_response_error(&r, "Produce error response base_offset -2");
+    expect_produce_response_error(&r, "ProduceResponse.base_offset -2 is out of range");
 
     /* A Fetch answer is not a Produce answer; neither is an envelope error with a body. */
     kq_data_fetch_response fr = {0};
@@ -627,13 +646,13 @@ static void r_crc_payload(kq_data_fetch_partition_result *p, kq_data_batch *b)
 
 static const fr_case fr_cases[] = {
     {"topic", r_topic, false, KQ_ERR_INVALID_REQUEST,
-     "Fetch response partitions[1] topic_id is all zero"},
+     "DataFetchResponse.partitions[1].topic_id is all zero"},
     {"partition", r_partition, false, KQ_ERR_INVALID_REQUEST,
-     "Fetch response partitions[0] partition -1"},
+     "DataFetchResponse.partitions[0].partition -1 is out of range [0, 2147483647]"},
     {"error code", r_error, false, KQ_ERR_INVALID_REQUEST,
-     "Fetch response partitions[2] error_code -1"},
+     "DataFetchResponse.partitions[2].error_code -1 is out of range [0, 2147483647]"},
     {"high watermark", r_hw, false, KQ_ERR_INVALID_REQUEST,
-     "partitions[2] high_watermark -2 or log_start_offset -1"},
+     "DataFetchResponse.partitions[2].high_watermark -2 is out of range [-1, 9223372036854775807]"},
     {"log start above hw", r_lso_above_hw, false, KQ_ERR_INVALID_REQUEST,
      "partitions[0] log_start_offset 106 and high_watermark 105"},
     {"no hw without error", r_no_hw, false, KQ_ERR_INVALID_REQUEST,
@@ -641,16 +660,20 @@ static const fr_case fr_cases[] = {
     {"error with batches", r_error_batches, false, KQ_ERR_INVALID_REQUEST,
      "partitions[0] has error FENCED_LEADER_EPOCH and 3 batches"},
     {"diverging epoch", r_div, false, KQ_ERR_INVALID_REQUEST,
-     "partitions[1] diverging_epoch {epoch 2, end_offset -1}"},
+     "DataFetchResponse.partitions[1].diverging_epoch.end_offset -1 is out of range [0, "
+     "9223372036854775807]"},
     {"diverging with batches", r_div_batches, false, KQ_ERR_INVALID_REQUEST,
      "partitions[0] has a diverging_epoch and 3 batches"},
     {"current leader", r_leader, false, KQ_ERR_INVALID_REQUEST,
-     "partitions[1] current_leader {id -5, epoch 6}"},
+     "DataFetchResponse.partitions[1].current_leader.leader_id -5 is out of range [-1, "
+     "2147483647]"},
     {"batch base offset", r_base, true, KQ_ERR_INVALID_REQUEST,
-     "partitions[0] batches[0] base_offset -1"},
+     "DataFetchResponse.partitions[0].batches[0].base_offset -1 is out of range [0, "
+     "9223372036854775807]"},
     {"batch leader epoch", r_epoch, true, KQ_ERR_INVALID_REQUEST,
-     "partitions[0] batches[0] leader_epoch -1"},
-    {"batch count", r_count, true, KQ_ERR_INVALID_REQUEST, "partitions[0] batches[2] count 0"},
+     "DataFetchResponse.partitions[0].batches[0].leader_epoch -1 is out of range [0, 2147483647]"},
+    {"batch count", r_count, true, KQ_ERR_INVALID_REQUEST,
+     "DataFetchResponse.partitions[0].batches[2].count 0 is out of range [1, 2147483647]"},
     {"gap", r_gap, true, KQ_ERR_INVALID_REQUEST,
      "batches[2] base_offset 104 is not contiguous (expected 103)"},
     {"overlap", r_overlap, true, KQ_ERR_INVALID_REQUEST,
@@ -712,7 +735,7 @@ static void test_fetch_response_partition_limit(void **state)
     assert_int_equal(kq_data_encode_fetch_response(&r, &b), 0);
     assert_int_equal(kq_data_decode_fetch_response(b.data, b.len, &out, err, sizeof err),
                      KQ_ERR_INVALID_REQUEST);
-    assert_non_null(strstr(err, "Fetch response has 10001 partitions"));
+    assert_non_null(strstr(err, "DataFetchResponse.partitions has 10001 entries (max 10000)"));
     kq_buf_free(&b);
     free(parts);
 }

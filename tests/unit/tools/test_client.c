@@ -314,11 +314,12 @@ static void test_hint_loop_stops_after_three_hops(void **state)
     int passes = 0;
     assert_int_equal(describe_passes(addrs, 1, 1000u, &passes, NULL, &resp), KQ_EXIT_FAILURE);
     /* Each pass: the bootstrap address plus 3 hops: a, b, a, b (NOT_CONTROLLER is retriable,
-     * so passes repeat until the timeout; the last pass may run out of time early). */
+     * so passes repeat until the timeout; the last pass may run out of time early, even before
+     * its first request on a loaded machine). */
     int na = atomic_load(&a.requests), nb = atomic_load(&b.requests);
     assert_true(passes >= 2);
     assert_true(na <= 2 * passes && nb <= 2 * passes);
-    assert_true(na > 2 * (passes - 1) && nb >= 2 * (passes - 1));
+    assert_true(na >= 2 * (passes - 1) && nb >= 2 * (passes - 1));
     fake_stop(&a);
     fake_stop(&b);
 }
