@@ -606,7 +606,267 @@ int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ct
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* responses from results                                                                    */
+/* decoded responses: tables over the structs of include/kq/ctl_codec.h (owned copies)        */
+
+static const kq_wire_field desc_endpoint_f[] = {
+    KQ_W_STR(kq_ctl_endpoint, name, "name", 0, KQ_REC_MAX_NAME),
+    KQ_W_STR(kq_ctl_endpoint, host, "host", 0, KQ_REC_MAX_NAME),
+    KQ_W_INT(kq_ctl_endpoint, port, "port", I32),
+};
+static const kq_wire_msg desc_endpoint_m =
+    KQ_W_TABLE(kq_ctl_endpoint, kq__ctl_endpoint__descriptor, desc_endpoint_f);
+static const kq_wire_field broker_desc_f[] = {
+    KQ_W_INT(kq_ctl_broker_desc, id, "broker_id", I32),
+    KQ_W_INT(kq_ctl_broker_desc, epoch, "broker_epoch", I64),
+    KQ_W_BOOL(kq_ctl_broker_desc, fenced, "fenced"),
+    KQ_W_BOOL(kq_ctl_broker_desc, in_controlled_shutdown, "in_controlled_shutdown"),
+    KQ_W_STR(kq_ctl_broker_desc, rack, "rack", 0, KQ_REC_MAX_NAME),
+    KQ_W_MSGS(kq_ctl_broker_desc, endpoints, n_endpoints, "endpoints", 0, KQ_REC_MAX_ENDPOINTS,
+              &desc_endpoint_m),
+};
+static const kq_wire_msg broker_desc_m =
+    KQ_W_TABLE(kq_ctl_broker_desc, kq__describe_cluster_broker__descriptor, broker_desc_f);
+static const kq_wire_field cluster_desc_f[] = {
+    KQ_W_STR(kq_ctl_cluster_desc, cluster_id, "cluster_id", 0, KQ_CODEC_MAX_CLUSTER_ID),
+    KQ_W_INT(kq_ctl_cluster_desc, controller_id, "controller_id", I32),
+    KQ_W_MSGS(kq_ctl_cluster_desc, brokers, n_brokers, "brokers", 0, KQ_CTL_MAX_PARTITIONS,
+              &broker_desc_m),
+};
+static const kq_wire_msg cluster_desc_m =
+    KQ_W_TABLE(kq_ctl_cluster_desc, kq__describe_cluster_response__descriptor, cluster_desc_f);
+
+#define DESC_IDS(f) KQ_W_IDS(kq_ctl_partition_desc, f.ids, f.n, #f, 0, KQ_REC_MAX_REPLICAS)
+static const kq_wire_field partition_desc_f[] = {
+    KQ_W_INT(kq_ctl_partition_desc, partition, "partition_index", ID),
+    KQ_W_INT(kq_ctl_partition_desc, leader, "leader_id", KQ_WK_I32, -1, INT32_MAX),
+    KQ_W_INT(kq_ctl_partition_desc, leader_epoch, "leader_epoch", I32),
+    KQ_W_INT(kq_ctl_partition_desc, partition_epoch, "partition_epoch", I32),
+    DESC_IDS(replicas),
+    DESC_IDS(isr),
+    DESC_IDS(elr),
+    DESC_IDS(last_known_elr),
+    KQ_W_INT(kq_ctl_partition_desc, leader_recovery_state, "leader_recovery_state", KQ_WK_I8,
+             INT8_MIN, INT8_MAX),
+};
+static const kq_wire_msg partition_desc_m =
+    KQ_W_TABLE(kq_ctl_partition_desc, kq__describe_topics_partition__descriptor, partition_desc_f);
+static const kq_wire_field topic_config_f[] = {
+    KQ_W_STR(kq_ctl_config_entry, name, "name", 0, KQ_REC_MAX_NAME),
+    KQ_W_STR(kq_ctl_config_entry, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
+};
+static const kq_wire_msg topic_config_m =
+    KQ_W_TABLE(kq_ctl_config_entry, kq__ctl_config__descriptor, topic_config_f);
+static const kq_wire_field topic_desc_f[] = {
+    KQ_W_STR(kq_ctl_topic_desc, name, "name", 0, TOPIC_NAME),
+    KQ_W_INT(kq_ctl_topic_desc, error, "error_code", I32),
+    KQ_W_UUID_HAS(kq_ctl_topic_desc, topic_id, has_id, "topic_id"),
+    KQ_W_MSGS(kq_ctl_topic_desc, partitions, n_partitions, "partitions", 0, KQ_CTL_MAX_PARTITIONS,
+              &partition_desc_m),
+    KQ_W_MSGS(kq_ctl_topic_desc, configs, n_configs, "configs", 0, KQ_CTL_MAX_CONFIGS,
+              &topic_config_m),
+    KQ_W_OPT(kq_ctl_topic_desc, min_insync_replicas, "min_insync_replicas", I32, -1),
+};
+static const kq_wire_msg topic_desc_m =
+    KQ_W_TABLE(kq_ctl_topic_desc, kq__describe_topics_topic__descriptor, topic_desc_f);
+static const kq_wire_field topics_desc_f[] = {
+    KQ_W_MSGS(kq_ctl_topics_desc, topics, n_topics, "topics", 0, INT32_MAX, &topic_desc_m),
+};
+static const kq_wire_msg topics_desc_m =
+    KQ_W_TABLE(kq_ctl_topics_desc, kq__describe_topics_response__descriptor, topics_desc_f);
+
+static const kq_wire_field config_entry_f[] = {
+    KQ_W_STR(kq_ctl_config_entry, name, "name", 0, KQ_REC_MAX_NAME),
+    KQ_W_STR(kq_ctl_config_entry, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
+    KQ_W_INT(kq_ctl_config_entry, source, "config_source", I32),
+};
+static const kq_wire_msg config_entry_m =
+    KQ_W_TABLE(kq_ctl_config_entry, kq__describe_configs_entry__descriptor, config_entry_f);
+static const kq_wire_field config_result_f[] = {
+    KQ_W_INT(kq_ctl_config_result, resource_type, "resource_type", KQ_WK_I8, INT8_MIN, INT8_MAX),
+    KQ_W_STR(kq_ctl_config_result, resource_name, "resource_name", 0, TOPIC_NAME),
+    KQ_W_INT(kq_ctl_config_result, error, "error_code", I32),
+    KQ_W_STR(kq_ctl_config_result, message, "error_message", 0, MAX_MESSAGE),
+    KQ_W_MSGS(kq_ctl_config_result, entries, n_entries, "configs", 0, INT32_MAX, &config_entry_m),
+};
+static const kq_wire_msg config_result_m =
+    KQ_W_TABLE(kq_ctl_config_result, kq__describe_configs_result__descriptor, config_result_f);
+static const kq_wire_field configs_desc_f[] = {
+    KQ_W_MSGS(kq_ctl_configs_desc, results, n_results, "results", 0, INT32_MAX, &config_result_m),
+};
+static const kq_wire_msg configs_desc_m =
+    KQ_W_TABLE(kq_ctl_configs_desc, kq__describe_configs_response__descriptor, configs_desc_f);
+
+#define LEVEL KQ_WK_I16, 0, INT16_MAX
+static const kq_wire_field feature_desc_f[] = {
+    KQ_W_STR(kq_ctl_feature_desc, name, "name", 0, KQ_REC_MAX_NAME),
+    KQ_W_INT(kq_ctl_feature_desc, min_version, "supported_min_version", LEVEL),
+    KQ_W_INT(kq_ctl_feature_desc, max_version, "supported_max_version", LEVEL),
+    KQ_W_INT(kq_ctl_feature_desc, finalized_level, "finalized_version_level", LEVEL),
+};
+static const kq_wire_msg feature_desc_m =
+    KQ_W_TABLE(kq_ctl_feature_desc, kq__feature_description__descriptor, feature_desc_f);
+static const kq_wire_field features_desc_f[] = {
+    KQ_W_INT(kq_ctl_features_desc, epoch, "finalized_features_epoch", I64),
+    KQ_W_MSGS(kq_ctl_features_desc, features, n_features, "features", 0, INT32_MAX,
+              &feature_desc_m),
+};
+static const kq_wire_msg features_desc_m =
+    KQ_W_TABLE(kq_ctl_features_desc, kq__describe_features_response__descriptor, features_desc_f);
+
+/* Per-item results: one table per API over kq_ctl_item_result, in a kq_ctl_item_results. */
+#define IR kq_ctl_item_result
+#define ITEM_ERROR                                                                                 \
+    KQ_W_INT(IR, error, "error_code", I32), KQ_W_STR(IR, message, "error_message", 0, MAX_MESSAGE)
+static const kq_wire_field created_topic_f[] = {
+    KQ_W_STR(IR, name, "name", 0, TOPIC_NAME),
+    ITEM_ERROR,
+    KQ_W_UUID_HAS(IR, topic_id, has_id, "topic_id"),
+    KQ_W_INT(IR, num_partitions, "num_partitions", I32),
+    KQ_W_INT(IR, replication_factor, "replication_factor", I32),
+};
+static const kq_wire_field deleted_topic_f[] = {
+    KQ_W_STR(IR, name, "name", 0, TOPIC_NAME),
+    ITEM_ERROR,
+    KQ_W_UUID_HAS(IR, topic_id, has_id, "topic_id"),
+};
+static const kq_wire_field resource_result_f[] = {KQ_W_STR(IR, name, "name", 0, TOPIC_NAME),
+                                                  ITEM_ERROR};
+static const kq_wire_field altered_config_f[] = {
+    KQ_W_INT(IR, resource_type, "resource_type", KQ_WK_I8, INT8_MIN, INT8_MAX),
+    KQ_W_STR(IR, name, "resource_name", 0, TOPIC_NAME),
+    ITEM_ERROR,
+};
+static const kq_wire_field updated_feature_f[] = {KQ_W_STR(IR, name, "feature", 0, KQ_REC_MAX_NAME),
+                                                  ITEM_ERROR};
+static const kq_wire_field elected_partition_f[] = {KQ_W_INT(IR, partition, "partition_id", I32),
+                                                    ITEM_ERROR};
+static const kq_wire_msg item_m[] = {
+    KQ_W_TABLE(IR, kq__creatable_topic_result__descriptor, created_topic_f),
+    KQ_W_TABLE(IR, kq__deletable_topic_result__descriptor, deleted_topic_f),
+    KQ_W_TABLE(IR, kq__ctl_resource_result__descriptor, resource_result_f),
+    KQ_W_TABLE(IR, kq__alter_configs_resource_result__descriptor, altered_config_f),
+    KQ_W_TABLE(IR, kq__updatable_feature_result__descriptor, updated_feature_f),
+    KQ_W_TABLE(IR, kq__elect_partition_result__descriptor, elected_partition_f),
+};
+#define ITEMS(pbdesc, list, i)                                                                     \
+    {                                                                                              \
+        .desc = &pbdesc, .size = sizeof(kq_ctl_item_results),                                      \
+        .fields = (const kq_wire_field[]){KQ_W_MSGS(kq_ctl_item_results, items, n, list, 0,        \
+                                                    KQ_CTL_MAX_PARTITIONS, &item_m[i])},           \
+        .n_fields = 1                                                                              \
+    }
+static const struct {
+    uint32_t api_key;
+    kq_wire_msg m;
+} item_results[] = {
+    {KQ_API_CREATE_TOPICS, ITEMS(kq__create_topics_response__descriptor, "topics", 0)},
+    {KQ_API_DELETE_TOPICS, ITEMS(kq__delete_topics_response__descriptor, "topics", 1)},
+    {KQ_API_CREATE_PARTITIONS, ITEMS(kq__create_partitions_response__descriptor, "topics", 2)},
+    {KQ_API_INCREMENTAL_ALTER_CONFIGS,
+     ITEMS(kq__incremental_alter_configs_response__descriptor, "responses", 3)},
+    {KQ_API_UPDATE_FEATURES, ITEMS(kq__update_features_response__descriptor, "results", 4)},
+};
+
+/* ElectLeaders and AlterPartition answer per topic, and the structs list partitions: these
+ * are the wire's shapes, flattened after decoding. */
+typedef struct elect_topic_result {
+    char *topic;
+    bool has_id;
+    uint8_t topic_id[16];
+    kq_ctl_item_result *partitions;
+    int32_t n;
+} elect_topic_result;
+typedef struct elect_results {
+    elect_topic_result *topics;
+    int32_t n;
+} elect_results;
+static const kq_wire_field elect_topic_result_f[] = {
+    KQ_W_STR(elect_topic_result, topic, "topic", 0, TOPIC_NAME),
+    KQ_W_UUID_HAS(elect_topic_result, topic_id, has_id, "topic_id"),
+    KQ_W_MSGS(elect_topic_result, partitions, n, "partitions", 0, KQ_CTL_MAX_PARTITIONS,
+              &item_m[5]),
+};
+static const kq_wire_msg elect_topic_result_m =
+    KQ_W_TABLE(elect_topic_result, kq__elect_topic_result__descriptor, elect_topic_result_f);
+static const kq_wire_field elect_results_f[] = {
+    KQ_W_MSGS(elect_results, topics, n, "results", 0, KQ_CTL_MAX_ITEMS, &elect_topic_result_m),
+};
+static const kq_wire_msg elect_results_m =
+    KQ_W_TABLE(elect_results, kq__elect_leaders_response__descriptor, elect_results_f);
+
+/* AlterPartition answers: each partition's result with its index (from the request); decoded
+ * answers keep the results in request order, without the index. */
+typedef struct ap_view {
+    kq_ap_result r;
+    int32_t partition_index;
+} ap_view;
+typedef struct ap_topic_view {
+    uint8_t topic_id[16]; /* version > 1 */
+    char *name;           /* version <= 1 */
+    ap_view *partitions;
+    int32_t n;
+} ap_topic_view;
+typedef struct ap_answer {
+    ap_topic_view *topics;
+    int32_t n;
+} ap_answer;
+static const kq_wire_field ap_view_f[] = {
+    KQ_W_INT(ap_view, partition_index, "partition_index", I32),
+    KQ_W_INT(ap_view, r.error, "error_code", I32),
+    KQ_W_INT(ap_view, r.leader_id, "leader_id", I32),
+    KQ_W_INT(ap_view, r.leader_epoch, "leader_epoch", I32),
+    KQ_W_IDS(ap_view, r.isr, r.n_isr, "isr", 0, KQ_REC_MAX_REPLICAS),
+    KQ_W_INT(ap_view, r.leader_recovery_state, "leader_recovery_state", KQ_WK_I8, INT8_MIN,
+             INT8_MAX),
+    KQ_W_INT(ap_view, r.partition_epoch, "partition_epoch", I32),
+};
+static const kq_wire_msg ap_view_m =
+    KQ_W_TABLE(ap_view, kq__alter_partition_partition_result__descriptor, ap_view_f);
+static const kq_wire_field ap_topic_view_f[] = {
+    KQ_W_UUID(ap_topic_view, topic_id, "topic_id", 0),
+    KQ_W_STR(ap_topic_view, name, "topic_name", 0, TOPIC_NAME),
+    KQ_W_MSGS(ap_topic_view, partitions, n, "partitions", 0, KQ_CTL_MAX_PARTITIONS, &ap_view_m),
+};
+static const kq_wire_msg ap_topic_view_m =
+    KQ_W_TABLE(ap_topic_view, kq__alter_partition_topic_result__descriptor, ap_topic_view_f);
+static const kq_wire_field ap_answer_f[] = {
+    KQ_W_MSGS(ap_answer, topics, n, "topics", 0, KQ_CTL_MAX_ITEMS, &ap_topic_view_m),
+};
+static const kq_wire_msg ap_answer_m =
+    KQ_W_TABLE(ap_answer, kq__alter_partition_response__descriptor, ap_answer_f);
+
+static const kq_wire_field heartbeat_result_f[] = {
+    KQ_W_BOOL(kq_heartbeat_result, is_caught_up, "is_caught_up"),
+    KQ_W_BOOL(kq_heartbeat_result, is_fenced, "is_fenced"),
+    KQ_W_BOOL(kq_heartbeat_result, should_shutdown, "should_shut_down"),
+    KQ_W_BOOL(kq_heartbeat_result, in_controlled_shutdown, "in_controlled_shutdown"),
+};
+static const kq_wire_msg heartbeat_result_m =
+    KQ_W_TABLE(kq_heartbeat_result, kq__broker_heartbeat_response__descriptor, heartbeat_result_f);
+static const kq_wire_field registration_result_f[] = {
+    KQ_W_INT(kq_registration_result, broker_epoch, "broker_epoch", KQ_WK_I64, 0, INT64_MAX),
+};
+static const kq_wire_msg registration_result_m = KQ_W_TABLE(
+    kq_registration_result, kq__broker_registration_response__descriptor, registration_result_f);
+
+/* ---------------------------------------------------------------------------------------- */
+/* responses from results: a view of each answer in the decoders' structs, sent through the  */
+/* same tables                                                                               */
+
+static int start(kq_buf *out)
+{
+    if (!out)
+        return KQ_ERR_INVALID_REQUEST;
+    out->data = NULL;
+    out->len = 0;
+    return 0;
+}
+
+static int error_response(uint32_t api_key, int error, const char *message, kq_buf *out)
+{
+    return kq_codec_encode_error_response(api_key, error, message && message[0] ? message : NULL,
+                                          -1, -1, NULL, out);
+}
 
 static int finish_response(kq_wire_arena *a, Kq__Response *rs, uint32_t api_key, kq_buf *out)
 {
@@ -625,96 +885,104 @@ static int finish_response(kq_wire_arena *a, Kq__Response *rs, uint32_t api_key,
     (rs.body_case = KQ__RESPONSE__BODY_##NAME, rs.field = &body,                                   \
      finish_response(&a, &rs, KQ_API_##NAME, out))
 
-static int start(kq_buf *out)
+/* Send body c (a struct of table m) as api_key's answer and free the arena a. */
+static int send_body(uint32_t api_key, const kq_wire_msg *m, const void *c, kq_wire_arena *a,
+                     kq_buf *out)
 {
-    if (!out)
-        return KQ_ERR_INVALID_REQUEST;
-    out->data = NULL;
-    out->len = 0;
-    return 0;
-}
+    Kq__Response rs = KQ__RESPONSE__INIT;
+    const kq_api_info *api = kq_api_find(api_key);
+    const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(
+        &kq__response__descriptor, (unsigned)api->body_case);
+    int rc;
 
-static int error_response(uint32_t api_key, int error, const char *message, kq_buf *out)
-{
-    return kq_codec_encode_error_response(api_key, error, message && message[0] ? message : NULL,
-                                          -1, -1, NULL, out);
-}
-
-/* True if x, y and z were all allocated; otherwise frees the arena. */
-static bool all_allocated(kq_wire_arena *a, const void *x, const void *y, const void *z)
-{
-    if (x && y && z)
-        return true;
+    rs.api_key = api_key;
+    rs.error_code = 0;
+    rs.body_case = (Kq__Response__BodyCase)api->body_case;
+    *(ProtobufCMessage **)((char *)&rs + fd->offset) = kq_wire_encode_new(m, c, a, &rc);
+    if (!rc)
+        rc = kq_wire_pack(&rs.base, out);
     kq_wire_arena_free(a);
-    return false;
+    return rc;
 }
 
-/* Per-item result lists: n result structs, n pointers to them and n message buffers, all in
- * arena a. False (and a freed) if out of memory. */
-#define ALLOC_RESULTS(a, n, ts, tp, msgs)                                                          \
-    ((ts) = kq_wire_alloc((a), (size_t)(n), sizeof *(ts)),                                         \
-     (tp) = kq_wire_alloc((a), (size_t)(n), sizeof *(tp)),                                         \
-     (msgs) = kq_wire_alloc((a), (size_t)(n), MAX_MESSAGE + 1),                                    \
-     all_allocated((a), (ts), (tp), (msgs)))
-
-/* Item i's message, clipped into its slot of msgs (arena-owned). */
-static char *item_message(char *msgs, int32_t i, const char *message)
+/* n item views in the arena, each with its message clipped into the arena; NULL when out of
+ * memory (the arena is then freed). */
+static kq_ctl_item_result *item_views(kq_wire_arena *a, int32_t n, const char *res, size_t stride,
+                                      size_t error_off, size_t msg_off)
 {
-    return kq_wire_clip(message, msgs + (size_t)i * (MAX_MESSAGE + 1), MAX_MESSAGE);
+    kq_ctl_item_result *v = kq_wire_alloc(a, (size_t)n, sizeof *v);
+    char *msgs = kq_wire_alloc(a, (size_t)n, MAX_MESSAGE + 1);
+
+    if (!v || !msgs) {
+        kq_wire_arena_free(a);
+        return NULL;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        const char *r = res + (size_t)i * stride;
+
+        memcpy(&v[i].error, r + error_off, sizeof v[i].error);
+        v[i].message = kq_wire_clip(r + msg_off, msgs + (size_t)i * (MAX_MESSAGE + 1), MAX_MESSAGE);
+    }
+    return v;
 }
+/* Result type T has an int error and a char message[]. */
+#define ITEM_VIEWS(a, n, res, T)                                                                   \
+    item_views(a, n, (const char *)(res), sizeof(T), offsetof(T, error), offsetof(T, message))
+
+static int send_items(uint32_t api_key, kq_ctl_item_result *v, int32_t n, kq_wire_arena *a,
+                      kq_buf *out)
+{
+    kq_ctl_item_results body = {v, n};
+
+    for (size_t i = 0; i < sizeof item_results / sizeof item_results[0]; i++)
+        if (item_results[i].api_key == api_key)
+            return send_body(api_key, &item_results[i].m, &body, a, out);
+    kq_wire_arena_free(a);
+    return KQ_ERR_INVALID_REQUEST;
+}
+
+/* The inputs of an item encoder: n >= 0 requests and results, present when n > 0. */
+#define ITEMS_OK(reqs, res, n) ((n) >= 0 && ((n) == 0 || ((reqs) && (res))))
 
 int kq_ctl_encode_broker_registration_response(const kq_registration_result *res, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__BrokerRegistrationResponse body = KQ__BROKER_REGISTRATION_RESPONSE__INIT;
     kq_wire_arena a = {0};
 
     if (start(out) || !res)
         return KQ_ERR_INVALID_REQUEST;
     if (res->error)
         return error_response(KQ_API_BROKER_REGISTRATION, res->error, res->message, out);
-    body.broker_epoch = res->broker_epoch;
-    return FINISH(BROKER_REGISTRATION, broker_registration);
+    return send_body(KQ_API_BROKER_REGISTRATION, &registration_result_m, res, &a, out);
 }
 
 int kq_ctl_encode_broker_heartbeat_response(const kq_heartbeat_result *res, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__BrokerHeartbeatResponse body = KQ__BROKER_HEARTBEAT_RESPONSE__INIT;
     kq_wire_arena a = {0};
 
     if (start(out) || !res)
         return KQ_ERR_INVALID_REQUEST;
     if (res->error)
         return error_response(KQ_API_BROKER_HEARTBEAT, res->error, res->message, out);
-    body.is_caught_up = res->is_caught_up;
-    body.is_fenced = res->is_fenced;
-    body.should_shut_down = res->should_shutdown;
-    body.has_in_controlled_shutdown = 1;
-    body.in_controlled_shutdown = res->in_controlled_shutdown;
-    return FINISH(BROKER_HEARTBEAT, broker_heartbeat);
+    return send_body(KQ_API_BROKER_HEARTBEAT, &heartbeat_result_m, res, &a, out);
 }
 
 int kq_ctl_encode_unregister_broker_response(int error, const char *message, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__UnregisterBrokerResponse body = KQ__UNREGISTER_BROKER_RESPONSE__INIT;
+    static const kq_wire_msg empty = {&kq__unregister_broker_response__descriptor, 1, NULL, 0};
     kq_wire_arena a = {0};
 
     if (start(out))
         return KQ_ERR_INVALID_REQUEST;
     if (error)
         return error_response(KQ_API_UNREGISTER_BROKER, error, message, out);
-    return FINISH(UNREGISTER_BROKER, unregister_broker);
+    return send_body(KQ_API_UNREGISTER_BROKER, &empty, &a, &a, out);
 }
 
 int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
                                            const kq_alter_partition_result *res, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__AlterPartitionResponse body = KQ__ALTER_PARTITION_RESPONSE__INIT;
-    Kq__AlterPartitionTopicResult *ts, **tp;
     kq_wire_arena a = {0};
+    ap_topic_view *ts;
     int32_t k = 0, total = 0;
 
     if (start(out) || !req || !res || req->n_topics < 0 || (req->n_topics && !req->topics))
@@ -725,160 +993,108 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
         total += req->topics[i].n_partitions;
     if (total != res->n_results || (total > 0 && !res->results))
         return KQ_ERR_INVALID_REQUEST;
-    ts = kq_wire_alloc(&a, (size_t)req->n_topics, sizeof *ts);
-    tp = kq_wire_alloc(&a, (size_t)req->n_topics, sizeof *tp);
-    if (!ts || !tp)
-        goto nomem;
+    if (!(ts = kq_wire_alloc(&a, (size_t)req->n_topics, sizeof *ts)))
+        return KQ_ERR_NOMEM;
     for (int32_t i = 0; i < req->n_topics; i++) {
         const kq_ap_topic *t = &req->topics[i];
-        Kq__AlterPartitionPartitionResult *ps =
-            kq_wire_alloc(&a, (size_t)t->n_partitions, sizeof *ps);
-        Kq__AlterPartitionPartitionResult **pp =
-            kq_wire_alloc(&a, (size_t)t->n_partitions, sizeof *pp);
 
-        if (!ps || !pp)
-            goto nomem;
-        kq__alter_partition_topic_result__init(&ts[i]);
-        if (req->version > 1) {
-            set_id(&ts[i].has_topic_id, &ts[i].topic_id, t->topic_id);
-        } else {
-            ts[i].topic_name = (char *)t->name;
+        if (!(ts[i].partitions = kq_wire_alloc(&a, (size_t)t->n_partitions, sizeof(ap_view)))) {
+            kq_wire_arena_free(&a);
+            return KQ_ERR_NOMEM;
         }
+        ts[i].n = t->n_partitions;
+        if (req->version > 1)
+            memcpy(ts[i].topic_id, t->topic_id, 16);
+        else
+            ts[i].name = (char *)t->name;
         for (int32_t p = 0; p < t->n_partitions; p++, k++) {
-            const kq_ap_result *r = &res->results[k];
+            ap_view *v = &ts[i].partitions[p];
 
-            kq__alter_partition_partition_result__init(&ps[p]);
-            ps[p].partition_index = t->partitions[p].partition_index;
-            ps[p].error_code = r->error;
-            ps[p].leader_id = r->error ? -1 : r->leader_id;
-            ps[p].leader_epoch = r->error ? -1 : r->leader_epoch;
-            ps[p].leader_recovery_state = r->leader_recovery_state;
-            ps[p].partition_epoch = r->error ? -1 : r->partition_epoch;
-            if (!r->error && r->n_isr > 0 && r->isr) {
-                ps[p].n_isr = (size_t)r->n_isr;
-                ps[p].isr = r->isr;
+            v->partition_index = t->partitions[p].partition_index;
+            v->r = res->results[k];
+            if (v->r.error) { /* an error answer names no leader, epoch or ISR */
+                v->r.leader_id = v->r.leader_epoch = v->r.partition_epoch = -1;
+                v->r.n_isr = 0;
+            } else if (!v->r.isr) {
+                v->r.n_isr = 0;
             }
-            pp[p] = &ps[p];
         }
-        ts[i].n_partitions = (size_t)t->n_partitions;
-        ts[i].partitions = pp;
-        tp[i] = &ts[i];
     }
-    body.n_topics = (size_t)req->n_topics;
-    body.topics = tp;
-    return FINISH(ALTER_PARTITION, alter_partition);
-nomem:
-    kq_wire_arena_free(&a);
-    return KQ_ERR_NOMEM;
+    return send_body(KQ_API_ALTER_PARTITION, &ap_answer_m, &(ap_answer){ts, req->n_topics}, &a,
+                     out);
 }
 
 int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
                                          const kq_create_topic_result *res, int32_t n, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__CreateTopicsResponse body = KQ__CREATE_TOPICS_RESPONSE__INIT;
-    Kq__CreatableTopicResult *ts, **tp;
-    char *msgs;
     kq_wire_arena a = {0};
+    kq_ctl_item_result *v;
 
-    if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
+    if (start(out) || !ITEMS_OK(reqs, res, n))
         return KQ_ERR_INVALID_REQUEST;
-    if (!ALLOC_RESULTS(&a, n, ts, tp, msgs))
+    if (!(v = ITEM_VIEWS(&a, n, res, kq_create_topic_result)))
         return KQ_ERR_NOMEM;
     for (int32_t i = 0; i < n; i++) {
-        kq__creatable_topic_result__init(&ts[i]);
-        ts[i].name = (char *)(reqs[i].name ? reqs[i].name : "");
-        ts[i].error_code = res[i].error;
-        ts[i].error_message = item_message(msgs, i, res[i].message);
-        if (!res[i].error ||
-            (res[i].error == KQ_ERR_TOPIC_ALREADY_EXISTS && !kq_uuid_is_zero(res[i].topic_id))) {
-            set_id(&ts[i].has_topic_id, &ts[i].topic_id, res[i].topic_id);
-        }
-        ts[i].num_partitions = res[i].error ? -1 : res[i].num_partitions;
-        ts[i].replication_factor = res[i].error ? -1 : res[i].replication_factor;
-        tp[i] = &ts[i];
+        v[i].name = (char *)reqs[i].name;
+        v[i].has_id = !res[i].error || (res[i].error == KQ_ERR_TOPIC_ALREADY_EXISTS &&
+                                        !kq_uuid_is_zero(res[i].topic_id));
+        memcpy(v[i].topic_id, res[i].topic_id, 16);
+        v[i].num_partitions = res[i].error ? -1 : res[i].num_partitions;
+        v[i].replication_factor = res[i].error ? -1 : res[i].replication_factor;
     }
-    body.n_topics = (size_t)n;
-    body.topics = tp;
-    return FINISH(CREATE_TOPICS, create_topics);
+    return send_items(KQ_API_CREATE_TOPICS, v, n, &a, out);
 }
 
 int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_simple_result *res,
                                          int32_t n, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__DeleteTopicsResponse body = KQ__DELETE_TOPICS_RESPONSE__INIT;
-    Kq__DeletableTopicResult *ts, **tp;
-    char *msgs;
     kq_wire_arena a = {0};
+    kq_ctl_item_result *v;
 
-    if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
+    if (start(out) || !ITEMS_OK(reqs, res, n))
         return KQ_ERR_INVALID_REQUEST;
-    if (!ALLOC_RESULTS(&a, n, ts, tp, msgs))
+    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
         return KQ_ERR_NOMEM;
     for (int32_t i = 0; i < n; i++) {
-        kq__deletable_topic_result__init(&ts[i]);
-        if (reqs[i].name) {
-            ts[i].name = (char *)reqs[i].name;
-        } else {
-            set_id(&ts[i].has_topic_id, &ts[i].topic_id, reqs[i].topic_id);
-        }
-        ts[i].error_code = res[i].error;
-        ts[i].error_message = item_message(msgs, i, res[i].message);
-        tp[i] = &ts[i];
+        v[i].name = (char *)reqs[i].name; /* named by name, or else by id */
+        v[i].has_id = !reqs[i].name;
+        memcpy(v[i].topic_id, reqs[i].topic_id, 16);
     }
-    body.n_topics = (size_t)n;
-    body.topics = tp;
-    return FINISH(DELETE_TOPICS, delete_topics);
+    return send_items(KQ_API_DELETE_TOPICS, v, n, &a, out);
 }
 
-/* CtlResourceResult list (CreatePartitions). */
 int kq_ctl_encode_create_partitions_response(const kq_create_partitions *reqs,
                                              const kq_simple_result *res, int32_t n, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__CreatePartitionsResponse body = KQ__CREATE_PARTITIONS_RESPONSE__INIT;
-    Kq__CtlResourceResult *ts, **tp;
-    char *msgs;
     kq_wire_arena a = {0};
+    kq_ctl_item_result *v;
 
-    if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
+    if (start(out) || !ITEMS_OK(reqs, res, n))
         return KQ_ERR_INVALID_REQUEST;
-    if (!ALLOC_RESULTS(&a, n, ts, tp, msgs))
+    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
         return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n; i++) {
-        kq__ctl_resource_result__init(&ts[i]);
-        ts[i].name = (char *)(reqs[i].topic ? reqs[i].topic : "");
-        ts[i].error_code = res[i].error;
-        ts[i].error_message = item_message(msgs, i, res[i].message);
-        tp[i] = &ts[i];
-    }
-    body.n_topics = (size_t)n;
-    body.topics = tp;
-    return FINISH(CREATE_PARTITIONS, create_partitions);
+    for (int32_t i = 0; i < n; i++)
+        v[i].name = (char *)reqs[i].topic;
+    return send_items(KQ_API_CREATE_PARTITIONS, v, n, &a, out);
 }
 
 int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_leaders *req,
                                          const kq_elect_result *res, int32_t n_res, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__ElectLeadersResponse body = KQ__ELECT_LEADERS_RESPONSE__INIT;
-    Kq__ElectTopicResult *ts, **tp;
-    Kq__ElectPartitionResult *ps, **pp;
     kq_wire_arena a = {0};
-    size_t nt = 0;
+    elect_topic_result *ts;
+    kq_ctl_item_result *ps;
+    elect_results body = {NULL, 0};
 
     if (start(out) || !req || n_res < 0 || (n_res > 0 && !res))
         return KQ_ERR_INVALID_REQUEST;
     ts = kq_wire_alloc(&a, (size_t)n_res, sizeof *ts);
-    tp = kq_wire_alloc(&a, (size_t)n_res, sizeof *tp);
     ps = kq_wire_alloc(&a, (size_t)n_res, sizeof *ps);
-    pp = kq_wire_alloc(&a, (size_t)n_res, sizeof *pp);
-    if (!ts || !tp || !ps || !pp) {
+    if (!ts || !ps) {
         kq_wire_arena_free(&a);
         return KQ_ERR_NOMEM;
     }
-    /* One topic entry per run of results for the same topic; partitions share pp. */
+    /* One topic entry per run of results for the same topic; their partitions share ps. */
     for (int32_t i = 0; i < n_res; i++) {
         const kq_elect_result *r = &res[i];
         const char *name = NULL;
@@ -896,76 +1112,50 @@ int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_lea
         }
         if (!name)
             name = "";
-        if (nt == 0 || strcmp(ts[nt - 1].topic, name) != 0) {
-            kq__elect_topic_result__init(&ts[nt]);
-            ts[nt].topic = (char *)name;
-            if (!kq_uuid_is_zero(r->topic_id)) {
-                set_id(&ts[nt].has_topic_id, &ts[nt].topic_id, r->topic_id);
-            }
-            ts[nt].partitions = &pp[i];
-            tp[nt] = &ts[nt];
-            nt++;
+        if (!body.n || strcmp(ts[body.n - 1].topic, name)) {
+            ts[body.n] = (elect_topic_result){.topic = (char *)name,
+                                              .has_id = !kq_uuid_is_zero(r->topic_id),
+                                              .partitions = &ps[i]};
+            memcpy(ts[body.n++].topic_id, r->topic_id, 16);
         }
-        kq__elect_partition_result__init(&ps[i]);
-        ps[i].partition_id = r->partition;
-        ps[i].error_code = r->error;
-        pp[i] = &ps[i];
-        ts[nt - 1].n_partitions++;
+        ps[i].partition = r->partition;
+        ps[i].error = r->error;
+        ts[body.n - 1].n++;
     }
-    body.n_results = nt;
-    body.results = tp;
-    return FINISH(ELECT_LEADERS, elect_leaders);
+    body.topics = ts;
+    return send_body(KQ_API_ELECT_LEADERS, &elect_results_m, &body, &a, out);
 }
 
 int kq_ctl_encode_alter_configs_response(const kq_alter_config_resource *reqs,
                                          const kq_simple_result *res, int32_t n, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__IncrementalAlterConfigsResponse body = KQ__INCREMENTAL_ALTER_CONFIGS_RESPONSE__INIT;
-    Kq__AlterConfigsResourceResult *ts, **tp;
-    char *msgs;
     kq_wire_arena a = {0};
+    kq_ctl_item_result *v;
 
-    if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
+    if (start(out) || !ITEMS_OK(reqs, res, n))
         return KQ_ERR_INVALID_REQUEST;
-    if (!ALLOC_RESULTS(&a, n, ts, tp, msgs))
+    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
         return KQ_ERR_NOMEM;
     for (int32_t i = 0; i < n; i++) {
-        kq__alter_configs_resource_result__init(&ts[i]);
-        ts[i].resource_type = reqs[i].resource_type;
-        ts[i].resource_name = (char *)(reqs[i].resource_name ? reqs[i].resource_name : "");
-        ts[i].error_code = res[i].error;
-        ts[i].error_message = item_message(msgs, i, res[i].message);
-        tp[i] = &ts[i];
+        v[i].resource_type = reqs[i].resource_type;
+        v[i].name = (char *)reqs[i].resource_name;
     }
-    body.n_responses = (size_t)n;
-    body.responses = tp;
-    return FINISH(INCREMENTAL_ALTER_CONFIGS, incremental_alter_configs);
+    return send_items(KQ_API_INCREMENTAL_ALTER_CONFIGS, v, n, &a, out);
 }
 
 int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
                                            const kq_simple_result *res, int32_t n, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__UpdateFeaturesResponse body = KQ__UPDATE_FEATURES_RESPONSE__INIT;
-    Kq__UpdatableFeatureResult *ts, **tp;
-    char *msgs;
     kq_wire_arena a = {0};
+    kq_ctl_item_result *v;
 
-    if (start(out) || n < 0 || (n > 0 && (!reqs || !res)))
+    if (start(out) || !ITEMS_OK(reqs, res, n))
         return KQ_ERR_INVALID_REQUEST;
-    if (!ALLOC_RESULTS(&a, n, ts, tp, msgs))
+    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
         return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n; i++) {
-        kq__updatable_feature_result__init(&ts[i]);
-        ts[i].feature = (char *)(reqs[i].name ? reqs[i].name : "");
-        ts[i].error_code = res[i].error;
-        ts[i].error_message = item_message(msgs, i, res[i].message);
-        tp[i] = &ts[i];
-    }
-    body.n_results = (size_t)n;
-    body.results = tp;
-    return FINISH(UPDATE_FEATURES, update_features);
+    for (int32_t i = 0; i < n; i++)
+        v[i].name = (char *)reqs[i].name;
+    return send_items(KQ_API_UPDATE_FEATURES, v, n, &a, out);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1421,240 +1611,7 @@ nomem:
 /* response decoding                                                                         */
 
 /* ---------------------------------------------------------------------------------------- */
-/* decoded responses: tables over the structs of include/kq/ctl_codec.h (owned copies)        */
-
-static const kq_wire_field desc_endpoint_f[] = {
-    KQ_W_STR(kq_ctl_endpoint, name, "name", 0, KQ_REC_MAX_NAME),
-    KQ_W_STR(kq_ctl_endpoint, host, "host", 0, KQ_REC_MAX_NAME),
-    KQ_W_INT(kq_ctl_endpoint, port, "port", I32),
-};
-static const kq_wire_msg desc_endpoint_m =
-    KQ_W_TABLE(kq_ctl_endpoint, kq__ctl_endpoint__descriptor, desc_endpoint_f);
-static const kq_wire_field broker_desc_f[] = {
-    KQ_W_INT(kq_ctl_broker_desc, id, "broker_id", I32),
-    KQ_W_INT(kq_ctl_broker_desc, epoch, "broker_epoch", I64),
-    KQ_W_BOOL(kq_ctl_broker_desc, fenced, "fenced"),
-    KQ_W_BOOL(kq_ctl_broker_desc, in_controlled_shutdown, "in_controlled_shutdown"),
-    KQ_W_STR(kq_ctl_broker_desc, rack, "rack", 0, KQ_REC_MAX_NAME),
-    KQ_W_MSGS(kq_ctl_broker_desc, endpoints, n_endpoints, "endpoints", 0, KQ_REC_MAX_ENDPOINTS,
-              &desc_endpoint_m),
-};
-static const kq_wire_msg broker_desc_m =
-    KQ_W_TABLE(kq_ctl_broker_desc, kq__describe_cluster_broker__descriptor, broker_desc_f);
-static const kq_wire_field cluster_desc_f[] = {
-    KQ_W_STR(kq_ctl_cluster_desc, cluster_id, "cluster_id", 0, KQ_CODEC_MAX_CLUSTER_ID),
-    KQ_W_INT(kq_ctl_cluster_desc, controller_id, "controller_id", I32),
-    KQ_W_MSGS(kq_ctl_cluster_desc, brokers, n_brokers, "brokers", 0, KQ_CTL_MAX_PARTITIONS,
-              &broker_desc_m),
-};
-static const kq_wire_msg cluster_desc_m =
-    KQ_W_TABLE(kq_ctl_cluster_desc, kq__describe_cluster_response__descriptor, cluster_desc_f);
-
-#define DESC_IDS(f) KQ_W_IDS(kq_ctl_partition_desc, f.ids, f.n, #f, 0, KQ_REC_MAX_REPLICAS)
-static const kq_wire_field partition_desc_f[] = {
-    KQ_W_INT(kq_ctl_partition_desc, partition, "partition_index", ID),
-    KQ_W_INT(kq_ctl_partition_desc, leader, "leader_id", KQ_WK_I32, -1, INT32_MAX),
-    KQ_W_INT(kq_ctl_partition_desc, leader_epoch, "leader_epoch", I32),
-    KQ_W_INT(kq_ctl_partition_desc, partition_epoch, "partition_epoch", I32),
-    DESC_IDS(replicas),
-    DESC_IDS(isr),
-    DESC_IDS(elr),
-    DESC_IDS(last_known_elr),
-    KQ_W_INT(kq_ctl_partition_desc, leader_recovery_state, "leader_recovery_state", KQ_WK_I8,
-             INT8_MIN, INT8_MAX),
-};
-static const kq_wire_msg partition_desc_m =
-    KQ_W_TABLE(kq_ctl_partition_desc, kq__describe_topics_partition__descriptor, partition_desc_f);
-static const kq_wire_field topic_config_f[] = {
-    KQ_W_STR(kq_ctl_config_entry, name, "name", 0, KQ_REC_MAX_NAME),
-    KQ_W_STR(kq_ctl_config_entry, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
-};
-static const kq_wire_msg topic_config_m =
-    KQ_W_TABLE(kq_ctl_config_entry, kq__ctl_config__descriptor, topic_config_f);
-static const kq_wire_field topic_desc_f[] = {
-    KQ_W_STR(kq_ctl_topic_desc, name, "name", 0, TOPIC_NAME),
-    KQ_W_INT(kq_ctl_topic_desc, error, "error_code", I32),
-    KQ_W_UUID_HAS(kq_ctl_topic_desc, topic_id, has_id, "topic_id"),
-    KQ_W_MSGS(kq_ctl_topic_desc, partitions, n_partitions, "partitions", 0, KQ_CTL_MAX_PARTITIONS,
-              &partition_desc_m),
-    KQ_W_MSGS(kq_ctl_topic_desc, configs, n_configs, "configs", 0, KQ_CTL_MAX_CONFIGS,
-              &topic_config_m),
-    KQ_W_OPT(kq_ctl_topic_desc, min_insync_replicas, "min_insync_replicas", I32, -1),
-};
-static const kq_wire_msg topic_desc_m =
-    KQ_W_TABLE(kq_ctl_topic_desc, kq__describe_topics_topic__descriptor, topic_desc_f);
-static const kq_wire_field topics_desc_f[] = {
-    KQ_W_MSGS(kq_ctl_topics_desc, topics, n_topics, "topics", 0, INT32_MAX, &topic_desc_m),
-};
-static const kq_wire_msg topics_desc_m =
-    KQ_W_TABLE(kq_ctl_topics_desc, kq__describe_topics_response__descriptor, topics_desc_f);
-
-static const kq_wire_field config_entry_f[] = {
-    KQ_W_STR(kq_ctl_config_entry, name, "name", 0, KQ_REC_MAX_NAME),
-    KQ_W_STR(kq_ctl_config_entry, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
-    KQ_W_INT(kq_ctl_config_entry, source, "config_source", I32),
-};
-static const kq_wire_msg config_entry_m =
-    KQ_W_TABLE(kq_ctl_config_entry, kq__describe_configs_entry__descriptor, config_entry_f);
-static const kq_wire_field config_result_f[] = {
-    KQ_W_INT(kq_ctl_config_result, resource_type, "resource_type", KQ_WK_I8, INT8_MIN, INT8_MAX),
-    KQ_W_STR(kq_ctl_config_result, resource_name, "resource_name", 0, TOPIC_NAME),
-    KQ_W_INT(kq_ctl_config_result, error, "error_code", I32),
-    KQ_W_STR(kq_ctl_config_result, message, "error_message", 0, MAX_MESSAGE),
-    KQ_W_MSGS(kq_ctl_config_result, entries, n_entries, "configs", 0, INT32_MAX, &config_entry_m),
-};
-static const kq_wire_msg config_result_m =
-    KQ_W_TABLE(kq_ctl_config_result, kq__describe_configs_result__descriptor, config_result_f);
-static const kq_wire_field configs_desc_f[] = {
-    KQ_W_MSGS(kq_ctl_configs_desc, results, n_results, "results", 0, INT32_MAX, &config_result_m),
-};
-static const kq_wire_msg configs_desc_m =
-    KQ_W_TABLE(kq_ctl_configs_desc, kq__describe_configs_response__descriptor, configs_desc_f);
-
-#define LEVEL KQ_WK_I16, 0, INT16_MAX
-static const kq_wire_field feature_desc_f[] = {
-    KQ_W_STR(kq_ctl_feature_desc, name, "name", 0, KQ_REC_MAX_NAME),
-    KQ_W_INT(kq_ctl_feature_desc, min_version, "supported_min_version", LEVEL),
-    KQ_W_INT(kq_ctl_feature_desc, max_version, "supported_max_version", LEVEL),
-    KQ_W_INT(kq_ctl_feature_desc, finalized_level, "finalized_version_level", LEVEL),
-};
-static const kq_wire_msg feature_desc_m =
-    KQ_W_TABLE(kq_ctl_feature_desc, kq__feature_description__descriptor, feature_desc_f);
-static const kq_wire_field features_desc_f[] = {
-    KQ_W_INT(kq_ctl_features_desc, epoch, "finalized_features_epoch", I64),
-    KQ_W_MSGS(kq_ctl_features_desc, features, n_features, "features", 0, INT32_MAX,
-              &feature_desc_m),
-};
-static const kq_wire_msg features_desc_m =
-    KQ_W_TABLE(kq_ctl_features_desc, kq__describe_features_response__descriptor, features_desc_f);
-
-/* Per-item results: one table per API over kq_ctl_item_result, in a kq_ctl_item_results. */
-#define IR kq_ctl_item_result
-#define ITEM_ERROR                                                                                 \
-    KQ_W_INT(IR, error, "error_code", I32), KQ_W_STR(IR, message, "error_message", 0, MAX_MESSAGE)
-static const kq_wire_field created_topic_f[] = {
-    KQ_W_STR(IR, name, "name", 0, TOPIC_NAME),
-    ITEM_ERROR,
-    KQ_W_UUID_HAS(IR, topic_id, has_id, "topic_id"),
-    KQ_W_INT(IR, num_partitions, "num_partitions", I32),
-    KQ_W_INT(IR, replication_factor, "replication_factor", I32),
-};
-static const kq_wire_field deleted_topic_f[] = {
-    KQ_W_STR(IR, name, "name", 0, TOPIC_NAME),
-    ITEM_ERROR,
-    KQ_W_UUID_HAS(IR, topic_id, has_id, "topic_id"),
-};
-static const kq_wire_field resource_result_f[] = {KQ_W_STR(IR, name, "name", 0, TOPIC_NAME),
-                                                  ITEM_ERROR};
-static const kq_wire_field altered_config_f[] = {
-    KQ_W_INT(IR, resource_type, "resource_type", KQ_WK_I8, INT8_MIN, INT8_MAX),
-    KQ_W_STR(IR, name, "resource_name", 0, TOPIC_NAME),
-    ITEM_ERROR,
-};
-static const kq_wire_field updated_feature_f[] = {KQ_W_STR(IR, name, "feature", 0, KQ_REC_MAX_NAME),
-                                                  ITEM_ERROR};
-static const kq_wire_field elected_partition_f[] = {KQ_W_INT(IR, partition, "partition_id", I32),
-                                                    ITEM_ERROR};
-static const kq_wire_msg item_m[] = {
-    KQ_W_TABLE(IR, kq__creatable_topic_result__descriptor, created_topic_f),
-    KQ_W_TABLE(IR, kq__deletable_topic_result__descriptor, deleted_topic_f),
-    KQ_W_TABLE(IR, kq__ctl_resource_result__descriptor, resource_result_f),
-    KQ_W_TABLE(IR, kq__alter_configs_resource_result__descriptor, altered_config_f),
-    KQ_W_TABLE(IR, kq__updatable_feature_result__descriptor, updated_feature_f),
-    KQ_W_TABLE(IR, kq__elect_partition_result__descriptor, elected_partition_f),
-};
-#define ITEMS(pbdesc, list, i)                                                                     \
-    {                                                                                              \
-        .desc = &pbdesc, .size = sizeof(kq_ctl_item_results),                                      \
-        .fields = (const kq_wire_field[]){KQ_W_MSGS(kq_ctl_item_results, items, n, list, 0,        \
-                                                    KQ_CTL_MAX_PARTITIONS, &item_m[i])},           \
-        .n_fields = 1                                                                              \
-    }
-static const struct {
-    uint32_t api_key;
-    kq_wire_msg m;
-} item_results[] = {
-    {KQ_API_CREATE_TOPICS, ITEMS(kq__create_topics_response__descriptor, "topics", 0)},
-    {KQ_API_DELETE_TOPICS, ITEMS(kq__delete_topics_response__descriptor, "topics", 1)},
-    {KQ_API_CREATE_PARTITIONS, ITEMS(kq__create_partitions_response__descriptor, "topics", 2)},
-    {KQ_API_INCREMENTAL_ALTER_CONFIGS,
-     ITEMS(kq__incremental_alter_configs_response__descriptor, "responses", 3)},
-    {KQ_API_UPDATE_FEATURES, ITEMS(kq__update_features_response__descriptor, "results", 4)},
-};
-
-/* ElectLeaders and AlterPartition answer per topic, and the structs list partitions: these
- * are the wire's shapes, flattened after decoding. */
-typedef struct elect_topic_result {
-    char *topic;
-    bool has_id;
-    uint8_t topic_id[16];
-    kq_ctl_item_result *partitions;
-    int32_t n;
-} elect_topic_result;
-typedef struct elect_results {
-    elect_topic_result *topics;
-    int32_t n;
-} elect_results;
-static const kq_wire_field elect_topic_result_f[] = {
-    KQ_W_STR(elect_topic_result, topic, "topic", 0, TOPIC_NAME),
-    KQ_W_UUID_HAS(elect_topic_result, topic_id, has_id, "topic_id"),
-    KQ_W_MSGS(elect_topic_result, partitions, n, "partitions", 0, KQ_CTL_MAX_PARTITIONS,
-              &item_m[5]),
-};
-static const kq_wire_msg elect_topic_result_m =
-    KQ_W_TABLE(elect_topic_result, kq__elect_topic_result__descriptor, elect_topic_result_f);
-static const kq_wire_field elect_results_f[] = {
-    KQ_W_MSGS(elect_results, topics, n, "results", 0, KQ_CTL_MAX_ITEMS, &elect_topic_result_m),
-};
-static const kq_wire_msg elect_results_m =
-    KQ_W_TABLE(elect_results, kq__elect_leaders_response__descriptor, elect_results_f);
-
-static const kq_wire_field ap_result_f[] = {
-    KQ_W_INT(kq_ap_result, error, "error_code", I32),
-    KQ_W_INT(kq_ap_result, leader_id, "leader_id", I32),
-    KQ_W_INT(kq_ap_result, leader_epoch, "leader_epoch", I32),
-    KQ_W_IDS(kq_ap_result, isr, n_isr, "isr", 0, KQ_REC_MAX_REPLICAS),
-    KQ_W_INT(kq_ap_result, leader_recovery_state, "leader_recovery_state", KQ_WK_I8, INT8_MIN,
-             INT8_MAX),
-    KQ_W_INT(kq_ap_result, partition_epoch, "partition_epoch", I32),
-};
-static const kq_wire_msg ap_result_m =
-    KQ_W_TABLE(kq_ap_result, kq__alter_partition_partition_result__descriptor, ap_result_f);
-typedef struct ap_topic_result {
-    kq_ap_result *partitions;
-    int32_t n;
-} ap_topic_result;
-typedef struct ap_results {
-    ap_topic_result *topics;
-    int32_t n;
-} ap_results;
-static const kq_wire_field ap_topic_result_f[] = {
-    KQ_W_MSGS(ap_topic_result, partitions, n, "partitions", 0, KQ_CTL_MAX_PARTITIONS, &ap_result_m),
-};
-static const kq_wire_msg ap_topic_result_m =
-    KQ_W_TABLE(ap_topic_result, kq__alter_partition_topic_result__descriptor, ap_topic_result_f);
-static const kq_wire_field ap_results_f[] = {
-    KQ_W_MSGS(ap_results, topics, n, "topics", 0, KQ_CTL_MAX_ITEMS, &ap_topic_result_m),
-};
-static const kq_wire_msg ap_results_m =
-    KQ_W_TABLE(ap_results, kq__alter_partition_response__descriptor, ap_results_f);
-
-static const kq_wire_field heartbeat_result_f[] = {
-    KQ_W_BOOL(kq_heartbeat_result, is_caught_up, "is_caught_up"),
-    KQ_W_BOOL(kq_heartbeat_result, is_fenced, "is_fenced"),
-    KQ_W_BOOL(kq_heartbeat_result, should_shutdown, "should_shut_down"),
-    KQ_W_BOOL(kq_heartbeat_result, in_controlled_shutdown, "in_controlled_shutdown"),
-};
-static const kq_wire_msg heartbeat_result_m =
-    KQ_W_TABLE(kq_heartbeat_result, kq__broker_heartbeat_response__descriptor, heartbeat_result_f);
-typedef struct registration_result {
-    int64_t broker_epoch;
-} registration_result;
-static const kq_wire_field registration_result_f[] = {
-    KQ_W_INT(registration_result, broker_epoch, "broker_epoch", KQ_WK_I64, 0, INT64_MAX),
-};
-static const kq_wire_msg registration_result_m = KQ_W_TABLE(
-    registration_result, kq__broker_registration_response__descriptor, registration_result_f);
+/* decoded responses                                                                         */
 
 const kq_wire_msg *const kq_wire_ctl_tables[] = {
     &ctl_bodies[0].m,
@@ -1682,7 +1639,7 @@ const kq_wire_msg *const kq_wire_ctl_tables[] = {
     &item_results[3].m,
     &item_results[4].m,
     &elect_results_m,
-    &ap_results_m,
+    &ap_answer_m,
     &heartbeat_result_m,
     &registration_result_m,
     NULL,
@@ -1715,27 +1672,26 @@ static int dec_response(const kq_response *env, uint32_t api_key, const kq_wire_
 }
 
 /* Concatenate the n nested arrays (elements of `size` bytes, at offset `arr` with an int32_t
- * count at `cnt` in each of the n structs of `step` bytes at tops) into one malloc'd array,
- * moving the elements; each nested array is freed. */
+ * count at `cnt` in each of the n structs of `step` bytes at tops) into one malloc'd array of
+ * elements of `keep` bytes (the first `keep` of each), moving them; each nested array is
+ * freed. */
 static void *flatten(void *tops, int32_t n, size_t step, size_t arr, size_t cnt, size_t size,
-                     int32_t *total)
+                     size_t keep, int32_t *total)
 {
-    char *out, *top;
+    char *out;
     size_t k = 0;
 
     *total = 0;
     for (int32_t i = 0; i < n; i++)
         *total += *(int32_t *)((char *)tops + (size_t)i * step + cnt);
-    if (!(out = calloc(*total ? (size_t)*total : 1, size)))
+    if (!(out = calloc(*total ? (size_t)*total : 1, keep)))
         return NULL;
     for (int32_t i = 0; i < n; i++) {
-        top = (char *)tops + (size_t)i * step;
-        size_t bytes = (size_t) * (int32_t *)(top + cnt) * size;
+        char *top = (char *)tops + (size_t)i * step, *elems = *(char **)(top + arr);
 
-        if (bytes)
-            memcpy(out + k, *(void **)(top + arr), bytes);
-        k += bytes;
-        free(*(void **)(top + arr));
+        for (int32_t j = 0; j < *(int32_t *)(top + cnt); j++, k++)
+            memcpy(out + k * keep, elems + (size_t)j * size, keep);
+        free(elems);
         *(void **)(top + arr) = NULL;
         *(int32_t *)(top + cnt) = 0;
     }
@@ -1846,9 +1802,9 @@ static int dec_elect_results(const kq_response *env, kq_ctl_item_results *out, c
             it->name = strdup(w.topics[i].topic);
         }
     if (!rc)
-        out->items =
-            flatten(w.topics, w.n, sizeof *w.topics, offsetof(elect_topic_result, partitions),
-                    offsetof(elect_topic_result, n), sizeof *out->items, &out->n);
+        out->items = flatten(
+            w.topics, w.n, sizeof *w.topics, offsetof(elect_topic_result, partitions),
+            offsetof(elect_topic_result, n), sizeof *out->items, sizeof *out->items, &out->n);
     if (!rc && !out->items) {
         for (int32_t i = 0; i < w.n; i++)
             for (int32_t p = 0; p < w.topics[i].n; p++)
@@ -1893,7 +1849,7 @@ int kq_ctl_decode_item_results(const kq_response *env, kq_ctl_item_results *out,
 int kq_ctl_decode_broker_registration_response(const kq_response *env, int64_t *broker_epoch,
                                                char *errbuf, size_t errlen)
 {
-    registration_result r;
+    kq_registration_result r;
     int rc;
 
     if (!broker_epoch)
@@ -1925,21 +1881,22 @@ void kq_ctl_alter_partition_response_free(kq_alter_partition_result *r)
 int kq_ctl_decode_alter_partition_response(const kq_response *env, kq_alter_partition_result *out,
                                            char *errbuf, size_t errlen)
 {
-    ap_results w;
+    ap_answer w;
     int rc;
 
     if (!out)
         return BAD("no output");
     memset(out, 0, sizeof *out);
-    if ((rc = dec_response(env, KQ_API_ALTER_PARTITION, &ap_results_m, &w, errbuf, errlen)))
+    if ((rc = dec_response(env, KQ_API_ALTER_PARTITION, &ap_answer_m, &w, errbuf, errlen)))
         return rc;
-    out->results = flatten(w.topics, w.n, sizeof *w.topics, offsetof(ap_topic_result, partitions),
-                           offsetof(ap_topic_result, n), sizeof *out->results, &out->n_results);
+    out->results =
+        flatten(w.topics, w.n, sizeof *w.topics, offsetof(ap_topic_view, partitions),
+                offsetof(ap_topic_view, n), sizeof(ap_view), sizeof(kq_ap_result), &out->n_results);
     if (!out->results) {
-        kq_wire_free(&ap_results_m, &w);
+        kq_wire_free(&ap_answer_m, &w);
         return NOMEM();
     }
-    kq_wire_free(&ap_results_m, &w);
+    kq_wire_free(&ap_answer_m, &w);
     return out->n_results > KQ_CTL_MAX_PARTITIONS
                ? (kq_ctl_alter_partition_response_free(out),
                   BAD("alter_partition response has more than %d partitions",

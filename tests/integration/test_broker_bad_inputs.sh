@@ -171,12 +171,12 @@ follower=4
 # ---- malformed requests -----------------------------------------------------------------------
 for b in 4 5 6; do
     bt_expect "$b" produce-bad-acks INVALID_REQUEST "acks 2"
-    bt_expect "$b" produce-no-records INVALID_REQUEST "no records"
-    bt_expect "$b" produce-short-topic-id INVALID_REQUEST "topic_id is 8 bytes"
+    bt_expect "$b" produce-no-records INVALID_REQUEST "ProduceRequest.records has no entries"
+    bt_expect "$b" produce-short-topic-id INVALID_REQUEST "ProduceRequest.topic_id has 8 bytes, not 16"
     bt_expect "$b" produce-negative-partition INVALID_REQUEST "partition -1"
     bt_expect "$b" fetch-negative-offset INVALID_REQUEST "fetch_offset -5"
     bt_expect "$b" fetch-zero-max-bytes INVALID_REQUEST "max_bytes 0"
-    bt_expect "$b" fetch-no-partitions INVALID_REQUEST "no partitions"
+    bt_expect "$b" fetch-no-partitions INVALID_REQUEST "DataFetchRequest.partitions has no entries"
     bt_expect "$b" body-mismatch INVALID_REQUEST "no Produce body"
     bt_expect "$b" truncated-body INVALID_REQUEST "parse"
     bt_expect "$b" empty-request INVALID_REQUEST "parse"
