@@ -2,10 +2,12 @@
  * kq_codec: protobuf-c wire messages <-> plain C structs, with validation of everything that
  * is decoded (see include/kq/codec.h for the contract and ownership rules).
  *
- * Encoders build the protobuf-c structs on the stack (pointing at the caller's data, never
- * copying it) and pack them into one malloc'd buffer. Decoders unpack with protobuf-c's
- * default allocator, keep the unpacked tree in priv_ so that pointers into it stay valid, and
- * check every field a core or tool will rely on before returning 0.
+ * Every body and the answer envelope is a wire table (common/wire/wire.h) over the Raft core's
+ * message, kq_request or kq_response, with the limits next to each field; the rules that span
+ * fields (vote epochs, a Fetch's sender, batch order and checksums, snapshot chunks) follow
+ * each decode. Encoders point the protobuf-c structs at the caller's data (never copying it)
+ * and pack them into one malloc'd buffer; decoders keep the unpacked tree and an arena in
+ * priv_ (kq_wire_owned) so that pointers into them stay valid.
  */
 #include "kq/codec.h"
 
@@ -20,6 +22,7 @@
 #include "kq_record.pb-c.h"
 #include "kq_rpc.pb-c.h"
 #include "pb_wire.h"
+#include "wire.h"
 
 /* Largest record count one batch may claim. */
 #define KQ_CODEC_MAX_BATCH_COUNT 1000000
@@ -44,19 +47,6 @@ void kq_buf_free(kq_buf *b)
 /* ---------------------------------------------------------------------------------------- */
 /* helpers                                                                                   */
 
-__attribute__((format(printf, 4, 5))) static int fail(char *errbuf, size_t errlen, int code,
-                                                      const char *fmt, ...)
-{
-    va_list ap;
-
-    if (errbuf && errlen > 0) {
-        va_start(ap, fmt);
-        vsnprintf(errbuf, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 /* The name of an API this codec decodes (the quorum and controller APIs; data-plane bodies
  * are kq_datacodec's), or NULL. */
 static const char *api_name(uint32_t key)
@@ -66,14 +56,6 @@ static const char *api_name(uint32_t key)
     return api && api->kind != KQ_API_KIND_DATA ? api->name : NULL;
 }
 
-/* Oneof case (same numbering for Request and Response bodies) carrying `key`, 0 if none. */
-static int body_case_for_api(uint32_t key)
-{
-    const kq_api_info *api = kq_api_find(key);
-
-    return api && api->kind != KQ_API_KIND_DATA ? api->body_case : 0;
-}
-
 static const char *body_name(int body_case)
 {
     const kq_api_info *api = kq_api_by_body(body_case);
@@ -81,36 +63,240 @@ static const char *body_name(int body_case)
     return api ? api->body : "unknown";
 }
 
-/* Length of s if it is at most max bytes long, else max + 1. */
-static size_t bounded_len(const char *s, size_t max)
+/* ---------------------------------------------------------------------------------------- */
+/* the tables                                                                                */
+
+#define RM kq_raft_msg
+#define RS kq_response
+#define I32 KQ_W_I32
+#define NODE KQ_WK_I32, -1, INT32_MAX  /* a node id, -1 none */
+#define EPOCH KQ_WK_I32, 0, INT32_MAX  /* an epoch */
+#define OFFSET KQ_WK_I64, 0, INT64_MAX /* an offset or a size */
+#define HINT KQ_WK_I64, -1, INT64_MAX  /* -1 unknown */
+
+static const kq_wire_field snapshot_id_f[] = {
+    KQ_W_INT(kq_raft_snapshot_id, end_offset, "end_offset", OFFSET),
+    KQ_W_INT(kq_raft_snapshot_id, epoch, "epoch", EPOCH),
+};
+static const kq_wire_msg snapshot_id_m =
+    KQ_W_TABLE(kq_raft_snapshot_id, kq__epoch_end_offset__descriptor, snapshot_id_f);
+/* A Fetch answer's snapshot id ends after offset 0. */
+static const kq_wire_field fetch_snapshot_id_f[] = {
+    KQ_W_INT(kq_raft_snapshot_id, end_offset, "end_offset", KQ_WK_I64, 1, INT64_MAX),
+    KQ_W_INT(kq_raft_snapshot_id, epoch, "epoch", EPOCH),
+};
+static const kq_wire_msg fetch_snapshot_id_m =
+    KQ_W_TABLE(kq_raft_snapshot_id, kq__epoch_end_offset__descriptor, fetch_snapshot_id_f);
+
+/* Requests, over the Raft core's message (the envelope's sender is its `from`). */
+static const kq_wire_field vote_req_f[] = {
+    KQ_W_INT(RM, epoch, "candidate_epoch", EPOCH),
+    KQ_W_INT(RM, u.vote_req.candidate_id, "candidate_id", NODE),
+    KQ_W_INT(RM, u.vote_req.last_epoch, "last_offset_epoch", EPOCH),
+    KQ_W_INT(RM, u.vote_req.last_offset, "last_offset", OFFSET),
+    KQ_W_BOOL(RM, u.vote_req.pre_vote, "pre_vote"),
+};
+static const kq_wire_field leader_f[] = {
+    KQ_W_INT(RM, leader_id, "leader_id", NODE),
+    KQ_W_INT(RM, epoch, "leader_epoch", EPOCH),
+};
+static const kq_wire_field end_req_f[] = {
+    KQ_W_INT(RM, leader_id, "leader_id", NODE),
+    KQ_W_INT(RM, epoch, "leader_epoch", EPOCH),
+    KQ_W_IDS(RM, u.end_req.preferred, u.end_req.n_preferred, "preferred_successors", KQ_WF_FIXED,
+             KQ_RAFT_MAX_VOTERS),
+};
+static const kq_wire_field fetch_req_f[] = {
+    KQ_W_INT(RM, from, "replica_id", I32),
+    KQ_W_INT(RM, epoch, "current_leader_epoch", EPOCH),
+    KQ_W_INT(RM, u.fetch_req.fetch_offset, "fetch_offset", OFFSET),
+    KQ_W_INT(RM, u.fetch_req.last_fetched_epoch, "last_fetched_epoch", EPOCH),
+    KQ_W_INT(RM, u.fetch_req.max_wait_ms, "max_wait_ms", EPOCH),
+};
+static const kq_wire_field fetch_snapshot_req_f[] = {
+    KQ_W_INT(RM, from, "replica_id", I32),
+    KQ_W_INT(RM, epoch, "current_leader_epoch", EPOCH),
+    KQ_W_MSG_REQ(RM, u.fetch_snapshot_req.snapshot_id, "snapshot_id", &snapshot_id_m),
+    KQ_W_INT(RM, u.fetch_snapshot_req.position, "position", OFFSET),
+    KQ_W_INT(RM, u.fetch_snapshot_req.max_bytes, "max_bytes", EPOCH),
+};
+static const kq_wire_field write_req_f[] = {
+    KQ_W_BLOBS(kq_request, records, record_lens, n_records, "records", KQ_WF_NONEMPTY | KQ_WF_SIZE,
+               KQ_CODEC_MAX_WRITE_RECORDS, INT64_MAX),
+};
+static const kq_wire_msg write_req_m =
+    KQ_W_TABLE_IN_PLACE(kq_request, kq__write_request__descriptor, write_req_f);
+
+/* Answers, over kq_response (the Raft message in raft, the batches beside it). */
+static const kq_wire_field envelope_f[] = {
+    KQ_W_INT(RS, error, "error_code", KQ_WK_I32, 0, INT32_MAX),
+    KQ_W_TEXT_STRICT(RS, error_message, "error_message"),
+    KQ_W_OPT(RS, leader_id, "leader_id", NODE, -1),
+    KQ_W_OPT(RS, leader_epoch, "leader_epoch", KQ_WK_I32, -1, INT32_MAX, -1),
+    KQ_W_TEXT_STRICT(RS, leader_endpoint, "leader_endpoint"),
+};
+static const kq_wire_msg envelope_m = KQ_W_TABLE_IN_PLACE(RS, kq__response__descriptor, envelope_f);
+static const kq_wire_field vote_resp_f[] = {
+    KQ_W_INT(RS, raft.leader_id, "leader_id", NODE),
+    KQ_W_INT(RS, raft.epoch, "leader_epoch", EPOCH),
+    KQ_W_BOOL(RS, raft.u.vote_resp.granted, "vote_granted"),
+};
+static const kq_wire_field leader_resp_f[] = {
+    KQ_W_INT(RS, raft.leader_id, "leader_id", NODE),
+    KQ_W_INT(RS, raft.epoch, "leader_epoch", EPOCH),
+};
+static const kq_wire_field raft_batch_f[] = {
+    KQ_W_INT(kq_raft_batch, base_offset, "base_offset", OFFSET),
+    KQ_W_INT(kq_raft_batch, epoch, "epoch", EPOCH),
+    KQ_W_INT(kq_raft_batch, count, "count", KQ_WK_I32, 1, KQ_CODEC_MAX_BATCH_COUNT),
+    KQ_W_INT(kq_raft_batch, crc32c, "crc32c", KQ_WK_I32, 0, UINT32_MAX), /* its 32 bits */
+    KQ_W_BYTES(kq_raft_batch, data, len, "records", INT64_MAX),
+};
+static const kq_wire_msg raft_batch_m =
+    KQ_W_TABLE(kq_raft_batch, kq__batch__descriptor, raft_batch_f);
+#define FR raft.u.fetch_resp
+static const kq_wire_field diverging_f[] = {
+    KQ_W_INT(RS, FR.diverging_epoch, "epoch", EPOCH),
+    KQ_W_INT(RS, FR.diverging_end_offset, "end_offset", OFFSET),
+};
+static const kq_wire_msg diverging_m =
+    KQ_W_TABLE(RS, kq__epoch_end_offset__descriptor, diverging_f);
+static const kq_wire_field fetch_resp_f[] = {
+    KQ_W_INT(RS, raft.leader_id, "leader_id", NODE),
+    KQ_W_INT(RS, raft.epoch, "leader_epoch", EPOCH),
+    KQ_W_INT(RS, FR.high_watermark, "high_watermark", HINT),
+    KQ_W_INT(RS, FR.log_start_offset, "log_start_offset", OFFSET),
+    KQ_W_INLINE_HAS(RS, FR.diverging, "diverging_epoch", &diverging_m, 0),
+    KQ_W_MSG(RS, FR.snapshot_id, FR.snapshot, "snapshot_id", &fetch_snapshot_id_m),
+    KQ_W_MSGS(RS, batches, n_batches, "batches", KQ_WF_SIZE, KQ_RAFT_MAX_BATCHES, &raft_batch_m),
+};
+/* A leader sends the batches its host read (kq_codec_batch), after the rest of the answer. */
+typedef struct sent_batches {
+    const kq_codec_batch *batches;
+    size_t n;
+} sent_batches;
+static const kq_wire_field codec_batch_f[] = {
+    KQ_W_INT(kq_codec_batch, base_offset, "base_offset", OFFSET),
+    KQ_W_INT(kq_codec_batch, epoch, "epoch", EPOCH),
+    KQ_W_INT(kq_codec_batch, count, "count", KQ_WK_I32, 1, KQ_CODEC_MAX_BATCH_COUNT),
+    KQ_W_INT(kq_codec_batch, crc32c, "crc32c", KQ_WK_I32, 0, UINT32_MAX),
+    KQ_W_BYTES(kq_codec_batch, records, len, "records", INT64_MAX),
+};
+static const kq_wire_msg codec_batch_m =
+    KQ_W_TABLE(kq_codec_batch, kq__batch__descriptor, codec_batch_f);
+static const kq_wire_field sent_batches_f[] = {
+    KQ_W_MSGS(sent_batches, batches, n, "batches", KQ_WF_SIZE, KQ_RAFT_MAX_BATCHES, &codec_batch_m),
+};
+static const kq_wire_msg sent_batches_m =
+    KQ_W_TABLE_IN_PLACE(sent_batches, kq__fetch_response__descriptor, sent_batches_f);
+#define FS raft.u.fetch_snapshot_resp
+static const kq_wire_field fetch_snapshot_resp_f[] = {
+    KQ_W_INT(RS, raft.leader_id, "leader_id", NODE),
+    KQ_W_INT(RS, raft.epoch, "leader_epoch", EPOCH),
+    KQ_W_MSG_REQ(RS, FS.snapshot_id, "snapshot_id", &snapshot_id_m),
+    KQ_W_INT(RS, FS.size, "size", HINT),
+    KQ_W_INT(RS, FS.position, "position", OFFSET),
+    KQ_W_BYTES(RS, FS.data, FS.len, "unaligned_records", KQ_CODEC_MAX_SNAPSHOT_CHUNK),
+};
+static const kq_wire_field replica_f[] = {
+    KQ_W_INT(kq_quorum_replica, id, "replica_id", NODE),
+    KQ_W_TEXT_STRICT(kq_quorum_replica, directory_id, "directory_id"),
+    KQ_W_INT(kq_quorum_replica, log_end_offset, "log_end_offset", HINT),
+    KQ_W_INT(kq_quorum_replica, last_fetch_timestamp, "last_fetch_timestamp", HINT),
+    KQ_W_INT(kq_quorum_replica, last_caught_up_timestamp, "last_caught_up_timestamp", HINT),
+};
+static const kq_wire_msg replica_m =
+    KQ_W_TABLE(kq_quorum_replica, kq__replica_state__descriptor, replica_f);
+static const kq_wire_field node_f[] = {
+    KQ_W_INT(kq_quorum_node, id, "node_id", NODE),
+    KQ_W_TEXT_STRICT(kq_quorum_node, listener, "listener"),
+    KQ_W_TEXT_STRICT(kq_quorum_node, host, "host"),
+    KQ_W_INT(kq_quorum_node, port, "port", KQ_WK_I32, 0, 65535),
+};
+static const kq_wire_msg node_m = KQ_W_TABLE(kq_quorum_node, kq__node_endpoint__descriptor, node_f);
+#define QD describe
+static const kq_wire_field describe_resp_f[] = {
+    KQ_W_TEXT_STRICT(RS, QD.cluster_id, "cluster_id"),
+    KQ_W_INT(RS, QD.leader_id, "leader_id", NODE),
+    KQ_W_INT(RS, QD.leader_epoch, "leader_epoch", EPOCH),
+    KQ_W_INT(RS, QD.high_watermark, "high_watermark", HINT),
+    KQ_W_MSGS(RS, QD.voters, QD.n_voters, "current_voters", KQ_WF_FIXED, KQ_RAFT_MAX_VOTERS,
+              &replica_m),
+    KQ_W_MSGS(RS, QD.observers, QD.n_observers, "observers", KQ_WF_FIXED, KQ_RAFT_MAX_OBSERVERS,
+              &replica_m),
+    KQ_W_MSGS(RS, QD.nodes, QD.n_nodes, "nodes", KQ_WF_FIXED, KQ_RAFT_MAX_VOTERS, &node_m),
+};
+static const kq_wire_field write_resp_f[] = {
+    KQ_W_INT(RS, write_base_offset, "base_offset", OFFSET),
+    KQ_W_INT(RS, write_epoch, "epoch", EPOCH),
+};
+
+/* The quorum APIs: their request and answer tables and Raft message types. */
+#define REQ(pbdesc, rows) KQ_W_TABLE_IN_PLACE(RM, pbdesc, rows)
+#define RESP(pbdesc, rows) KQ_W_TABLE_IN_PLACE(RS, pbdesc, rows)
+static const struct quorum_api {
+    uint32_t api_key;
+    kq_raft_msg_type req_type, resp_type;
+    kq_wire_msg req, resp;
+} quorum_apis[] = {
+    {KQ_API_VOTE, KQ_RAFT_VOTE_REQ, KQ_RAFT_VOTE_RESP,
+     REQ(kq__vote_request__descriptor, vote_req_f),
+     RESP(kq__vote_response__descriptor, vote_resp_f)},
+    {KQ_API_BEGIN_QUORUM_EPOCH, KQ_RAFT_BEGIN_EPOCH_REQ, KQ_RAFT_BEGIN_EPOCH_RESP,
+     REQ(kq__begin_quorum_epoch_request__descriptor, leader_f),
+     RESP(kq__begin_quorum_epoch_response__descriptor, leader_resp_f)},
+    {KQ_API_END_QUORUM_EPOCH, KQ_RAFT_END_EPOCH_REQ, KQ_RAFT_END_EPOCH_RESP,
+     REQ(kq__end_quorum_epoch_request__descriptor, end_req_f),
+     RESP(kq__end_quorum_epoch_response__descriptor, leader_resp_f)},
+    {KQ_API_FETCH, KQ_RAFT_FETCH_REQ, KQ_RAFT_FETCH_RESP,
+     REQ(kq__fetch_request__descriptor, fetch_req_f),
+     RESP(kq__fetch_response__descriptor, fetch_resp_f)},
+    {KQ_API_FETCH_SNAPSHOT, KQ_RAFT_FETCH_SNAPSHOT_REQ, KQ_RAFT_FETCH_SNAPSHOT_RESP,
+     REQ(kq__fetch_snapshot_request__descriptor, fetch_snapshot_req_f),
+     RESP(kq__fetch_snapshot_response__descriptor, fetch_snapshot_resp_f)},
+    {KQ_API_DESCRIBE_QUORUM,
+     0,
+     0,
+     {.desc = &kq__describe_quorum_request__descriptor},
+     RESP(kq__describe_quorum_response__descriptor, describe_resp_f)},
+    {KQ_API_WRITE,
+     0,
+     0,
+     {.desc = &kq__write_request__descriptor},
+     RESP(kq__write_response__descriptor, write_resp_f)},
+};
+
+const kq_wire_msg *const kq_wire_quorum_tables[] = {
+    &quorum_apis[0].req,  &quorum_apis[1].req,  &quorum_apis[2].req,
+    &quorum_apis[3].req,  &quorum_apis[4].req,  &write_req_m,
+    &envelope_m,          &quorum_apis[0].resp, &quorum_apis[1].resp,
+    &quorum_apis[3].resp, &quorum_apis[4].resp, &quorum_apis[5].resp,
+    &quorum_apis[6].resp, &sent_batches_m,      NULL,
+};
+
+static const struct quorum_api *quorum_api(uint32_t api_key, kq_raft_msg_type type)
 {
-    return s ? strnlen(s, max + 1) : 0;
+    for (size_t i = 0; i < sizeof quorum_apis / sizeof quorum_apis[0]; i++)
+        if (quorum_apis[i].api_key == api_key ||
+            (type && (quorum_apis[i].req_type == type || quorum_apis[i].resp_type == type)))
+            return &quorum_apis[i];
+    return NULL;
 }
 
-/* Copy a validated string (length <= cap - 1) into a fixed array. */
-static void copy_str(char *dst, size_t cap, const char *src)
+/* The envelope's oneof member carrying api_key's body (Request and Response share numbers). */
+static ProtobufCMessage **body_slot(const ProtobufCMessageDescriptor *d, void *env,
+                                    uint32_t api_key)
 {
-    size_t n = src ? strnlen(src, cap - 1) : 0;
+    const kq_api_info *api = kq_api_find(api_key);
+    const ProtobufCFieldDescriptor *fd =
+        api ? protobuf_c_message_descriptor_get_field(d, (unsigned)api->body_case) : NULL;
 
-    memcpy(dst, src ? src : "", n);
-    dst[n] = '\0';
-}
-
-static int pack_message(const ProtobufCMessage *msg, kq_buf *out)
-{
-    size_t n = protobuf_c_message_get_packed_size(msg);
-    uint8_t *p = malloc(n ? n : 1);
-
-    if (!p)
-        return KQ_ERR_NOMEM;
-    out->len = protobuf_c_message_pack(msg, p);
-    out->data = p;
-    return 0;
+    return fd ? (ProtobufCMessage **)((char *)env + fd->offset) : NULL;
 }
 
 static int check_cluster_id(const char *cluster_id)
 {
-    return bounded_len(cluster_id, KQ_CODEC_MAX_CLUSTER_ID) > KQ_CODEC_MAX_CLUSTER_ID
+    return cluster_id && strnlen(cluster_id, KQ_CODEC_MAX_CLUSTER_ID + 1) > KQ_CODEC_MAX_CLUSTER_ID
                ? KQ_ERR_INVALID_REQUEST
                : 0;
 }
@@ -118,419 +304,195 @@ static int check_cluster_id(const char *cluster_id)
 /* ---------------------------------------------------------------------------------------- */
 /* request encoders                                                                          */
 
-int kq_codec_encode_raft_request(const kq_raft_msg *m, const char *cluster_id, kq_buf *out)
+/* Pack a request for api_key whose body comes from c through m (NULL: an empty body). */
+static int send_request(uint32_t api_key, const char *cluster_id, int32_t sender_id,
+                        const kq_wire_msg *m, const void *c, const kq_wire_msg *empty, kq_buf *out)
 {
     Kq__Request rq = KQ__REQUEST__INIT;
-    Kq__VoteRequest vote = KQ__VOTE_REQUEST__INIT;
-    Kq__BeginQuorumEpochRequest begin = KQ__BEGIN_QUORUM_EPOCH_REQUEST__INIT;
-    Kq__EndQuorumEpochRequest end = KQ__END_QUORUM_EPOCH_REQUEST__INIT;
-    Kq__FetchRequest fetch = KQ__FETCH_REQUEST__INIT;
-    Kq__FetchSnapshotRequest fsnap = KQ__FETCH_SNAPSHOT_REQUEST__INIT;
-    Kq__EpochEndOffset snap_id = KQ__EPOCH_END_OFFSET__INIT;
+    kq_wire_arena a = {0};
+    ProtobufCMessage **slot = body_slot(&kq__request__descriptor, &rq, api_key);
+    int rc = 0;
 
+    rq.api_key = api_key;
+    rq.api_version = 0;
+    rq.cluster_id = (char *)(cluster_id ? cluster_id : "");
+    rq.sender_id = sender_id;
+    rq.body_case = (Kq__Request__BodyCase)kq_api_find(api_key)->body_case;
+    *slot = m ? kq_wire_encode_new(m, c, &a, &rc) : kq_wire_encode_new(empty, NULL, &a, &rc);
+    if (!rc && api_key == KQ_API_FETCH)
+        ((Kq__FetchRequest *)*slot)->max_bytes = KQ_CODEC_FETCH_MAX_BYTES;
+    if (!rc)
+        rc = kq_wire_pack(&rq.base, out);
+    kq_wire_arena_free(&a);
+    return rc;
+}
+
+static int start(kq_buf *out)
+{
     if (!out)
         return KQ_ERR_INVALID_REQUEST;
     out->data = NULL;
     out->len = 0;
-    if (!m || check_cluster_id(cluster_id))
-        return KQ_ERR_INVALID_REQUEST;
+    return 0;
+}
 
-    rq.api_version = 0;
-    rq.cluster_id = (char *)(cluster_id ? cluster_id : "");
-    rq.sender_id = m->from;
-    switch ((int)m->type) {
-    case KQ_RAFT_VOTE_REQ:
-        vote.candidate_epoch = m->epoch;
-        vote.candidate_id = m->u.vote_req.candidate_id;
-        vote.last_offset_epoch = m->u.vote_req.last_epoch;
-        vote.last_offset = m->u.vote_req.last_offset;
-        vote.pre_vote = m->u.vote_req.pre_vote;
-        rq.api_key = KQ_API_VOTE;
-        rq.body_case = KQ__REQUEST__BODY_VOTE;
-        rq.vote = &vote;
-        break;
-    case KQ_RAFT_BEGIN_EPOCH_REQ:
-        begin.leader_id = m->leader_id;
-        begin.leader_epoch = m->epoch;
-        rq.api_key = KQ_API_BEGIN_QUORUM_EPOCH;
-        rq.body_case = KQ__REQUEST__BODY_BEGIN_QUORUM_EPOCH;
-        rq.begin_quorum_epoch = &begin;
-        break;
-    case KQ_RAFT_END_EPOCH_REQ:
-        if (m->u.end_req.n_preferred < 0 || m->u.end_req.n_preferred > KQ_RAFT_MAX_VOTERS)
-            return KQ_ERR_INVALID_REQUEST;
-        end.leader_id = m->leader_id;
-        end.leader_epoch = m->epoch;
-        end.n_preferred_successors = (size_t)m->u.end_req.n_preferred;
-        end.preferred_successors = (int32_t *)m->u.end_req.preferred;
-        rq.api_key = KQ_API_END_QUORUM_EPOCH;
-        rq.body_case = KQ__REQUEST__BODY_END_QUORUM_EPOCH;
-        rq.end_quorum_epoch = &end;
-        break;
-    case KQ_RAFT_FETCH_REQ:
-        fetch.replica_id = m->from;
-        fetch.current_leader_epoch = m->epoch;
-        fetch.fetch_offset = m->u.fetch_req.fetch_offset;
-        fetch.last_fetched_epoch = m->u.fetch_req.last_fetched_epoch;
-        fetch.max_wait_ms = m->u.fetch_req.max_wait_ms;
-        fetch.max_bytes = KQ_CODEC_FETCH_MAX_BYTES;
-        rq.api_key = KQ_API_FETCH;
-        rq.body_case = KQ__REQUEST__BODY_FETCH;
-        rq.fetch = &fetch;
-        break;
-    case (int)KQ_RAFT_FETCH_SNAPSHOT_REQ:
-        if (m->u.fetch_snapshot_req.position < 0 || m->u.fetch_snapshot_req.max_bytes < 0 ||
-            m->u.fetch_snapshot_req.snapshot_id.end_offset < 0 ||
-            m->u.fetch_snapshot_req.snapshot_id.epoch < 0)
-            return KQ_ERR_INVALID_REQUEST;
-        snap_id.end_offset = m->u.fetch_snapshot_req.snapshot_id.end_offset;
-        snap_id.epoch = m->u.fetch_snapshot_req.snapshot_id.epoch;
-        fsnap.replica_id = m->from;
-        fsnap.current_leader_epoch = m->epoch;
-        fsnap.snapshot_id = &snap_id;
-        fsnap.position = m->u.fetch_snapshot_req.position;
-        fsnap.max_bytes = m->u.fetch_snapshot_req.max_bytes;
-        rq.api_key = KQ_API_FETCH_SNAPSHOT;
-        rq.body_case = KQ__REQUEST__BODY_FETCH_SNAPSHOT;
-        rq.fetch_snapshot = &fsnap;
-        break;
-    default:
+int kq_codec_encode_raft_request(const kq_raft_msg *m, const char *cluster_id, kq_buf *out)
+{
+    const struct quorum_api *q = m ? quorum_api(0, m->type) : NULL;
+    const kq_raft_snapshot_id *sid;
+
+    if (start(out) || !m || check_cluster_id(cluster_id) || !q || q->req_type != m->type)
         return KQ_ERR_INVALID_REQUEST;
-    }
-    return pack_message(&rq.base, out);
+    sid = &m->u.fetch_snapshot_req.snapshot_id;
+    if (m->type == KQ_RAFT_FETCH_SNAPSHOT_REQ &&
+        (m->u.fetch_snapshot_req.position < 0 || m->u.fetch_snapshot_req.max_bytes < 0 ||
+         sid->end_offset < 0 || sid->epoch < 0))
+        return KQ_ERR_INVALID_REQUEST;
+    return send_request(q->api_key, cluster_id, m->from, &q->req, m, NULL, out);
 }
 
 int kq_codec_encode_describe_request(const char *cluster_id, kq_buf *out)
 {
-    Kq__Request rq = KQ__REQUEST__INIT;
-    Kq__DescribeQuorumRequest body = KQ__DESCRIBE_QUORUM_REQUEST__INIT;
-
-    if (!out)
+    if (start(out) || check_cluster_id(cluster_id))
         return KQ_ERR_INVALID_REQUEST;
-    out->data = NULL;
-    out->len = 0;
-    if (check_cluster_id(cluster_id))
-        return KQ_ERR_INVALID_REQUEST;
-    rq.api_key = KQ_API_DESCRIBE_QUORUM;
-    rq.api_version = 0;
-    rq.cluster_id = (char *)(cluster_id ? cluster_id : "");
-    rq.sender_id = -1;
-    rq.body_case = KQ__REQUEST__BODY_DESCRIBE_QUORUM;
-    rq.describe_quorum = &body;
-    return pack_message(&rq.base, out);
+    return send_request(KQ_API_DESCRIBE_QUORUM, cluster_id, -1, NULL, NULL,
+                        &quorum_api(KQ_API_DESCRIBE_QUORUM, 0)->req, out);
 }
 
 int kq_codec_encode_write_request(const char *cluster_id, const uint8_t *const *records,
                                   const size_t *lens, size_t n, kq_buf *out)
 {
-    Kq__Request rq = KQ__REQUEST__INIT;
-    Kq__WriteRequest body = KQ__WRITE_REQUEST__INIT;
-    ProtobufCBinaryData *items = NULL;
-    size_t i;
-    int rc;
+    kq_request r = {
+        .records = (const uint8_t **)records, .record_lens = (size_t *)lens, .n_records = n};
 
-    if (!out)
+    if (start(out) || check_cluster_id(cluster_id) || n == 0 || n > KQ_CODEC_MAX_WRITE_RECORDS ||
+        !records || !lens)
         return KQ_ERR_INVALID_REQUEST;
-    out->data = NULL;
-    out->len = 0;
-    if (check_cluster_id(cluster_id) || n == 0 || n > KQ_CODEC_MAX_WRITE_RECORDS || !records ||
-        !lens)
-        return KQ_ERR_INVALID_REQUEST;
-    items = calloc(n, sizeof *items);
-    if (!items)
-        return KQ_ERR_NOMEM;
-    for (i = 0; i < n; i++) {
-        if (!records[i] && lens[i] > 0) {
-            rc = KQ_ERR_INVALID_REQUEST;
-            goto out;
-        }
-        items[i].data = (uint8_t *)records[i];
-        items[i].len = lens[i];
-    }
-    body.n_records = n;
-    body.records = items;
-    rq.api_key = KQ_API_WRITE;
-    rq.api_version = 0;
-    rq.cluster_id = (char *)(cluster_id ? cluster_id : "");
-    rq.sender_id = -1;
-    rq.body_case = KQ__REQUEST__BODY_WRITE;
-    rq.write = &body;
-    rc = pack_message(&rq.base, out);
-out:
-    free(items);
-    return rc;
+    for (size_t i = 0; i < n; i++)
+        if (!records[i] && lens[i] > 0)
+            return KQ_ERR_INVALID_REQUEST;
+    return send_request(KQ_API_WRITE, cluster_id, -1, &write_req_m, &r, NULL, out);
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* response encoders                                                                         */
 
-/* Copy message into buf, cut to at most KQ_CODEC_MAX_ERROR_MESSAGE bytes on a UTF-8 boundary. */
-static char *clip_message(const char *message, char *buf)
+/* Pack an answer for api_key: the envelope from v, and its body through m (NULL: none). */
+static int send_response(uint32_t api_key, const kq_response *v, const kq_wire_msg *m,
+                         const sent_batches *batches, kq_buf *out)
 {
-    size_t n;
+    Kq__Response rs = KQ__RESPONSE__INIT;
+    kq_wire_arena a = {0};
+    int rc = kq_wire_encode(&envelope_m, v, &rs.base, &a);
 
-    if (!message)
-        return NULL;
-    n = strnlen(message, KQ_CODEC_MAX_ERROR_MESSAGE + 1);
-    if (n > KQ_CODEC_MAX_ERROR_MESSAGE) {
-        n = KQ_CODEC_MAX_ERROR_MESSAGE;
-        while (n > 0 && ((unsigned char)message[n] & 0xc0) == 0x80)
-            n--;
+    rs.api_key = api_key;
+    if (!rc && m) {
+        ProtobufCMessage **slot = body_slot(&kq__response__descriptor, &rs, api_key);
+
+        rs.body_case = (Kq__Response__BodyCase)kq_api_find(api_key)->body_case;
+        *slot = kq_wire_encode_new(m, v, &a, &rc);
+        if (!rc && batches)
+            rc = kq_wire_encode(&sent_batches_m, batches, *slot, &a);
     }
-    memcpy(buf, message, n);
-    buf[n] = '\0';
-    return buf;
+    if (!rc)
+        rc = kq_wire_pack(&rs.base, out);
+    kq_wire_arena_free(&a);
+    return rc;
 }
 
 int kq_codec_encode_raft_response(const kq_raft_msg *m, const kq_codec_batch *batches,
                                   size_t n_batches, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__VoteResponse vote = KQ__VOTE_RESPONSE__INIT;
-    Kq__BeginQuorumEpochResponse begin = KQ__BEGIN_QUORUM_EPOCH_RESPONSE__INIT;
-    Kq__EndQuorumEpochResponse end = KQ__END_QUORUM_EPOCH_RESPONSE__INIT;
-    Kq__FetchResponse fetch = KQ__FETCH_RESPONSE__INIT;
-    Kq__EpochEndOffset diverging = KQ__EPOCH_END_OFFSET__INIT;
-    Kq__EpochEndOffset snap_id = KQ__EPOCH_END_OFFSET__INIT;
-    Kq__FetchSnapshotResponse fsnap = KQ__FETCH_SNAPSHOT_RESPONSE__INIT;
-    Kq__Batch wire[KQ_RAFT_MAX_BATCHES];
-    Kq__Batch *wire_ptrs[KQ_RAFT_MAX_BATCHES];
-    size_t i;
+    const struct quorum_api *q = m ? quorum_api(0, m->type) : NULL;
+    sent_batches sent = {batches, n_batches};
+    kq_response v = {0};
 
-    if (!out)
+    if (start(out) || !m || !q || q->resp_type != m->type || n_batches > KQ_RAFT_MAX_BATCHES ||
+        (n_batches > 0 && (!batches || m->type != KQ_RAFT_FETCH_RESP)))
         return KQ_ERR_INVALID_REQUEST;
-    out->data = NULL;
-    out->len = 0;
-    if (!m || n_batches > KQ_RAFT_MAX_BATCHES || (n_batches > 0 && !batches))
-        return KQ_ERR_INVALID_REQUEST;
-    if (n_batches > 0 && m->type != KQ_RAFT_FETCH_RESP)
-        return KQ_ERR_INVALID_REQUEST;
-
-    rs.error_code = m->error;
-    if (m->leader_id >= 0) {
-        rs.has_leader_id = 1;
-        rs.leader_id = m->leader_id;
-    }
-    if (m->epoch >= 0) {
-        rs.has_leader_epoch = 1;
-        rs.leader_epoch = m->epoch;
-    }
-    switch ((int)m->type) {
-    case KQ_RAFT_VOTE_RESP:
-        vote.leader_id = m->leader_id;
-        vote.leader_epoch = m->epoch;
-        vote.vote_granted = m->u.vote_resp.granted;
-        rs.api_key = KQ_API_VOTE;
-        rs.body_case = KQ__RESPONSE__BODY_VOTE;
-        rs.vote = &vote;
-        break;
-    case KQ_RAFT_BEGIN_EPOCH_RESP:
-        begin.leader_id = m->leader_id;
-        begin.leader_epoch = m->epoch;
-        rs.api_key = KQ_API_BEGIN_QUORUM_EPOCH;
-        rs.body_case = KQ__RESPONSE__BODY_BEGIN_QUORUM_EPOCH;
-        rs.begin_quorum_epoch = &begin;
-        break;
-    case KQ_RAFT_END_EPOCH_RESP:
-        end.leader_id = m->leader_id;
-        end.leader_epoch = m->epoch;
-        rs.api_key = KQ_API_END_QUORUM_EPOCH;
-        rs.body_case = KQ__RESPONSE__BODY_END_QUORUM_EPOCH;
-        rs.end_quorum_epoch = &end;
-        break;
-    case KQ_RAFT_FETCH_RESP:
-        fetch.leader_id = m->leader_id;
-        fetch.leader_epoch = m->epoch;
-        fetch.high_watermark = m->u.fetch_resp.high_watermark;
-        fetch.log_start_offset = m->u.fetch_resp.log_start_offset;
-        if (m->u.fetch_resp.diverging) {
-            diverging.epoch = m->u.fetch_resp.diverging_epoch;
-            diverging.end_offset = m->u.fetch_resp.diverging_end_offset;
-            fetch.diverging_epoch = &diverging;
-        }
-        if (m->u.fetch_resp.snapshot) {
-            if (n_batches > 0 || m->u.fetch_resp.diverging ||
-                m->u.fetch_resp.snapshot_id.end_offset < 0 || m->u.fetch_resp.snapshot_id.epoch < 0)
-                return KQ_ERR_INVALID_REQUEST;
-            snap_id.end_offset = m->u.fetch_resp.snapshot_id.end_offset;
-            snap_id.epoch = m->u.fetch_resp.snapshot_id.epoch;
-            fetch.snapshot_id = &snap_id;
-        }
-        for (i = 0; i < n_batches; i++) {
-            if (!batches[i].records && batches[i].len > 0)
-                return KQ_ERR_INVALID_REQUEST;
-            kq__batch__init(&wire[i]);
-            wire[i].base_offset = batches[i].base_offset;
-            wire[i].epoch = batches[i].epoch;
-            wire[i].count = batches[i].count;
-            wire[i].crc32c = batches[i].crc32c;
-            wire[i].records.data = (uint8_t *)batches[i].records;
-            wire[i].records.len = batches[i].len;
-            wire_ptrs[i] = &wire[i];
-        }
-        fetch.n_batches = n_batches;
-        fetch.batches = n_batches ? wire_ptrs : NULL;
-        rs.api_key = KQ_API_FETCH;
-        rs.body_case = KQ__RESPONSE__BODY_FETCH;
-        rs.fetch = &fetch;
-        break;
-    case (int)KQ_RAFT_FETCH_SNAPSHOT_RESP: {
-        const __typeof__(m->u.fetch_snapshot_resp) *f = &m->u.fetch_snapshot_resp;
-        if (f->len > KQ_CODEC_MAX_SNAPSHOT_CHUNK || (!f->data && f->len > 0) ||
-            f->snapshot_id.end_offset < 0 || f->snapshot_id.epoch < 0 || f->position < 0 ||
-            f->size < -1 ||
-            (m->error == 0 && (f->size <= 0 || f->position > f->size - (int64_t)f->len)))
+    for (size_t i = 0; i < n_batches; i++)
+        if (!batches[i].records && batches[i].len > 0)
             return KQ_ERR_INVALID_REQUEST;
-        snap_id.end_offset = f->snapshot_id.end_offset;
-        snap_id.epoch = f->snapshot_id.epoch;
-        fsnap.leader_id = m->leader_id;
-        fsnap.leader_epoch = m->epoch;
-        fsnap.snapshot_id = &snap_id;
-        fsnap.size = f->size;
-        fsnap.position = f->position;
-        fsnap.unaligned_records.data = (uint8_t *)f->data;
-        fsnap.unaligned_records.len = f->data ? f->len : 0;
-        rs.api_key = KQ_API_FETCH_SNAPSHOT;
-        rs.body_case = KQ__RESPONSE__BODY_FETCH_SNAPSHOT;
-        rs.fetch_snapshot = &fsnap;
-        break;
-    }
-    default:
+    if (m->type == KQ_RAFT_FETCH_RESP && m->u.fetch_resp.snapshot &&
+        (n_batches > 0 || m->u.fetch_resp.diverging || m->u.fetch_resp.snapshot_id.end_offset < 0 ||
+         m->u.fetch_resp.snapshot_id.epoch < 0))
         return KQ_ERR_INVALID_REQUEST;
-    }
-    return pack_message(&rs.base, out);
-}
+    if (m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP) {
+        const kq_raft_snapshot_id *sid = &m->u.fetch_snapshot_resp.snapshot_id;
+        int64_t size = m->u.fetch_snapshot_resp.size, pos = m->u.fetch_snapshot_resp.position;
+        size_t len = m->u.fetch_snapshot_resp.len;
 
-static int fill_replica(Kq__ReplicaState *w, const kq_quorum_replica *r)
-{
-    if (bounded_len(r->directory_id, KQ_CODEC_DIRECTORY_ID_LEN) > KQ_CODEC_DIRECTORY_ID_LEN)
-        return KQ_ERR_INVALID_REQUEST;
-    kq__replica_state__init(w);
-    w->replica_id = r->id;
-    w->directory_id = (char *)r->directory_id;
-    w->log_end_offset = r->log_end_offset;
-    w->last_fetch_timestamp = r->last_fetch_timestamp;
-    w->last_caught_up_timestamp = r->last_caught_up_timestamp;
-    return 0;
+        if (len > KQ_CODEC_MAX_SNAPSHOT_CHUNK || (!m->u.fetch_snapshot_resp.data && len > 0) ||
+            sid->end_offset < 0 || sid->epoch < 0 || pos < 0 || size < -1 ||
+            (m->error == 0 && (size <= 0 || pos > size - (int64_t)len)))
+            return KQ_ERR_INVALID_REQUEST;
+    }
+    v.raft = *m;
+    v.error = m->error;
+    v.leader_id = m->leader_id < 0 ? -1 : m->leader_id;
+    v.leader_epoch = m->epoch < 0 ? -1 : m->epoch;
+    return send_response(q->api_key, &v, &q->resp, n_batches ? &sent : NULL, out);
 }
 
 int kq_codec_encode_describe_response(const kq_quorum_description *d, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__DescribeQuorumResponse body = KQ__DESCRIBE_QUORUM_RESPONSE__INIT;
-    Kq__ReplicaState voters[KQ_RAFT_MAX_VOTERS], observers[KQ_RAFT_MAX_OBSERVERS];
-    Kq__ReplicaState *voter_ptrs[KQ_RAFT_MAX_VOTERS], *observer_ptrs[KQ_RAFT_MAX_OBSERVERS];
-    Kq__NodeEndpoint nodes[KQ_RAFT_MAX_VOTERS];
-    Kq__NodeEndpoint *node_ptrs[KQ_RAFT_MAX_VOTERS];
-    int i;
+    kq_response v = {0};
 
-    if (!out)
+    if (start(out) || !d)
         return KQ_ERR_INVALID_REQUEST;
-    out->data = NULL;
-    out->len = 0;
-    if (!d || d->n_voters < 0 || d->n_voters > KQ_RAFT_MAX_VOTERS || d->n_observers < 0 ||
-        d->n_observers > KQ_RAFT_MAX_OBSERVERS || d->n_nodes < 0 ||
-        d->n_nodes > KQ_RAFT_MAX_VOTERS || check_cluster_id(d->cluster_id))
-        return KQ_ERR_INVALID_REQUEST;
-    for (i = 0; i < d->n_voters; i++) {
-        if (fill_replica(&voters[i], &d->voters[i]))
-            return KQ_ERR_INVALID_REQUEST;
-        voter_ptrs[i] = &voters[i];
-    }
-    for (i = 0; i < d->n_observers; i++) {
-        if (fill_replica(&observers[i], &d->observers[i]))
-            return KQ_ERR_INVALID_REQUEST;
-        observer_ptrs[i] = &observers[i];
-    }
-    for (i = 0; i < d->n_nodes; i++) {
-        const kq_quorum_node *n = &d->nodes[i];
-
-        if (bounded_len(n->listener, KQ_CODEC_MAX_LISTENER) > KQ_CODEC_MAX_LISTENER ||
-            bounded_len(n->host, KQ_CODEC_MAX_ENDPOINT - 1) > KQ_CODEC_MAX_ENDPOINT - 1)
-            return KQ_ERR_INVALID_REQUEST;
-        kq__node_endpoint__init(&nodes[i]);
-        nodes[i].node_id = n->id;
-        nodes[i].listener = (char *)n->listener;
-        nodes[i].host = (char *)n->host;
-        nodes[i].port = n->port;
-        node_ptrs[i] = &nodes[i];
-    }
-    body.cluster_id = (char *)d->cluster_id;
-    body.leader_id = d->leader_id;
-    body.leader_epoch = d->leader_epoch;
-    body.high_watermark = d->high_watermark;
-    body.n_current_voters = (size_t)d->n_voters;
-    body.current_voters = d->n_voters ? voter_ptrs : NULL;
-    body.n_observers = (size_t)d->n_observers;
-    body.observers = d->n_observers ? observer_ptrs : NULL;
-    body.n_nodes = (size_t)d->n_nodes;
-    body.nodes = d->n_nodes ? node_ptrs : NULL;
-
-    rs.api_key = KQ_API_DESCRIBE_QUORUM;
-    rs.error_code = 0;
-    rs.body_case = KQ__RESPONSE__BODY_DESCRIBE_QUORUM;
-    rs.describe_quorum = &body;
-    return pack_message(&rs.base, out);
+    v.describe = *d;
+    v.leader_id = v.leader_epoch = -1;
+    return send_response(KQ_API_DESCRIBE_QUORUM, &v, &quorum_api(KQ_API_DESCRIBE_QUORUM, 0)->resp,
+                         NULL, out);
 }
 
 int kq_codec_encode_write_response(int64_t base_offset, int32_t epoch, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__WriteResponse body = KQ__WRITE_RESPONSE__INIT;
+    kq_response v = {.leader_id = -1, .leader_epoch = -1};
 
-    if (!out)
+    if (start(out))
         return KQ_ERR_INVALID_REQUEST;
-    out->data = NULL;
-    out->len = 0;
-    body.base_offset = base_offset;
-    body.epoch = epoch;
-    rs.api_key = KQ_API_WRITE;
-    rs.error_code = 0;
-    rs.body_case = KQ__RESPONSE__BODY_WRITE;
-    rs.write = &body;
-    return pack_message(&rs.base, out);
+    v.write_base_offset = base_offset;
+    v.write_epoch = epoch;
+    return send_response(KQ_API_WRITE, &v, &quorum_api(KQ_API_WRITE, 0)->resp, NULL, out);
 }
 
 int kq_codec_encode_error_response(uint32_t api_key, int error, const char *message,
                                    int32_t leader_id, int32_t leader_epoch,
                                    const char *leader_endpoint, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    char msg[KQ_CODEC_MAX_ERROR_MESSAGE + 1];
+    kq_response v = {.error = error};
 
-    if (!out)
+    if (start(out) || (leader_endpoint &&
+                       strnlen(leader_endpoint, KQ_CODEC_MAX_ENDPOINT) > KQ_CODEC_MAX_ENDPOINT - 1))
         return KQ_ERR_INVALID_REQUEST;
-    out->data = NULL;
-    out->len = 0;
-    if (bounded_len(leader_endpoint, KQ_CODEC_MAX_ENDPOINT - 1) > KQ_CODEC_MAX_ENDPOINT - 1)
-        return KQ_ERR_INVALID_REQUEST;
-    rs.api_key = api_key;
-    rs.error_code = error;
-    rs.error_message = clip_message(message, msg);
-    if (leader_id >= 0) {
-        rs.has_leader_id = 1;
-        rs.leader_id = leader_id;
-    }
-    if (leader_epoch >= 0) {
-        rs.has_leader_epoch = 1;
-        rs.leader_epoch = leader_epoch;
-    }
-    if (leader_endpoint && leader_endpoint[0])
-        rs.leader_endpoint = (char *)leader_endpoint;
-    return pack_message(&rs.base, out);
+    kq_wire_clip(message, v.error_message, KQ_CODEC_MAX_ERROR_MESSAGE);
+    v.leader_id = leader_id < 0 ? -1 : leader_id;
+    v.leader_epoch = leader_epoch < 0 ? -1 : leader_epoch;
+    if (leader_endpoint)
+        memcpy(v.leader_endpoint, leader_endpoint, strlen(leader_endpoint) + 1);
+    return send_response(api_key, &v, NULL, NULL, out);
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* request decoder                                                                           */
 
+static void owned_free(kq_wire_owned *o, const ProtobufCMessageDescriptor *d)
+{
+    if (!o)
+        return;
+    if (o->msg)
+        protobuf_c_message_free_unpacked(o->msg, NULL);
+    (void)d;
+    kq_wire_arena_free(&o->a);
+    free(o);
+}
+
 void kq_request_free(kq_request *r)
 {
     if (!r)
         return;
-    if (r->priv_)
-        kq__request__free_unpacked(r->priv_, NULL);
-    free(r->records);
-    free(r->record_lens);
+    owned_free(r->priv_, &kq__request__descriptor);
     r->priv_ = NULL;
     r->records = NULL;
     r->record_lens = NULL;
@@ -546,232 +508,98 @@ static void raft_msg_defaults(kq_raft_msg *m)
     m->epoch = -1;
 }
 
-#define BAD(...) fail(errbuf, errlen, KQ_ERR_INVALID_REQUEST, __VA_ARGS__)
+#define BAD(...) kq_wire_fail(errbuf, errlen, KQ_ERR_INVALID_REQUEST, __VA_ARGS__)
 
-static int decode_vote_req(const Kq__VoteRequest *v, kq_raft_msg *m, char *errbuf, size_t errlen)
+/* The rules of a Raft request that span fields. */
+static int check_raft_request(const kq_raft_msg *m, const Kq__Request *rq, char *errbuf,
+                              size_t errlen)
 {
-    if (v->candidate_epoch < 0)
-        return BAD("vote candidate_epoch %d is negative", v->candidate_epoch);
-    if (v->candidate_id < -1)
-        return BAD("vote candidate_id %d is invalid", v->candidate_id);
-    if (v->last_offset_epoch < 0)
-        return BAD("vote last_offset_epoch %d is negative", v->last_offset_epoch);
-    if (v->last_offset < 0)
-        return BAD("vote last_offset %lld is negative", (long long)v->last_offset);
-    if (v->last_offset_epoch >= v->candidate_epoch)
-        return BAD("vote last_offset_epoch %d is not below candidate_epoch %d",
-                   v->last_offset_epoch, v->candidate_epoch);
-    m->type = KQ_RAFT_VOTE_REQ;
-    m->epoch = v->candidate_epoch;
-    m->u.vote_req.candidate_id = v->candidate_id;
-    m->u.vote_req.last_epoch = v->last_offset_epoch;
-    m->u.vote_req.last_offset = v->last_offset;
-    m->u.vote_req.pre_vote = v->pre_vote != 0;
-    return 0;
-}
-
-static int check_leader(const char *what, int32_t leader_id, int32_t leader_epoch, char *errbuf,
-                        size_t errlen)
-{
-    if (leader_id < -1)
-        return BAD("%s leader_id %d is invalid", what, leader_id);
-    if (leader_epoch < 0)
-        return BAD("%s leader_epoch %d is negative", what, leader_epoch);
-    return 0;
-}
-
-static int decode_end_req(const Kq__EndQuorumEpochRequest *e, kq_raft_msg *m, char *errbuf,
-                          size_t errlen)
-{
-    size_t i;
-    int rc = check_leader("end_quorum_epoch", e->leader_id, e->leader_epoch, errbuf, errlen);
-
-    if (rc)
-        return rc;
-    if (e->n_preferred_successors > KQ_RAFT_MAX_VOTERS)
-        return BAD("end_quorum_epoch has %zu preferred successors (max %d)",
-                   e->n_preferred_successors, KQ_RAFT_MAX_VOTERS);
-    for (i = 0; i < e->n_preferred_successors; i++) {
-        if (e->preferred_successors[i] < -1)
-            return BAD("end_quorum_epoch preferred successor %d is invalid",
-                       e->preferred_successors[i]);
-        m->u.end_req.preferred[i] = e->preferred_successors[i];
+    switch ((int)m->type) {
+    case KQ_RAFT_VOTE_REQ:
+        if (m->u.vote_req.last_epoch >= m->epoch)
+            return BAD("vote last_offset_epoch %d is not below candidate_epoch %d",
+                       m->u.vote_req.last_epoch, m->epoch);
+        return 0;
+    case KQ_RAFT_END_EPOCH_REQ:
+        for (int i = 0; i < m->u.end_req.n_preferred; i++)
+            if (m->u.end_req.preferred[i] < -1)
+                return BAD("end_quorum_epoch preferred successor %d is invalid",
+                           m->u.end_req.preferred[i]);
+        return 0;
+    case KQ_RAFT_FETCH_REQ:
+        if (rq->fetch->max_bytes < 0)
+            return BAD("fetch max_bytes %d is negative", rq->fetch->max_bytes);
+        /* fall through */
+    case KQ_RAFT_FETCH_SNAPSHOT_REQ:
+        if (m->from != rq->sender_id)
+            return BAD("%s replica_id %d does not match sender_id %d",
+                       m->type == KQ_RAFT_FETCH_REQ ? "fetch" : "fetch_snapshot", m->from,
+                       rq->sender_id);
+        return 0;
+    default:
+        return 0;
     }
-    m->type = KQ_RAFT_END_EPOCH_REQ;
-    m->leader_id = e->leader_id;
-    m->epoch = e->leader_epoch;
-    m->u.end_req.n_preferred = (int)e->n_preferred_successors;
-    return 0;
-}
-
-static int decode_fetch_req(const Kq__FetchRequest *f, int32_t sender_id, kq_raft_msg *m,
-                            char *errbuf, size_t errlen)
-{
-    if (f->replica_id != sender_id)
-        return BAD("fetch replica_id %d does not match sender_id %d", f->replica_id, sender_id);
-    if (f->current_leader_epoch < 0)
-        return BAD("fetch current_leader_epoch %d is negative", f->current_leader_epoch);
-    if (f->fetch_offset < 0)
-        return BAD("fetch fetch_offset %lld is negative", (long long)f->fetch_offset);
-    if (f->last_fetched_epoch < 0)
-        return BAD("fetch last_fetched_epoch %d is negative", f->last_fetched_epoch);
-    if (f->max_wait_ms < 0)
-        return BAD("fetch max_wait_ms %d is negative", f->max_wait_ms);
-    if (f->max_bytes < 0)
-        return BAD("fetch max_bytes %d is negative", f->max_bytes);
-    m->type = KQ_RAFT_FETCH_REQ;
-    m->epoch = f->current_leader_epoch;
-    m->u.fetch_req.fetch_offset = f->fetch_offset;
-    m->u.fetch_req.last_fetched_epoch = f->last_fetched_epoch;
-    m->u.fetch_req.max_wait_ms = f->max_wait_ms;
-    return 0;
-}
-
-static int decode_fetch_snapshot_req(const Kq__FetchSnapshotRequest *f, int32_t sender_id,
-                                     kq_raft_msg *m, char *errbuf, size_t errlen)
-{
-    if (f->replica_id != sender_id)
-        return BAD("fetch_snapshot replica_id %d does not match sender_id %d", f->replica_id,
-                   sender_id);
-    if (f->current_leader_epoch < 0)
-        return BAD("fetch_snapshot current_leader_epoch %d is negative", f->current_leader_epoch);
-    if (!f->snapshot_id)
-        return BAD("fetch_snapshot request has no snapshot_id");
-    if (f->snapshot_id->end_offset < 0 || f->snapshot_id->epoch < 0)
-        return BAD("fetch_snapshot snapshot_id %lld-%d is negative",
-                   (long long)f->snapshot_id->end_offset, f->snapshot_id->epoch);
-    if (f->position < 0)
-        return BAD("fetch_snapshot position %lld is negative", (long long)f->position);
-    if (f->max_bytes < 0)
-        return BAD("fetch_snapshot max_bytes %d is negative", f->max_bytes);
-    m->type = KQ_RAFT_FETCH_SNAPSHOT_REQ;
-    m->epoch = f->current_leader_epoch;
-    m->u.fetch_snapshot_req.snapshot_id.end_offset = f->snapshot_id->end_offset;
-    m->u.fetch_snapshot_req.snapshot_id.epoch = f->snapshot_id->epoch;
-    m->u.fetch_snapshot_req.position = f->position;
-    m->u.fetch_snapshot_req.max_bytes = f->max_bytes;
-    return 0;
-}
-
-static int decode_write_req(const Kq__WriteRequest *w, kq_request *out, char *errbuf, size_t errlen)
-{
-    size_t i;
-
-    if (w->n_records == 0)
-        return BAD("write request has no records");
-    if (w->n_records > KQ_CODEC_MAX_WRITE_RECORDS)
-        return BAD("write request has %zu records (max %d)", w->n_records,
-                   KQ_CODEC_MAX_WRITE_RECORDS);
-    out->records = calloc(w->n_records, sizeof *out->records);
-    out->record_lens = calloc(w->n_records, sizeof *out->record_lens);
-    if (!out->records || !out->record_lens)
-        return fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding write request");
-    for (i = 0; i < w->n_records; i++) {
-        /* protobuf-c leaves data NULL for an empty bytes field; callers get a valid pointer. */
-        out->records[i] = w->records[i].data ? w->records[i].data : empty_input;
-        out->record_lens[i] = w->records[i].len;
-    }
-    out->n_records = w->n_records;
-    return 0;
 }
 
 int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, char *errbuf,
                             size_t errlen)
 {
+    kq_wire_owned *o;
+    const struct quorum_api *q;
     Kq__Request *rq;
+    ProtobufCMessage **body;
     const char *name;
-    int want, rc;
+    int rc;
 
     if (!out)
-        return fail(errbuf, errlen, KQ_ERR_INVALID_REQUEST, "no output for decoded request");
+        return BAD("no output for decoded request");
     memset(out, 0, sizeof *out);
     out->sender_id = KQ_RAFT_NO_ID;
     raft_msg_defaults(&out->raft);
     if ((rc = kq_pb_unpack_request(buf, len, &rq, &out->api_key, errbuf, errlen)) != 0)
         return rc;
-    out->priv_ = rq;
+    if (!(o = calloc(1, sizeof *o))) {
+        kq__request__free_unpacked(rq, NULL);
+        return kq_wire_fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding a request");
+    }
+    o->msg = &rq->base;
+    out->priv_ = o;
     out->api_key = rq->api_key;
     out->api_version = rq->api_version;
     if (rq->sender_id >= -1)
         out->sender_id = rq->sender_id;
-
     name = api_name(rq->api_key);
-    if (!name) {
+    body = name ? body_slot(&kq__request__descriptor, rq, rq->api_key) : NULL;
+    q = quorum_api(rq->api_key, 0);
+    if (!name)
         rc = BAD("unknown api key %u", rq->api_key);
-        goto out;
-    }
-    if (rq->api_version != 0) {
-        rc = fail(errbuf, errlen, KQ_ERR_UNSUPPORTED_VERSION,
-                  "%s version %u is not supported (only version 0)", name, rq->api_version);
-        goto out;
-    }
-    if (!kq_pb_strings_ok(&kq__request__descriptor, buf ? buf : empty_input, len)) {
+    else if (rq->api_version != 0)
+        rc = kq_wire_fail(errbuf, errlen, KQ_ERR_UNSUPPORTED_VERSION,
+                          "%s version %u is not supported (only version 0)", name, rq->api_version);
+    else if (!kq_pb_strings_ok(&kq__request__descriptor, buf ? buf : empty_input, len))
         rc = BAD("%s request has a string with a NUL byte", name);
-        goto out;
-    }
-    if (bounded_len(rq->cluster_id, KQ_CODEC_MAX_CLUSTER_ID) > KQ_CODEC_MAX_CLUSTER_ID) {
+    else if (check_cluster_id(rq->cluster_id))
         rc = BAD("%s request cluster_id is longer than %d bytes", name, KQ_CODEC_MAX_CLUSTER_ID);
-        goto out;
-    }
-    copy_str(out->cluster_id, sizeof out->cluster_id, rq->cluster_id);
-    if (rq->sender_id < -1) {
+    else if (rq->sender_id < -1)
         rc = BAD("%s request sender_id %d is invalid", name, rq->sender_id);
-        goto out;
-    }
-    want = body_case_for_api(rq->api_key);
-    if (!want) {
-        rc = BAD("%s is not supported", name);
-        goto out;
-    }
-    if (rq->body_case == KQ__REQUEST__BODY__NOT_SET) {
+    else if (rq->body_case == KQ__REQUEST__BODY__NOT_SET)
         rc = BAD("%s request has no body", name);
-        goto out;
-    }
-    if ((int)rq->body_case != want) {
+    else if ((int)rq->body_case != kq_api_find(rq->api_key)->body_case)
         rc = BAD("%s request carries a %s body", name, body_name(rq->body_case));
-        goto out;
-    }
-
-    out->raft.from = rq->sender_id;
-    switch (rq->body_case) {
-    case KQ__REQUEST__BODY_VOTE:
-        rc = decode_vote_req(rq->vote, &out->raft, errbuf, errlen);
-        break;
-    case KQ__REQUEST__BODY_BEGIN_QUORUM_EPOCH:
-        rc = check_leader("begin_quorum_epoch", rq->begin_quorum_epoch->leader_id,
-                          rq->begin_quorum_epoch->leader_epoch, errbuf, errlen);
-        if (!rc) {
-            out->raft.type = KQ_RAFT_BEGIN_EPOCH_REQ;
-            out->raft.leader_id = rq->begin_quorum_epoch->leader_id;
-            out->raft.epoch = rq->begin_quorum_epoch->leader_epoch;
+    if (!rc) {
+        memcpy(out->cluster_id, rq->cluster_id, strlen(rq->cluster_id) + 1);
+        if (q && q->req_type) { /* a Raft request: into the core's message */
+            out->raft.type = q->req_type;
+            out->raft.from = rq->sender_id;
+            rc = kq_wire_decode(&q->req, *body, &out->raft, &o->a, errbuf, errlen);
+            if (!rc)
+                rc = check_raft_request(&out->raft, rq, errbuf, errlen);
+        } else if (rq->api_key == KQ_API_WRITE) {
+            rc = kq_wire_decode(&write_req_m, *body, out, &o->a, errbuf, errlen);
         }
-        break;
-    case KQ__REQUEST__BODY_END_QUORUM_EPOCH:
-        rc = decode_end_req(rq->end_quorum_epoch, &out->raft, errbuf, errlen);
-        break;
-    case KQ__REQUEST__BODY_FETCH:
-        rc = decode_fetch_req(rq->fetch, rq->sender_id, &out->raft, errbuf, errlen);
-        break;
-    case KQ__REQUEST__BODY_FETCH_SNAPSHOT:
-        rc = decode_fetch_snapshot_req(rq->fetch_snapshot, rq->sender_id, &out->raft, errbuf,
-                                       errlen);
-        break;
-    case KQ__REQUEST__BODY_DESCRIBE_QUORUM:
-        out->raft.from = KQ_RAFT_NO_ID;
-        rc = 0;
-        break;
-    case KQ__REQUEST__BODY_WRITE:
-        out->raft.from = KQ_RAFT_NO_ID;
-        rc = decode_write_req(rq->write, out, errbuf, errlen);
-        break;
-    default:
-        /* A controller API: its body (the matching one, checked above) is decoded and
-         * validated by kq_ctl_request_from_envelope (include/kq/ctl_codec.h). */
-        out->raft.from = KQ_RAFT_NO_ID;
-        rc = 0;
-        break;
+        /* A controller API's body is decoded and validated by kq_ctl_request_from_envelope
+         * (include/kq/ctl_codec.h); DescribeQuorum has none. */
     }
-out:
     if (rc) {
         kq_request_free(out);
         raft_msg_defaults(&out->raft);
@@ -786,162 +614,12 @@ void kq_response_free(kq_response *r)
 {
     if (!r)
         return;
-    if (r->priv_)
-        kq__response__free_unpacked(r->priv_, NULL);
-    free(r->batches);
+    owned_free(r->priv_, &kq__response__descriptor);
     r->priv_ = NULL;
     r->batches = NULL;
     r->n_batches = 0;
     r->raft.u.fetch_resp.batches = NULL;
     r->raft.u.fetch_resp.n_batches = 0;
-}
-
-static int decode_batches(const Kq__FetchResponse *f, kq_response *out, char *errbuf, size_t errlen)
-{
-    size_t i;
-    int64_t next = 0;
-
-    if (f->n_batches > KQ_RAFT_MAX_BATCHES)
-        return BAD("fetch response has %zu batches (max %d)", f->n_batches, KQ_RAFT_MAX_BATCHES);
-    if (f->n_batches == 0)
-        return 0;
-    out->batches = calloc(f->n_batches, sizeof *out->batches);
-    if (!out->batches)
-        return fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding fetch response");
-    for (i = 0; i < f->n_batches; i++) {
-        const Kq__Batch *b = f->batches[i];
-        kq_raft_batch *d = &out->batches[i];
-        uint32_t crc;
-
-        if (b->base_offset < 0)
-            return BAD("fetch batch %zu base_offset %lld is negative", i,
-                       (long long)b->base_offset);
-        if (b->epoch < 0)
-            return BAD("fetch batch %zu epoch %d is negative", i, b->epoch);
-        if (b->count <= 0 || b->count > KQ_CODEC_MAX_BATCH_COUNT)
-            return BAD("fetch batch %zu count %d is out of range 1..%d", i, b->count,
-                       KQ_CODEC_MAX_BATCH_COUNT);
-        if (b->base_offset > INT64_MAX - b->count)
-            return BAD("fetch batch %zu base_offset %lld + count %d overflows", i,
-                       (long long)b->base_offset, b->count);
-        if (i > 0 && b->base_offset != next)
-            return BAD("fetch batch %zu base_offset %lld does not follow the previous batch "
-                       "(expected %lld)",
-                       i, (long long)b->base_offset, (long long)next);
-        if (b->records.len < (size_t)b->count)
-            return BAD("fetch batch %zu holds %zu bytes, too few for %d records", i, b->records.len,
-                       b->count);
-        crc = kq_crc32c(0, b->records.data, b->records.len);
-        if (crc != b->crc32c)
-            return fail(errbuf, errlen, KQ_ERR_CORRUPT_MESSAGE,
-                        "fetch batch %zu at offset %lld: crc32c 0x%08x does not match the "
-                        "records (0x%08x)",
-                        i, (long long)b->base_offset, b->crc32c, crc);
-        next = b->base_offset + b->count;
-        d->base_offset = b->base_offset;
-        d->epoch = b->epoch;
-        d->count = b->count;
-        d->kind = KQ_RAFT_BATCH_FETCHED;
-        d->data = b->records.data;
-        d->len = b->records.len;
-        d->crc32c = b->crc32c;
-    }
-    out->n_batches = f->n_batches;
-    return 0;
-}
-
-static int decode_fetch_resp(const Kq__FetchResponse *f, kq_response *out, char *errbuf,
-                             size_t errlen)
-{
-    kq_raft_msg *m = &out->raft;
-    int rc = check_leader("fetch response", f->leader_id, f->leader_epoch, errbuf, errlen);
-
-    if (rc)
-        return rc;
-    if (f->high_watermark < -1)
-        return BAD("fetch response high_watermark %lld is invalid", (long long)f->high_watermark);
-    if (f->log_start_offset < 0)
-        return BAD("fetch response log_start_offset %lld is negative",
-                   (long long)f->log_start_offset);
-    if (f->diverging_epoch) {
-        if (f->diverging_epoch->epoch < 0)
-            return BAD("fetch response diverging epoch %d is negative", f->diverging_epoch->epoch);
-        if (f->diverging_epoch->end_offset < 0)
-            return BAD("fetch response diverging end_offset %lld is negative",
-                       (long long)f->diverging_epoch->end_offset);
-    }
-    if (f->snapshot_id) {
-        if (f->snapshot_id->end_offset <= 0 || f->snapshot_id->epoch < 0)
-            return BAD("fetch response snapshot_id %lld-%d is invalid",
-                       (long long)f->snapshot_id->end_offset, f->snapshot_id->epoch);
-        if (f->diverging_epoch || f->n_batches > 0)
-            return BAD("fetch response with a snapshot_id also carries %s",
-                       f->diverging_epoch ? "a diverging epoch" : "records");
-        m->u.fetch_resp.snapshot = true;
-        m->u.fetch_resp.snapshot_id.end_offset = f->snapshot_id->end_offset;
-        m->u.fetch_resp.snapshot_id.epoch = f->snapshot_id->epoch;
-    }
-    rc = decode_batches(f, out, errbuf, errlen);
-    if (rc)
-        return rc;
-    m->type = KQ_RAFT_FETCH_RESP;
-    m->leader_id = f->leader_id;
-    m->epoch = f->leader_epoch;
-    m->u.fetch_resp.high_watermark = f->high_watermark;
-    m->u.fetch_resp.log_start_offset = f->log_start_offset;
-    if (f->diverging_epoch) {
-        m->u.fetch_resp.diverging = true;
-        m->u.fetch_resp.diverging_epoch = f->diverging_epoch->epoch;
-        m->u.fetch_resp.diverging_end_offset = f->diverging_epoch->end_offset;
-    }
-    if (out->n_batches > 0) {
-        const kq_raft_batch *last = &out->batches[out->n_batches - 1];
-
-        m->u.fetch_resp.records_from = out->batches[0].base_offset;
-        m->u.fetch_resp.records_to = last->base_offset + last->count;
-    }
-    m->u.fetch_resp.batches = out->batches;
-    m->u.fetch_resp.n_batches = out->n_batches;
-    return 0;
-}
-
-static int decode_fetch_snapshot_resp(const Kq__FetchSnapshotResponse *f, kq_response *out,
-                                      char *errbuf, size_t errlen)
-{
-    kq_raft_msg *m = &out->raft;
-    int rc = check_leader("fetch_snapshot response", f->leader_id, f->leader_epoch, errbuf, errlen);
-
-    if (rc)
-        return rc;
-    if (!f->snapshot_id)
-        return BAD("fetch_snapshot response has no snapshot_id");
-    if (f->snapshot_id->end_offset < 0 || f->snapshot_id->epoch < 0)
-        return BAD("fetch_snapshot response snapshot_id %lld-%d is negative",
-                   (long long)f->snapshot_id->end_offset, f->snapshot_id->epoch);
-    if (f->unaligned_records.len > KQ_CODEC_MAX_SNAPSHOT_CHUNK)
-        return BAD("fetch_snapshot response chunk of %zu bytes is over the %d byte limit",
-                   f->unaligned_records.len, KQ_CODEC_MAX_SNAPSHOT_CHUNK);
-    if (f->position < 0)
-        return BAD("fetch_snapshot response position %lld is negative", (long long)f->position);
-    if (out->error == 0) {
-        if (f->size <= 0)
-            return BAD("fetch_snapshot response size %lld is not positive", (long long)f->size);
-        if (f->position > f->size - (int64_t)f->unaligned_records.len)
-            return BAD("fetch_snapshot response chunk at %lld + %zu bytes runs past size %lld",
-                       (long long)f->position, f->unaligned_records.len, (long long)f->size);
-    } else if (f->size < -1) {
-        return BAD("fetch_snapshot response size %lld is invalid", (long long)f->size);
-    }
-    m->type = KQ_RAFT_FETCH_SNAPSHOT_RESP;
-    m->leader_id = f->leader_id;
-    m->epoch = f->leader_epoch;
-    m->u.fetch_snapshot_resp.snapshot_id.end_offset = f->snapshot_id->end_offset;
-    m->u.fetch_snapshot_resp.snapshot_id.epoch = f->snapshot_id->epoch;
-    m->u.fetch_snapshot_resp.size = f->size;
-    m->u.fetch_snapshot_resp.position = f->position;
-    m->u.fetch_snapshot_resp.data = f->unaligned_records.len ? f->unaligned_records.data : NULL;
-    m->u.fetch_snapshot_resp.len = f->unaligned_records.len;
-    return 0;
 }
 
 static bool is_base64url(const char *s)
@@ -956,98 +634,82 @@ static bool is_base64url(const char *s)
     return true;
 }
 
-static int decode_replica(const char *what, size_t i, const Kq__ReplicaState *w,
-                          kq_quorum_replica *r, char *errbuf, size_t errlen)
+static int check_replicas(const char *what, const kq_quorum_replica *r, int n, char *errbuf,
+                          size_t errlen)
 {
-    size_t n = bounded_len(w->directory_id, KQ_CODEC_DIRECTORY_ID_LEN);
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(r[i].directory_id);
 
-    if (w->replica_id < -1)
-        return BAD("describe %s %zu replica_id %d is invalid", what, i, w->replica_id);
-    if ((n != 0 && n != KQ_CODEC_DIRECTORY_ID_LEN) || !is_base64url(w->directory_id))
-        return BAD("describe %s %zu directory_id is not a 22-character uuid", what, i);
-    if (w->log_end_offset < -1)
-        return BAD("describe %s %zu log_end_offset %lld is invalid", what, i,
-                   (long long)w->log_end_offset);
-    if (w->last_fetch_timestamp < -1 || w->last_caught_up_timestamp < -1)
-        return BAD("describe %s %zu has an invalid timestamp", what, i);
-    r->id = w->replica_id;
-    copy_str(r->directory_id, sizeof r->directory_id, w->directory_id);
-    r->log_end_offset = w->log_end_offset;
-    r->last_fetch_timestamp = w->last_fetch_timestamp;
-    r->last_caught_up_timestamp = w->last_caught_up_timestamp;
+        if ((len != 0 && len != KQ_CODEC_DIRECTORY_ID_LEN) || !is_base64url(r[i].directory_id))
+            return BAD("describe %s %d directory_id is not a 22-character uuid", what, i);
+    }
     return 0;
 }
 
-static int decode_describe_resp(const Kq__DescribeQuorumResponse *w, kq_quorum_description *d,
-                                char *errbuf, size_t errlen)
+/* A Fetch answer's rules that span fields: a snapshot comes alone; the batches follow each
+ * other, hold at least a byte per record and match their checksums. */
+static int check_fetch_response(kq_response *out, char *errbuf, size_t errlen)
 {
-    size_t i;
+    kq_raft_msg *m = &out->raft;
+
+    if (m->u.fetch_resp.snapshot && (m->u.fetch_resp.diverging || out->n_batches > 0))
+        return BAD("fetch response with a snapshot_id also carries %s",
+                   m->u.fetch_resp.diverging ? "a diverging epoch" : "records");
+    for (size_t i = 0; i < out->n_batches; i++) {
+        kq_raft_batch *b = &out->batches[i];
+        uint32_t crc;
+
+        b->kind = KQ_RAFT_BATCH_FETCHED;
+        if (b->base_offset > INT64_MAX - b->count)
+            return BAD("fetch batch %zu base_offset %lld + count %d overflows", i,
+                       (long long)b->base_offset, b->count);
+        if (i > 0 && b->base_offset != b[-1].base_offset + b[-1].count)
+            return BAD("fetch batch %zu base_offset %lld does not follow the previous batch "
+                       "(expected %lld)",
+                       i, (long long)b->base_offset, (long long)(b[-1].base_offset + b[-1].count));
+        if (b->len < (size_t)b->count)
+            return BAD("fetch batch %zu holds %zu bytes, too few for %d records", i, b->len,
+                       b->count);
+        if ((crc = kq_crc32c(0, b->data, b->len)) != b->crc32c)
+            return kq_wire_fail(errbuf, errlen, KQ_ERR_CORRUPT_MESSAGE,
+                                "fetch batch %zu at offset %lld: crc32c 0x%08x does not match "
+                                "the records (0x%08x)",
+                                i, (long long)b->base_offset, b->crc32c, crc);
+    }
+    if (out->n_batches > 0) {
+        m->u.fetch_resp.records_from = out->batches[0].base_offset;
+        m->u.fetch_resp.records_to =
+            out->batches[out->n_batches - 1].base_offset + out->batches[out->n_batches - 1].count;
+    }
+    m->u.fetch_resp.batches = out->batches;
+    m->u.fetch_resp.n_batches = out->n_batches;
+    return 0;
+}
+
+static int check_response(kq_response *out, char *errbuf, size_t errlen)
+{
+    const kq_raft_msg *m = &out->raft;
+    int64_t size = m->u.fetch_snapshot_resp.size;
     int rc;
 
-    if (bounded_len(w->cluster_id, KQ_CODEC_MAX_CLUSTER_ID) > KQ_CODEC_MAX_CLUSTER_ID)
-        return BAD("describe cluster_id is longer than %d bytes", KQ_CODEC_MAX_CLUSTER_ID);
-    rc = check_leader("describe", w->leader_id, w->leader_epoch, errbuf, errlen);
-    if (rc)
-        return rc;
-    if (w->high_watermark < -1)
-        return BAD("describe high_watermark %lld is invalid", (long long)w->high_watermark);
-    if (w->n_current_voters > KQ_RAFT_MAX_VOTERS)
-        return BAD("describe has %zu voters (max %d)", w->n_current_voters, KQ_RAFT_MAX_VOTERS);
-    if (w->n_observers > KQ_RAFT_MAX_OBSERVERS)
-        return BAD("describe has %zu observers (max %d)", w->n_observers, KQ_RAFT_MAX_OBSERVERS);
-    if (w->n_nodes > KQ_RAFT_MAX_VOTERS)
-        return BAD("describe has %zu node endpoints (max %d)", w->n_nodes, KQ_RAFT_MAX_VOTERS);
-    copy_str(d->cluster_id, sizeof d->cluster_id, w->cluster_id);
-    d->leader_id = w->leader_id;
-    d->leader_epoch = w->leader_epoch;
-    d->high_watermark = w->high_watermark;
-    for (i = 0; i < w->n_current_voters; i++) {
-        rc = decode_replica("voter", i, w->current_voters[i], &d->voters[i], errbuf, errlen);
-        if (rc)
-            return rc;
-    }
-    d->n_voters = (int)w->n_current_voters;
-    for (i = 0; i < w->n_observers; i++) {
-        rc = decode_replica("observer", i, w->observers[i], &d->observers[i], errbuf, errlen);
-        if (rc)
-            return rc;
-    }
-    d->n_observers = (int)w->n_observers;
-    for (i = 0; i < w->n_nodes; i++) {
-        const Kq__NodeEndpoint *n = w->nodes[i];
-
-        if (n->node_id < -1)
-            return BAD("describe node %zu id %d is invalid", i, n->node_id);
-        if (bounded_len(n->listener, KQ_CODEC_MAX_LISTENER) > KQ_CODEC_MAX_LISTENER)
-            return BAD("describe node %zu listener is longer than %d bytes", i,
-                       KQ_CODEC_MAX_LISTENER);
-        if (bounded_len(n->host, KQ_CODEC_MAX_ENDPOINT - 1) > KQ_CODEC_MAX_ENDPOINT - 1)
-            return BAD("describe node %zu host is longer than %d bytes", i,
-                       KQ_CODEC_MAX_ENDPOINT - 1);
-        if (n->port < 0 || n->port > 65535)
-            return BAD("describe node %zu port %d is out of range 0..65535", i, n->port);
-        d->nodes[i].id = n->node_id;
-        copy_str(d->nodes[i].listener, sizeof d->nodes[i].listener, n->listener);
-        copy_str(d->nodes[i].host, sizeof d->nodes[i].host, n->host);
-        d->nodes[i].port = n->port;
-    }
-    d->n_nodes = (int)w->n_nodes;
-    return 0;
-}
-
-static kq_raft_msg_type raft_resp_type(uint32_t api_key)
-{
-    switch (api_key) {
-    case KQ_API_VOTE:
-        return KQ_RAFT_VOTE_RESP;
-    case KQ_API_BEGIN_QUORUM_EPOCH:
-        return KQ_RAFT_BEGIN_EPOCH_RESP;
-    case KQ_API_END_QUORUM_EPOCH:
-        return KQ_RAFT_END_EPOCH_RESP;
+    switch (out->api_key) {
     case KQ_API_FETCH:
-        return KQ_RAFT_FETCH_RESP;
+        return check_fetch_response(out, errbuf, errlen);
     case KQ_API_FETCH_SNAPSHOT:
-        return KQ_RAFT_FETCH_SNAPSHOT_RESP;
+        if (out->error == 0 && size <= 0)
+            return BAD("fetch_snapshot response size %lld is not positive", (long long)size);
+        if (out->error == 0 &&
+            m->u.fetch_snapshot_resp.position > size - (int64_t)m->u.fetch_snapshot_resp.len)
+            return BAD("fetch_snapshot response chunk at %lld + %zu bytes runs past size %lld",
+                       (long long)m->u.fetch_snapshot_resp.position, m->u.fetch_snapshot_resp.len,
+                       (long long)size);
+        return 0;
+    case KQ_API_DESCRIBE_QUORUM:
+        if ((rc = check_replicas("voter", out->describe.voters, out->describe.n_voters, errbuf,
+                                 errlen)))
+            return rc;
+        return check_replicas("observer", out->describe.observers, out->describe.n_observers,
+                              errbuf, errlen);
     default:
         return 0;
     }
@@ -1056,134 +718,61 @@ static kq_raft_msg_type raft_resp_type(uint32_t api_key)
 int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_response *out,
                              char *errbuf, size_t errlen)
 {
+    const struct quorum_api *q;
+    kq_wire_owned *o;
     Kq__Response *rs;
+    ProtobufCMessage **body;
     const char *name;
-    int want, rc;
+    int rc = 0;
 
     if (!out)
-        return fail(errbuf, errlen, KQ_ERR_INVALID_REQUEST, "no output for decoded response");
+        return BAD("no output for decoded response");
     memset(out, 0, sizeof *out);
-    out->leader_id = -1;
-    out->leader_epoch = -1;
-    out->write_base_offset = -1;
-    out->write_epoch = -1;
-    out->describe.leader_id = -1;
-    out->describe.leader_epoch = -1;
+    out->write_base_offset = out->write_epoch = -1;
+    out->describe.leader_id = out->describe.leader_epoch = -1;
     out->describe.high_watermark = -1;
     raft_msg_defaults(&out->raft);
     if (!buf && len > 0)
-        return fail(errbuf, errlen, KQ_ERR_MALFORMED, "response does not parse (no buffer)");
-
+        return kq_wire_fail(errbuf, errlen, KQ_ERR_MALFORMED,
+                            "response does not parse (no buffer)");
     rs = (Kq__Response *)kq_pb_unpack(&kq__response__descriptor, buf ? buf : empty_input, len,
                                       KQ_PB_ANSWER, &rc, errbuf, errlen);
     if (!rs && rc == KQ_ERR_MALFORMED)
-        return fail(errbuf, errlen, rc, "response does not parse (%zu bytes)", len);
+        return kq_wire_fail(errbuf, errlen, rc, "response does not parse (%zu bytes)", len);
     if (!rs)
         return rc;
-    out->priv_ = rs;
+    if (!(o = calloc(1, sizeof *o))) {
+        kq__response__free_unpacked(rs, NULL);
+        return kq_wire_fail(errbuf, errlen, KQ_ERR_NOMEM, "out of memory decoding a response");
+    }
+    o->msg = &rs->base;
+    out->priv_ = o;
     out->api_key = rs->api_key;
-
     name = api_name(rs->api_key);
-    if (!name) {
+    q = quorum_api(rs->api_key, 0);
+    body = name ? body_slot(&kq__response__descriptor, rs, rs->api_key) : NULL;
+    if (!name)
         rc = BAD("response for unknown api key %u", rs->api_key);
-        goto out;
-    }
-    if (!kq_pb_strings_ok(&kq__response__descriptor, buf ? buf : empty_input, len)) {
+    else if (!kq_pb_strings_ok(&kq__response__descriptor, buf ? buf : empty_input, len))
         rc = BAD("%s response has a string with a NUL byte", name);
-        goto out;
-    }
-    if (rs->error_code < 0) {
-        rc = BAD("%s response error_code %d is negative", name, rs->error_code);
-        goto out;
-    }
-    if (bounded_len(rs->error_message, KQ_CODEC_MAX_ERROR_MESSAGE) > KQ_CODEC_MAX_ERROR_MESSAGE) {
-        rc = BAD("%s response error_message is longer than %d bytes", name,
-                 KQ_CODEC_MAX_ERROR_MESSAGE);
-        goto out;
-    }
-    if (rs->has_leader_id && rs->leader_id < -1) {
-        rc = BAD("%s response leader hint %d is invalid", name, rs->leader_id);
-        goto out;
-    }
-    if (rs->has_leader_epoch && rs->leader_epoch < -1) {
-        rc = BAD("%s response leader epoch hint %d is invalid", name, rs->leader_epoch);
-        goto out;
-    }
-    if (bounded_len(rs->leader_endpoint, KQ_CODEC_MAX_ENDPOINT - 1) > KQ_CODEC_MAX_ENDPOINT - 1) {
-        rc = BAD("%s response leader_endpoint is longer than %d bytes", name,
-                 KQ_CODEC_MAX_ENDPOINT - 1);
-        goto out;
-    }
-    out->error = rs->error_code;
-    copy_str(out->error_message, sizeof out->error_message, rs->error_message);
-    if (rs->has_leader_id)
-        out->leader_id = rs->leader_id;
-    if (rs->has_leader_epoch)
-        out->leader_epoch = rs->leader_epoch;
-    copy_str(out->leader_endpoint, sizeof out->leader_endpoint, rs->leader_endpoint);
-
-    want = body_case_for_api(rs->api_key);
-    if (!want) {
-        rc = BAD("%s is not supported", name);
-        goto out;
-    }
-    if (rs->body_case == KQ__RESPONSE__BODY__NOT_SET && rs->error_code == 0) {
+    else if ((rc = kq_wire_decode(&envelope_m, &rs->base, out, &o->a, errbuf, errlen)))
+        ;
+    else if (rs->body_case == KQ__RESPONSE__BODY__NOT_SET && rs->error_code == 0)
         rc = BAD("%s response has neither an error nor a body", name);
-        goto out;
-    }
-    if (rs->body_case != KQ__RESPONSE__BODY__NOT_SET && (int)rs->body_case != want) {
+    else if (rs->body_case != KQ__RESPONSE__BODY__NOT_SET &&
+             (int)rs->body_case != kq_api_find(rs->api_key)->body_case)
         rc = BAD("%s response carries a %s body", name, body_name(rs->body_case));
-        goto out;
+    if (!rc) {
+        out->raft.type = q ? q->resp_type : 0;
+        out->raft.from = from;
+        out->raft.error = out->error;
+        out->raft.leader_id = out->leader_id;
+        out->raft.epoch = out->leader_epoch;
+        if (q && rs->body_case != KQ__RESPONSE__BODY__NOT_SET &&
+            !(rc = kq_wire_decode(&q->resp, *body, out, &o->a, errbuf, errlen)))
+            rc = check_response(out, errbuf, errlen);
+        /* A controller API's body is read by the kq_ctl_decode_*_response functions. */
     }
-
-    out->raft.type = raft_resp_type(rs->api_key);
-    out->raft.from = from;
-    out->raft.error = rs->error_code;
-    out->raft.leader_id = out->leader_id;
-    out->raft.epoch = out->leader_epoch;
-    rc = 0;
-    switch (rs->body_case) {
-    case KQ__RESPONSE__BODY_VOTE:
-        rc = check_leader("vote response", rs->vote->leader_id, rs->vote->leader_epoch, errbuf,
-                          errlen);
-        out->raft.leader_id = rs->vote->leader_id;
-        out->raft.epoch = rs->vote->leader_epoch;
-        out->raft.u.vote_resp.granted = rs->vote->vote_granted != 0;
-        break;
-    case KQ__RESPONSE__BODY_BEGIN_QUORUM_EPOCH:
-        rc = check_leader("begin_quorum_epoch response", rs->begin_quorum_epoch->leader_id,
-                          rs->begin_quorum_epoch->leader_epoch, errbuf, errlen);
-        out->raft.leader_id = rs->begin_quorum_epoch->leader_id;
-        out->raft.epoch = rs->begin_quorum_epoch->leader_epoch;
-        break;
-    case KQ__RESPONSE__BODY_END_QUORUM_EPOCH:
-        rc = check_leader("end_quorum_epoch response", rs->end_quorum_epoch->leader_id,
-                          rs->end_quorum_epoch->leader_epoch, errbuf, errlen);
-        out->raft.leader_id = rs->end_quorum_epoch->leader_id;
-        out->raft.epoch = rs->end_quorum_epoch->leader_epoch;
-        break;
-    case KQ__RESPONSE__BODY_FETCH:
-        rc = decode_fetch_resp(rs->fetch, out, errbuf, errlen);
-        break;
-    case KQ__RESPONSE__BODY_FETCH_SNAPSHOT:
-        rc = decode_fetch_snapshot_resp(rs->fetch_snapshot, out, errbuf, errlen);
-        break;
-    case KQ__RESPONSE__BODY_DESCRIBE_QUORUM:
-        rc = decode_describe_resp(rs->describe_quorum, &out->describe, errbuf, errlen);
-        break;
-    case KQ__RESPONSE__BODY_WRITE:
-        if (rs->write->base_offset < 0)
-            rc = BAD("write response base_offset %lld is negative",
-                     (long long)rs->write->base_offset);
-        else if (rs->write->epoch < 0)
-            rc = BAD("write response epoch %d is negative", rs->write->epoch);
-        out->write_base_offset = rs->write->base_offset;
-        out->write_epoch = rs->write->epoch;
-        break;
-    default:
-        break; /* error response without a body */
-    }
-out:
     if (rc) {
         kq_response_free(out);
         raft_msg_defaults(&out->raft);

@@ -257,10 +257,7 @@ static const kq_wire_field describe_topics_f[] = {
 
 /* Every controller request body but ElectLeaders' is a table over kq_ctl_request (the body's
  * union member). NULL fields: an empty body. */
-#define BODY(pbdesc, rows)                                                                         \
-    {                                                                                              \
-        &pbdesc, sizeof(RQ), rows, sizeof rows / sizeof rows[0]                                    \
-    }
+#define BODY(pbdesc, rows) KQ_W_TABLE(RQ, pbdesc, rows)
 static const struct ctl_body {
     uint32_t api_key;
     kq_wire_msg m;
@@ -273,14 +270,16 @@ static const struct ctl_body {
     {KQ_API_DELETE_TOPICS, BODY(kq__delete_topics_request__descriptor, delete_topics_f)},
     {KQ_API_CREATE_PARTITIONS,
      BODY(kq__create_partitions_request__descriptor, create_partitions_f)},
-    {KQ_API_ELECT_LEADERS, {&kq__elect_leaders_request__descriptor, sizeof(RQ), NULL, 0}},
+    {KQ_API_ELECT_LEADERS, {.desc = &kq__elect_leaders_request__descriptor, .size = sizeof(RQ)}},
     {KQ_API_INCREMENTAL_ALTER_CONFIGS,
      BODY(kq__incremental_alter_configs_request__descriptor, alter_configs_f)},
     {KQ_API_DESCRIBE_CONFIGS, BODY(kq__describe_configs_request__descriptor, describe_configs_f)},
     {KQ_API_UPDATE_FEATURES, BODY(kq__update_features_request__descriptor, update_features_f)},
     {KQ_API_DESCRIBE_TOPICS, BODY(kq__describe_topics_request__descriptor, describe_topics_f)},
-    {KQ_API_DESCRIBE_CLUSTER, {&kq__describe_cluster_request__descriptor, sizeof(RQ), NULL, 0}},
-    {KQ_API_DESCRIBE_FEATURES, {&kq__describe_features_request__descriptor, sizeof(RQ), NULL, 0}},
+    {KQ_API_DESCRIBE_CLUSTER,
+     {.desc = &kq__describe_cluster_request__descriptor, .size = sizeof(RQ)}},
+    {KQ_API_DESCRIBE_FEATURES,
+     {.desc = &kq__describe_features_request__descriptor, .size = sizeof(RQ)}},
 };
 
 static const kq_wire_msg *body_table(uint32_t api_key)
@@ -441,7 +440,8 @@ static int dec_elect_leaders(kq_wire_arena *a, const ProtobufCMessage *body, kq_
 static int from_envelope(const kq_request *env, kq_ctl_request *out, req_priv *pv, char *errbuf,
                          size_t errlen)
 {
-    const Kq__Request *rq = env->priv_;
+    const kq_wire_owned *owned = env->priv_;
+    const Kq__Request *rq = owned ? (const Kq__Request *)owned->msg : NULL;
     const kq_wire_msg *m = body_table(env->api_key);
     const kq_api_info *api = kq_api_find(env->api_key);
     ProtobufCMessage **slot;
@@ -968,7 +968,8 @@ int kq_ctl_encode_broker_heartbeat_response(const kq_heartbeat_result *res, kq_b
 
 int kq_ctl_encode_unregister_broker_response(int error, const char *message, kq_buf *out)
 {
-    static const kq_wire_msg empty = {&kq__unregister_broker_response__descriptor, 1, NULL, 0};
+    static const kq_wire_msg empty = {.desc = &kq__unregister_broker_response__descriptor,
+                                      .size = 1};
     kq_wire_arena a = {0};
 
     if (start(out))
@@ -1656,7 +1657,7 @@ static int dec_response(const kq_response *env, uint32_t api_key, const kq_wire_
     int rc;
 
     memset(out, 0, m->size);
-    if (!env || !(rs = env->priv_))
+    if (!env || !env->priv_ || !(rs = (const Kq__Response *)((kq_wire_owned *)env->priv_)->msg))
         return BAD("%s: no decoded response", api->body);
     if (env->api_key != api_key)
         return BAD("%s: response is for api key %u", api->body, env->api_key);

@@ -114,7 +114,7 @@ static const kq_wire_field feature_level_f[] = {
 static const kq_wire_msg record_m[] = {
     [KQ_REC_LEADER_CHANGE] =
         KQ_W_TABLE(kq_rec_leader_change, kq__leader_change_record__descriptor, leader_change_f),
-    [KQ_REC_NOOP] = {&kq__no_op_record__descriptor, 0, NULL, 0},
+    [KQ_REC_NOOP] = {.desc = &kq__no_op_record__descriptor, .size = 0},
     [KQ_REC_OPAQUE] = KQ_W_TABLE(kq_rec_opaque, kq__opaque_record__descriptor, opaque_f),
     [KQ_REC_REGISTER_BROKER] = KQ_W_TABLE(
         kq_rec_register_broker, kq__register_broker_record__descriptor, register_broker_f),

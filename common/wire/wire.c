@@ -350,6 +350,9 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
         return 0;
     }
     case KQ_WK_TEXT:
+        if (present && (f->flags & KQ_WF_STRICT) &&
+            strnlen(*(const char *const *)src, (size_t)f->max + 1) > (size_t)f->max)
+            return BAD("%s is longer than %lld bytes", path, (long long)f->max);
         if (!present || !kq_wire_clip(*(const char *const *)src, dst, (size_t)f->max))
             *(char *)dst = '\0';
         return 0;
@@ -383,11 +386,16 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
             return decode_strs(d, f, *(char *const *const *)src, n, c, path);
         if (f->kind == KQ_WK_BLOBS)
             return decode_blobs(d, f, *(ProtobufCBinaryData *const *)src, n, c, path);
-        arr = f->kind == KQ_WK_IDS ? dkeep(d, *(void *const *)src, n * sizeof(int32_t), false)
-                                   : dalloc(d, n, f->sub->size);
+        if (f->flags & KQ_WF_FIXED) /* the array is inline, of f->max elements */
+            arr =
+                f->kind == KQ_WK_IDS ? memcpy(dst, *(void *const *)src, n * sizeof(int32_t)) : dst;
+        else
+            arr = f->kind == KQ_WK_IDS ? dkeep(d, *(void *const *)src, n * sizeof(int32_t), false)
+                                       : dalloc(d, n, f->sub->size);
         if (!arr)
             return NOMEM();
-        *(void **)dst = arr;
+        if (!(f->flags & KQ_WF_FIXED))
+            *(void **)dst = arr;
         c_set_count(f, c, n);
         for (size_t i = 0; f->kind == KQ_WK_MSGS && i < n; i++) {
             char sub[256];
@@ -437,7 +445,8 @@ int kq_wire_decode(const kq_wire_msg *m, const ProtobufCMessage *pb, void *c, kq
 {
     dec d = {a, errbuf, errlen};
 
-    memset(c, 0, m->size);
+    if (!m->in_place)
+        memset(c, 0, m->size);
     return decode_msg(&d, m, pb, c, m->desc->short_name);
 }
 
@@ -454,6 +463,11 @@ void kq_wire_free(const kq_wire_msg *m, void *c)
         if (f->kind != KQ_WK_STR && f->kind != KQ_WK_BYTES && f->kind != KQ_WK_IDS &&
             f->kind != KQ_WK_STRS && f->kind != KQ_WK_BLOBS && f->kind != KQ_WK_MSGS)
             continue;
+        if (f->flags & KQ_WF_FIXED) {
+            for (int64_t k = 0; f->kind == KQ_WK_MSGS && k < c_count(f, c); k++)
+                kq_wire_free(f->sub, (char *)AT(c, f->off) + (size_t)k * f->sub->size);
+            continue;
+        }
         p = *(void **)AT(c, f->off);
         for (int64_t k = 0;
              p && (f->kind == KQ_WK_STRS || f->kind == KQ_WK_BLOBS) && k < c_count(f, c); k++)
@@ -520,8 +534,10 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
         *(ProtobufCBinaryData *)dst = (ProtobufCBinaryData){16, (uint8_t *)src};
         pb_set_present(fd, pb);
         return 0;
-    case KQ_WK_TEXT:
-        if (*(const char *)src)
+    case KQ_WK_TEXT: /* a required string is sent empty; an optional one only when not */
+        if (strnlen(src, (size_t)f->max + 1) > (size_t)f->max) /* no NUL in the array */
+            return KQ_ERR_INVALID_REQUEST;
+        if (*(const char *)src || fd->label == PROTOBUF_C_LABEL_REQUIRED)
             *(const char **)dst = src;
         return 0;
     case KQ_WK_BYTES:
@@ -533,11 +549,12 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
     case KQ_WK_IDS:
     case KQ_WK_STRS: {
         int64_t n = c_count(f, c);
+        const void *arr = (f->flags & KQ_WF_FIXED) ? src : *(const void *const *)src;
 
-        if (n < 0 || (n > 0 && !*(const void *const *)src))
+        if (n < 0 || (n > 0 && !arr) || ((f->flags & KQ_WF_FIXED) && n > f->max))
             return KQ_ERR_INVALID_REQUEST;
         *(size_t *)AT(pb, fd->quantifier_offset) = (size_t)n;
-        *(const void **)dst = *(const void *const *)src;
+        *(const void **)dst = n ? arr : NULL;
         return 0;
     }
     case KQ_WK_BLOBS: {
@@ -561,9 +578,8 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
         return 0;
     }
     case KQ_WK_MSG:
-        if ((f->flags & KQ_WF_HAS) && !*(const bool *)CAT(c, f->aux))
-            return 0;
-        if ((f->flags & KQ_WF_INLINE) && !inline_present(f, c))
+        if ((f->flags & KQ_WF_HAS) ? !*(const bool *)CAT(c, f->aux)
+                                   : (f->flags & KQ_WF_INLINE) && !inline_present(f, c))
             return 0;
         if (!(*(ProtobufCMessage **)dst = kq_wire_alloc(a, 1, f->sub->desc->sizeof_message)))
             return KQ_ERR_NOMEM;
@@ -571,10 +587,11 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
     case KQ_WK_MSGS: {
         int64_t n = c_count(f, c);
         const ProtobufCMessageDescriptor *sd = f->sub->desc;
+        const char *arr = (f->flags & KQ_WF_FIXED) ? src : *(const char *const *)src;
         ProtobufCMessage **ptrs;
         char *msgs;
 
-        if (n < 0 || (n > 0 && !*(const void *const *)src))
+        if (n < 0 || (n > 0 && !arr) || ((f->flags & KQ_WF_FIXED) && n > f->max))
             return KQ_ERR_INVALID_REQUEST;
         if (!n)
             return 0;
@@ -583,7 +600,7 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
         if (!ptrs || !msgs)
             return KQ_ERR_NOMEM;
         for (int64_t i = 0; i < n; i++) {
-            const void *elem = (const char *)*(const void *const *)src + (size_t)i * f->sub->size;
+            const void *elem = arr + (size_t)i * f->sub->size;
             int rc;
 
             ptrs[i] = (ProtobufCMessage *)(msgs + (size_t)i * sd->sizeof_message);
@@ -601,7 +618,8 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
 
 int kq_wire_encode(const kq_wire_msg *m, const void *c, ProtobufCMessage *pb, kq_wire_arena *a)
 {
-    protobuf_c_message_init(m->desc, pb);
+    if (!m->in_place)
+        protobuf_c_message_init(m->desc, pb);
     for (size_t i = 0; i < m->n_fields; i++) {
         const ProtobufCFieldDescriptor *fd = pb_field(m, &m->fields[i]);
         int rc;
@@ -618,6 +636,8 @@ ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wir
 {
     ProtobufCMessage *pb = kq_wire_alloc(a, 1, m->desc->sizeof_message);
 
+    if (pb)
+        protobuf_c_message_init(m->desc, pb);
     *rc = pb ? kq_wire_encode(m, c, pb, a) : KQ_ERR_NOMEM;
     return *rc ? NULL : pb;
 }

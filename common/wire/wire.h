@@ -71,6 +71,10 @@ typedef enum kq_wire_kind {
 /* An integer of an inline sub-table that decides whether it is sent (when none of its fields
  * is a key, any integer not `absent` sends it). */
 #define KQ_WF_KEY 64u
+/* KQ_WK_IDS, KQ_WK_MSGS: the array is inline at off (max elements), not a pointer. */
+#define KQ_WF_FIXED 128u
+/* KQ_WK_TEXT: a longer value is refused, not cut. */
+#define KQ_WF_STRICT 256u
 #define KQ_WF_ABSENT 8u /* optional scalar: absent means `absent` (and that value is not sent) */
 
 typedef struct kq_wire_msg kq_wire_msg;
@@ -78,7 +82,7 @@ typedef struct kq_wire_msg kq_wire_msg;
 typedef struct kq_wire_field {
     const char *name; /* the .proto field */
     uint8_t kind;     /* kq_wire_kind */
-    uint8_t flags;    /* KQ_WF_* */
+    uint16_t flags;   /* KQ_WF_* */
     size_t off, aux;  /* offsets in the C struct */
     int64_t min, max; /* scalars: inclusive range; strings, bytes: max length; lists: max count */
     int64_t absent;   /* KQ_WF_ABSENT: the C value of an absent optional scalar */
@@ -92,6 +96,9 @@ struct kq_wire_msg {
     size_t size; /* sizeof the C struct */
     const kq_wire_field *fields;
     size_t n_fields;
+    /* Decode without clearing the struct first and encode without initialising the message:
+     * for tables that fill part of a larger struct or message (an envelope and its body). */
+    bool in_place;
 };
 
 /* Table rows. T is the C struct, f its member, pb the .proto field name.
@@ -172,9 +179,37 @@ struct kq_wire_msg {
         .name = pb, .kind = KQ_WK_MSGS, .flags = fl, .off = offsetof(T, f), .aux = offsetof(T, n), \
         .max = maxn, .sub = s                                                                      \
     }
+#define KQ_W_TABLE_IN_PLACE(T, pbdesc, rows)                                                       \
+    {                                                                                              \
+        .desc = &pbdesc, .size = sizeof(T), .fields = rows,                                        \
+        .n_fields = sizeof rows / sizeof rows[0], .in_place = true                                 \
+    }
+/* A required sub-message (no presence flag). */
+#define KQ_W_MSG_REQ(T, f, pb, s)                                                                  \
+    {                                                                                              \
+        .name = pb, .kind = KQ_WK_MSG, .off = offsetof(T, f), .sub = s                             \
+    }
+/* A KQ_W_INLINE whose presence is the bool `has`. */
+#define KQ_W_INLINE_HAS(T, has, pb, s, dflt)                                                       \
+    {                                                                                              \
+        .name = pb, .kind = KQ_WK_MSG, .flags = KQ_WF_INLINE | KQ_WF_HAS, .aux = offsetof(T, has), \
+        .absent = dflt, .sub = s                                                                   \
+    }
+#define KQ_W_TEXT_STRICT(T, f, pb)                                                                 \
+    {                                                                                              \
+        .name = pb, .kind = KQ_WK_TEXT, .flags = KQ_WF_STRICT, .off = offsetof(T, f),              \
+        .max = sizeof(((T *)0)->f) - 1                                                             \
+    }
+/* What a decoded kq_request or kq_response keeps in priv_: the unpacked envelope and the arena
+ * of what was decoded from it. */
+typedef struct kq_wire_owned {
+    ProtobufCMessage *msg;
+    kq_wire_arena a;
+} kq_wire_owned;
 #define KQ_W_TABLE(T, pbdesc, rows)                                                                \
     {                                                                                              \
-        &pbdesc, sizeof(T), rows, sizeof rows / sizeof rows[0]                                     \
+        .desc = &pbdesc, .size = sizeof(T), .fields = rows,                                        \
+        .n_fields = sizeof rows / sizeof rows[0]                                                   \
     }
 
 /* Every top-level table of a codec, NULL-terminated (the property test in
@@ -182,6 +217,7 @@ struct kq_wire_msg {
 extern const kq_wire_msg *const kq_wire_record_tables[];
 extern const kq_wire_msg *const kq_wire_ctl_tables[];
 extern const kq_wire_msg *const kq_wire_data_tables[];
+extern const kq_wire_msg *const kq_wire_quorum_tables[];
 
 /* ---- the two walks ---------------------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /* libFuzzer target: kq_codec_decode_response on arbitrary bytes. */
 #include "fuzz_check.h"
 #include "kq_rpc.pb-c.h"
+#include "wire.h" /* kq_wire_owned: what priv_ holds */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -45,7 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         kq_response_free(&again);
         kq_buf_free(&b);
     }
-    if (r.raft.type && ((Kq__Response *)r.priv_)->body_case != KQ__RESPONSE__BODY__NOT_SET) {
+    if (r.raft.type && ((Kq__Response *)((kq_wire_owned *)r.priv_)->msg)->body_case !=
+                           KQ__RESPONSE__BODY__NOT_SET) {
         FUZZ_CHECK(kq_codec_encode_raft_response(&r.raft, batches, r.n_batches, &b) == 0);
         FUZZ_CHECK(kq_codec_decode_response(b.data, b.len, 3, &again, err, sizeof err) == 0);
         fuzz_check_same_msg(&r.raft, &again.raft);

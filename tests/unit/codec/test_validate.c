@@ -241,16 +241,20 @@ static void test_vote_request_rules(void **state)
     reqfix_init(&f, KQ_API_VOTE);
     f.vote.candidate_epoch = -1;
     f.vote.last_offset_epoch = 0;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "candidate_epoch -1 is negative");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "VoteRequest.candidate_epoch -1 is out of range [0, 2147483647]");
     reqfix_init(&f, KQ_API_VOTE);
     f.vote.candidate_id = -2;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "candidate_id -2 is invalid");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "VoteRequest.candidate_id -2 is out of range [-1, 2147483647]");
     reqfix_init(&f, KQ_API_VOTE);
     f.vote.last_offset_epoch = -1;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "last_offset_epoch -1 is negative");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "VoteRequest.last_offset_epoch -1 is out of range [0, 2147483647]");
     reqfix_init(&f, KQ_API_VOTE);
     f.vote.last_offset = -1;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "last_offset -1 is negative");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "VoteRequest.last_offset -1 is out of range [0, 9223372036854775807]");
     /* reference 1.4: lastOffsetEpoch >= candidateEpoch is invalid */
     reqfix_init(&f, KQ_API_VOTE);
     f.vote.last_offset_epoch = 5;
@@ -274,17 +278,21 @@ static void test_quorum_epoch_request_rules(void **state)
 
     reqfix_init(&f, KQ_API_BEGIN_QUORUM_EPOCH);
     f.begin.leader_id = -2;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "begin_quorum_epoch leader_id -2 is invalid");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "BeginQuorumEpochRequest.leader_id -2 is out of range [-1, 2147483647]");
     reqfix_init(&f, KQ_API_BEGIN_QUORUM_EPOCH);
     f.begin.leader_epoch = -1;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "begin_quorum_epoch leader_epoch -1 is negative");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "BeginQuorumEpochRequest.leader_epoch -1 is out of range [0, 2147483647]");
 
     reqfix_init(&f, KQ_API_END_QUORUM_EPOCH);
     f.end.leader_epoch = INT32_MIN;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "end_quorum_epoch leader_epoch");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "EndQuorumEpochRequest.leader_epoch -2147483648 is out of range [0, 2147483647]");
     reqfix_init(&f, KQ_API_END_QUORUM_EPOCH);
     f.end.leader_id = INT32_MIN;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "end_quorum_epoch leader_id");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "EndQuorumEpochRequest.leader_id -2147483648 is out of range [-1, 2147483647]");
     reqfix_init(&f, KQ_API_END_QUORUM_EPOCH);
     f.preferred[1] = -2;
     expect_req(&f, KQ_ERR_INVALID_REQUEST, "preferred successor -2 is invalid");
@@ -292,7 +300,8 @@ static void test_quorum_epoch_request_rules(void **state)
     f.end.n_preferred_successors = KQ_RAFT_MAX_VOTERS;
     expect_req_ok(&f);
     f.end.n_preferred_successors = KQ_RAFT_MAX_VOTERS + 1;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "17 preferred successors (max 16)");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "EndQuorumEpochRequest.preferred_successors has 17 entries (max 16)");
 }
 
 static void test_fetch_request_rules(void **state)
@@ -304,16 +313,21 @@ static void test_fetch_request_rules(void **state)
     expect_req(&f, KQ_ERR_INVALID_REQUEST, "replica_id 3 does not match sender_id 2");
     reqfix_init(&f, KQ_API_FETCH);
     f.fetch.current_leader_epoch = -1;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "current_leader_epoch -1 is negative");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "FetchRequest.current_leader_epoch -1 is out of range [0, 2147483647]");
     reqfix_init(&f, KQ_API_FETCH);
     f.fetch.fetch_offset = INT64_MIN;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "fetch_offset -9223372036854775808 is negative");
+    expect_req(
+        &f, KQ_ERR_INVALID_REQUEST,
+        "FetchRequest.fetch_offset -9223372036854775808 is out of range [0, 9223372036854775807]");
     reqfix_init(&f, KQ_API_FETCH);
     f.fetch.last_fetched_epoch = -1;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "last_fetched_epoch -1 is negative");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "FetchRequest.last_fetched_epoch -1 is out of range [0, 2147483647]");
     reqfix_init(&f, KQ_API_FETCH);
     f.fetch.max_wait_ms = -1;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "max_wait_ms -1 is negative");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "FetchRequest.max_wait_ms -1 is out of range [0, 2147483647]");
     reqfix_init(&f, KQ_API_FETCH);
     f.fetch.max_bytes = -1;
     expect_req(&f, KQ_ERR_INVALID_REQUEST, "max_bytes -1 is negative");
@@ -326,7 +340,7 @@ static void test_write_request_rules(void **state)
 
     reqfix_init(&f, KQ_API_WRITE);
     f.write.n_records = 0;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "write request has no records");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST, "WriteRequest.records has no entries");
 
     many = calloc(KQ_CODEC_MAX_WRITE_RECORDS + 1, sizeof *many);
     assert_non_null(many);
@@ -335,7 +349,7 @@ static void test_write_request_rules(void **state)
     f.write.n_records = KQ_CODEC_MAX_WRITE_RECORDS;
     expect_req_ok(&f);
     f.write.n_records = KQ_CODEC_MAX_WRITE_RECORDS + 1;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "10001 records (max 10000)");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST, "WriteRequest.records has 10001 entries (max 10000)");
     free(many);
 }
 
@@ -543,7 +557,8 @@ static void test_response_envelope(void **state)
 
     respfix_init(&f, KQ_API_WRITE);
     f.rs.error_code = -1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "error_code -1 is negative");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "Response.error_code -1 is out of range [0, 2147483647]");
     f.rs.error_code = 0;
 
     memset(big, 'm', sizeof big);
@@ -556,12 +571,14 @@ static void test_response_envelope(void **state)
 
     f.rs.has_leader_id = 1;
     f.rs.leader_id = -2;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "leader hint -2 is invalid");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "Response.leader_id -2 is out of range [-1, 2147483647]");
     f.rs.leader_id = -1;
     expect_resp_ok(&f);
     f.rs.has_leader_epoch = 1;
     f.rs.leader_epoch = -2;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "leader epoch hint -2 is invalid");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "Response.leader_epoch -2 is out of range [-1, 2147483647]");
     f.rs.leader_epoch = 0;
 
     memset(big, 'h', sizeof big);
@@ -604,20 +621,24 @@ static void test_small_raft_response_rules(void **state)
 
     respfix_init(&f, KQ_API_VOTE);
     f.vote.leader_epoch = -1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "vote response leader_epoch -1 is negative");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "VoteResponse.leader_epoch -1 is out of range [0, 2147483647]");
     f.vote.leader_epoch = 0;
     f.vote.leader_id = -5;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "vote response leader_id -5 is invalid");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "VoteResponse.leader_id -5 is out of range [-1, 2147483647]");
     respfix_free(&f);
 
     respfix_init(&f, KQ_API_BEGIN_QUORUM_EPOCH);
     f.begin.leader_epoch = -3;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "begin_quorum_epoch response leader_epoch -3");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "BeginQuorumEpochResponse.leader_epoch -3 is out of range [0, 2147483647]");
     respfix_free(&f);
 
     respfix_init(&f, KQ_API_END_QUORUM_EPOCH);
     f.end.leader_id = -3;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "end_quorum_epoch response leader_id -3");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "EndQuorumEpochResponse.leader_id -3 is out of range [-1, 2147483647]");
     respfix_free(&f);
 }
 
@@ -627,22 +648,28 @@ static void test_fetch_response_rules(void **state)
 
     respfix_init(&f, KQ_API_FETCH);
     f.fetch.leader_epoch = -1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "fetch response leader_epoch -1 is negative");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "FetchResponse.leader_epoch -1 is out of range [0, 2147483647]");
     f.fetch.leader_epoch = 5;
     f.fetch.high_watermark = -2;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "high_watermark -2 is invalid");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "FetchResponse.high_watermark -2 is out of range [-1, 9223372036854775807]");
     f.fetch.high_watermark = -1;
     expect_resp_ok(&f);
     f.fetch.log_start_offset = -1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "log_start_offset -1 is negative");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "FetchResponse.log_start_offset -1 is out of range [0, 9223372036854775807]");
     f.fetch.log_start_offset = 0;
 
     f.fetch.diverging_epoch = &f.diverging;
     f.diverging.epoch = -1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "diverging epoch -1 is negative");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "FetchResponse.diverging_epoch.epoch -1 is out of range [0, 2147483647]");
     f.diverging.epoch = 3;
     f.diverging.end_offset = -1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "diverging end_offset -1 is negative");
+    expect_resp(
+        &f, KQ_ERR_INVALID_REQUEST,
+        "FetchResponse.diverging_epoch.end_offset -1 is out of range [0, 9223372036854775807]");
     f.diverging.end_offset = 0;
     expect_resp_ok(&f);
     f.fetch.diverging_epoch = NULL;
@@ -654,7 +681,7 @@ static void test_fetch_response_rules(void **state)
     f.fetch.n_batches = KQ_RAFT_MAX_BATCHES;
     expect_resp_ok(&f);
     f.fetch.n_batches = KQ_RAFT_MAX_BATCHES + 1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "65 batches (max 64)");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "FetchResponse.batches has 65 entries (max 64)");
     respfix_free(&f);
 }
 
@@ -665,21 +692,26 @@ static void test_batch_rules(void **state)
     respfix_init(&f, KQ_API_FETCH);
     f.batch[0].base_offset = -1;
     f.batch[1].base_offset = 1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "batch 0 base_offset -1 is negative");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "FetchResponse.batches[0].base_offset -1 is out of range [0, 9223372036854775807]");
     respfix_free(&f);
 
     respfix_init(&f, KQ_API_FETCH);
     f.batch[1].epoch = -1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "batch 1 epoch -1 is negative");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "FetchResponse.batches[1].epoch -1 is out of range [0, 2147483647]");
     respfix_free(&f);
 
     respfix_init(&f, KQ_API_FETCH);
     f.batch[1].count = 0;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "batch 1 count 0 is out of range");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "FetchResponse.batches[1].count 0 is out of range [1, 1000000]");
     f.batch[1].count = -7;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "batch 1 count -7 is out of range");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "FetchResponse.batches[1].count -7 is out of range [1, 1000000]");
     f.batch[1].count = 1000001;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "batch 1 count 1000001 is out of range 1..1000000");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "FetchResponse.batches[1].count 1000001 is out of range [1, 1000000]");
     respfix_free(&f);
 
     /* contiguity: a gap and an overlap */
@@ -724,77 +756,99 @@ static void test_describe_response_rules(void **state)
 
     respfix_init(&f, KQ_API_DESCRIBE_QUORUM);
     f.describe.cluster_id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef!";
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "describe cluster_id is longer than 64");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.cluster_id is longer than 64 bytes");
     f.describe.cluster_id = "";
     expect_resp_ok(&f);
     f.describe.leader_epoch = -1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "describe leader_epoch -1 is negative");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.leader_epoch -1 is out of range [0, 2147483647]");
     f.describe.leader_epoch = 0;
     f.describe.leader_id = -2;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "describe leader_id -2 is invalid");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.leader_id -2 is out of range [-1, 2147483647]");
     f.describe.leader_id = 0;
     f.describe.high_watermark = -2;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "describe high_watermark -2 is invalid");
+    expect_resp(
+        &f, KQ_ERR_INVALID_REQUEST,
+        "DescribeQuorumResponse.high_watermark -2 is out of range [-1, 9223372036854775807]");
     f.describe.high_watermark = 0;
 
     f.describe.n_current_voters = KQ_RAFT_MAX_VOTERS + 1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "17 voters (max 16)");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.current_voters has 17 entries (max 16)");
     f.describe.n_current_voters = KQ_RAFT_MAX_VOTERS;
     expect_resp_ok(&f);
     f.describe.n_observers = KQ_RAFT_MAX_OBSERVERS + 1;
     f.describe.observers = f.replica_ptrs;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "65 observers (max 64)");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.observers has 65 entries (max 64)");
     f.describe.n_observers = KQ_RAFT_MAX_OBSERVERS;
     expect_resp_ok(&f);
     f.describe.n_nodes = KQ_RAFT_MAX_VOTERS + 1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "17 node endpoints (max 16)");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "DescribeQuorumResponse.nodes has 17 entries (max 16)");
     f.describe.n_nodes = KQ_RAFT_MAX_VOTERS;
     expect_resp_ok(&f);
 
     /* replica fields (replica 1 is voter 1; observers start at replica 0 here) */
     f.replica[1].replica_id = -2;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "describe voter 1 replica_id -2 is invalid");
+    expect_resp(
+        &f, KQ_ERR_INVALID_REQUEST,
+        "DescribeQuorumResponse.current_voters[1].replica_id -2 is out of range [-1, 2147483647]");
     f.replica[1].replica_id = 1;
     f.replica[1].directory_id = "short";
     expect_resp(&f, KQ_ERR_INVALID_REQUEST, "voter 1 directory_id is not a 22-character uuid");
     f.replica[1].directory_id = "AAAAAAAAAAAAAAAAAAAAA=";
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "directory_id is not a 22-character uuid");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "describe voter 1 directory_id is not a 22-character uuid");
     f.replica[1].directory_id = "AAAAAAAAAAAAAAAAAAAAAAA";
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "directory_id is not a 22-character uuid");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.current_voters[1].directory_id is longer than 22 bytes");
     f.replica[1].directory_id = "AAAAAAAAAAAAAAAAAAAAAg";
     expect_resp_ok(&f);
     f.replica[1].log_end_offset = -2;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "voter 1 log_end_offset -2 is invalid");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.current_voters[1].log_end_offset -2 is out of range [-1, "
+                "9223372036854775807]");
     f.replica[1].log_end_offset = -1;
     f.replica[KQ_RAFT_MAX_OBSERVERS - 1].last_caught_up_timestamp = -2;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "describe observer 63 has an invalid timestamp");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.observers[63].last_caught_up_timestamp -2 is out of range "
+                "[-1, 9223372036854775807]");
     f.replica[KQ_RAFT_MAX_OBSERVERS - 1].last_caught_up_timestamp = 0;
     f.replica[2].last_fetch_timestamp = INT64_MIN;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "voter 2 has an invalid timestamp");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.current_voters[2].last_fetch_timestamp "
+                "-9223372036854775808 is out of range [-1, 9223372036854775807]");
     f.replica[2].last_fetch_timestamp = 0;
     expect_resp_ok(&f);
 
     /* node endpoints */
     f.node[3].node_id = -2;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "describe node 3 id -2 is invalid");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.nodes[3].node_id -2 is out of range [-1, 2147483647]");
     f.node[3].node_id = 3;
     memset(s, 'l', sizeof s);
     s[32] = '\0';
     f.node[3].listener = s;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "node 3 listener is longer than 31");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.nodes[3].listener is longer than 31 bytes");
     s[31] = '\0';
     expect_resp_ok(&f);
     f.node[3].listener = "C";
     memset(s, 'h', sizeof s);
     s[256] = '\0';
     f.node[3].host = s;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "node 3 host is longer than 255");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.nodes[3].host is longer than 255 bytes");
     s[255] = '\0';
     expect_resp_ok(&f);
     f.node[3].port = 65536;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "node 3 port 65536 is out of range");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.nodes[3].port 65536 is out of range [0, 65535]");
     f.node[3].port = -1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "node 3 port -1 is out of range");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "DescribeQuorumResponse.nodes[3].port -1 is out of range [0, 65535]");
     respfix_free(&f);
 }
 
@@ -804,10 +858,12 @@ static void test_write_response_rules(void **state)
 
     respfix_init(&f, KQ_API_WRITE);
     f.write.base_offset = -1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "write response base_offset -1 is negative");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "WriteResponse.base_offset -1 is out of range [0, 9223372036854775807]");
     f.write.base_offset = 0;
     f.write.epoch = -1;
-    expect_resp(&f, KQ_ERR_INVALID_REQUEST, "write response epoch -1 is negative");
+    expect_resp(&f, KQ_ERR_INVALID_REQUEST,
+                "WriteResponse.epoch -1 is out of range [0, 2147483647]");
     respfix_free(&f);
 }
 

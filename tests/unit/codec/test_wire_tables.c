@@ -1,9 +1,9 @@
 /*
  * Property test of the wire tables (common/wire/wire.h): for every table of the record,
- * controller and data-plane codecs, random C structs within the table's limits survive encode ->
- * pack -> unpack -> decode unchanged, driven only by the table and protobuf-c's descriptor; every
- * table names fields its descriptor has; and a value one past a limit is refused with the
- * field's path in the message.
+ * controller, data-plane and quorum codecs, random C structs within the table's limits survive
+ * encode -> pack -> unpack -> decode unchanged, driven only by the table and protobuf-c's
+ * descriptor; every table names fields its descriptor has; and a value one past a limit is refused
+ * with the field's path in the message.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -90,6 +90,8 @@ static void fill_inline(const kq_wire_field *f, void *c)
 {
     bool absent = next() % 3 == 0;
 
+    if (f->flags & KQ_WF_HAS)
+        *(bool *)AT(c, f->aux) = !absent;
     for (size_t i = 0; i < f->sub->n_fields; i++) {
         const kq_wire_field *g = &f->sub->fields[i];
         /* absent: every field as the receiver fills in an absent sub-message */
@@ -178,11 +180,12 @@ static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
         }
         case KQ_WK_IDS: {
             size_t n = rand_count(f, depth);
-            int32_t *v = kq_wire_alloc(a, n, sizeof *v);
+            int32_t *v = (f->flags & KQ_WF_FIXED) ? dst : kq_wire_alloc(a, n, sizeof *v);
 
             for (size_t k = 0; k < n; k++)
                 v[k] = (int32_t)next();
-            *(int32_t **)dst = n ? v : NULL;
+            if (!(f->flags & KQ_WF_FIXED))
+                *(int32_t **)dst = n ? v : NULL;
             set_count(f, c, n);
             break;
         }
@@ -207,11 +210,12 @@ static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
         }
         case KQ_WK_MSGS: {
             size_t n = rand_count(f, depth);
-            char *v = kq_wire_alloc(a, n, f->sub->size);
+            char *v = (f->flags & KQ_WF_FIXED) ? dst : kq_wire_alloc(a, n, f->sub->size);
 
             for (size_t k = 0; k < n; k++)
                 fill(f->sub, v + k * f->sub->size, a, depth + 1);
-            *(void **)dst = n ? v : NULL;
+            if (!(f->flags & KQ_WF_FIXED))
+                *(void **)dst = n ? v : NULL;
             set_count(f, c, n);
             break;
         }
@@ -232,6 +236,7 @@ static bool same(const kq_wire_msg *m, const void *x, const void *y, char *why, 
     for (size_t i = 0; i < m->n_fields; i++) {
         const kq_wire_field *f = &m->fields[i];
         const void *a = (const char *)x + f->off, *b = (const char *)y + f->off;
+        const void *fixed_a = a, *fixed_b = b; /* an inline array, seen as a pointer to it */
         int64_t n = 0;
         bool ok = true;
 
@@ -275,6 +280,10 @@ static bool same(const kq_wire_msg *m, const void *x, const void *y, char *why, 
                  same(f->sub, a, b, why, len);
             break;
         default: /* the lists */
+            if (f->flags & KQ_WF_FIXED) {
+                a = &fixed_a;
+                b = &fixed_b;
+            }
             n = get_count(f, x);
             ok = n == get_count(f, y);
             for (int64_t k = 0; ok && k < n; k++) {
@@ -407,6 +416,12 @@ static void test_data_tables_round_trip(void **state)
     check_tables(kq_wire_data_tables);
 }
 
+static void test_quorum_tables_round_trip(void **state)
+{
+    (void)state;
+    check_tables(kq_wire_quorum_tables);
+}
+
 static void test_limits_are_named(void **state)
 {
     (void)state;
@@ -416,6 +431,8 @@ static void test_limits_are_named(void **state)
         check_limit_named(kq_wire_ctl_tables[t]);
     for (size_t t = 0; kq_wire_data_tables[t]; t++)
         check_limit_named(kq_wire_data_tables[t]);
+    for (size_t t = 0; kq_wire_quorum_tables[t]; t++)
+        check_limit_named(kq_wire_quorum_tables[t]);
 }
 
 int main(void)
@@ -424,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_record_tables_round_trip),
         cmocka_unit_test(test_ctl_tables_round_trip),
         cmocka_unit_test(test_data_tables_round_trip),
+        cmocka_unit_test(test_quorum_tables_round_trip),
         cmocka_unit_test(test_limits_are_named),
     };
 
