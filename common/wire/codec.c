@@ -580,14 +580,15 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
         rc = BAD("%s request has a string with a NUL byte", name);
     else if (check_cluster_id(rq->cluster_id))
         rc = BAD("%s request cluster_id is longer than %d bytes", name, KQ_CODEC_MAX_CLUSTER_ID);
-    else if (rq->sender_id < -1)
+    if (!rc) /* kept from here on, also for an error answer */
+        memcpy(out->cluster_id, rq->cluster_id, strlen(rq->cluster_id) + 1);
+    if (!rc && rq->sender_id < -1)
         rc = BAD("%s request sender_id %d is invalid", name, rq->sender_id);
-    else if (rq->body_case == KQ__REQUEST__BODY__NOT_SET)
+    else if (!rc && rq->body_case == KQ__REQUEST__BODY__NOT_SET)
         rc = BAD("%s request has no body", name);
-    else if ((int)rq->body_case != kq_api_find(rq->api_key)->body_case)
+    else if (!rc && (int)rq->body_case != kq_api_find(rq->api_key)->body_case)
         rc = BAD("%s request carries a %s body", name, body_name(rq->body_case));
     if (!rc) {
-        memcpy(out->cluster_id, rq->cluster_id, strlen(rq->cluster_id) + 1);
         if (q && q->req_type) { /* a Raft request: into the core's message */
             out->raft.type = q->req_type;
             out->raft.from = rq->sender_id;
@@ -728,6 +729,7 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
     if (!out)
         return BAD("no output for decoded response");
     memset(out, 0, sizeof *out);
+    out->leader_id = out->leader_epoch = -1;
     out->write_base_offset = out->write_epoch = -1;
     out->describe.leader_id = out->describe.leader_epoch = -1;
     out->describe.high_watermark = -1;
@@ -777,6 +779,7 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
         kq_response_free(out);
         raft_msg_defaults(&out->raft);
         memset(&out->describe, 0, sizeof out->describe);
+        out->leader_id = out->leader_epoch = -1;
     }
     return rc;
 }

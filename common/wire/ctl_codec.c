@@ -549,17 +549,18 @@ int kq_ctl_decode_request(const uint8_t *buf, size_t len, kq_ctl_request *out, c
 static int enc_elect_leaders(kq_wire_arena *a, const kq_elect_leaders *r, ProtobufCMessage **slot)
 {
     elect_request w = {r->election_type, r->all_partitions, NULL, 0};
+    int32_t n = r->all_partitions ? 0 : r->n_targets; /* all partitions: no list */
     elect_topic *ts;
     int32_t *ps;
     int rc;
 
-    if (r->n_targets < 0 || (r->n_targets > 0 && !r->targets))
+    if (n < 0 || (n > 0 && !r->targets))
         return KQ_ERR_INVALID_REQUEST;
-    ts = kq_wire_alloc(a, (size_t)r->n_targets, sizeof *ts);
-    ps = kq_wire_alloc(a, (size_t)r->n_targets, sizeof *ps);
+    ts = kq_wire_alloc(a, (size_t)n, sizeof *ts);
+    ps = kq_wire_alloc(a, (size_t)n, sizeof *ps);
     if (!ts || !ps)
         return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < r->n_targets; i++) {
+    for (int32_t i = 0; i < n; i++) {
         const char *topic = r->targets[i].topic ? r->targets[i].topic : "";
 
         if (!w.n || strcmp(ts[w.n - 1].topic, topic))
@@ -1681,12 +1682,14 @@ static void *flatten(void *tops, int32_t n, size_t step, size_t arr, size_t cnt,
 {
     char *out;
     size_t k = 0;
+    int64_t sum = 0;
 
     *total = 0;
     for (int32_t i = 0; i < n; i++)
-        *total += *(int32_t *)((char *)tops + (size_t)i * step + cnt);
-    if (!(out = calloc(*total ? (size_t)*total : 1, keep)))
-        return NULL;
+        sum += *(int32_t *)((char *)tops + (size_t)i * step + cnt);
+    if (sum > INT32_MAX || !(out = calloc(sum ? (size_t)sum : 1, keep)))
+        return NULL; /* the nested arrays are left as they were */
+    *total = (int32_t)sum;
     for (int32_t i = 0; i < n; i++) {
         char *top = (char *)tops + (size_t)i * step, *elems = *(char **)(top + arr);
 
@@ -1792,28 +1795,33 @@ static int dec_elect_results(const kq_response *env, kq_ctl_item_results *out, c
                              size_t errlen)
 {
     elect_results w;
+    int64_t total = 0;
     int rc = dec_response(env, KQ_API_ELECT_LEADERS, &elect_results_m, &w, errbuf, errlen);
 
+    if (rc)
+        return rc;
+    for (int32_t i = 0; i < w.n; i++)
+        total += w.topics[i].n;
+    if (total > KQ_CTL_MAX_PARTITIONS)
+        rc = BAD("elect_leaders response has more than %d partitions", KQ_CTL_MAX_PARTITIONS);
     for (int32_t i = 0; !rc && i < w.n; i++)
-        for (int32_t p = 0; p < w.topics[i].n; p++) {
+        for (int32_t p = 0; !rc && p < w.topics[i].n; p++) {
             kq_ctl_item_result *it = &w.topics[i].partitions[p];
 
             it->has_id = w.topics[i].has_id;
             memcpy(it->topic_id, w.topics[i].topic_id, 16);
-            it->name = strdup(w.topics[i].topic);
+            if (!(it->name = strdup(w.topics[i].topic)))
+                rc = NOMEM();
         }
-    if (!rc)
-        out->items = flatten(
-            w.topics, w.n, sizeof *w.topics, offsetof(elect_topic_result, partitions),
-            offsetof(elect_topic_result, n), sizeof *out->items, sizeof *out->items, &out->n);
-    if (!rc && !out->items) {
-        for (int32_t i = 0; i < w.n; i++)
-            for (int32_t p = 0; p < w.topics[i].n; p++)
-                free(w.topics[i].partitions[p].name);
+    if (!rc && !(out->items = flatten(w.topics, w.n, sizeof *w.topics,
+                                      offsetof(elect_topic_result, partitions),
+                                      offsetof(elect_topic_result, n), sizeof *out->items,
+                                      sizeof *out->items, &out->n)))
         rc = NOMEM();
-    }
-    if (!rc)
-        kq_wire_free(&elect_results_m, &w);
+    for (int32_t i = 0; rc && i < w.n; i++) /* the names are not in the table: free them here */
+        for (int32_t p = 0; p < w.topics[i].n; p++)
+            free(w.topics[i].partitions[p].name);
+    kq_wire_free(&elect_results_m, &w); /* after a flatten, only the topics are left */
     return rc;
 }
 
@@ -1883,6 +1891,7 @@ int kq_ctl_decode_alter_partition_response(const kq_response *env, kq_alter_part
                                            char *errbuf, size_t errlen)
 {
     ap_answer w;
+    int64_t total = 0;
     int rc;
 
     if (!out)
@@ -1890,17 +1899,15 @@ int kq_ctl_decode_alter_partition_response(const kq_response *env, kq_alter_part
     memset(out, 0, sizeof *out);
     if ((rc = dec_response(env, KQ_API_ALTER_PARTITION, &ap_answer_m, &w, errbuf, errlen)))
         return rc;
-    out->results =
-        flatten(w.topics, w.n, sizeof *w.topics, offsetof(ap_topic_view, partitions),
-                offsetof(ap_topic_view, n), sizeof(ap_view), sizeof(kq_ap_result), &out->n_results);
-    if (!out->results) {
-        kq_wire_free(&ap_answer_m, &w);
-        return NOMEM();
-    }
+    for (int32_t i = 0; i < w.n; i++)
+        total += w.topics[i].n;
+    if (total > KQ_CTL_MAX_PARTITIONS)
+        rc = BAD("alter_partition response has more than %d partitions", KQ_CTL_MAX_PARTITIONS);
+    else if (!(out->results =
+                   flatten(w.topics, w.n, sizeof *w.topics, offsetof(ap_topic_view, partitions),
+                           offsetof(ap_topic_view, n), sizeof(ap_view), sizeof(kq_ap_result),
+                           &out->n_results)))
+        rc = NOMEM();
     kq_wire_free(&ap_answer_m, &w);
-    return out->n_results > KQ_CTL_MAX_PARTITIONS
-               ? (kq_ctl_alter_partition_response_free(out),
-                  BAD("alter_partition response has more than %d partitions",
-                      KQ_CTL_MAX_PARTITIONS))
-               : 0;
+    return rc;
 }

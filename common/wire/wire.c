@@ -482,6 +482,8 @@ void kq_wire_free(const kq_wire_msg *m, void *c)
 
 /* ---- encode ----------------------------------------------------------------------------- */
 
+static const uint8_t empty_bytes[1];
+
 /* An inline sub-message is sent when one of its keys (or, with none, of its integers) is not
  * the absent value. */
 static bool inline_present(const kq_wire_field *f, const void *c)
@@ -540,9 +542,11 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
         if (*(const char *)src || fd->label == PROTOBUF_C_LABEL_REQUIRED)
             *(const char **)dst = src;
         return 0;
-    case KQ_WK_BYTES:
+    case KQ_WK_BYTES: /* no data is sent empty, whatever the length says */
         *(ProtobufCBinaryData *)dst =
-            (ProtobufCBinaryData){*(const size_t *)CAT(c, f->aux), *(uint8_t *const *)src};
+            *(uint8_t *const *)src
+                ? (ProtobufCBinaryData){*(const size_t *)CAT(c, f->aux), *(uint8_t *const *)src}
+                : (ProtobufCBinaryData){0, (uint8_t *)empty_bytes};
         if (((ProtobufCBinaryData *)dst)->len)
             pb_set_present(fd, pb);
         return 0;
@@ -553,6 +557,17 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
 
         if (n < 0 || (n > 0 && !arr) || ((f->flags & KQ_WF_FIXED) && n > f->max))
             return KQ_ERR_INVALID_REQUEST;
+        for (int64_t i = 0; f->kind == KQ_WK_STRS && i < n; i++)
+            if (!((const char *const *)arr)[i]) { /* a NULL string is sent empty */
+                const char **copy = kq_wire_alloc(a, (size_t)n, sizeof *copy);
+
+                if (!copy)
+                    return KQ_ERR_NOMEM;
+                for (int64_t k = 0; k < n; k++)
+                    copy[k] = ((const char *const *)arr)[k] ? ((const char *const *)arr)[k] : "";
+                arr = copy;
+                break;
+            }
         *(size_t *)AT(pb, fd->quantifier_offset) = (size_t)n;
         *(const void **)dst = n ? arr : NULL;
         return 0;
