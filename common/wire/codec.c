@@ -405,7 +405,7 @@ int kq_codec_encode_raft_response(const kq_raft_msg *m, const kq_codec_batch *ba
 {
     const struct quorum_api *q = m ? quorum_api(0, m->type) : NULL;
     sent_batches sent = {batches, n_batches};
-    kq_response v = {0};
+    kq_response v; /* only what the envelope and the body tables read is set (not describe) */
 
     if (start(out) || !m || !q || q->resp_type != m->type || n_batches > KQ_RAFT_MAX_BATCHES ||
         (n_batches > 0 && (!batches || m->type != KQ_RAFT_FETCH_RESP)))
@@ -428,6 +428,9 @@ int kq_codec_encode_raft_response(const kq_raft_msg *m, const kq_codec_batch *ba
             return KQ_ERR_INVALID_REQUEST;
     }
     v.raft = *m;
+    v.error_message[0] = v.leader_endpoint[0] = '\0';
+    v.batches = NULL;
+    v.n_batches = 0;
     v.error = m->error;
     v.leader_id = m->leader_id < 0 ? -1 : m->leader_id;
     v.leader_epoch = m->epoch < 0 ? -1 : m->epoch;

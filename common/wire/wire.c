@@ -16,8 +16,17 @@ void *kq_wire_alloc(kq_wire_arena *a, size_t n, size_t size)
 {
     void *p;
 
+    size_t bytes, want;
+
     if (size && n > SIZE_MAX / size)
         return NULL;
+    bytes = (n ? n : 1) * (size ? size : 1);
+    want = (bytes + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+    if (want >= bytes && want <= sizeof a->inline_ - a->used) { /* zeroed: the arena starts so */
+        p = a->inline_ + a->used;
+        a->used += want;
+        return p;
+    }
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 16;
         void **nb = realloc(a->blk, cap * sizeof *nb);
@@ -42,6 +51,8 @@ void kq_wire_arena_free(kq_wire_arena *a)
     free(a->blk);
     a->blk = NULL;
     a->n = a->cap = 0;
+    memset(a->inline_, 0, a->used); /* reusable, and zero again */
+    a->used = 0;
 }
 
 /* ---- errors, pack, clip ----------------------------------------------------------------- */
@@ -205,8 +216,14 @@ static void c_set_count(const kq_wire_field *f, void *c, size_t n)
         *(int32_t *)AT(c, f->aux) = (int32_t)n;
 }
 
+/* The descriptor of f's field. Tables mostly list fields in .proto order, so the same position
+ * is tried first (one strcmp) before protobuf-c's search by name. */
 static const ProtobufCFieldDescriptor *pb_field(const kq_wire_msg *m, const kq_wire_field *f)
 {
+    size_t i = (size_t)(f - m->fields);
+
+    if (i < m->desc->n_fields && !strcmp(m->desc->fields[i].name, f->name))
+        return &m->desc->fields[i];
     return protobuf_c_message_descriptor_get_field_by_name(m->desc, f->name);
 }
 
@@ -238,16 +255,48 @@ static void *dkeep(dec *d, const void *p, size_t n, bool nul)
     return q;
 }
 
-#define BAD(...) kq_wire_fail(d->errbuf, d->errlen, KQ_ERR_INVALID_REQUEST, __VA_ARGS__)
-#define NOMEM() kq_wire_fail(d->errbuf, d->errlen, KQ_ERR_NOMEM, "out of memory decoding %s", path)
+/* Where a decode is, from the field being decoded up to the message: formatted only for an
+ * error message ("AlterPartitionRequest.topics[2].partitions[0].leader_epoch"). */
+typedef struct where {
+    const struct where *up;
+    const char *name; /* a field (the message's name at the top), or NULL for an element */
+    size_t index;     /* the element's index in the list above it */
+} where;
+
+static size_t where_str(const where *w, char *buf, size_t cap)
+{
+    size_t n = w->up ? where_str(w->up, buf, cap) : 0;
+    int k = n >= cap  ? 0
+            : w->name ? snprintf(buf + n, cap - n, "%s%s", w->up ? "." : "", w->name)
+                      : snprintf(buf + n, cap - n, "[%zu]", w->index);
+
+    return k < 0 ? n : n + (size_t)k < cap ? n + (size_t)k : cap;
+}
+
+/* The field at `at`, then what is wrong with it ("[i] ..." for an element of it). */
+__attribute__((format(printf, 4, 5))) static int bad_at(const dec *d, const where *at, int code,
+                                                        const char *fmt, ...)
+{
+    char path[256], msg[256];
+    va_list ap;
+
+    where_str(at, path, sizeof path);
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return kq_wire_fail(d->errbuf, d->errlen, code, "%s%s%s", path, msg[0] == '[' ? "" : " ", msg);
+}
+
+#define BAD(...) bad_at(d, at, KQ_ERR_INVALID_REQUEST, __VA_ARGS__)
+#define NOMEM() bad_at(d, at, KQ_ERR_NOMEM, "could not be decoded: out of memory")
 
 static int decode_msg(dec *d, const kq_wire_msg *m, const ProtobufCMessage *pb, void *c,
-                      const char *path);
+                      const where *at);
 
 /* Repeated strings: each checked; the pointer array is borrowed (arena) or copied with every
  * string (no arena). */
 static int decode_strs(dec *d, const kq_wire_field *f, char *const *v, size_t n, void *c,
-                       const char *path)
+                       const where *at)
 {
     char **out = d->a ? (char **)v : calloc(n, sizeof *out);
 
@@ -259,9 +308,9 @@ static int decode_strs(dec *d, const kq_wire_field *f, char *const *v, size_t n,
         size_t len = strnlen(v[i], (size_t)f->elem_max + 1);
 
         if (len > (size_t)f->elem_max)
-            return BAD("%s[%zu] is longer than %lld bytes", path, i, (long long)f->elem_max);
+            return BAD("[%zu] is longer than %lld bytes", i, (long long)f->elem_max);
         if (!len && (f->flags & KQ_WF_NONEMPTY))
-            return BAD("%s[%zu] is empty", path, i);
+            return BAD("[%zu] is empty", i);
         if (!d->a && !(out[i] = dkeep(d, v[i], len, true)))
             return NOMEM();
     }
@@ -271,7 +320,7 @@ static int decode_strs(dec *d, const kq_wire_field *f, char *const *v, size_t n,
 /* Repeated bytes: a pointer array at off and a length array at aux2; each value borrowed
  * (arena; an empty one points at a static byte, never NULL) or copied (no arena). */
 static int decode_blobs(dec *d, const kq_wire_field *f, const ProtobufCBinaryData *v, size_t n,
-                        void *c, const char *path)
+                        void *c, const where *at)
 {
     static const uint8_t empty[1];
     const uint8_t **ptrs = dalloc(d, n, sizeof *ptrs);
@@ -284,8 +333,7 @@ static int decode_blobs(dec *d, const kq_wire_field *f, const ProtobufCBinaryDat
     c_set_count(f, c, n);
     for (size_t i = 0; i < n; i++) {
         if (v[i].len > (uint64_t)f->elem_max)
-            return BAD("%s[%zu] is %zu bytes (at most %lld)", path, i, v[i].len,
-                       (long long)f->elem_max);
+            return BAD("[%zu] is %zu bytes (at most %lld)", i, v[i].len, (long long)f->elem_max);
         lens[i] = v[i].len;
         if (!(ptrs[i] = v[i].len ? dkeep(d, v[i].data, v[i].len, false)
                                  : (d->a ? empty : dkeep(d, empty, 0, false))))
@@ -303,7 +351,7 @@ static void put_absent(const kq_wire_msg *m, void *c, int64_t absent)
 }
 
 static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDescriptor *fd,
-                        const ProtobufCMessage *pb, void *c, const char *path)
+                        const ProtobufCMessage *pb, void *c, const where *at)
 {
     const void *src = CAT(pb, fd->offset);
     void *dst = AT(c, f->off);
@@ -315,8 +363,8 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
         if (!present && (f->flags & KQ_WF_ABSENT))
             v = f->absent;
         else if (v < f->min || v > f->max)
-            return BAD("%s %lld is out of range [%lld, %lld]", path, (long long)v,
-                       (long long)f->min, (long long)f->max);
+            return BAD("%lld is out of range [%lld, %lld]", (long long)v, (long long)f->min,
+                       (long long)f->max);
         c_put_int(f->kind, dst, v);
         return 0;
     }
@@ -329,9 +377,9 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
             return 0;
         n = strnlen(s, (size_t)f->max + 1);
         if (n > (size_t)f->max)
-            return BAD("%s is longer than %lld bytes", path, (long long)f->max);
+            return BAD("is longer than %lld bytes", (long long)f->max);
         if (!n && (f->flags & KQ_WF_NONEMPTY))
-            return BAD("%s is empty", path);
+            return BAD("is empty");
         if (!(*(const char **)dst = dkeep(d, s, n, true)))
             return NOMEM();
         return 0;
@@ -340,19 +388,19 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
         const ProtobufCBinaryData *b = src;
 
         if (present && b->len != 16)
-            return BAD("%s has %zu bytes, not 16", path, b->len);
+            return BAD("has %zu bytes, not 16", b->len);
         if (f->flags & KQ_WF_HAS)
             *(bool *)AT(c, f->aux) = present;
         if (present)
             memcpy(dst, b->data, 16);
         if ((f->flags & KQ_WF_NONZERO) && (!present || !memcmp(dst, (uint8_t[16]){0}, 16)))
-            return BAD("%s is %s", path, present ? "all zero" : "missing");
+            return BAD("is %s", present ? "all zero" : "missing");
         return 0;
     }
     case KQ_WK_TEXT:
         if (present && (f->flags & KQ_WF_STRICT) &&
             strnlen(*(const char *const *)src, (size_t)f->max + 1) > (size_t)f->max)
-            return BAD("%s is longer than %lld bytes", path, (long long)f->max);
+            return BAD("is longer than %lld bytes", (long long)f->max);
         if (!present || !kq_wire_clip(*(const char *const *)src, dst, (size_t)f->max))
             *(char *)dst = '\0';
         return 0;
@@ -361,7 +409,7 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
         const ProtobufCBinaryData *b = src;
 
         if (b->len > (uint64_t)f->max)
-            return BAD("%s has %zu bytes (max %lld)", path, b->len, (long long)f->max);
+            return BAD("has %zu bytes (max %lld)", b->len, (long long)f->max);
         if (b->len && !(*(void **)dst = dkeep(d, b->data, b->len, false)))
             return NOMEM();
         if (!b->len && d->a) /* a borrowed empty value is never NULL */
@@ -377,15 +425,15 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
         void *arr;
 
         if (n > (uint64_t)f->max)
-            return BAD("%s has %zu entries (max %lld)", path, n, (long long)f->max);
+            return BAD("has %zu entries (max %lld)", n, (long long)f->max);
         if (!n && (f->flags & KQ_WF_NONEMPTY) && f->kind != KQ_WK_STRS)
-            return BAD("%s has no entries", path);
+            return BAD("has no entries");
         if (!n)
             return 0;
         if (f->kind == KQ_WK_STRS)
-            return decode_strs(d, f, *(char *const *const *)src, n, c, path);
+            return decode_strs(d, f, *(char *const *const *)src, n, c, at);
         if (f->kind == KQ_WK_BLOBS)
-            return decode_blobs(d, f, *(ProtobufCBinaryData *const *)src, n, c, path);
+            return decode_blobs(d, f, *(ProtobufCBinaryData *const *)src, n, c, at);
         if (f->flags & KQ_WF_FIXED) /* the array is inline, of f->max elements */
             arr =
                 f->kind == KQ_WK_IDS ? memcpy(dst, *(void *const *)src, n * sizeof(int32_t)) : dst;
@@ -398,13 +446,11 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
             *(void **)dst = arr;
         c_set_count(f, c, n);
         for (size_t i = 0; f->kind == KQ_WK_MSGS && i < n; i++) {
-            char sub[256];
+            where elem = {at, NULL, i};
             int rc;
 
-            if (snprintf(sub, sizeof sub, "%s[%zu]", path, i) >= (int)sizeof sub)
-                sub[sizeof sub - 1] = '\0'; /* a path that long is still named by its start */
             if ((rc = decode_msg(d, f->sub, (*(ProtobufCMessage *const *const *)src)[i],
-                                 (char *)arr + i * f->sub->size, sub)))
+                                 (char *)arr + i * f->sub->size, &elem)))
                 return rc;
         }
         return 0;
@@ -414,27 +460,25 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
             put_absent(f->sub, c, f->absent);
         if (f->flags & KQ_WF_HAS)
             *(bool *)AT(c, f->aux) = present;
-        return present ? decode_msg(d, f->sub, *(ProtobufCMessage *const *)src, dst, path) : 0;
+        return present ? decode_msg(d, f->sub, *(ProtobufCMessage *const *)src, dst, at) : 0;
     default:
-        return BAD("%s has an unknown kind %d", path, f->kind);
+        return BAD("has an unknown kind %d", f->kind);
     }
 }
 
 static int decode_msg(dec *d, const kq_wire_msg *m, const ProtobufCMessage *pb, void *c,
-                      const char *path)
+                      const where *at)
 {
     for (size_t i = 0; i < m->n_fields; i++) {
         const kq_wire_field *f = &m->fields[i];
         const ProtobufCFieldDescriptor *fd = pb_field(m, f);
-        char sub[256];
+        where field = {at, f->name, 0};
         int rc;
 
         if (!fd)
             return kq_wire_fail(d->errbuf, d->errlen, KQ_ERR_INTERNAL,
                                 "%s has no field %s (wire table)", m->desc->name, f->name);
-        if (snprintf(sub, sizeof sub, "%s.%s", path, f->name) >= (int)sizeof sub)
-            sub[sizeof sub - 1] = '\0';
-        if ((rc = decode_field(d, f, fd, pb, c, sub)))
+        if ((rc = decode_field(d, f, fd, pb, c, &field)))
             return rc;
     }
     return 0;
@@ -444,10 +488,11 @@ int kq_wire_decode(const kq_wire_msg *m, const ProtobufCMessage *pb, void *c, kq
                    char *errbuf, size_t errlen)
 {
     dec d = {a, errbuf, errlen};
+    where top = {NULL, m->desc->short_name, 0};
 
     if (!m->in_place)
         memset(c, 0, m->size);
-    return decode_msg(&d, m, pb, c, m->desc->short_name);
+    return decode_msg(&d, m, pb, c, &top);
 }
 
 void kq_wire_free(const kq_wire_msg *m, void *c)

@@ -31,9 +31,14 @@
 
 /* ---- arena ------------------------------------------------------------------------------ */
 
+/* The first KQ_WIRE_ARENA_INLINE bytes come from the arena itself (most messages fit), the
+ * rest from calloc'd blocks. Zero-initialise ({0}) before use. */
+#define KQ_WIRE_ARENA_INLINE 768
 typedef struct kq_wire_arena {
     void **blk;
     size_t n, cap;
+    size_t used; /* bytes of inline taken */
+    _Alignas(max_align_t) unsigned char inline_[KQ_WIRE_ARENA_INLINE];
 } kq_wire_arena;
 
 /* n zeroed elements of size bytes (at least one byte); NULL when out of memory. */
