@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kq/error.h"
+#include "kq/records.h"
 #include "kq/util.h"
 #include "kq_record.pb-c.h"
 #include "kq_rpc.pb-c.h"
@@ -790,69 +791,28 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
 /* ---------------------------------------------------------------------------------------- */
 /* records                                                                                   */
 
-static int append_record(kq_buf *b, const Kq__Record *rec)
-{
-    uint8_t hdr[10];
-    size_t n, h;
-    uint8_t *p;
-
-    if (!b || (!b->data && b->len > 0))
-        return KQ_ERR_INVALID_REQUEST;
-    n = kq__record__get_packed_size(rec);
-    h = kq_pb_put_varint(hdr, n);
-    if (b->len > SIZE_MAX - n - h)
-        return KQ_ERR_NOMEM;
-    p = realloc(b->data, b->len + h + n);
-    if (!p)
-        return KQ_ERR_NOMEM;
-    memcpy(p + b->len, hdr, h);
-    kq__record__pack(rec, p + b->len + h);
-    b->data = p;
-    b->len += h + n;
-    return 0;
-}
-
+/* The Raft host's control records, through the record tables. */
 int kq_codec_append_leader_change(kq_buf *b, int32_t leader_id, const int32_t *voters, int n_voters,
                                   const int32_t *granting, int n_granting)
 {
-    Kq__Record rec = KQ__RECORD__INIT;
-    Kq__LeaderChangeRecord lc = KQ__LEADER_CHANGE_RECORD__INIT;
+    kq_rec_leader_change lc = {
+        leader_id, {(int32_t *)voters, n_voters}, {(int32_t *)granting, n_granting}};
 
-    if (n_voters < 0 || n_granting < 0 || (n_voters > 0 && !voters) ||
-        (n_granting > 0 && !granting))
-        return KQ_ERR_INVALID_REQUEST;
-    lc.leader_id = leader_id;
-    lc.n_voters = (size_t)n_voters;
-    lc.voters = (int32_t *)voters;
-    lc.n_granting_voters = (size_t)n_granting;
-    lc.granting_voters = (int32_t *)granting;
-    rec.body_case = KQ__RECORD__BODY_LEADER_CHANGE;
-    rec.leader_change = &lc;
-    return append_record(b, &rec);
+    return kq_wire_record_pack(KQ_REC_LEADER_CHANGE, &lc, b, true);
 }
 
 int kq_codec_append_noop(kq_buf *b)
 {
-    Kq__Record rec = KQ__RECORD__INIT;
-    Kq__NoOpRecord noop = KQ__NO_OP_RECORD__INIT;
-
-    rec.body_case = KQ__RECORD__BODY_NOOP;
-    rec.noop = &noop;
-    return append_record(b, &rec);
+    return kq_wire_record_pack(KQ_REC_NOOP, NULL, b, true);
 }
 
 int kq_codec_append_opaque(kq_buf *b, const uint8_t *data, size_t len)
 {
-    Kq__Record rec = KQ__RECORD__INIT;
-    Kq__OpaqueRecord op = KQ__OPAQUE_RECORD__INIT;
+    kq_rec_opaque op = {(uint8_t *)data, len};
 
     if (!data && len > 0)
         return KQ_ERR_INVALID_REQUEST;
-    op.data.data = (uint8_t *)data;
-    op.data.len = len;
-    rec.body_case = KQ__RECORD__BODY_OPAQUE;
-    rec.opaque = &op;
-    return append_record(b, &rec);
+    return kq_wire_record_pack(KQ_REC_OPAQUE, &op, b, true);
 }
 
 /* Append s to desc at *pos if it fits while leaving room for "..." and the NUL; otherwise

@@ -248,6 +248,17 @@ int kq_wire_encode(const kq_wire_msg *m, const void *c, ProtobufCMessage *pb, kq
 ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wire_arena *a,
                                      int *rc);
 
+/* ---- metadata records (record_tables.c) ------------------------------------------------ */
+
+/* The table of record type `type` (a kq_rec_type, the kq.Record oneof number) and the oneof
+ * member carrying it, or NULL for a type with no body. */
+const kq_wire_msg *kq_wire_record_table(uint32_t type, const ProtobufCFieldDescriptor **fd);
+/* Pack body (the C struct of `type`'s table, e.g. a kq_rec_leader_change) as one kq.Record
+ * onto the end of b (grown with realloc), after a varint length when `prefixed`. Nothing is
+ * validated. 0, KQ_ERR_INVALID_REQUEST (unknown type, a list without its array) or
+ * KQ_ERR_NOMEM; b is unchanged on failure. */
+int kq_wire_record_pack(uint32_t type, const void *body, kq_buf *b, bool prefixed);
+
 /* ---- one pack, one error path ----------------------------------------------------------- */
 
 /* Packs msg into a fresh out->data (malloc'd, the caller's). 0 or KQ_ERR_NOMEM. */
