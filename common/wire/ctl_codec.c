@@ -41,14 +41,6 @@ static size_t blen(const char *s, size_t max)
     return s ? strnlen(s, max + 1) : 0;
 }
 
-/* Point a protobuf optional 16-byte id field (has flag and bytes) at id (borrowed). */
-static void set_id(protobuf_c_boolean *has, ProtobufCBinaryData *bin, const uint8_t id[16])
-{
-    *has = 1;
-    bin->data = (uint8_t *)id;
-    bin->len = 16;
-}
-
 bool kq_ctl_is_controller_api(uint32_t k)
 {
     const kq_api_info *api = kq_api_find(k);
@@ -1217,165 +1209,38 @@ static int cmp_named(const void *x, const void *y)
     return strcmp(((const named_topic *)x)->name, ((const named_topic *)y)->name);
 }
 
-/* Collected configs of one resource (strings borrowed from the image or the caller). */
-typedef struct cfg_list {
-    kq_wire_arena *a;
-    Kq__CtlConfig *v;
-    size_t n, cap;
-    bool nomem;
-} cfg_list;
-
-static int collect_cfg(void *arg, int type, const char *resource, const char *name,
-                       const char *value)
+/* Room for one more element of `size` bytes in the arena list *v of n (capacity *cap); the
+ * new, zeroed element, or NULL when out of memory. */
+static void *list_add(kq_wire_arena *a, void **v, size_t *n, size_t *cap, size_t size)
 {
-    cfg_list *l = arg;
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 8;
+        char *nv = kq_wire_alloc(a, c, size);
 
-    (void)type;
-    (void)resource;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        Kq__CtlConfig *nv = kq_wire_alloc(l->a, cap, sizeof *nv);
-
-        if (!nv) {
-            l->nomem = true;
-            return KQ_ERR_NOMEM;
-        }
-        if (l->n)
-            memcpy(nv, l->v, l->n * sizeof *nv);
-        l->v = nv;
-        l->cap = cap;
+        if (!nv)
+            return NULL;
+        if (*n)
+            memcpy(nv, *v, *n * size);
+        *v = nv;
+        *cap = c;
     }
-    kq__ctl_config__init(&l->v[l->n]);
-    l->v[l->n].name = (char *)name;
-    l->v[l->n].value = (char *)value;
-    l->n++;
-    return 0;
+    return (char *)*v + (*n)++ * size;
 }
 
-static int fill_topic(kq_wire_arena *a, const kq_image *img, const kq_topic *t,
-                      int32_t default_min_isr, Kq__DescribeTopicsTopic *w)
-{
-    Kq__DescribeTopicsPartition *ps = kq_wire_alloc(a, (size_t)t->n_partitions, sizeof *ps);
-    Kq__DescribeTopicsPartition **pp = kq_wire_alloc(a, (size_t)t->n_partitions, sizeof *pp);
-    cfg_list cl = {.a = a};
-
-    if (!ps || !pp)
-        return KQ_ERR_NOMEM;
-    set_id(&w->has_topic_id, &w->topic_id, t->id);
-    for (int32_t i = 0; i < t->n_partitions; i++) {
-        const kq_partition *p = &t->partitions[i];
-
-        kq__describe_topics_partition__init(&ps[i]);
-        ps[i].partition_index = i;
-        ps[i].leader_id = p->leader;
-        ps[i].leader_epoch = p->leader_epoch;
-        ps[i].partition_epoch = p->partition_epoch;
-        ps[i].leader_recovery_state = p->leader_recovery_state;
-        ps[i].n_replicas = p->n_replicas;
-        ps[i].replicas = (int32_t *)kq_partition_replicas(p);
-        ps[i].n_isr = p->n_isr;
-        ps[i].isr = (int32_t *)kq_partition_isr(p);
-        ps[i].n_elr = p->n_elr;
-        ps[i].elr = (int32_t *)kq_partition_elr(p);
-        ps[i].n_last_known_elr = p->n_last_known_elr;
-        ps[i].last_known_elr = (int32_t *)kq_partition_last_known_elr(p);
-        pp[i] = &ps[i];
-    }
-    w->n_partitions = (size_t)t->n_partitions;
-    w->partitions = pp;
-    kq_image_foreach_config(img, KQ_CONFIG_RESOURCE_TOPIC, t->name, collect_cfg, &cl);
-    if (cl.nomem)
-        return KQ_ERR_NOMEM;
-    if (cl.n) {
-        Kq__CtlConfig **cp = kq_wire_alloc(a, cl.n, sizeof *cp);
-
-        if (!cp)
-            return KQ_ERR_NOMEM;
-        for (size_t i = 0; i < cl.n; i++)
-            cp[i] = &cl.v[i];
-        w->n_configs = cl.n;
-        w->configs = cp;
-    }
-    w->has_min_insync_replicas = 1;
-    w->min_insync_replicas = kq_image_min_isr(img, t->name, default_min_isr);
-    return 0;
-}
-
-int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names, int32_t n,
-                                  int32_t default_min_isr, kq_buf *out)
-{
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__DescribeTopicsResponse body = KQ__DESCRIBE_TOPICS_RESPONSE__INIT;
-    Kq__DescribeTopicsTopic *ts, **tp;
-    named_topic *list;
-    const kq_topic *t;
-    kq_wire_arena a = {0};
-    size_t cnt = 0, k = 0;
-
-    if (start(out) || !img || n < 0 || (n > 0 && !names))
-        return KQ_ERR_INVALID_REQUEST;
-    if (n > 0) {
-        cnt = (size_t)n;
-    } else {
-        for (t = kq_image_topic_next(img, NULL); t; t = kq_image_topic_next(img, t))
-            cnt++;
-    }
-    list = kq_wire_alloc(&a, cnt, sizeof *list);
-    ts = kq_wire_alloc(&a, cnt, sizeof *ts);
-    tp = kq_wire_alloc(&a, cnt, sizeof *tp);
-    if (!list || !ts || !tp)
-        goto nomem;
-    if (n > 0) {
-        for (int32_t i = 0; i < n; i++) {
-            if (!names[i]) {
-                kq_wire_arena_free(&a);
-                return KQ_ERR_INVALID_REQUEST;
-            }
-            list[i].name = names[i];
-            list[i].t = kq_image_topic_by_name(img, names[i]);
-        }
-    } else {
-        size_t i = 0;
-
-        for (t = kq_image_topic_next(img, NULL); t && i < cnt; t = kq_image_topic_next(img, t))
-            list[i++] = (named_topic){t->name, t};
-        cnt = i;
-    }
-    qsort(list, cnt, sizeof *list, cmp_named);
-    for (size_t i = 0; i < cnt; i++) {
-        if (k > 0 && strcmp(ts[k - 1].name, list[i].name) == 0)
-            continue; /* duplicate name */
-        kq__describe_topics_topic__init(&ts[k]);
-        ts[k].name = (char *)list[i].name;
-        if (!list[i].t) {
-            ts[k].error_code = KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        } else if (fill_topic(&a, img, list[i].t, default_min_isr, &ts[k])) {
-            goto nomem;
-        }
-        tp[k] = &ts[k];
-        k++;
-    }
-    body.n_topics = k;
-    body.topics = tp;
-    return FINISH(DESCRIBE_TOPICS, describe_topics);
-nomem:
-    kq_wire_arena_free(&a);
-    return KQ_ERR_NOMEM;
-}
-
-/* Entries of one DescribeConfigs result being built. */
+/* Configs of one resource, collected from the image (strings borrowed from it or the caller):
+ * the first source to name a key wins, keys outside the request's list are skipped. */
 typedef struct entry_list {
     kq_wire_arena *a;
-    Kq__DescribeConfigsEntry *v;
+    kq_ctl_config_entry *v;
     size_t n, cap;
-    const kq_describe_config_resource *req; /* key filter */
+    const kq_describe_config_resource *req; /* key filter, or NULL */
     int source;                             /* for entries added by the callback */
     bool nomem;
 } entry_list;
 
 static bool wanted(const kq_describe_config_resource *r, const char *name)
 {
-    if (r->n_keys <= 0)
+    if (!r || r->n_keys <= 0)
         return true;
     for (int32_t i = 0; i < r->n_keys; i++)
         if (r->keys[i] && strcmp(r->keys[i], name) == 0)
@@ -1385,29 +1250,18 @@ static bool wanted(const kq_describe_config_resource *r, const char *name)
 
 static int add_entry(entry_list *l, const char *name, const char *value, int source)
 {
+    kq_ctl_config_entry *e;
+
     for (size_t i = 0; i < l->n; i++)
         if (strcmp(l->v[i].name, name) == 0)
             return 0; /* a more specific source already set it */
     if (!wanted(l->req, name))
         return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        Kq__DescribeConfigsEntry *nv = kq_wire_alloc(l->a, cap, sizeof *nv);
-
-        if (!nv) {
-            l->nomem = true;
-            return KQ_ERR_NOMEM;
-        }
-        if (l->n)
-            memcpy(nv, l->v, l->n * sizeof *nv);
-        l->v = nv;
-        l->cap = cap;
+    if (!(e = list_add(l->a, (void **)&l->v, &l->n, &l->cap, sizeof *e))) {
+        l->nomem = true;
+        return KQ_ERR_NOMEM;
     }
-    kq__describe_configs_entry__init(&l->v[l->n]);
-    l->v[l->n].name = (char *)name;
-    l->v[l->n].value = (char *)value;
-    l->v[l->n].config_source = source;
-    l->n++;
+    *e = (kq_ctl_config_entry){(char *)name, (char *)value, source};
     return 0;
 }
 
@@ -1422,8 +1276,102 @@ static int entry_cb(void *arg, int type, const char *resource, const char *name,
 
 static int cmp_entry(const void *x, const void *y)
 {
-    return strcmp(((const Kq__DescribeConfigsEntry *)x)->name,
-                  ((const Kq__DescribeConfigsEntry *)y)->name);
+    return strcmp(((const kq_ctl_config_entry *)x)->name, ((const kq_ctl_config_entry *)y)->name);
+}
+
+/* A known topic as DescribeTopics shows it: partitions, dynamic configs, effective min ISR. */
+static int fill_topic(kq_wire_arena *a, const kq_image *img, const kq_topic *t,
+                      int32_t default_min_isr, kq_ctl_topic_desc *d)
+{
+    kq_ctl_partition_desc *ps = kq_wire_alloc(a, (size_t)t->n_partitions, sizeof *ps);
+    entry_list cl = {.a = a, .source = KQ_CONFIG_SOURCE_DYNAMIC_TOPIC};
+
+    if (!ps)
+        return KQ_ERR_NOMEM;
+    d->has_id = true;
+    memcpy(d->topic_id, t->id, 16);
+    for (int32_t i = 0; i < t->n_partitions; i++) {
+        const kq_partition *p = &t->partitions[i];
+
+        ps[i] = (kq_ctl_partition_desc){
+            .partition = i,
+            .leader = p->leader,
+            .leader_epoch = p->leader_epoch,
+            .partition_epoch = p->partition_epoch,
+            .replicas = {(int32_t *)kq_partition_replicas(p), p->n_replicas},
+            .isr = {(int32_t *)kq_partition_isr(p), p->n_isr},
+            .elr = {(int32_t *)kq_partition_elr(p), p->n_elr},
+            .last_known_elr = {(int32_t *)kq_partition_last_known_elr(p), p->n_last_known_elr},
+            .leader_recovery_state = (int8_t)p->leader_recovery_state,
+        };
+    }
+    d->partitions = ps;
+    d->n_partitions = t->n_partitions;
+    kq_image_foreach_config(img, KQ_CONFIG_RESOURCE_TOPIC, t->name, entry_cb, &cl);
+    if (cl.nomem)
+        return KQ_ERR_NOMEM;
+    d->configs = cl.v;
+    d->n_configs = (int32_t)cl.n;
+    d->min_insync_replicas = kq_image_min_isr(img, t->name, default_min_isr);
+    return 0;
+}
+
+int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names, int32_t n,
+                                  int32_t default_min_isr, kq_buf *out)
+{
+    kq_ctl_topics_desc body = {0};
+    kq_ctl_topic_desc *ts;
+    named_topic *list;
+    const kq_topic *t;
+    kq_wire_arena a = {0};
+    size_t cnt = 0;
+
+    if (start(out) || !img || n < 0 || (n > 0 && !names))
+        return KQ_ERR_INVALID_REQUEST;
+    if (n > 0) {
+        cnt = (size_t)n;
+    } else {
+        for (t = kq_image_topic_next(img, NULL); t; t = kq_image_topic_next(img, t))
+            cnt++;
+    }
+    list = kq_wire_alloc(&a, cnt, sizeof *list);
+    ts = kq_wire_alloc(&a, cnt, sizeof *ts);
+    if (!list || !ts)
+        goto nomem;
+    if (n > 0) {
+        for (int32_t i = 0; i < n; i++) {
+            if (!names[i]) {
+                kq_wire_arena_free(&a);
+                return KQ_ERR_INVALID_REQUEST;
+            }
+            list[i] = (named_topic){names[i], kq_image_topic_by_name(img, names[i])};
+        }
+    } else {
+        size_t i = 0;
+
+        for (t = kq_image_topic_next(img, NULL); t && i < cnt; t = kq_image_topic_next(img, t))
+            list[i++] = (named_topic){t->name, t};
+        cnt = i;
+    }
+    qsort(list, cnt, sizeof *list, cmp_named);
+    for (size_t i = 0; i < cnt; i++) {
+        kq_ctl_topic_desc *d = &ts[body.n_topics];
+
+        if (body.n_topics > 0 && strcmp(ts[body.n_topics - 1].name, list[i].name) == 0)
+            continue; /* duplicate name */
+        d->name = (char *)list[i].name;
+        d->min_insync_replicas = -1;
+        if (!list[i].t)
+            d->error = KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        else if (fill_topic(&a, img, list[i].t, default_min_isr, d))
+            goto nomem;
+        body.n_topics++;
+    }
+    body.topics = ts;
+    return send_body(KQ_API_DESCRIBE_TOPICS, &topics_desc_m, &body, &a, out);
+nomem:
+    kq_wire_arena_free(&a);
+    return KQ_ERR_NOMEM;
 }
 
 static bool broker_name_ok(const char *s)
@@ -1438,172 +1386,140 @@ static bool broker_name_ok(const char *s)
     return strtol(s, NULL, 10) <= INT32_MAX;
 }
 
+/* One resource of DescribeConfigs: its own configs, then the cluster defaults of the image,
+ * then the static defaults, sorted by name; or the reason it has none. */
+static int describe_resource(kq_wire_arena *a, const kq_image *img,
+                             const kq_describe_config_resource *r, const kq_config_kv *statics,
+                             int32_t n_static, kq_ctl_config_result *d)
+{
+    entry_list el = {.a = a, .req = r};
+
+    d->resource_type = r->resource_type;
+    d->resource_name = (char *)(r->resource_name ? r->resource_name : "");
+    if (r->resource_type == KQ_CONFIG_RESOURCE_TOPIC) {
+        if (!kq_image_topic_by_name(img, d->resource_name)) {
+            d->error = KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            d->message = "topic does not exist";
+            return 0;
+        }
+        el.source = KQ_CONFIG_SOURCE_DYNAMIC_TOPIC;
+        kq_image_foreach_config(img, KQ_CONFIG_RESOURCE_TOPIC, d->resource_name, entry_cb, &el);
+    } else if (r->resource_type == KQ_CONFIG_RESOURCE_BROKER) {
+        if (d->resource_name[0] && !broker_name_ok(d->resource_name)) {
+            d->error = KQ_ERR_INVALID_REQUEST;
+            d->message = "broker resource name must be a broker id or empty";
+            return 0;
+        }
+        el.source = KQ_CONFIG_SOURCE_DYNAMIC_BROKER;
+        if (d->resource_name[0])
+            kq_image_foreach_config(img, KQ_CONFIG_RESOURCE_BROKER, d->resource_name, entry_cb,
+                                    &el);
+    } else {
+        d->error = KQ_ERR_INVALID_REQUEST;
+        d->message = "resource type must be 2 (topic) or 4 (broker)";
+        return 0;
+    }
+    el.source = KQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER;
+    kq_image_foreach_config(img, KQ_CONFIG_RESOURCE_BROKER, "", entry_cb, &el);
+    for (int32_t k = 0; k < n_static && !el.nomem; k++)
+        if (statics[k].name)
+            add_entry(&el, statics[k].name, statics[k].value, KQ_CONFIG_SOURCE_DEFAULT);
+    if (el.nomem)
+        return KQ_ERR_NOMEM;
+    if (el.n)
+        qsort(el.v, el.n, sizeof *el.v, cmp_entry);
+    d->entries = el.v;
+    d->n_entries = (int32_t)el.n;
+    return 0;
+}
+
 int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config_resource *reqs,
                                    int32_t n, const kq_config_kv *static_defaults, int32_t n_static,
                                    kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__DescribeConfigsResponse body = KQ__DESCRIBE_CONFIGS_RESPONSE__INIT;
-    Kq__DescribeConfigsResult *ts, **tp;
+    kq_ctl_configs_desc body = {NULL, n};
     kq_wire_arena a = {0};
 
     if (start(out) || !img || n < 0 || (n > 0 && !reqs) || n_static < 0 ||
         (n_static > 0 && !static_defaults))
         return KQ_ERR_INVALID_REQUEST;
-    ts = kq_wire_alloc(&a, (size_t)n, sizeof *ts);
-    tp = kq_wire_alloc(&a, (size_t)n, sizeof *tp);
-    if (!ts || !tp)
+    if (!(body.results = kq_wire_alloc(&a, (size_t)n, sizeof *body.results)))
         goto nomem;
-    for (int32_t i = 0; i < n; i++) {
-        const kq_describe_config_resource *r = &reqs[i];
-        const char *name = r->resource_name ? r->resource_name : "";
-        entry_list el = {.a = &a, .req = r};
-
-        kq__describe_configs_result__init(&ts[i]);
-        ts[i].resource_type = r->resource_type;
-        ts[i].resource_name = (char *)name;
-        tp[i] = &ts[i];
-        if (r->resource_type == KQ_CONFIG_RESOURCE_TOPIC) {
-            if (!kq_image_topic_by_name(img, name)) {
-                ts[i].error_code = KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-                ts[i].error_message = "topic does not exist";
-                continue;
-            }
-            el.source = KQ_CONFIG_SOURCE_DYNAMIC_TOPIC;
-            kq_image_foreach_config(img, KQ_CONFIG_RESOURCE_TOPIC, name, entry_cb, &el);
-        } else if (r->resource_type == KQ_CONFIG_RESOURCE_BROKER) {
-            if (name[0] && !broker_name_ok(name)) {
-                ts[i].error_code = KQ_ERR_INVALID_REQUEST;
-                ts[i].error_message = "broker resource name must be a broker id or empty";
-                continue;
-            }
-            if (name[0]) {
-                el.source = KQ_CONFIG_SOURCE_DYNAMIC_BROKER;
-                kq_image_foreach_config(img, KQ_CONFIG_RESOURCE_BROKER, name, entry_cb, &el);
-            }
-        } else {
-            ts[i].error_code = KQ_ERR_INVALID_REQUEST;
-            ts[i].error_message = "resource type must be 2 (topic) or 4 (broker)";
-            continue;
-        }
-        el.source = KQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER;
-        kq_image_foreach_config(img, KQ_CONFIG_RESOURCE_BROKER, "", entry_cb, &el);
-        for (int32_t k = 0; k < n_static && !el.nomem; k++)
-            if (static_defaults[k].name)
-                add_entry(&el, static_defaults[k].name, static_defaults[k].value,
-                          KQ_CONFIG_SOURCE_DEFAULT);
-        if (el.nomem)
+    for (int32_t i = 0; i < n; i++)
+        if (describe_resource(&a, img, &reqs[i], static_defaults, n_static, &body.results[i]))
             goto nomem;
-        if (el.n) {
-            Kq__DescribeConfigsEntry **ep = kq_wire_alloc(&a, el.n, sizeof *ep);
-
-            if (!ep)
-                goto nomem;
-            qsort(el.v, el.n, sizeof *el.v, cmp_entry);
-            for (size_t k = 0; k < el.n; k++)
-                ep[k] = &el.v[k];
-            ts[i].n_configs = el.n;
-            ts[i].configs = ep;
-        }
-    }
-    body.n_results = (size_t)n;
-    body.results = tp;
-    return FINISH(DESCRIBE_CONFIGS, describe_configs);
+    return send_body(KQ_API_DESCRIBE_CONFIGS, &configs_desc_m, &body, &a, out);
 nomem:
     kq_wire_arena_free(&a);
     return KQ_ERR_NOMEM;
 }
 
+/* Features: the supported ranges, then the image's finalized levels (a feature only the image
+ * knows gets 0..0). */
 typedef struct feat_list {
     kq_wire_arena *a;
-    Kq__FeatureDescription *v;
+    kq_ctl_feature_desc *v;
     size_t n, cap;
     bool nomem;
 } feat_list;
 
-static Kq__FeatureDescription *feat_find(feat_list *l, const char *name)
+static kq_ctl_feature_desc *feat_get(feat_list *l, const char *name)
 {
+    kq_ctl_feature_desc *f;
+
     for (size_t i = 0; i < l->n; i++)
         if (strcmp(l->v[i].name, name) == 0)
             return &l->v[i];
-    return NULL;
-}
-
-static Kq__FeatureDescription *feat_add(feat_list *l, const char *name)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        Kq__FeatureDescription *nv = kq_wire_alloc(l->a, cap, sizeof *nv);
-
-        if (!nv) {
-            l->nomem = true;
-            return NULL;
-        }
-        if (l->n)
-            memcpy(nv, l->v, l->n * sizeof *nv);
-        l->v = nv;
-        l->cap = cap;
-    }
-    kq__feature_description__init(&l->v[l->n]);
-    l->v[l->n].name = (char *)name;
-    return &l->v[l->n++];
+    if (!(f = list_add(l->a, (void **)&l->v, &l->n, &l->cap, sizeof *f)))
+        l->nomem = true;
+    else
+        f->name = (char *)name;
+    return f;
 }
 
 static int feat_cb(void *arg, const char *name, int16_t level)
 {
-    feat_list *l = arg;
-    Kq__FeatureDescription *f = feat_find(l, name);
+    kq_ctl_feature_desc *f = feat_get(arg, name);
 
-    if (!f && !(f = feat_add(l, name)))
+    if (!f)
         return KQ_ERR_NOMEM;
-    f->finalized_version_level = level;
+    f->finalized_level = level;
     return 0;
 }
 
 static int cmp_feat(const void *x, const void *y)
 {
-    return strcmp(((const Kq__FeatureDescription *)x)->name,
-                  ((const Kq__FeatureDescription *)y)->name);
+    return strcmp(((const kq_ctl_feature_desc *)x)->name, ((const kq_ctl_feature_desc *)y)->name);
 }
 
 int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_range *supported,
                                     int32_t n, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__DescribeFeaturesResponse body = KQ__DESCRIBE_FEATURES_RESPONSE__INIT;
-    Kq__FeatureDescription **fp;
     kq_wire_arena a = {0};
     feat_list fl = {.a = &a};
+    kq_ctl_features_desc body;
 
     if (start(out) || !img || n < 0 || (n > 0 && !supported))
         return KQ_ERR_INVALID_REQUEST;
     for (int32_t i = 0; i < n; i++) {
-        Kq__FeatureDescription *f;
+        kq_ctl_feature_desc *f;
 
         if (!supported[i].name || !supported[i].name[0]) {
             kq_wire_arena_free(&a);
             return KQ_ERR_INVALID_REQUEST;
         }
-        f = feat_find(&fl, supported[i].name);
-        if (!f && !(f = feat_add(&fl, supported[i].name)))
+        if (!(f = feat_get(&fl, supported[i].name)))
             goto nomem;
-        f->supported_min_version = supported[i].min_version;
-        f->supported_max_version = supported[i].max_version;
+        f->min_version = supported[i].min_version;
+        f->max_version = supported[i].max_version;
     }
     kq_image_foreach_feature(img, feat_cb, &fl);
     if (fl.nomem)
         goto nomem;
-    fp = kq_wire_alloc(&a, fl.n, sizeof *fp);
-    if (!fp)
-        goto nomem;
     if (fl.n)
         qsort(fl.v, fl.n, sizeof *fl.v, cmp_feat);
-    for (size_t i = 0; i < fl.n; i++)
-        fp[i] = &fl.v[i];
-    body.finalized_features_epoch = kq_image_committed_offset(img);
-    body.n_features = fl.n;
-    body.features = fp;
-    return FINISH(DESCRIBE_FEATURES, describe_features);
+    body = (kq_ctl_features_desc){kq_image_committed_offset(img), fl.v, (int32_t)fl.n};
+    return send_body(KQ_API_DESCRIBE_FEATURES, &features_desc_m, &body, &a, out);
 nomem:
     kq_wire_arena_free(&a);
     return KQ_ERR_NOMEM;
