@@ -113,6 +113,7 @@ static const kq_wire_field fetch_req_f[] = {
     KQ_W_INT(RM, u.fetch_req.fetch_offset, "fetch_offset", OFFSET),
     KQ_W_INT(RM, u.fetch_req.last_fetched_epoch, "last_fetched_epoch", EPOCH),
     KQ_W_INT(RM, u.fetch_req.max_wait_ms, "max_wait_ms", EPOCH),
+    KQ_W_CONST("max_bytes", KQ_CODEC_FETCH_MAX_BYTES, 0, INT32_MAX),
 };
 static const kq_wire_field fetch_snapshot_req_f[] = {
     KQ_W_INT(RM, from, "replica_id", I32),
@@ -284,17 +285,6 @@ static const struct quorum_api *quorum_api(uint32_t api_key, kq_raft_msg_type ty
     return NULL;
 }
 
-/* The envelope's oneof member carrying api_key's body (Request and Response share numbers). */
-static ProtobufCMessage **body_slot(const ProtobufCMessageDescriptor *d, void *env,
-                                    uint32_t api_key)
-{
-    const kq_api_info *api = kq_api_find(api_key);
-    const ProtobufCFieldDescriptor *fd =
-        api ? protobuf_c_message_descriptor_get_field(d, (unsigned)api->body_case) : NULL;
-
-    return fd ? (ProtobufCMessage **)((char *)env + fd->offset) : NULL;
-}
-
 static int check_cluster_id(const char *cluster_id)
 {
     return cluster_id && strnlen(cluster_id, KQ_CODEC_MAX_CLUSTER_ID + 1) > KQ_CODEC_MAX_CLUSTER_ID
@@ -304,29 +294,6 @@ static int check_cluster_id(const char *cluster_id)
 
 /* ---------------------------------------------------------------------------------------- */
 /* request encoders                                                                          */
-
-/* Pack a request for api_key whose body comes from c through m (NULL: an empty body). */
-static int send_request(uint32_t api_key, const char *cluster_id, int32_t sender_id,
-                        const kq_wire_msg *m, const void *c, const kq_wire_msg *empty, kq_buf *out)
-{
-    Kq__Request rq = KQ__REQUEST__INIT;
-    kq_wire_arena a = {0};
-    ProtobufCMessage **slot = body_slot(&kq__request__descriptor, &rq, api_key);
-    int rc = 0;
-
-    rq.api_key = api_key;
-    rq.api_version = 0;
-    rq.cluster_id = (char *)(cluster_id ? cluster_id : "");
-    rq.sender_id = sender_id;
-    rq.body_case = (Kq__Request__BodyCase)kq_api_find(api_key)->body_case;
-    *slot = m ? kq_wire_encode_new(m, c, &a, &rc) : kq_wire_encode_new(empty, NULL, &a, &rc);
-    if (!rc && api_key == KQ_API_FETCH)
-        ((Kq__FetchRequest *)*slot)->max_bytes = KQ_CODEC_FETCH_MAX_BYTES;
-    if (!rc)
-        rc = kq_wire_pack(&rq.base, out);
-    kq_wire_arena_free(&a);
-    return rc;
-}
 
 static int start(kq_buf *out)
 {
@@ -349,15 +316,15 @@ int kq_codec_encode_raft_request(const kq_raft_msg *m, const char *cluster_id, k
         (m->u.fetch_snapshot_req.position < 0 || m->u.fetch_snapshot_req.max_bytes < 0 ||
          sid->end_offset < 0 || sid->epoch < 0))
         return KQ_ERR_INVALID_REQUEST;
-    return send_request(q->api_key, cluster_id, m->from, &q->req, m, NULL, out);
+    return kq_wire_send(q->api_key, cluster_id, m->from, &q->req, m, out);
 }
 
 int kq_codec_encode_describe_request(const char *cluster_id, kq_buf *out)
 {
     if (start(out) || check_cluster_id(cluster_id))
         return KQ_ERR_INVALID_REQUEST;
-    return send_request(KQ_API_DESCRIBE_QUORUM, cluster_id, -1, NULL, NULL,
-                        &quorum_api(KQ_API_DESCRIBE_QUORUM, 0)->req, out);
+    return kq_wire_send(KQ_API_DESCRIBE_QUORUM, cluster_id, -1,
+                        &quorum_api(KQ_API_DESCRIBE_QUORUM, 0)->req, NULL, out);
 }
 
 int kq_codec_encode_write_request(const char *cluster_id, const uint8_t *const *records,
@@ -372,7 +339,7 @@ int kq_codec_encode_write_request(const char *cluster_id, const uint8_t *const *
     for (size_t i = 0; i < n; i++)
         if (!records[i] && lens[i] > 0)
             return KQ_ERR_INVALID_REQUEST;
-    return send_request(KQ_API_WRITE, cluster_id, -1, &write_req_m, &r, NULL, out);
+    return kq_wire_send(KQ_API_WRITE, cluster_id, -1, &write_req_m, &r, out);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -388,7 +355,7 @@ static int send_response(uint32_t api_key, const kq_response *v, const kq_wire_m
 
     rs.api_key = api_key;
     if (!rc && m) {
-        ProtobufCMessage **slot = body_slot(&kq__response__descriptor, &rs, api_key);
+        ProtobufCMessage **slot = kq_wire_body_slot(&kq__response__descriptor, &rs, api_key);
 
         rs.body_case = (Kq__Response__BodyCase)kq_api_find(api_key)->body_case;
         *slot = kq_wire_encode_new(m, v, &a, &rc);
@@ -531,9 +498,6 @@ static int check_raft_request(const kq_raft_msg *m, const Kq__Request *rq, char 
                            m->u.end_req.preferred[i]);
         return 0;
     case KQ_RAFT_FETCH_REQ:
-        if (rq->fetch->max_bytes < 0)
-            return BAD("fetch max_bytes %d is negative", rq->fetch->max_bytes);
-        /* fall through */
     case KQ_RAFT_FETCH_SNAPSHOT_REQ:
         if (m->from != rq->sender_id)
             return BAD("%s replica_id %d does not match sender_id %d",
@@ -573,7 +537,7 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
     if (rq->sender_id >= -1)
         out->sender_id = rq->sender_id;
     name = api_name(rq->api_key);
-    body = name ? body_slot(&kq__request__descriptor, rq, rq->api_key) : NULL;
+    body = name ? kq_wire_body_slot(&kq__request__descriptor, rq, rq->api_key) : NULL;
     q = quorum_api(rq->api_key, 0);
     if (!name)
         rc = BAD("unknown api key %u", rq->api_key);
@@ -756,7 +720,7 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
     out->api_key = rs->api_key;
     name = api_name(rs->api_key);
     q = quorum_api(rs->api_key, 0);
-    body = name ? body_slot(&kq__response__descriptor, rs, rs->api_key) : NULL;
+    body = name ? kq_wire_body_slot(&kq__response__descriptor, rs, rs->api_key) : NULL;
     if (!name)
         rc = BAD("response for unknown api key %u", rs->api_key);
     else if (!kq_pb_strings_ok(&kq__response__descriptor, buf ? buf : empty_input, len))

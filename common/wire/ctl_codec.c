@@ -282,18 +282,6 @@ static const kq_wire_msg *body_table(uint32_t api_key)
     return NULL;
 }
 
-/* The Request oneof member that carries api_key's body. */
-static ProtobufCMessage **body_slot(const Kq__Request *rq, uint32_t api_key)
-{
-    const kq_api_info *api = kq_api_find(api_key);
-    const ProtobufCFieldDescriptor *fd =
-        api ? protobuf_c_message_descriptor_get_field(&kq__request__descriptor,
-                                                      (unsigned)api->body_case)
-            : NULL;
-
-    return fd ? (ProtobufCMessage **)((char *)rq + fd->offset) : NULL;
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* request decoding: the tables, then the rules that span fields                             */
 
@@ -443,7 +431,7 @@ static int from_envelope(const kq_request *env, kq_ctl_request *out, req_priv *p
         return BAD("api key %u is not a controller API", env->api_key);
     if (!rq)
         return BAD("request envelope was not decoded");
-    slot = body_slot(rq, env->api_key);
+    slot = kq_wire_body_slot(&kq__request__descriptor, rq, env->api_key);
     if (!slot || (int)rq->body_case != api->body_case || !*slot)
         return BAD("request for api key %u has a missing or wrong body", env->api_key);
     if (env->api_key == KQ_API_ELECT_LEADERS) {
@@ -538,14 +526,13 @@ int kq_ctl_decode_request(const uint8_t *buf, size_t len, kq_ctl_request *out, c
 /* request encoding                                                                          */
 
 /* The targets, grouped by topic as they come (the order the results index). */
-static int enc_elect_leaders(kq_wire_arena *a, const kq_elect_leaders *r, ProtobufCMessage **slot)
+static int enc_elect_leaders(kq_wire_arena *a, const kq_elect_leaders *r, elect_request *w)
 {
-    elect_request w = {r->election_type, r->all_partitions, NULL, 0};
     int32_t n = r->all_partitions ? 0 : r->n_targets; /* all partitions: no list */
     elect_topic *ts;
     int32_t *ps;
-    int rc;
 
+    *w = (elect_request){r->election_type, r->all_partitions, NULL, 0};
     if (n < 0 || (n > 0 && !r->targets))
         return KQ_ERR_INVALID_REQUEST;
     ts = kq_wire_alloc(a, (size_t)n, sizeof *ts);
@@ -555,45 +542,35 @@ static int enc_elect_leaders(kq_wire_arena *a, const kq_elect_leaders *r, Protob
     for (int32_t i = 0; i < n; i++) {
         const char *topic = r->targets[i].topic ? r->targets[i].topic : "";
 
-        if (!w.n || strcmp(ts[w.n - 1].topic, topic))
-            ts[w.n++] = (elect_topic){topic, ps + i, 0};
+        if (!w->n || strcmp(ts[w->n - 1].topic, topic))
+            ts[w->n++] = (elect_topic){topic, ps + i, 0};
         ps[i] = r->targets[i].partition;
-        ts[w.n - 1].n++;
+        ts[w->n - 1].n++;
     }
-    w.topics = ts;
-    *slot = kq_wire_encode_new(&elect_m, &w, a, &rc);
-    return rc;
+    w->topics = ts;
+    return 0;
 }
 
 int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ctl_request *req,
                           kq_buf *out)
 {
-    Kq__Request rq = KQ__REQUEST__INIT;
     kq_wire_arena a = {0};
     const kq_wire_msg *m;
-    const kq_api_info *api;
-    ProtobufCMessage **slot;
-    int rc;
+    elect_request w;
+    int rc = 0;
 
     if (!out)
         return KQ_ERR_INVALID_REQUEST;
     out->data = NULL;
     out->len = 0;
     if (!req || blen(cluster_id, KQ_CODEC_MAX_CLUSTER_ID) > KQ_CODEC_MAX_CLUSTER_ID ||
-        !(m = body_table(req->api_key)) || !(api = kq_api_find(req->api_key)) ||
-        !(slot = body_slot(&rq, req->api_key)))
+        !(m = body_table(req->api_key)))
         return KQ_ERR_INVALID_REQUEST;
-    rq.api_key = req->api_key;
-    rq.api_version = 0;
-    rq.cluster_id = (char *)(cluster_id ? cluster_id : "");
-    rq.sender_id = sender_id;
-    rq.body_case = (Kq__Request__BodyCase)api->body_case;
-    if (req->api_key == KQ_API_ELECT_LEADERS)
-        rc = enc_elect_leaders(&a, &req->elect_leaders, slot);
-    else
-        *slot = kq_wire_encode_new(m, req, &a, &rc);
-    if (!rc)
-        rc = kq_wire_pack(&rq.base, out);
+    if (req->api_key == KQ_API_ELECT_LEADERS &&
+        !(rc = enc_elect_leaders(&a, &req->elect_leaders, &w)))
+        rc = kq_wire_send(req->api_key, cluster_id, sender_id, &elect_m, &w, out);
+    else if (req->api_key != KQ_API_ELECT_LEADERS)
+        rc = kq_wire_send(req->api_key, cluster_id, sender_id, m, req, out);
     kq_wire_arena_free(&a);
     return rc;
 }
@@ -882,18 +859,8 @@ static int finish_response(kq_wire_arena *a, Kq__Response *rs, uint32_t api_key,
 static int send_body(uint32_t api_key, const kq_wire_msg *m, const void *c, kq_wire_arena *a,
                      kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    const kq_api_info *api = kq_api_find(api_key);
-    const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(
-        &kq__response__descriptor, (unsigned)api->body_case);
-    int rc;
+    int rc = kq_wire_send(api_key, KQ_WIRE_ANSWER, 0, m, c, out);
 
-    rs.api_key = api_key;
-    rs.error_code = 0;
-    rs.body_case = (Kq__Response__BodyCase)api->body_case;
-    *(ProtobufCMessage **)((char *)&rs + fd->offset) = kq_wire_encode_new(m, c, a, &rc);
-    if (!rc)
-        rc = kq_wire_pack(&rs.base, out);
     kq_wire_arena_free(a);
     return rc;
 }
@@ -1573,6 +1540,8 @@ static int dec_response(const kq_response *env, uint32_t api_key, const kq_wire_
     const Kq__Response *rs;
     int rc;
 
+    if (!out)
+        return BAD("no output");
     memset(out, 0, m->size);
     if (!env || !env->priv_ || !(rs = (const Kq__Response *)((kq_wire_owned *)env->priv_)->msg))
         return BAD("%s: no decoded response", api->body);
@@ -1618,44 +1587,43 @@ static void *flatten(void *tops, int32_t n, size_t step, size_t arr, size_t cnt,
     return out;
 }
 
-void kq_ctl_cluster_desc_free(kq_ctl_cluster_desc *d)
+/* Frees what the decoded answer d (a struct of table m) owns and clears it; false for NULL. */
+static bool desc_free(const kq_wire_msg *m, void *d)
 {
     if (!d)
-        return;
-    kq_wire_free(&cluster_desc_m, d);
-    memset(d, 0, sizeof *d);
-    d->controller_id = -1;
+        return false;
+    kq_wire_free(m, d);
+    memset(d, 0, m->size);
+    return true;
+}
+
+void kq_ctl_cluster_desc_free(kq_ctl_cluster_desc *d)
+{
+    if (desc_free(&cluster_desc_m, d))
+        d->controller_id = -1;
 }
 
 int kq_ctl_decode_describe_cluster_response(const kq_response *env, kq_ctl_cluster_desc *out,
                                             char *errbuf, size_t errlen)
 {
-    int rc;
+    int rc = dec_response(env, KQ_API_DESCRIBE_CLUSTER, &cluster_desc_m, out, errbuf, errlen);
 
-    if (!out)
-        return BAD("no output");
-    if ((rc = dec_response(env, KQ_API_DESCRIBE_CLUSTER, &cluster_desc_m, out, errbuf, errlen)))
+    if (rc && out)
         out->controller_id = -1;
     return rc;
 }
 
 void kq_ctl_topics_desc_free(kq_ctl_topics_desc *d)
 {
-    if (!d)
-        return;
-    kq_wire_free(&topics_desc_m, d);
-    memset(d, 0, sizeof *d);
+    desc_free(&topics_desc_m, d);
 }
 
 int kq_ctl_decode_describe_topics_response(const kq_response *env, kq_ctl_topics_desc *out,
                                            char *errbuf, size_t errlen)
 {
-    int rc;
+    int rc = dec_response(env, KQ_API_DESCRIBE_TOPICS, &topics_desc_m, out, errbuf, errlen);
 
-    if (!out)
-        return BAD("no output");
-    rc = dec_response(env, KQ_API_DESCRIBE_TOPICS, &topics_desc_m, out, errbuf, errlen);
-    for (int32_t i = 0; !rc && i < out->n_topics; i++)
+    for (int32_t i = 0; !rc && i < out->n_topics; i++) /* DescribeTopics sends topic configs */
         for (int32_t k = 0; k < out->topics[i].n_configs; k++)
             out->topics[i].configs[k].source = KQ_CONFIG_SOURCE_DYNAMIC_TOPIC;
     return rc;
@@ -1663,37 +1631,27 @@ int kq_ctl_decode_describe_topics_response(const kq_response *env, kq_ctl_topics
 
 void kq_ctl_configs_desc_free(kq_ctl_configs_desc *d)
 {
-    if (!d)
-        return;
-    kq_wire_free(&configs_desc_m, d);
-    memset(d, 0, sizeof *d);
+    desc_free(&configs_desc_m, d);
 }
 
 int kq_ctl_decode_describe_configs_response(const kq_response *env, kq_ctl_configs_desc *out,
                                             char *errbuf, size_t errlen)
 {
-    if (!out)
-        return BAD("no output");
     return dec_response(env, KQ_API_DESCRIBE_CONFIGS, &configs_desc_m, out, errbuf, errlen);
 }
 
 void kq_ctl_features_desc_free(kq_ctl_features_desc *d)
 {
-    if (!d)
-        return;
-    kq_wire_free(&features_desc_m, d);
-    memset(d, 0, sizeof *d);
-    d->epoch = -1;
+    if (desc_free(&features_desc_m, d))
+        d->epoch = -1;
 }
 
 int kq_ctl_decode_describe_features_response(const kq_response *env, kq_ctl_features_desc *out,
                                              char *errbuf, size_t errlen)
 {
-    int rc;
+    int rc = dec_response(env, KQ_API_DESCRIBE_FEATURES, &features_desc_m, out, errbuf, errlen);
 
-    if (!out)
-        return BAD("no output");
-    if ((rc = dec_response(env, KQ_API_DESCRIBE_FEATURES, &features_desc_m, out, errbuf, errlen)))
+    if (rc && out)
         out->epoch = -1;
     return rc;
 }

@@ -353,41 +353,15 @@ const kq_wire_msg *const kq_wire_data_tables[] = {
     NULL,
 };
 
-/* The Request or Response oneof member of api_key's body (they share case numbers). */
-static ProtobufCMessage **body_slot(const ProtobufCMessageDescriptor *envelope, const void *env,
-                                    uint32_t api_key)
-{
-    const kq_api_info *api = kq_api_find(api_key);
-    const ProtobufCFieldDescriptor *fd =
-        api ? protobuf_c_message_descriptor_get_field(envelope, (unsigned)api->body_case) : NULL;
-
-    return fd ? (ProtobufCMessage **)((char *)env + fd->offset) : NULL;
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* requests                                                                                  */
 
 static int encode_request(const char *cluster_id, int32_t sender_id, uint32_t api_key,
                           const kq_wire_msg *m, const void *req, kq_buf *out)
 {
-    Kq__Request rq = KQ__REQUEST__INIT;
-    kq_wire_arena a = {0};
-    int rc;
-
-    if ((rc = start(out)) != 0)
-        return rc;
-    if (!req)
+    if ((start(out)) || !req)
         return KQ_ERR_INVALID_REQUEST;
-    rq.api_key = api_key;
-    rq.api_version = 0;
-    rq.cluster_id = (char *)(cluster_id ? cluster_id : "");
-    rq.sender_id = sender_id;
-    rq.body_case = (Kq__Request__BodyCase)kq_api_find(api_key)->body_case;
-    *body_slot(&kq__request__descriptor, &rq, api_key) = kq_wire_encode_new(m, req, &a, &rc);
-    if (!rc)
-        rc = kq_wire_pack(&rq.base, out);
-    kq_wire_arena_free(&a);
-    return rc;
+    return kq_wire_send(api_key, cluster_id ? cluster_id : "", sender_id, m, req, out);
 }
 
 int kq_data_encode_produce_request(const char *cluster_id, int32_t sender_id,
@@ -621,7 +595,7 @@ int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out,
     }
     pv->rq = rq;
     name = kq_api_find(rq->api_key)->name; /* a data-plane API (checked above) */
-    body = body_slot(&kq__request__descriptor, rq, rq->api_key);
+    body = kq_wire_body_slot(&kq__request__descriptor, rq, rq->api_key);
     if (rq->api_version != 0)
         rc = fail(errbuf, errlen, KQ_ERR_UNSUPPORTED_VERSION,
                   "%s version %u is not supported (only version 0)", name, rq->api_version);
@@ -666,22 +640,9 @@ void kq_data_request_free(kq_data_request *r)
 
 static int encode_response(uint32_t api_key, const kq_wire_msg *m, const void *res, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    kq_wire_arena a = {0};
-    int rc;
-
-    if ((rc = start(out)) != 0)
-        return rc;
-    if (!res)
+    if (start(out) || !res)
         return KQ_ERR_INVALID_REQUEST;
-    rs.api_key = api_key;
-    rs.error_code = 0;
-    rs.body_case = (Kq__Response__BodyCase)kq_api_find(api_key)->body_case;
-    *body_slot(&kq__response__descriptor, &rs, api_key) = kq_wire_encode_new(m, res, &a, &rc);
-    if (!rc)
-        rc = kq_wire_pack(&rs.base, out);
-    kq_wire_arena_free(&a);
-    return rc;
+    return kq_wire_send(api_key, KQ_WIRE_ANSWER, 0, m, res, out);
 }
 
 int kq_data_encode_produce_response(const kq_produce_response *res, kq_buf *out)
@@ -728,7 +689,7 @@ static int decode_response(const uint8_t *buf, size_t len, uint32_t api_key, con
         rc = rc == KQ_ERR_MALFORMED ? fail(errbuf, errlen, rc,
                                            "%s response does not parse (%zu bytes)", api->name, len)
                                     : rc;
-    else if (!(pv->rs = rs, body = body_slot(&kq__response__descriptor, rs, api_key)))
+    else if (!(pv->rs = rs, body = kq_wire_body_slot(&kq__response__descriptor, rs, api_key)))
         rc = KQ_ERR_INTERNAL;
     else if (rs->api_key != api_key)
         rc = BAD("%s response has api key %u", api->name, rs->api_key);

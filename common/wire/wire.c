@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kq/api.h"
 #include "kq/error.h"
+#include "kq_rpc.pb-c.h"
 
 /* ---- arena ------------------------------------------------------------------------------ */
 
@@ -397,6 +399,14 @@ static int decode_field(dec *d, const kq_wire_field *f, const ProtobufCFieldDesc
             return BAD("is %s", present ? "all zero" : "missing");
         return 0;
     }
+    case KQ_WK_CONST: {
+        int64_t v = pb_get_int(fd, src);
+
+        if (v < f->min || v > f->max)
+            return BAD("%lld is out of range [%lld, %lld]", (long long)v, (long long)f->min,
+                       (long long)f->max);
+        return 0;
+    }
     case KQ_WK_TEXT:
         if (present && (f->flags & KQ_WF_STRICT) &&
             strnlen(*(const char *const *)src, (size_t)f->max + 1) > (size_t)f->max)
@@ -581,6 +591,10 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
         *(ProtobufCBinaryData *)dst = (ProtobufCBinaryData){16, (uint8_t *)src};
         pb_set_present(fd, pb);
         return 0;
+    case KQ_WK_CONST:
+        pb_put_int(fd, dst, f->absent);
+        pb_set_present(fd, pb);
+        return 0;
     case KQ_WK_TEXT: /* a required string is sent empty; an optional one only when not */
         if (strnlen(src, (size_t)f->max + 1) > (size_t)f->max) /* no NUL in the array */
             return KQ_ERR_INVALID_REQUEST;
@@ -700,4 +714,46 @@ ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wir
         protobuf_c_message_init(m->desc, pb);
     *rc = pb ? kq_wire_encode(m, c, pb, a) : KQ_ERR_NOMEM;
     return *rc ? NULL : pb;
+}
+
+/* ---- envelopes -------------------------------------------------------------------------- */
+
+ProtobufCMessage **kq_wire_body_slot(const ProtobufCMessageDescriptor *envelope, const void *env,
+                                     uint32_t api_key)
+{
+    const kq_api_info *api = kq_api_find(api_key);
+    const ProtobufCFieldDescriptor *fd =
+        api ? protobuf_c_message_descriptor_get_field(envelope, (unsigned)api->body_case) : NULL;
+
+    return fd ? (ProtobufCMessage **)((char *)env + fd->offset) : NULL;
+}
+
+int kq_wire_send(uint32_t api_key, const char *cluster_id, int32_t sender_id, const kq_wire_msg *m,
+                 const void *c, kq_buf *out)
+{
+    Kq__Request rq = KQ__REQUEST__INIT;
+    Kq__Response rs = KQ__RESPONSE__INIT;
+    bool answer = cluster_id == KQ_WIRE_ANSWER;
+    ProtobufCMessage **slot = answer ? kq_wire_body_slot(&kq__response__descriptor, &rs, api_key)
+                                     : kq_wire_body_slot(&kq__request__descriptor, &rq, api_key);
+    int body_case = slot ? kq_api_find(api_key)->body_case : 0;
+    kq_wire_arena a = {0};
+    int rc;
+
+    if (!out)
+        return KQ_ERR_INVALID_REQUEST;
+    out->data = NULL;
+    out->len = 0;
+    if (!slot)
+        return KQ_ERR_INVALID_REQUEST;
+    rq.api_key = rs.api_key = api_key;
+    rq.api_version = 0;
+    rq.cluster_id = (char *)(cluster_id && !answer ? cluster_id : "");
+    rq.sender_id = sender_id;
+    rq.body_case = (Kq__Request__BodyCase)body_case;
+    rs.body_case = (Kq__Response__BodyCase)body_case;
+    if ((*slot = kq_wire_encode_new(m, c, &a, &rc)))
+        rc = kq_wire_pack(answer ? &rs.base : &rq.base, out);
+    kq_wire_arena_free(&a);
+    return rc;
 }

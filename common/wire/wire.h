@@ -60,6 +60,7 @@ typedef enum kq_wire_kind {
     KQ_WK_IDS,   /* int32_t * at off, int32_t count at aux <- repeated 32-bit integers */
     KQ_WK_STRS,  /* const char ** at off, int32_t count at aux <- repeated string */
     KQ_WK_TEXT,  /* char[max + 1] at off <- string (cut at max bytes; "" <-> absent) */
+    KQ_WK_CONST, /* nothing in C <- an integer: `absent` is sent, [min, max] accepted */
     KQ_WK_BLOBS, /* const uint8_t ** at off, size_t * lengths at aux2, count at aux <- repeated
                     bytes (an empty value is a non-NULL pointer and length 0) */
     KQ_WK_MSG,   /* C struct at off <- singular message; a bool at aux says present (KQ_WF_HAS) */
@@ -165,6 +166,11 @@ struct kq_wire_msg {
     {                                                                                              \
         .name = pb, .kind = KQ_WK_TEXT, .off = offsetof(T, f), .max = sizeof(((T *)0)->f) - 1      \
     }
+/* A field kq always sends as `value` and accepts in [lo, hi] (e.g. a Fetch's max_bytes). */
+#define KQ_W_CONST(pb, value, lo, hi)                                                              \
+    {                                                                                              \
+        .name = pb, .kind = KQ_WK_CONST, .min = lo, .max = hi, .absent = value                     \
+    }
 #define KQ_W_BLOBS(T, f, lens, n, pb, fl, maxn, maxlen)                                            \
     {                                                                                              \
         .name = pb, .kind = KQ_WK_BLOBS, .flags = fl, .off = offsetof(T, f),                       \
@@ -247,6 +253,19 @@ int kq_wire_encode(const kq_wire_msg *m, const void *c, ProtobufCMessage *pb, kq
  * *rc set when kq_wire_encode fails. */
 ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wire_arena *a,
                                      int *rc);
+
+/* ---- envelopes ------------------------------------------------------------------------- */
+
+/* The oneof member of a kq.Request or kq.Response (`envelope` is its descriptor) that carries
+ * api_key's body (both number their bodies alike), or NULL for an unknown api key. */
+ProtobufCMessage **kq_wire_body_slot(const ProtobufCMessageDescriptor *envelope, const void *env,
+                                     uint32_t api_key);
+/* Packs into out (malloc'd) a kq.Request for api_key (version 0, cluster_id NULL = "",
+ * sender_id) or, with cluster_id == KQ_WIRE_ANSWER, a kq.Response without an error, whose
+ * body is c through m. 0, KQ_ERR_INVALID_REQUEST or KQ_ERR_NOMEM. */
+#define KQ_WIRE_ANSWER ((const char *)-1)
+int kq_wire_send(uint32_t api_key, const char *cluster_id, int32_t sender_id, const kq_wire_msg *m,
+                 const void *c, kq_buf *out);
 
 /* ---- metadata records (record_tables.c) ------------------------------------------------ */
 

@@ -330,7 +330,8 @@ static void test_fetch_request_rules(void **state)
                "FetchRequest.max_wait_ms -1 is out of range [0, 2147483647]");
     reqfix_init(&f, KQ_API_FETCH);
     f.fetch.max_bytes = -1;
-    expect_req(&f, KQ_ERR_INVALID_REQUEST, "max_bytes -1 is negative");
+    expect_req(&f, KQ_ERR_INVALID_REQUEST,
+               "FetchRequest.max_bytes -1 is out of range [0, 2147483647]");
 }
 
 static void test_write_request_rules(void **state)
