@@ -838,23 +838,6 @@ static int error_response(uint32_t api_key, int error, const char *message, kq_b
                                           -1, -1, NULL, out);
 }
 
-static int finish_response(kq_wire_arena *a, Kq__Response *rs, uint32_t api_key, kq_buf *out)
-{
-    int rc;
-
-    rs->api_key = api_key;
-    rs->error_code = 0;
-    rc = kq_wire_pack(&rs->base, out);
-    kq_wire_arena_free(a);
-    return rc;
-}
-
-/* In a response encoder (locals rs, body, a, out): put body into rs as the body of API NAME
- * (oneof member `field`), encode it into out and free a. */
-#define FINISH(NAME, field)                                                                        \
-    (rs.body_case = KQ__RESPONSE__BODY_##NAME, rs.field = &body,                                   \
-     finish_response(&a, &rs, KQ_API_##NAME, out))
-
 /* Send body c (a struct of table m) as api_key's answer and free the arena a. */
 static int send_body(uint32_t api_key, const kq_wire_msg *m, const void *c, kq_wire_arena *a,
                      kq_buf *out)
@@ -1133,37 +1116,41 @@ static const kq_wire_field cluster_broker_f[] = {
 static const kq_wire_msg cluster_broker_m =
     KQ_W_TABLE(kq_broker, kq__describe_cluster_broker__descriptor, cluster_broker_f);
 
+/* DescribeCluster as sent: the brokers are the image's, copied whole into one array. */
+typedef struct cluster_view {
+    const char *cluster_id;
+    int32_t controller_id;
+    kq_broker *brokers;
+    int32_t n;
+} cluster_view;
+static const kq_wire_field cluster_view_f[] = {
+    KQ_W_STR(cluster_view, cluster_id, "cluster_id", 0, KQ_CODEC_MAX_CLUSTER_ID),
+    KQ_W_INT(cluster_view, controller_id, "controller_id", I32),
+    KQ_W_MSGS(cluster_view, brokers, n, "brokers", 0, INT32_MAX, &cluster_broker_m),
+};
+static const kq_wire_msg cluster_view_m =
+    KQ_W_TABLE(cluster_view, kq__describe_cluster_response__descriptor, cluster_view_f);
+
 int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
                                    int32_t controller_id, kq_buf *out)
 {
-    Kq__Response rs = KQ__RESPONSE__INIT;
-    Kq__DescribeClusterResponse body = KQ__DESCRIBE_CLUSTER_RESPONSE__INIT;
-    Kq__DescribeClusterBroker *bs, **bp;
+    cluster_view v = {cluster_id ? cluster_id : "", controller_id, NULL, 0};
     const kq_broker *b;
     kq_wire_arena a = {0};
-    size_t n = 0, i = 0;
+    size_t n = 0;
 
     if (start(out) || !img || blen(cluster_id, KQ_CODEC_MAX_CLUSTER_ID) > KQ_CODEC_MAX_CLUSTER_ID)
         return KQ_ERR_INVALID_REQUEST;
     for (b = kq_image_broker_next(img, NULL); b; b = kq_image_broker_next(img, b))
         n++;
-    bs = kq_wire_alloc(&a, n, sizeof *bs);
-    bp = kq_wire_alloc(&a, n, sizeof *bp);
-    if (!bs || !bp)
-        goto nomem;
-    for (b = kq_image_broker_next(img, NULL); b && i < n; b = kq_image_broker_next(img, b), i++) {
-        if (kq_wire_encode(&cluster_broker_m, b, &bs[i].base, &a))
-            goto nomem;
-        bp[i] = &bs[i];
+    if (!(v.brokers = kq_wire_alloc(&a, n, sizeof *v.brokers))) {
+        kq_wire_arena_free(&a);
+        return KQ_ERR_NOMEM;
     }
-    body.cluster_id = (char *)(cluster_id ? cluster_id : "");
-    body.controller_id = controller_id;
-    body.n_brokers = i;
-    body.brokers = bp;
-    return FINISH(DESCRIBE_CLUSTER, describe_cluster);
-nomem:
-    kq_wire_arena_free(&a);
-    return KQ_ERR_NOMEM;
+    for (b = kq_image_broker_next(img, NULL); b && (size_t)v.n < n;
+         b = kq_image_broker_next(img, b))
+        v.brokers[v.n++] = *b;
+    return send_body(KQ_API_DESCRIBE_CLUSTER, &cluster_view_m, &v, &a, out);
 }
 
 typedef struct named_topic {
@@ -1499,35 +1486,21 @@ nomem:
 /* decoded responses                                                                         */
 
 const kq_wire_msg *const kq_wire_ctl_tables[] = {
-    &ctl_bodies[0].m,
-    &ctl_bodies[1].m,
-    &ctl_bodies[2].m,
-    &ctl_bodies[3].m,
-    &ctl_bodies[4].m,
-    &ctl_bodies[5].m,
-    &ctl_bodies[6].m,
-    &ctl_bodies[8].m,
-    &ctl_bodies[9].m,
-    &ctl_bodies[10].m,
-    &ctl_bodies[11].m,
-    &ctl_bodies[12].m,
-    &ctl_bodies[13].m,
-    &elect_m,
-    &cluster_broker_m,
-    &cluster_desc_m,
-    &topics_desc_m,
-    &configs_desc_m,
-    &features_desc_m,
-    &item_results[0].m,
-    &item_results[1].m,
-    &item_results[2].m,
-    &item_results[3].m,
-    &item_results[4].m,
-    &elect_results_m,
-    &ap_answer_m,
-    &heartbeat_result_m,
-    &registration_result_m,
-    NULL,
+    &ctl_bodies[0].m,       &ctl_bodies[1].m,
+    &ctl_bodies[2].m,       &ctl_bodies[3].m,
+    &ctl_bodies[4].m,       &ctl_bodies[5].m,
+    &ctl_bodies[6].m,       &ctl_bodies[8].m,
+    &ctl_bodies[9].m,       &ctl_bodies[10].m,
+    &ctl_bodies[11].m,      &ctl_bodies[12].m,
+    &ctl_bodies[13].m,      &elect_m,
+    &cluster_broker_m,      &cluster_desc_m,
+    &topics_desc_m,         &configs_desc_m,
+    &features_desc_m,       &item_results[0].m,
+    &item_results[1].m,     &item_results[2].m,
+    &item_results[3].m,     &item_results[4].m,
+    &elect_results_m,       &ap_answer_m,
+    &cluster_view_m,        &heartbeat_result_m,
+    &registration_result_m, NULL,
 };
 
 /* Decode env's body (api_key's) into out through m, owned copies; out is left empty on error. */
