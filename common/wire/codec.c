@@ -448,22 +448,11 @@ int kq_codec_encode_error_response(uint32_t api_key, int error, const char *mess
 /* ---------------------------------------------------------------------------------------- */
 /* request decoder                                                                           */
 
-static void owned_free(kq_wire_owned *o, const ProtobufCMessageDescriptor *d)
-{
-    if (!o)
-        return;
-    if (o->msg)
-        protobuf_c_message_free_unpacked(o->msg, NULL);
-    (void)d;
-    kq_wire_arena_free(&o->a);
-    free(o);
-}
-
 void kq_request_free(kq_request *r)
 {
     if (!r)
         return;
-    owned_free(r->priv_, &kq__request__descriptor);
+    kq_wire_owned_free(r->priv_);
     r->priv_ = NULL;
     r->records = NULL;
     r->record_lens = NULL;
@@ -583,7 +572,7 @@ void kq_response_free(kq_response *r)
 {
     if (!r)
         return;
-    owned_free(r->priv_, &kq__response__descriptor);
+    kq_wire_owned_free(r->priv_);
     r->priv_ = NULL;
     r->batches = NULL;
     r->n_batches = 0;

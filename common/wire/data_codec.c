@@ -30,25 +30,6 @@
 
 static const uint8_t empty_input[1];
 
-/* What a decoded request or answer owns. */
-typedef struct data_priv {
-    Kq__Request *rq;
-    Kq__Response *rs;
-    kq_wire_arena a;
-} data_priv;
-
-static void priv_free(data_priv *p)
-{
-    if (!p)
-        return;
-    if (p->rq)
-        kq__request__free_unpacked(p->rq, NULL);
-    if (p->rs)
-        kq__response__free_unpacked(p->rs, NULL);
-    kq_wire_arena_free(&p->a);
-    free(p);
-}
-
 bool kq_data_is_data_api(uint32_t api_key)
 {
     const kq_api_info *api = kq_api_find(api_key);
@@ -570,7 +551,7 @@ static const kq_wire_msg *request_table(uint32_t api_key)
 int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out, char *errbuf,
                            size_t errlen)
 {
-    data_priv *pv = NULL;
+    kq_wire_owned *pv = NULL;
     Kq__Request *rq;
     ProtobufCMessage **body;
     const char *name;
@@ -593,7 +574,7 @@ int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out,
         kq__request__free_unpacked(rq, NULL);
         return NOMEM("a request");
     }
-    pv->rq = rq;
+    pv->msg = &rq->base;
     name = kq_api_find(rq->api_key)->name; /* a data-plane API (checked above) */
     body = kq_wire_body_slot(&kq__request__descriptor, rq, rq->api_key);
     if (rq->api_version != 0)
@@ -618,7 +599,7 @@ int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out,
         memset(out, 0, sizeof *out);
         out->api_key = key;
         out->sender_id = -1;
-        priv_free(pv);
+        kq_wire_owned_free(pv);
         return rc;
     }
     snprintf(out->cluster_id, sizeof out->cluster_id, "%s", rq->cluster_id);
@@ -630,7 +611,7 @@ void kq_data_request_free(kq_data_request *r)
 {
     if (!r)
         return;
-    priv_free(r->priv_);
+    kq_wire_owned_free(r->priv_);
     memset(r, 0, sizeof *r);
     r->sender_id = -1;
 }
@@ -673,7 +654,7 @@ static int decode_response(const uint8_t *buf, size_t len, uint32_t api_key, con
                            void **priv, char *errbuf, size_t errlen)
 {
     const kq_api_info *api = kq_api_find(api_key);
-    data_priv *pv = calloc(1, sizeof *pv);
+    kq_wire_owned *pv = calloc(1, sizeof *pv);
     Kq__Response *rs;
     ProtobufCMessage **body;
     int rc = 0;
@@ -689,7 +670,8 @@ static int decode_response(const uint8_t *buf, size_t len, uint32_t api_key, con
         rc = rc == KQ_ERR_MALFORMED ? fail(errbuf, errlen, rc,
                                            "%s response does not parse (%zu bytes)", api->name, len)
                                     : rc;
-    else if (!(pv->rs = rs, body = kq_wire_body_slot(&kq__response__descriptor, rs, api_key)))
+    else if (!(pv->msg = &rs->base,
+               body = kq_wire_body_slot(&kq__response__descriptor, rs, api_key)))
         rc = KQ_ERR_INTERNAL;
     else if (rs->api_key != api_key)
         rc = BAD("%s response has api key %u", api->name, rs->api_key);
@@ -709,11 +691,11 @@ static int decode_response(const uint8_t *buf, size_t len, uint32_t api_key, con
         rc = kq_wire_decode(m, *body, out, &pv->a, errbuf, errlen);
     if (rc) {
         memset(out, 0, m->size);
-        priv_free(pv);
+        kq_wire_owned_free(pv);
     } else if (priv) {
         *priv = pv;
     } else {
-        priv_free(pv);
+        kq_wire_owned_free(pv);
     }
     return rc;
 }
@@ -826,7 +808,7 @@ void kq_data_fetch_response_free(kq_data_fetch_response *r)
 {
     if (!r)
         return;
-    priv_free(r->priv_);
+    kq_wire_owned_free(r->priv_);
     memset(r, 0, sizeof *r);
 }
 
@@ -856,7 +838,7 @@ void kq_data_list_offsets_response_free(kq_list_offsets_response *r)
 {
     if (!r)
         return;
-    priv_free(r->priv_);
+    kq_wire_owned_free(r->priv_);
     memset(r, 0, sizeof *r);
 }
 
@@ -985,6 +967,6 @@ void kq_data_metadata_response_free(kq_data_metadata_response *r)
 {
     if (!r)
         return;
-    priv_free(r->priv_);
+    kq_wire_owned_free(r->priv_);
     memset(r, 0, sizeof *r);
 }

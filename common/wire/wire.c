@@ -718,6 +718,16 @@ ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wir
 
 /* ---- envelopes -------------------------------------------------------------------------- */
 
+void kq_wire_owned_free(kq_wire_owned *o)
+{
+    if (!o)
+        return;
+    if (o->msg)
+        protobuf_c_message_free_unpacked(o->msg, NULL);
+    kq_wire_arena_free(&o->a);
+    free(o);
+}
+
 ProtobufCMessage **kq_wire_body_slot(const ProtobufCMessageDescriptor *envelope, const void *env,
                                      uint32_t api_key)
 {

@@ -217,6 +217,8 @@ typedef struct kq_wire_owned {
     ProtobufCMessage *msg;
     kq_wire_arena a;
 } kq_wire_owned;
+/* Frees the envelope, the arena and o itself (calloc'd by the decoder). NULL is fine. */
+void kq_wire_owned_free(kq_wire_owned *o);
 #define KQ_W_TABLE(T, pbdesc, rows)                                                                \
     {                                                                                              \
         .desc = &pbdesc, .size = sizeof(T), .fields = rows,                                        \
