@@ -564,7 +564,7 @@ static void emit_rows(FILE *o, const msg *m, const char *T)
         FLAG(f->nonempty, "KQ_WF_NONEMPTY");
         FLAG(f->nonzero, "KQ_WF_NONZERO");
         FLAG(f->has[0], "KQ_WF_HAS");
-        FLAG(f->absent[0], "KQ_WF_ABSENT");
+        FLAG(f->absent[0] && !f->inl, "KQ_WF_ABSENT");
         FLAG(f->key, "KQ_WF_KEY");
         FLAG(f->inl, "KQ_WF_INLINE");
         FLAG(f->strict, "KQ_WF_STRICT");

@@ -22,6 +22,7 @@
 #include "kq_data.pb-c.h"
 #include "kq_rpc.pb-c.h"
 #include "pb_wire.h"
+#include "kq_data_tables.h"
 #include "wire.h"
 
 #define fail kq_wire_fail
@@ -138,200 +139,11 @@ int kq_data_records_walk(const uint8_t *payload, size_t len, int64_t base_offset
     return 0;
 }
 
-/* ---------------------------------------------------------------------------------------- */
-/* the tables                                                                                */
-
-#define I32 KQ_W_I32
-#define ID KQ_WK_I32, 0, INT32_MAX     /* partitions, broker ids */
-#define EPOCH KQ_WK_I32, -1, INT32_MAX /* -1: unknown */
-#define OFFSET KQ_WK_I64, 0, INT64_MAX
-#define OFFSET_OR_NONE KQ_WK_I64, -1, INT64_MAX
-#define ERROR_CODE KQ_WK_I32, 0, INT32_MAX /* a kq error code, 0 = NONE */
-#define TOPIC_ID(T) KQ_W_UUID(T, topic_id, "topic_id", KQ_WF_NONZERO)
-#define LIST(T, f, n, pb, fl, maxn, sub) KQ_W_MSGS(T, f, n, pb, (fl) | KQ_WF_SIZE, maxn, sub)
-#define NONEMPTY KQ_WF_NONEMPTY
-
-#define PR kq_produce_request
-static const kq_wire_field produce_f[] = {
-    TOPIC_ID(PR),
-    KQ_W_INT(PR, partition, "partition", ID),
-    KQ_W_INT(PR, acks, "acks", KQ_WK_I32, -1, 1),
-    KQ_W_INT(PR, timeout_ms, "timeout_ms", ID),
-    KQ_W_INT(PR, producer_id, "producer_id", OFFSET_OR_NONE),
-    KQ_W_INT(PR, producer_epoch, "producer_epoch", KQ_WK_I32, -1, INT16_MAX),
-    KQ_W_INT(PR, base_sequence, "base_sequence", EPOCH),
-    KQ_W_BLOBS(PR, records, record_lens, n_records, "records", NONEMPTY | KQ_WF_SIZE,
-               KQ_DATA_MAX_RECORDS, KQ_DATA_MAX_RECORD_BYTES),
-};
-static const kq_wire_msg produce_m = KQ_W_TABLE(PR, kq__produce_request__descriptor, produce_f);
-
-#define FP kq_data_fetch_partition
-static const kq_wire_field fetch_partition_f[] = {
-    TOPIC_ID(FP),
-    KQ_W_INT(FP, partition, "partition", ID),
-    KQ_W_INT(FP, current_leader_epoch, "current_leader_epoch", EPOCH),
-    KQ_W_INT(FP, fetch_offset, "fetch_offset", OFFSET),
-    KQ_W_INT(FP, last_fetched_epoch, "last_fetched_epoch", EPOCH),
-    KQ_W_INT(FP, log_start_offset, "log_start_offset", OFFSET_OR_NONE),
-    KQ_W_INT(FP, partition_max_bytes, "partition_max_bytes", KQ_WK_I32, 1, INT32_MAX),
-};
-static const kq_wire_msg fetch_partition_m =
-    KQ_W_TABLE(FP, kq__data_fetch_partition__descriptor, fetch_partition_f);
-#define FR kq_data_fetch_request
-static const kq_wire_field fetch_f[] = {
-    KQ_W_INT(FR, replica_id, "replica_id", EPOCH),
-    KQ_W_INT(FR, broker_epoch, "broker_epoch", OFFSET_OR_NONE),
-    KQ_W_INT(FR, max_wait_ms, "max_wait_ms", ID),
-    KQ_W_INT(FR, min_bytes, "min_bytes", ID),
-    KQ_W_INT(FR, max_bytes, "max_bytes", KQ_WK_I32, 1, INT32_MAX),
-    LIST(FR, partitions, n_partitions, "partitions", NONEMPTY, KQ_DATA_MAX_FETCH_PARTITIONS,
-         &fetch_partition_m),
-};
-static const kq_wire_msg fetch_m = KQ_W_TABLE(FR, kq__data_fetch_request__descriptor, fetch_f);
-
-#define LP kq_list_offsets_partition
-static const kq_wire_field list_offsets_partition_f[] = {
-    TOPIC_ID(LP),
-    KQ_W_INT(LP, partition, "partition", ID),
-    KQ_W_INT(LP, current_leader_epoch, "current_leader_epoch", EPOCH),
-    KQ_W_INT(LP, timestamp, "timestamp", KQ_WK_I64, KQ_DATA_EARLIEST_TIMESTAMP,
-             KQ_DATA_LATEST_TIMESTAMP),
-};
-static const kq_wire_msg list_offsets_partition_m =
-    KQ_W_TABLE(LP, kq__list_offsets_partition__descriptor, list_offsets_partition_f);
-static const kq_wire_field list_offsets_f[] = {
-    KQ_W_INT(kq_list_offsets_request, replica_id, "replica_id", EPOCH),
-    LIST(kq_list_offsets_request, partitions, n_partitions, "partitions", NONEMPTY,
-         KQ_DATA_MAX_FETCH_PARTITIONS, &list_offsets_partition_m),
-};
-static const kq_wire_msg list_offsets_m =
-    KQ_W_TABLE(kq_list_offsets_request, kq__list_offsets_request__descriptor, list_offsets_f);
-
-static const kq_wire_field metadata_f[] = {
-    KQ_W_STRS(kq_data_metadata_request, topics, n_topics, "topics", NONEMPTY | KQ_WF_SIZE,
-              KQ_DATA_MAX_METADATA_TOPICS, KQ_DATA_MAX_TOPIC_NAME),
-};
-static const kq_wire_msg metadata_m =
-    KQ_W_TABLE(kq_data_metadata_request, kq__metadata_request__descriptor, metadata_f);
-
-static const kq_wire_field produce_response_f[] = {
-    KQ_W_INT(kq_produce_response, error, "error_code", ERROR_CODE),
-    KQ_W_INT(kq_produce_response, base_offset, "base_offset", OFFSET_OR_NONE),
-    KQ_W_INT(kq_produce_response, log_start_offset, "log_start_offset", OFFSET_OR_NONE),
-    KQ_W_TEXT(kq_produce_response, error_message, "error_message"),
-};
-static const kq_wire_msg produce_response_m =
-    KQ_W_TABLE(kq_produce_response, kq__produce_response__descriptor, produce_response_f);
-
-#define DB kq_data_batch
-static const kq_wire_field batch_f[] = {
-    KQ_W_INT(DB, base_offset, "base_offset", OFFSET),
-    KQ_W_INT(DB, leader_epoch, "leader_epoch", ID),
-    KQ_W_INT(DB, count, "count", KQ_WK_I32, 1, INT32_MAX),
-    KQ_W_INT(DB, crc32c, "crc32c", KQ_WK_I32, 0, UINT32_MAX), /* stored as its 32 bits */
-    KQ_W_INT(DB, producer_id, "producer_id", OFFSET_OR_NONE),
-    KQ_W_INT(DB, producer_epoch, "producer_epoch", KQ_WK_I16, -1, INT16_MAX),
-    KQ_W_INT(DB, base_sequence, "base_sequence", EPOCH),
-    KQ_W_BYTES(DB, records, len, "records", SIZE_MAX),
-};
-static const kq_wire_msg batch_m = KQ_W_TABLE(DB, kq__data_batch__descriptor, batch_f);
-#define FPR kq_data_fetch_partition_result
-static const kq_wire_field diverging_f[] = {
-    KQ_W_KEY(FPR, diverging_epoch, "epoch", ID), /* sent when the epoch is not -1 */
-    KQ_W_INT(FPR, diverging_end_offset, "end_offset", OFFSET),
-};
-static const kq_wire_msg diverging_m =
-    KQ_W_TABLE(FPR, kq__data_epoch_end_offset__descriptor, diverging_f);
-static const kq_wire_field current_leader_f[] = {
-    KQ_W_KEY(FPR, current_leader_id, "leader_id", EPOCH), /* sent when either is known */
-    KQ_W_KEY(FPR, current_leader_epoch, "leader_epoch", EPOCH),
-};
-static const kq_wire_msg current_leader_m =
-    KQ_W_TABLE(FPR, kq__data_leader__descriptor, current_leader_f);
-static const kq_wire_field fetch_partition_result_f[] = {
-    TOPIC_ID(FPR),
-    KQ_W_INT(FPR, partition, "partition", ID),
-    KQ_W_INT(FPR, error, "error_code", ERROR_CODE),
-    KQ_W_INT(FPR, high_watermark, "high_watermark", OFFSET_OR_NONE),
-    KQ_W_INT(FPR, log_start_offset, "log_start_offset", OFFSET_OR_NONE),
-    KQ_W_INLINE("diverging_epoch", &diverging_m, -1),
-    KQ_W_INLINE("current_leader", &current_leader_m, -1),
-    LIST(FPR, batches, n_batches, "batches", 0, KQ_DATA_MAX_BATCHES, &batch_m),
-};
-static const kq_wire_msg fetch_partition_result_m =
-    KQ_W_TABLE(FPR, kq__data_fetch_partition_response__descriptor, fetch_partition_result_f);
-static const kq_wire_field fetch_response_f[] = {
-    LIST(kq_data_fetch_response, partitions, n_partitions, "partitions", 0,
-         KQ_DATA_MAX_FETCH_PARTITIONS, &fetch_partition_result_m),
-};
-static const kq_wire_msg fetch_response_m =
-    KQ_W_TABLE(kq_data_fetch_response, kq__data_fetch_response__descriptor, fetch_response_f);
-
-#define LPR kq_list_offsets_partition_result
-static const kq_wire_field list_offsets_result_f[] = {
-    TOPIC_ID(LPR),
-    KQ_W_INT(LPR, partition, "partition", ID),
-    KQ_W_INT(LPR, error, "error_code", ERROR_CODE),
-    KQ_W_INT(LPR, offset, "offset", OFFSET_OR_NONE),
-    KQ_W_INT(LPR, leader_epoch, "leader_epoch", EPOCH),
-};
-static const kq_wire_msg list_offsets_result_m =
-    KQ_W_TABLE(LPR, kq__list_offsets_partition_response__descriptor, list_offsets_result_f);
-static const kq_wire_field list_offsets_response_f[] = {
-    LIST(kq_list_offsets_response, partitions, n_partitions, "partitions", 0,
-         KQ_DATA_MAX_FETCH_PARTITIONS, &list_offsets_result_m),
-};
-static const kq_wire_msg list_offsets_response_m = KQ_W_TABLE(
-    kq_list_offsets_response, kq__list_offsets_response__descriptor, list_offsets_response_f);
-
-#define MB kq_data_metadata_broker
-static const kq_wire_field metadata_broker_f[] = {
-    KQ_W_INT(MB, id, "node_id", ID),
-    KQ_W_STR(MB, host, "host", NONEMPTY, KQ_CODEC_MAX_ENDPOINT - 1),
-    KQ_W_INT(MB, port, "port", KQ_WK_I32, 1, 65535),
-    KQ_W_STR(MB, rack, "rack", 0, KQ_DATA_MAX_RACK),
-};
-static const kq_wire_msg metadata_broker_m =
-    KQ_W_TABLE(MB, kq__metadata_broker__descriptor, metadata_broker_f);
-#define MP kq_data_metadata_partition
-static const kq_wire_field metadata_partition_f[] = {
-    KQ_W_INT(MP, partition, "partition", ID),
-    KQ_W_INT(MP, error, "error_code", ERROR_CODE),
-    KQ_W_INT(MP, leader_id, "leader_id", EPOCH),
-    KQ_W_INT(MP, leader_epoch, "leader_epoch", EPOCH),
-    KQ_W_IDS(MP, replicas, n_replicas, "replicas", 0, KQ_DATA_MAX_METADATA_REPLICAS),
-    KQ_W_IDS(MP, isr, n_isr, "isr", 0, KQ_DATA_MAX_METADATA_REPLICAS),
-};
-static const kq_wire_msg metadata_partition_m =
-    KQ_W_TABLE(MP, kq__metadata_partition__descriptor, metadata_partition_f);
-#define MT kq_data_metadata_topic
-static const kq_wire_field metadata_topic_f[] = {
-    KQ_W_STR(MT, name, "name", NONEMPTY, KQ_DATA_MAX_TOPIC_NAME),
-    KQ_W_UUID(MT, topic_id, "topic_id", 0),
-    KQ_W_INT(MT, error, "error_code", ERROR_CODE),
-    LIST(MT, partitions, n_partitions, "partitions", 0, KQ_DATA_MAX_METADATA_PARTITIONS,
-         &metadata_partition_m),
-};
-static const kq_wire_msg metadata_topic_m =
-    KQ_W_TABLE(MT, kq__metadata_topic__descriptor, metadata_topic_f);
-#define MR kq_data_metadata_response
-static const kq_wire_field metadata_response_f[] = {
-    LIST(MR, brokers, n_brokers, "brokers", 0, KQ_DATA_MAX_METADATA_BROKERS, &metadata_broker_m),
-    LIST(MR, topics, n_topics, "topics", 0, KQ_DATA_MAX_METADATA_TOPICS, &metadata_topic_m),
-};
-static const kq_wire_msg metadata_response_m =
-    KQ_W_TABLE(MR, kq__metadata_response__descriptor, metadata_response_f);
-
+/* The tables are generated from proto/kq_data.proto (kq_data_tables.c). */
 const kq_wire_msg *const kq_wire_data_tables[] = {
-    &produce_m,
-    &fetch_m,
-    &list_offsets_m,
-    &metadata_m,
-    &produce_response_m,
-    &fetch_response_m,
-    &list_offsets_response_m,
-    &metadata_response_m,
-    NULL,
+    &kq_wt_produce_request,       &kq_wt_data_fetch_request, &kq_wt_list_offsets_request,
+    &kq_wt_metadata_request,      &kq_wt_produce_response,   &kq_wt_data_fetch_response,
+    &kq_wt_list_offsets_response, &kq_wt_metadata_response,  NULL,
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -348,25 +160,28 @@ static int encode_request(const char *cluster_id, int32_t sender_id, uint32_t ap
 int kq_data_encode_produce_request(const char *cluster_id, int32_t sender_id,
                                    const kq_produce_request *req, kq_buf *out)
 {
-    return encode_request(cluster_id, sender_id, KQ_API_PRODUCE, &produce_m, req, out);
+    return encode_request(cluster_id, sender_id, KQ_API_PRODUCE, &kq_wt_produce_request, req, out);
 }
 
 int kq_data_encode_fetch_request(const char *cluster_id, int32_t sender_id,
                                  const kq_data_fetch_request *req, kq_buf *out)
 {
-    return encode_request(cluster_id, sender_id, KQ_API_DATA_FETCH, &fetch_m, req, out);
+    return encode_request(cluster_id, sender_id, KQ_API_DATA_FETCH, &kq_wt_data_fetch_request, req,
+                          out);
 }
 
 int kq_data_encode_list_offsets_request(const char *cluster_id, int32_t sender_id,
                                         const kq_list_offsets_request *req, kq_buf *out)
 {
-    return encode_request(cluster_id, sender_id, KQ_API_LIST_OFFSETS, &list_offsets_m, req, out);
+    return encode_request(cluster_id, sender_id, KQ_API_LIST_OFFSETS, &kq_wt_list_offsets_request,
+                          req, out);
 }
 
 int kq_data_encode_metadata_request(const char *cluster_id, int32_t sender_id,
                                     const kq_data_metadata_request *req, kq_buf *out)
 {
-    return encode_request(cluster_id, sender_id, KQ_API_METADATA, &metadata_m, req, out);
+    return encode_request(cluster_id, sender_id, KQ_API_METADATA, &kq_wt_metadata_request, req,
+                          out);
 }
 
 /* A producer id of -1 comes with epoch and sequence -1; any other with both >= 0. */
@@ -538,13 +353,13 @@ static const kq_wire_msg *request_table(uint32_t api_key)
 {
     switch (api_key) {
     case KQ_API_PRODUCE:
-        return &produce_m;
+        return &kq_wt_produce_request;
     case KQ_API_DATA_FETCH:
-        return &fetch_m;
+        return &kq_wt_data_fetch_request;
     case KQ_API_LIST_OFFSETS:
-        return &list_offsets_m;
+        return &kq_wt_list_offsets_request;
     default:
-        return &metadata_m;
+        return &kq_wt_metadata_request;
     }
 }
 
@@ -628,22 +443,22 @@ static int encode_response(uint32_t api_key, const kq_wire_msg *m, const void *r
 
 int kq_data_encode_produce_response(const kq_produce_response *res, kq_buf *out)
 {
-    return encode_response(KQ_API_PRODUCE, &produce_response_m, res, out);
+    return encode_response(KQ_API_PRODUCE, &kq_wt_produce_response, res, out);
 }
 
 int kq_data_encode_fetch_response(const kq_data_fetch_response *res, kq_buf *out)
 {
-    return encode_response(KQ_API_DATA_FETCH, &fetch_response_m, res, out);
+    return encode_response(KQ_API_DATA_FETCH, &kq_wt_data_fetch_response, res, out);
 }
 
 int kq_data_encode_list_offsets_response(const kq_list_offsets_response *res, kq_buf *out)
 {
-    return encode_response(KQ_API_LIST_OFFSETS, &list_offsets_response_m, res, out);
+    return encode_response(KQ_API_LIST_OFFSETS, &kq_wt_list_offsets_response, res, out);
 }
 
 int kq_data_encode_metadata_response(const kq_data_metadata_response *res, kq_buf *out)
 {
-    return encode_response(KQ_API_METADATA, &metadata_response_m, res, out);
+    return encode_response(KQ_API_METADATA, &kq_wt_metadata_response, res, out);
 }
 
 /* Every answer decoder: unpacks the envelope for api_key (into a private block that *priv
@@ -708,7 +523,7 @@ int kq_data_decode_produce_response(const uint8_t *buf, size_t len, kq_produce_r
 
     if (!out)
         return BAD("no output for decoded response");
-    rc = decode_response(buf, len, KQ_API_PRODUCE, &produce_response_m, out, &error, msg, NULL,
+    rc = decode_response(buf, len, KQ_API_PRODUCE, &kq_wt_produce_response, out, &error, msg, NULL,
                          errbuf, errlen);
     if (!rc && error) {
         out->error = error;
@@ -795,7 +610,7 @@ int kq_data_decode_fetch_response(const uint8_t *buf, size_t len, kq_data_fetch_
 
     if (!out)
         return BAD("no output for decoded response");
-    rc = decode_response(buf, len, KQ_API_DATA_FETCH, &fetch_response_m, out, &error, msg,
+    rc = decode_response(buf, len, KQ_API_DATA_FETCH, &kq_wt_data_fetch_response, out, &error, msg,
                          &out->priv_, errbuf, errlen);
     if (!rc && (rc = check_fetch_response(out, errbuf, errlen)))
         kq_data_fetch_response_free(out);
@@ -820,8 +635,8 @@ int kq_data_decode_list_offsets_response(const uint8_t *buf, size_t len,
 
     if (!out)
         return BAD("no output for decoded response");
-    rc = decode_response(buf, len, KQ_API_LIST_OFFSETS, &list_offsets_response_m, out, &error, msg,
-                         &out->priv_, errbuf, errlen);
+    rc = decode_response(buf, len, KQ_API_LIST_OFFSETS, &kq_wt_list_offsets_response, out, &error,
+                         msg, &out->priv_, errbuf, errlen);
     for (size_t i = 0; !rc && i < out->n_partitions; i++)
         if (!out->partitions[i].error && out->partitions[i].offset < 0) {
             rc = BAD("ListOffsets response partitions[%zu] offset %" PRId64
@@ -954,7 +769,7 @@ int kq_data_decode_metadata_response(const uint8_t *buf, size_t len, kq_data_met
 
     if (!out)
         return BAD("no output for decoded response");
-    rc = decode_response(buf, len, KQ_API_METADATA, &metadata_response_m, out, &error, msg,
+    rc = decode_response(buf, len, KQ_API_METADATA, &kq_wt_metadata_response, out, &error, msg,
                          &out->priv_, errbuf, errlen);
     if (!rc && (rc = check_metadata_response(out, errbuf, errlen)))
         kq_data_metadata_response_free(out);
