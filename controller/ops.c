@@ -297,7 +297,7 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int
         rc = op_heartbeat(ctx, &req->broker_heartbeat, resp, errbuf, errlen);
         break;
     case KQ_API_UNREGISTER_BROKER:
-        rc = op_unregister(ctx, req->unregister_broker_id, resp, errbuf, errlen);
+        rc = op_unregister(ctx, req->unregister_broker.broker_id, resp, errbuf, errlen);
         break;
     case KQ_API_ALTER_PARTITION:
         rc = op_alter_partition(ctx, &req->alter_partition, resp, errbuf, errlen);

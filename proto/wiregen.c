@@ -12,6 +12,7 @@
  *
  * The annotations (after `@kq` in a `//` comment; the words before it document the member):
  *   on a message line:  c=STRUCT      the C struct (typedef'd)
+ *                       use=STRUCT    a table over STRUCT, which is written elsewhere
  *                       inline=STRUCT the message's fields live in STRUCT (a parent's
  *                                     KQ_WF_INLINE field; no struct of its own)
  *                       const         pointers are const by default
@@ -209,7 +210,10 @@ static void parse(FILE *in)
             for (char *w = words ? strtok(words + 3, " \t") : NULL; w; w = strtok(NULL, " \t")) {
                 if (!strncmp(w, "c=", 2))
                     set(m->c, w + 2, line);
-                else if (!strncmp(w, "inline=", 7))
+                else if (!strncmp(w, "use=", 4)) {
+                    set(m->c, w + 4, line);
+                    m->emitted = true; /* the struct is written elsewhere */
+                } else if (!strncmp(w, "inline=", 7))
                     set(m->inl, w + 7, line);
                 else if (!strcmp(w, "const"))
                     m->is_const = true;

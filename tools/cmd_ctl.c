@@ -590,7 +590,7 @@ static int unregister_broker(const conn *c, int32_t id)
     kq_ctl_request req = {.api_key = KQ_API_UNREGISTER_BROKER};
     kq_response resp;
 
-    req.unregister_broker_id = id;
+    req.unregister_broker.broker_id = id;
     if (call(c, &req, &resp) != KQ_EXIT_OK)
         return KQ_EXIT_FAILURE;
     int err = resp.error;

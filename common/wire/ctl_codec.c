@@ -18,6 +18,7 @@
 #include "kq/util.h"
 #include "kq_ctl.pb-c.h"
 #include "kq_rpc.pb-c.h"
+#include "kq_ctl_tables.h"
 #include "wire.h"
 
 #define MAX_MESSAGE 255
@@ -47,126 +48,13 @@ bool kq_ctl_is_controller_api(uint32_t k)
 
     return api && api->kind == KQ_API_KIND_CONTROLLER;
 }
-/* request tables (proto/kq_ctl.proto <-> include/kq/ctlapi.h)                              */
+/* the hand-written tables: ElectLeaders' request, and the answers (the requests' tables are
+ * generated from proto/kq_ctl.proto)                                                       */
 
 #define I32 KQ_W_I32
 #define I64 KQ_W_I64
-#define ID KQ_WK_I32, 0, INT32_MAX      /* broker ids, partition indexes: >= 0 */
-#define EPOCH KQ_WK_I64, -1, INT64_MAX  /* -1: none, not checked */
-#define EPOCH32 KQ_WK_I32, 0, INT32_MAX /* leader and partition epochs */
-#define NONEMPTY KQ_WF_NONEMPTY
+#define ID KQ_WK_I32, 0, INT32_MAX /* broker ids, partition indexes: >= 0 */
 #define TOPIC_NAME KQ_CTL_MAX_TOPIC_NAME_BYTES
-#define RQ kq_ctl_request
-
-static const kq_wire_field endpoint_f[] = {
-    KQ_W_STR(kq_rec_endpoint, name, "name", NONEMPTY, KQ_REC_MAX_NAME),
-    KQ_W_STR(kq_rec_endpoint, host, "host", NONEMPTY, KQ_REC_MAX_NAME),
-    KQ_W_INT(kq_rec_endpoint, port, "port", KQ_WK_I32, 0, 65535),
-};
-static const kq_wire_msg endpoint_m =
-    KQ_W_TABLE(kq_rec_endpoint, kq__ctl_endpoint__descriptor, endpoint_f);
-static const kq_wire_field registration_f[] = {
-    KQ_W_INT(RQ, broker_registration.broker_id, "broker_id", ID),
-    KQ_W_STR(RQ, broker_registration.cluster_id, "cluster_id", 0, KQ_CODEC_MAX_CLUSTER_ID),
-    KQ_W_UUID(RQ, broker_registration.incarnation_id, "incarnation_id", KQ_WF_NONZERO),
-    KQ_W_MSGS(RQ, broker_registration.endpoints, broker_registration.n_endpoints, "endpoints",
-              NONEMPTY, KQ_REC_MAX_ENDPOINTS, &endpoint_m),
-    KQ_W_STR(RQ, broker_registration.rack, "rack", NONEMPTY, KQ_REC_MAX_NAME),
-};
-static const kq_wire_field heartbeat_f[] = {
-    KQ_W_INT(RQ, broker_heartbeat.broker_id, "broker_id", ID),
-    KQ_W_INT(RQ, broker_heartbeat.broker_epoch, "broker_epoch", EPOCH),
-    KQ_W_INT(RQ, broker_heartbeat.current_metadata_offset, "current_metadata_offset", EPOCH),
-    KQ_W_BOOL(RQ, broker_heartbeat.want_fence, "want_fence"),
-    KQ_W_BOOL(RQ, broker_heartbeat.want_shutdown, "want_shut_down"),
-};
-static const kq_wire_field unregister_f[] = {
-    KQ_W_INT(RQ, unregister_broker_id, "broker_id", ID),
-};
-
-static const kq_wire_field isr_member_f[] = {
-    KQ_W_INT(kq_ap_isr_member, broker_id, "broker_id", I32),
-    KQ_W_INT(kq_ap_isr_member, broker_epoch, "broker_epoch", EPOCH),
-};
-static const kq_wire_msg isr_member_m =
-    KQ_W_TABLE(kq_ap_isr_member, kq__alter_partition_isr_member__descriptor, isr_member_f);
-static const kq_wire_field ap_partition_f[] = {
-    KQ_W_INT(kq_ap_partition, partition_index, "partition_index", ID),
-    KQ_W_INT(kq_ap_partition, leader_epoch, "leader_epoch", EPOCH32),
-    KQ_W_INT(kq_ap_partition, partition_epoch, "partition_epoch", EPOCH32),
-    KQ_W_INT(kq_ap_partition, leader_recovery_state, "leader_recovery_state", KQ_WK_I8,
-             KQ_RECOVERY_RECOVERED, KQ_RECOVERY_RECOVERING),
-    KQ_W_MSGS(kq_ap_partition, new_isr, n_new_isr, "new_isr", 0, KQ_REC_MAX_REPLICAS,
-              &isr_member_m),
-};
-static const kq_wire_msg ap_partition_m =
-    KQ_W_TABLE(kq_ap_partition, kq__alter_partition_partition__descriptor, ap_partition_f);
-static const kq_wire_field ap_topic_f[] = {
-    KQ_W_UUID(kq_ap_topic, topic_id, "topic_id", 0),
-    KQ_W_STR(kq_ap_topic, name, "topic_name", 0, TOPIC_NAME),
-    KQ_W_MSGS(kq_ap_topic, partitions, n_partitions, "partitions", 0, KQ_CTL_MAX_PARTITIONS,
-              &ap_partition_m),
-};
-static const kq_wire_msg ap_topic_m =
-    KQ_W_TABLE(kq_ap_topic, kq__alter_partition_topic__descriptor, ap_topic_f);
-static const kq_wire_field alter_partition_f[] = {
-    KQ_W_INT(RQ, alter_partition.version, "version", KQ_WK_I16, 0, 3),
-    KQ_W_INT(RQ, alter_partition.broker_id, "broker_id", ID),
-    KQ_W_INT(RQ, alter_partition.broker_epoch, "broker_epoch", EPOCH),
-    KQ_W_MSGS(RQ, alter_partition.topics, alter_partition.n_topics, "topics", 0, KQ_CTL_MAX_ITEMS,
-              &ap_topic_m),
-};
-
-static const kq_wire_field assignment_f[] = {
-    KQ_W_INT(kq_partition_assignment, partition_index, "partition_index", ID),
-    KQ_W_IDS(kq_partition_assignment, broker_ids, n_broker_ids, "broker_ids", 0,
-             KQ_REC_MAX_REPLICAS),
-};
-static const kq_wire_msg assignment_m =
-    KQ_W_TABLE(kq_partition_assignment, kq__ctl_replica_assignment__descriptor, assignment_f);
-static const kq_wire_field config_kv_f[] = {
-    KQ_W_STR(kq_config_kv, name, "name", NONEMPTY, KQ_REC_MAX_NAME),
-    KQ_W_STR(kq_config_kv, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
-};
-static const kq_wire_msg config_kv_m =
-    KQ_W_TABLE(kq_config_kv, kq__ctl_config__descriptor, config_kv_f);
-static const kq_wire_field creatable_topic_f[] = {
-    KQ_W_STR(kq_create_topic, name, "name", 0, TOPIC_NAME),
-    KQ_W_INT(kq_create_topic, num_partitions, "num_partitions", KQ_WK_I32, -1, INT32_MAX),
-    KQ_W_INT(kq_create_topic, replication_factor, "replication_factor", KQ_WK_I32, -1, INT32_MAX),
-    KQ_W_MSGS(kq_create_topic, assignments, n_assignments, "assignments", 0, KQ_CTL_MAX_PARTITIONS,
-              &assignment_m),
-    KQ_W_MSGS(kq_create_topic, configs, n_configs, "configs", 0, KQ_CTL_MAX_CONFIGS, &config_kv_m),
-    KQ_W_UUID(kq_create_topic, topic_id, "topic_id", 0),
-};
-static const kq_wire_msg creatable_topic_m =
-    KQ_W_TABLE(kq_create_topic, kq__creatable_topic__descriptor, creatable_topic_f);
-static const kq_wire_field create_topics_f[] = {
-    KQ_W_MSGS(RQ, create_topics.topics, create_topics.n, "topics", NONEMPTY, KQ_CTL_MAX_ITEMS,
-              &creatable_topic_m),
-};
-static const kq_wire_field delete_topic_f[] = {
-    KQ_W_STR(kq_delete_topic, name, "name", 0, TOPIC_NAME),
-    KQ_W_UUID(kq_delete_topic, topic_id, "topic_id", 0),
-};
-static const kq_wire_msg delete_topic_m =
-    KQ_W_TABLE(kq_delete_topic, kq__delete_topic_state__descriptor, delete_topic_f);
-static const kq_wire_field delete_topics_f[] = {
-    KQ_W_MSGS(RQ, delete_topics.topics, delete_topics.n, "topics", NONEMPTY, KQ_CTL_MAX_ITEMS,
-              &delete_topic_m),
-};
-static const kq_wire_field create_partitions_topic_f[] = {
-    KQ_W_STR(kq_create_partitions, topic, "name", 0, TOPIC_NAME),
-    KQ_W_INT(kq_create_partitions, count, "count", I32),
-    KQ_W_MSGS(kq_create_partitions, assignments, n_assignments, "assignments", 0,
-              KQ_CTL_MAX_PARTITIONS, &assignment_m),
-};
-static const kq_wire_msg create_partitions_topic_m = KQ_W_TABLE(
-    kq_create_partitions, kq__create_partitions_topic__descriptor, create_partitions_topic_f);
-static const kq_wire_field create_partitions_f[] = {
-    KQ_W_MSGS(RQ, create_partitions.topics, create_partitions.n, "topics", NONEMPTY,
-              KQ_CTL_MAX_ITEMS, &create_partitions_topic_m),
-};
 
 /* ElectLeaders carries topics with their partitions; kq_elect_leaders lists (topic, partition)
  * targets, which the controller's results index. This is the wire's shape. */
@@ -196,89 +84,39 @@ static const kq_wire_field elect_f[] = {
 static const kq_wire_msg elect_m =
     KQ_W_TABLE(elect_request, kq__elect_leaders_request__descriptor, elect_f);
 
-static const kq_wire_field config_op_f[] = {
-    KQ_W_STR(kq_config_op, name, "name", NONEMPTY, KQ_REC_MAX_NAME),
-    KQ_W_INT(kq_config_op, op, "config_operation", KQ_WK_I8, KQ_CONFIG_OP_SET,
-             KQ_CONFIG_OP_SUBTRACT),
-    KQ_W_STR(kq_config_op, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
-};
-static const kq_wire_msg config_op_m =
-    KQ_W_TABLE(kq_config_op, kq__alterable_config__descriptor, config_op_f);
-static const kq_wire_field alter_resource_f[] = {
-    KQ_W_INT(kq_alter_config_resource, resource_type, "resource_type", KQ_WK_I8, INT8_MIN,
-             INT8_MAX),
-    KQ_W_STR(kq_alter_config_resource, resource_name, "resource_name", 0, TOPIC_NAME),
-    KQ_W_MSGS(kq_alter_config_resource, ops, n_ops, "configs", 0, KQ_CTL_MAX_CONFIGS, &config_op_m),
-};
-static const kq_wire_msg alter_resource_m =
-    KQ_W_TABLE(kq_alter_config_resource, kq__alter_configs_resource__descriptor, alter_resource_f);
-static const kq_wire_field alter_configs_f[] = {
-    KQ_W_MSGS(RQ, alter_configs.resources, alter_configs.n, "resources", NONEMPTY, KQ_CTL_MAX_ITEMS,
-              &alter_resource_m),
-};
-static const kq_wire_field describe_resource_f[] = {
-    KQ_W_INT(kq_describe_config_resource, resource_type, "resource_type", KQ_WK_I8, INT8_MIN,
-             INT8_MAX),
-    KQ_W_STR(kq_describe_config_resource, resource_name, "resource_name", 0, TOPIC_NAME),
-    KQ_W_STRS(kq_describe_config_resource, keys, n_keys, "configuration_keys", NONEMPTY,
-              KQ_CTL_MAX_CONFIGS, KQ_REC_MAX_NAME),
-};
-static const kq_wire_msg describe_resource_m = KQ_W_TABLE(
-    kq_describe_config_resource, kq__describe_configs_resource__descriptor, describe_resource_f);
-static const kq_wire_field describe_configs_f[] = {
-    KQ_W_MSGS(RQ, describe_configs.resources, describe_configs.n, "resources", NONEMPTY,
-              KQ_CTL_MAX_ITEMS, &describe_resource_m),
-};
-static const kq_wire_field feature_update_f[] = {
-    KQ_W_STR(kq_feature_update, name, "feature", NONEMPTY, KQ_REC_MAX_NAME),
-    KQ_W_INT(kq_feature_update, max_version_level, "max_version_level", KQ_WK_I16, 0, INT16_MAX),
-    KQ_W_INT(kq_feature_update, upgrade_type, "upgrade_type", KQ_WK_I8, KQ_FEATURE_UPGRADE,
-             KQ_FEATURE_UNSAFE_DOWNGRADE),
-};
-static const kq_wire_msg feature_update_m =
-    KQ_W_TABLE(kq_feature_update, kq__feature_update__descriptor, feature_update_f);
-static const kq_wire_field update_features_f[] = {
-    KQ_W_MSGS(RQ, update_features.updates, update_features.n, "feature_updates", NONEMPTY,
-              KQ_CTL_MAX_ITEMS, &feature_update_m),
-    KQ_W_BOOL(RQ, update_features.validate_only, "validate_only"),
-};
-static const kq_wire_field describe_topics_f[] = {
-    KQ_W_STRS(RQ, describe_topics.names, describe_topics.n, "topics", 0, KQ_CTL_MAX_ITEMS,
-              TOPIC_NAME),
-};
-
-/* Every controller request body but ElectLeaders' is a table over kq_ctl_request (the body's
- * union member). NULL fields: an empty body. */
-#define BODY(pbdesc, rows) KQ_W_TABLE(RQ, pbdesc, rows)
+/* Every controller request body but ElectLeaders' is a generated table (proto/kq_ctl.proto)
+ * over its member of kq_ctl_request's union; NULL fields: an empty body. */
+static const kq_wire_msg empty_elect_m = {.desc = &kq__elect_leaders_request__descriptor};
+static const kq_wire_msg empty_cluster_m = {.desc = &kq__describe_cluster_request__descriptor};
+static const kq_wire_msg empty_features_m = {.desc = &kq__describe_features_request__descriptor};
 static const struct ctl_body {
     uint32_t api_key;
-    kq_wire_msg m;
+    const kq_wire_msg *m;
 } ctl_bodies[] = {
-    {KQ_API_BROKER_REGISTRATION, BODY(kq__broker_registration_request__descriptor, registration_f)},
-    {KQ_API_BROKER_HEARTBEAT, BODY(kq__broker_heartbeat_request__descriptor, heartbeat_f)},
-    {KQ_API_UNREGISTER_BROKER, BODY(kq__unregister_broker_request__descriptor, unregister_f)},
-    {KQ_API_ALTER_PARTITION, BODY(kq__alter_partition_request__descriptor, alter_partition_f)},
-    {KQ_API_CREATE_TOPICS, BODY(kq__create_topics_request__descriptor, create_topics_f)},
-    {KQ_API_DELETE_TOPICS, BODY(kq__delete_topics_request__descriptor, delete_topics_f)},
-    {KQ_API_CREATE_PARTITIONS,
-     BODY(kq__create_partitions_request__descriptor, create_partitions_f)},
-    {KQ_API_ELECT_LEADERS, {.desc = &kq__elect_leaders_request__descriptor, .size = sizeof(RQ)}},
-    {KQ_API_INCREMENTAL_ALTER_CONFIGS,
-     BODY(kq__incremental_alter_configs_request__descriptor, alter_configs_f)},
-    {KQ_API_DESCRIBE_CONFIGS, BODY(kq__describe_configs_request__descriptor, describe_configs_f)},
-    {KQ_API_UPDATE_FEATURES, BODY(kq__update_features_request__descriptor, update_features_f)},
-    {KQ_API_DESCRIBE_TOPICS, BODY(kq__describe_topics_request__descriptor, describe_topics_f)},
-    {KQ_API_DESCRIBE_CLUSTER,
-     {.desc = &kq__describe_cluster_request__descriptor, .size = sizeof(RQ)}},
-    {KQ_API_DESCRIBE_FEATURES,
-     {.desc = &kq__describe_features_request__descriptor, .size = sizeof(RQ)}},
+    {KQ_API_BROKER_REGISTRATION, &kq_wt_broker_registration_request},
+    {KQ_API_BROKER_HEARTBEAT, &kq_wt_broker_heartbeat_request},
+    {KQ_API_UNREGISTER_BROKER, &kq_wt_unregister_broker_request},
+    {KQ_API_ALTER_PARTITION, &kq_wt_alter_partition_request},
+    {KQ_API_CREATE_TOPICS, &kq_wt_create_topics_request},
+    {KQ_API_DELETE_TOPICS, &kq_wt_delete_topics_request},
+    {KQ_API_CREATE_PARTITIONS, &kq_wt_create_partitions_request},
+    {KQ_API_ELECT_LEADERS, &empty_elect_m},
+    {KQ_API_INCREMENTAL_ALTER_CONFIGS, &kq_wt_incremental_alter_configs_request},
+    {KQ_API_DESCRIBE_CONFIGS, &kq_wt_describe_configs_request},
+    {KQ_API_UPDATE_FEATURES, &kq_wt_update_features_request},
+    {KQ_API_DESCRIBE_TOPICS, &kq_wt_describe_topics_request},
+    {KQ_API_DESCRIBE_CLUSTER, &empty_cluster_m},
+    {KQ_API_DESCRIBE_FEATURES, &empty_features_m},
 };
+
+/* Where every member of a request's union starts: the C struct a body table fills. */
+#define BODY(r) ((void *)&(r)->broker_registration)
 
 static const kq_wire_msg *body_table(uint32_t api_key)
 {
     for (size_t i = 0; i < sizeof ctl_bodies / sizeof ctl_bodies[0]; i++)
         if (ctl_bodies[i].api_key == api_key)
-            return &ctl_bodies[i].m;
+            return ctl_bodies[i].m;
     return NULL;
 }
 
@@ -438,7 +276,8 @@ static int from_envelope(const kq_request *env, kq_ctl_request *out, req_priv *p
         memset(out, 0, sizeof *out);
         rc = dec_elect_leaders(&pv->a, *slot, &out->elect_leaders, errbuf, errlen);
     } else {
-        rc = kq_wire_decode(m, *slot, out, &pv->a, errbuf, errlen);
+        memset(out, 0, sizeof *out);
+        rc = kq_wire_decode(m, *slot, BODY(out), &pv->a, errbuf, errlen);
     }
     out->priv_ = pv;
     out->api_key = env->api_key;
@@ -570,7 +409,7 @@ int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ct
         !(rc = enc_elect_leaders(&a, &req->elect_leaders, &w)))
         rc = kq_wire_send(req->api_key, cluster_id, sender_id, &elect_m, &w, out);
     else if (req->api_key != KQ_API_ELECT_LEADERS)
-        rc = kq_wire_send(req->api_key, cluster_id, sender_id, m, req, out);
+        rc = kq_wire_send(req->api_key, cluster_id, sender_id, m, BODY(req), out);
     kq_wire_arena_free(&a);
     return rc;
 }
@@ -1111,7 +950,8 @@ static const kq_wire_field cluster_broker_f[] = {
     KQ_W_BOOL(kq_broker, fenced, "fenced"),
     KQ_W_BOOL(kq_broker, in_controlled_shutdown, "in_controlled_shutdown"),
     KQ_W_STR(kq_broker, rack, "rack", 0, KQ_REC_MAX_NAME),
-    KQ_W_MSGS(kq_broker, endpoints, n_endpoints, "endpoints", 0, KQ_REC_MAX_ENDPOINTS, &endpoint_m),
+    KQ_W_MSGS(kq_broker, endpoints, n_endpoints, "endpoints", 0, KQ_REC_MAX_ENDPOINTS,
+              &kq_wt_ctl_endpoint),
 };
 static const kq_wire_msg cluster_broker_m =
     KQ_W_TABLE(kq_broker, kq__describe_cluster_broker__descriptor, cluster_broker_f);
@@ -1486,21 +1326,36 @@ nomem:
 /* decoded responses                                                                         */
 
 const kq_wire_msg *const kq_wire_ctl_tables[] = {
-    &ctl_bodies[0].m,       &ctl_bodies[1].m,
-    &ctl_bodies[2].m,       &ctl_bodies[3].m,
-    &ctl_bodies[4].m,       &ctl_bodies[5].m,
-    &ctl_bodies[6].m,       &ctl_bodies[8].m,
-    &ctl_bodies[9].m,       &ctl_bodies[10].m,
-    &ctl_bodies[11].m,      &ctl_bodies[12].m,
-    &ctl_bodies[13].m,      &elect_m,
-    &cluster_broker_m,      &cluster_desc_m,
-    &topics_desc_m,         &configs_desc_m,
-    &features_desc_m,       &item_results[0].m,
-    &item_results[1].m,     &item_results[2].m,
-    &item_results[3].m,     &item_results[4].m,
-    &elect_results_m,       &ap_answer_m,
-    &cluster_view_m,        &heartbeat_result_m,
-    &registration_result_m, NULL,
+    &kq_wt_broker_registration_request,
+    &kq_wt_broker_heartbeat_request,
+    &kq_wt_unregister_broker_request,
+    &kq_wt_alter_partition_request,
+    &kq_wt_create_topics_request,
+    &kq_wt_delete_topics_request,
+    &kq_wt_create_partitions_request,
+    &kq_wt_incremental_alter_configs_request,
+    &kq_wt_describe_configs_request,
+    &kq_wt_update_features_request,
+    &kq_wt_describe_topics_request,
+    &empty_cluster_m,
+    &empty_features_m,
+    &elect_m,
+    &cluster_broker_m,
+    &cluster_desc_m,
+    &topics_desc_m,
+    &configs_desc_m,
+    &features_desc_m,
+    &item_results[0].m,
+    &item_results[1].m,
+    &item_results[2].m,
+    &item_results[3].m,
+    &item_results[4].m,
+    &elect_results_m,
+    &ap_answer_m,
+    &cluster_view_m,
+    &heartbeat_result_m,
+    &registration_result_m,
+    NULL,
 };
 
 /* Decode env's body (api_key's) into out through m, owned copies; out is left empty on error. */

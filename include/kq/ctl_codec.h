@@ -52,38 +52,16 @@ typedef struct kq_ctl_request {
     union {
         kq_broker_registration broker_registration; /* cluster_id points at the body's */
         kq_heartbeat broker_heartbeat;
-        int32_t unregister_broker_id;
+        kq_unregister_broker unregister_broker;
         kq_alter_partition alter_partition;
-        struct {
-            const kq_create_topic *topics;
-            int32_t n;
-        } create_topics;
-        struct {
-            const kq_delete_topic *topics;
-            int32_t n;
-        } delete_topics;
-        struct {
-            const kq_create_partitions *topics;
-            int32_t n;
-        } create_partitions;
+        kq_create_topics create_topics;
+        kq_delete_topics delete_topics;
+        kq_create_partitions_request create_partitions;
         kq_elect_leaders elect_leaders;
-        struct {
-            const kq_alter_config_resource *resources;
-            int32_t n;
-        } alter_configs;
-        struct {
-            const kq_describe_config_resource *resources;
-            int32_t n;
-        } describe_configs;
-        struct {
-            const kq_feature_update *updates;
-            int32_t n;
-            bool validate_only;
-        } update_features;
-        struct {
-            const char *const *names; /* n == 0: every topic */
-            int32_t n;
-        } describe_topics;
+        kq_alter_configs alter_configs;
+        kq_describe_configs describe_configs;
+        kq_update_features update_features;
+        kq_describe_topics describe_topics; /* n == 0: every topic */
         /* DescribeCluster, DescribeFeatures: no fields */
     };
     void *priv_; /* private: allocations and, for kq_ctl_decode_request, the envelope */

@@ -73,7 +73,7 @@ static void check_request(const kq_ctl_request *r)
                    r->broker_heartbeat.current_metadata_offset >= -1);
         break;
     case KQ_API_UNREGISTER_BROKER:
-        FUZZ_CHECK(r->unregister_broker_id >= 0);
+        FUZZ_CHECK(r->unregister_broker.broker_id >= 0);
         break;
     case KQ_API_ALTER_PARTITION: {
         const kq_alter_partition *a = &r->alter_partition;
@@ -224,7 +224,7 @@ static void same_request(const kq_ctl_request *a, const kq_ctl_request *b)
         FUZZ_CHECK(!memcmp(&a->broker_heartbeat, &b->broker_heartbeat, sizeof a->broker_heartbeat));
         break;
     case KQ_API_UNREGISTER_BROKER:
-        FUZZ_CHECK(a->unregister_broker_id == b->unregister_broker_id);
+        FUZZ_CHECK(a->unregister_broker.broker_id == b->unregister_broker.broker_id);
         break;
     case KQ_API_ALTER_PARTITION: {
         const kq_alter_partition *x = &a->alter_partition, *y = &b->alter_partition;

@@ -393,7 +393,7 @@ static void ctl_request_seeds(void)
     r.broker_heartbeat = (kq_heartbeat){1, 5, 42, false, true};
     ctl_request("broker_heartbeat", &r);
     r.api_key = KQ_API_UNREGISTER_BROKER;
-    r.unregister_broker_id = 3;
+    r.unregister_broker.broker_id = 3;
     ctl_request("unregister_broker", &r);
     memset(&r, 0, sizeof r);
     r.api_key = KQ_API_ALTER_PARTITION;

@@ -109,11 +109,11 @@ static void test_heartbeat_unregister(void **state)
     req.broker_heartbeat.current_metadata_offset = -5;
     expect_reject(&req, KQ_ERR_INVALID_REQUEST, "current_metadata_offset");
 
-    kq_ctl_request u = {.api_key = KQ_API_UNREGISTER_BROKER, .unregister_broker_id = 9};
+    kq_ctl_request u = {.api_key = KQ_API_UNREGISTER_BROKER, .unregister_broker.broker_id = 9};
     round_trip(&u, &out);
-    assert_int_equal(out.unregister_broker_id, 9);
+    assert_int_equal(out.unregister_broker.broker_id, 9);
     kq_ctl_request_free(&out);
-    u.unregister_broker_id = -1;
+    u.unregister_broker.broker_id = -1;
     expect_reject(&u, KQ_ERR_INVALID_REQUEST,
                   "UnregisterBrokerRequest.broker_id -1 is out of range");
 }
