@@ -25,6 +25,8 @@
  *                       n=NAME (the count or length member) nt=size_t|int|int32_t
  *                       list=STRUCT (a repeated integer kept as STRUCT{ids, n})
  *                       elem=MAX (each string or bytes value) lens=NAME fixed=N skip
+ *                       sub=TABLE t=STRUCT (a message field through another table, written
+ *                       elsewhere, over STRUCT: a second view of the same message)
  * A wrong or unknown annotation stops the build with the file and line.
  *
  * Ownership: none of the output is owned; the structs' ownership rules are stated by the
@@ -45,7 +47,7 @@ typedef struct field {
     char label[16], type[S], name[S], doc[2048], raw[S * 2];
     int line;
     char c[S], t[S], n[S], nt[S], lens[S], has[S], list[S], min[S], max[S], absent[S], cst[S],
-        elem[S], fixed[S];
+        elem[S], fixed[S], sub[S];
     bool nonempty, nonzero, uuid, text, strict, key, inl, req, skip, is_const;
 } field;
 
@@ -115,10 +117,10 @@ static void field_word(field *f, char *w)
     struct {
         const char *k;
         char *dst;
-    } vals[] = {{"c", f->c},        {"t", f->t},           {"n", f->n},       {"nt", f->nt},
-                {"lens", f->lens},  {"has", f->has},       {"list", f->list}, {"min", f->min},
-                {"max", f->max},    {"absent", f->absent}, {"const", f->cst}, {"elem", f->elem},
-                {"fixed", f->fixed}};
+    } vals[] = {{"c", f->c},         {"t", f->t},           {"n", f->n},       {"nt", f->nt},
+                {"lens", f->lens},   {"has", f->has},       {"list", f->list}, {"min", f->min},
+                {"max", f->max},     {"absent", f->absent}, {"const", f->cst}, {"elem", f->elem},
+                {"fixed", f->fixed}, {"sub", f->sub}};
     struct {
         const char *k;
         bool *dst;
@@ -463,15 +465,17 @@ static void members(FILE *o, const msg *m)
         if (sub && sub->inl[0]) {
             members(o, sub);
         } else if (sub && rep) {
+            const char *st = f->t[0] ? f->t : sub->c;
+
             if (f->fixed[0])
-                snprintf(d, sizeof d, "%s %s[%s]", sub->c, f->c, f->fixed);
+                snprintf(d, sizeof d, "%s %s[%s]", st, f->c, f->fixed);
             else
-                snprintf(d, sizeof d, "%s%s *%s", cq, sub->c, f->c);
+                snprintf(d, sizeof d, "%s%s *%s", cq, st, f->c);
             member(o, d, f->doc);
             snprintf(d, sizeof d, "%s %s", nt, count_name(f, nb));
             member(o, d, "");
         } else if (sub) {
-            snprintf(d, sizeof d, "%s %s", sub->c, f->c);
+            snprintf(d, sizeof d, "%s %s", f->t[0] ? f->t : sub->c, f->c);
             member(o, d, f->doc);
         } else if (!strcmp(f->type, "string") && !rep) {
             if (f->text)
@@ -553,7 +557,9 @@ static void emit_rows(FILE *o, const msg *m, const char *T)
         if (f->raw[0] || f->skip)
             continue;
         sub = resolve(m, f->type);
-        if (sub)
+        if (sub && f->sub[0])
+            snprintf(sub_t, sizeof sub_t, "%s", f->sub);
+        else if (sub)
             table_name(sub, sub_t, sizeof sub_t);
 #define FLAG(cond, name)                                                                           \
     do {                                                                                           \
@@ -716,6 +722,10 @@ int main(int argc, char **argv)
             stem, stem, stem);
     for (int i = 0; i < n_includes; i++)
         fprintf(tc, "#include \"%s\"\n", includes[i]);
+    for (int i = 0; i < nm; i++) /* the tables named by sub= */
+        for (int j = 0; j < ms[i].nf; j++)
+            if (ms[i].f[j].sub[0])
+                fprintf(tc, "extern const kq_wire_msg %s;\n", ms[i].f[j].sub);
     /* Forward declarations, so a table may name one defined further down. */
     for (int i = 0; i < nm; i++) {
         char t[S * 2];

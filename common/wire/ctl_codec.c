@@ -21,8 +21,6 @@
 #include "kq_ctl_tables.h"
 #include "wire.h"
 
-#define MAX_MESSAGE 255
-
 /* ---------------------------------------------------------------------------------------- */
 /* helpers                                                                                   */
 
@@ -444,136 +442,26 @@ static const kq_wire_field cluster_desc_f[] = {
 static const kq_wire_msg cluster_desc_m =
     KQ_W_TABLE(kq_ctl_cluster_desc, kq__describe_cluster_response__descriptor, cluster_desc_f);
 
-#define DESC_IDS(f) KQ_W_IDS(kq_ctl_partition_desc, f.ids, f.n, #f, 0, KQ_REC_MAX_REPLICAS)
-static const kq_wire_field partition_desc_f[] = {
-    KQ_W_INT(kq_ctl_partition_desc, partition, "partition_index", ID),
-    KQ_W_INT(kq_ctl_partition_desc, leader, "leader_id", KQ_WK_I32, -1, INT32_MAX),
-    KQ_W_INT(kq_ctl_partition_desc, leader_epoch, "leader_epoch", I32),
-    KQ_W_INT(kq_ctl_partition_desc, partition_epoch, "partition_epoch", I32),
-    DESC_IDS(replicas),
-    DESC_IDS(isr),
-    DESC_IDS(elr),
-    DESC_IDS(last_known_elr),
-    KQ_W_INT(kq_ctl_partition_desc, leader_recovery_state, "leader_recovery_state", KQ_WK_I8,
-             INT8_MIN, INT8_MAX),
-};
-static const kq_wire_msg partition_desc_m =
-    KQ_W_TABLE(kq_ctl_partition_desc, kq__describe_topics_partition__descriptor, partition_desc_f);
+/* DescribeTopics' configs: the CtlConfig message read into kq_ctl_config_entry (the
+ * generated kq_ctl_topic_desc table names it). */
 static const kq_wire_field topic_config_f[] = {
     KQ_W_STR(kq_ctl_config_entry, name, "name", 0, KQ_REC_MAX_NAME),
     KQ_W_STR(kq_ctl_config_entry, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
 };
-static const kq_wire_msg topic_config_m =
+const kq_wire_msg kq_wt_topic_config =
     KQ_W_TABLE(kq_ctl_config_entry, kq__ctl_config__descriptor, topic_config_f);
-static const kq_wire_field topic_desc_f[] = {
-    KQ_W_STR(kq_ctl_topic_desc, name, "name", 0, TOPIC_NAME),
-    KQ_W_INT(kq_ctl_topic_desc, error, "error_code", I32),
-    KQ_W_UUID_HAS(kq_ctl_topic_desc, topic_id, has_id, "topic_id"),
-    KQ_W_MSGS(kq_ctl_topic_desc, partitions, n_partitions, "partitions", 0, KQ_CTL_MAX_PARTITIONS,
-              &partition_desc_m),
-    KQ_W_MSGS(kq_ctl_topic_desc, configs, n_configs, "configs", 0, KQ_CTL_MAX_CONFIGS,
-              &topic_config_m),
-    KQ_W_OPT(kq_ctl_topic_desc, min_insync_replicas, "min_insync_replicas", I32, -1),
-};
-static const kq_wire_msg topic_desc_m =
-    KQ_W_TABLE(kq_ctl_topic_desc, kq__describe_topics_topic__descriptor, topic_desc_f);
-static const kq_wire_field topics_desc_f[] = {
-    KQ_W_MSGS(kq_ctl_topics_desc, topics, n_topics, "topics", 0, INT32_MAX, &topic_desc_m),
-};
-static const kq_wire_msg topics_desc_m =
-    KQ_W_TABLE(kq_ctl_topics_desc, kq__describe_topics_response__descriptor, topics_desc_f);
 
-static const kq_wire_field config_entry_f[] = {
-    KQ_W_STR(kq_ctl_config_entry, name, "name", 0, KQ_REC_MAX_NAME),
-    KQ_W_STR(kq_ctl_config_entry, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
-    KQ_W_INT(kq_ctl_config_entry, source, "config_source", I32),
-};
-static const kq_wire_msg config_entry_m =
-    KQ_W_TABLE(kq_ctl_config_entry, kq__describe_configs_entry__descriptor, config_entry_f);
-static const kq_wire_field config_result_f[] = {
-    KQ_W_INT(kq_ctl_config_result, resource_type, "resource_type", KQ_WK_I8, INT8_MIN, INT8_MAX),
-    KQ_W_STR(kq_ctl_config_result, resource_name, "resource_name", 0, TOPIC_NAME),
-    KQ_W_INT(kq_ctl_config_result, error, "error_code", I32),
-    KQ_W_STR(kq_ctl_config_result, message, "error_message", 0, MAX_MESSAGE),
-    KQ_W_MSGS(kq_ctl_config_result, entries, n_entries, "configs", 0, INT32_MAX, &config_entry_m),
-};
-static const kq_wire_msg config_result_m =
-    KQ_W_TABLE(kq_ctl_config_result, kq__describe_configs_result__descriptor, config_result_f);
-static const kq_wire_field configs_desc_f[] = {
-    KQ_W_MSGS(kq_ctl_configs_desc, results, n_results, "results", 0, INT32_MAX, &config_result_m),
-};
-static const kq_wire_msg configs_desc_m =
-    KQ_W_TABLE(kq_ctl_configs_desc, kq__describe_configs_response__descriptor, configs_desc_f);
-
-#define LEVEL KQ_WK_I16, 0, INT16_MAX
-static const kq_wire_field feature_desc_f[] = {
-    KQ_W_STR(kq_ctl_feature_desc, name, "name", 0, KQ_REC_MAX_NAME),
-    KQ_W_INT(kq_ctl_feature_desc, min_version, "supported_min_version", LEVEL),
-    KQ_W_INT(kq_ctl_feature_desc, max_version, "supported_max_version", LEVEL),
-    KQ_W_INT(kq_ctl_feature_desc, finalized_level, "finalized_version_level", LEVEL),
-};
-static const kq_wire_msg feature_desc_m =
-    KQ_W_TABLE(kq_ctl_feature_desc, kq__feature_description__descriptor, feature_desc_f);
-static const kq_wire_field features_desc_f[] = {
-    KQ_W_INT(kq_ctl_features_desc, epoch, "finalized_features_epoch", I64),
-    KQ_W_MSGS(kq_ctl_features_desc, features, n_features, "features", 0, INT32_MAX,
-              &feature_desc_m),
-};
-static const kq_wire_msg features_desc_m =
-    KQ_W_TABLE(kq_ctl_features_desc, kq__describe_features_response__descriptor, features_desc_f);
-
-/* Per-item results: one table per API over kq_ctl_item_result, in a kq_ctl_item_results. */
-#define IR kq_ctl_item_result
-#define ITEM_ERROR                                                                                 \
-    KQ_W_INT(IR, error, "error_code", I32), KQ_W_STR(IR, message, "error_message", 0, MAX_MESSAGE)
-static const kq_wire_field created_topic_f[] = {
-    KQ_W_STR(IR, name, "name", 0, TOPIC_NAME),
-    ITEM_ERROR,
-    KQ_W_UUID_HAS(IR, topic_id, has_id, "topic_id"),
-    KQ_W_INT(IR, num_partitions, "num_partitions", I32),
-    KQ_W_INT(IR, replication_factor, "replication_factor", I32),
-};
-static const kq_wire_field deleted_topic_f[] = {
-    KQ_W_STR(IR, name, "name", 0, TOPIC_NAME),
-    ITEM_ERROR,
-    KQ_W_UUID_HAS(IR, topic_id, has_id, "topic_id"),
-};
-static const kq_wire_field resource_result_f[] = {KQ_W_STR(IR, name, "name", 0, TOPIC_NAME),
-                                                  ITEM_ERROR};
-static const kq_wire_field altered_config_f[] = {
-    KQ_W_INT(IR, resource_type, "resource_type", KQ_WK_I8, INT8_MIN, INT8_MAX),
-    KQ_W_STR(IR, name, "resource_name", 0, TOPIC_NAME),
-    ITEM_ERROR,
-};
-static const kq_wire_field updated_feature_f[] = {KQ_W_STR(IR, name, "feature", 0, KQ_REC_MAX_NAME),
-                                                  ITEM_ERROR};
-static const kq_wire_field elected_partition_f[] = {KQ_W_INT(IR, partition, "partition_id", I32),
-                                                    ITEM_ERROR};
-static const kq_wire_msg item_m[] = {
-    KQ_W_TABLE(IR, kq__creatable_topic_result__descriptor, created_topic_f),
-    KQ_W_TABLE(IR, kq__deletable_topic_result__descriptor, deleted_topic_f),
-    KQ_W_TABLE(IR, kq__ctl_resource_result__descriptor, resource_result_f),
-    KQ_W_TABLE(IR, kq__alter_configs_resource_result__descriptor, altered_config_f),
-    KQ_W_TABLE(IR, kq__updatable_feature_result__descriptor, updated_feature_f),
-    KQ_W_TABLE(IR, kq__elect_partition_result__descriptor, elected_partition_f),
-};
-#define ITEMS(pbdesc, list, i)                                                                     \
-    {                                                                                              \
-        .desc = &pbdesc, .size = sizeof(kq_ctl_item_results),                                      \
-        .fields = (const kq_wire_field[]){KQ_W_MSGS(kq_ctl_item_results, items, n, list, 0,        \
-                                                    KQ_CTL_MAX_PARTITIONS, &item_m[i])},           \
-        .n_fields = 1                                                                              \
-    }
+/* Per-item results: one generated table per API over kq_ctl_item_result, in a
+ * kq_ctl_item_results (ElectLeaders' is flattened from its topics below). */
 static const struct {
     uint32_t api_key;
-    kq_wire_msg m;
+    const kq_wire_msg *m;
 } item_results[] = {
-    {KQ_API_CREATE_TOPICS, ITEMS(kq__create_topics_response__descriptor, "topics", 0)},
-    {KQ_API_DELETE_TOPICS, ITEMS(kq__delete_topics_response__descriptor, "topics", 1)},
-    {KQ_API_CREATE_PARTITIONS, ITEMS(kq__create_partitions_response__descriptor, "topics", 2)},
-    {KQ_API_INCREMENTAL_ALTER_CONFIGS,
-     ITEMS(kq__incremental_alter_configs_response__descriptor, "responses", 3)},
-    {KQ_API_UPDATE_FEATURES, ITEMS(kq__update_features_response__descriptor, "results", 4)},
+    {KQ_API_CREATE_TOPICS, &kq_wt_create_topics_response},
+    {KQ_API_DELETE_TOPICS, &kq_wt_delete_topics_response},
+    {KQ_API_CREATE_PARTITIONS, &kq_wt_create_partitions_response},
+    {KQ_API_INCREMENTAL_ALTER_CONFIGS, &kq_wt_incremental_alter_configs_response},
+    {KQ_API_UPDATE_FEATURES, &kq_wt_update_features_response},
 };
 
 /* ElectLeaders and AlterPartition answer per topic, and the structs list partitions: these
@@ -593,7 +481,7 @@ static const kq_wire_field elect_topic_result_f[] = {
     KQ_W_STR(elect_topic_result, topic, "topic", 0, TOPIC_NAME),
     KQ_W_UUID_HAS(elect_topic_result, topic_id, has_id, "topic_id"),
     KQ_W_MSGS(elect_topic_result, partitions, n, "partitions", 0, KQ_CTL_MAX_PARTITIONS,
-              &item_m[5]),
+              &kq_wt_elect_partition_result),
 };
 static const kq_wire_msg elect_topic_result_m =
     KQ_W_TABLE(elect_topic_result, kq__elect_topic_result__descriptor, elect_topic_result_f);
@@ -644,20 +532,6 @@ static const kq_wire_field ap_answer_f[] = {
 static const kq_wire_msg ap_answer_m =
     KQ_W_TABLE(ap_answer, kq__alter_partition_response__descriptor, ap_answer_f);
 
-static const kq_wire_field heartbeat_result_f[] = {
-    KQ_W_BOOL(kq_heartbeat_result, is_caught_up, "is_caught_up"),
-    KQ_W_BOOL(kq_heartbeat_result, is_fenced, "is_fenced"),
-    KQ_W_BOOL(kq_heartbeat_result, should_shutdown, "should_shut_down"),
-    KQ_W_BOOL(kq_heartbeat_result, in_controlled_shutdown, "in_controlled_shutdown"),
-};
-static const kq_wire_msg heartbeat_result_m =
-    KQ_W_TABLE(kq_heartbeat_result, kq__broker_heartbeat_response__descriptor, heartbeat_result_f);
-static const kq_wire_field registration_result_f[] = {
-    KQ_W_INT(kq_registration_result, broker_epoch, "broker_epoch", KQ_WK_I64, 0, INT64_MAX),
-};
-static const kq_wire_msg registration_result_m = KQ_W_TABLE(
-    kq_registration_result, kq__broker_registration_response__descriptor, registration_result_f);
-
 /* ---------------------------------------------------------------------------------------- */
 /* responses from results: a view of each answer in the decoders' structs, sent through the  */
 /* same tables                                                                               */
@@ -693,7 +567,7 @@ static kq_ctl_item_result *item_views(kq_wire_arena *a, int32_t n, const char *r
                                       size_t error_off, size_t msg_off)
 {
     kq_ctl_item_result *v = kq_wire_alloc(a, (size_t)n, sizeof *v);
-    char *msgs = kq_wire_alloc(a, (size_t)n, MAX_MESSAGE + 1);
+    char *msgs = kq_wire_alloc(a, (size_t)n, KQ_CTL_MAX_MESSAGE + 1);
 
     if (!v || !msgs) {
         kq_wire_arena_free(a);
@@ -703,7 +577,8 @@ static kq_ctl_item_result *item_views(kq_wire_arena *a, int32_t n, const char *r
         const char *r = res + (size_t)i * stride;
 
         memcpy(&v[i].error, r + error_off, sizeof v[i].error);
-        v[i].message = kq_wire_clip(r + msg_off, msgs + (size_t)i * (MAX_MESSAGE + 1), MAX_MESSAGE);
+        v[i].message = kq_wire_clip(r + msg_off, msgs + (size_t)i * (KQ_CTL_MAX_MESSAGE + 1),
+                                    KQ_CTL_MAX_MESSAGE);
     }
     return v;
 }
@@ -718,7 +593,7 @@ static int send_items(uint32_t api_key, kq_ctl_item_result *v, int32_t n, kq_wir
 
     for (size_t i = 0; i < sizeof item_results / sizeof item_results[0]; i++)
         if (item_results[i].api_key == api_key)
-            return send_body(api_key, &item_results[i].m, &body, a, out);
+            return send_body(api_key, item_results[i].m, &body, a, out);
     kq_wire_arena_free(a);
     return KQ_ERR_INVALID_REQUEST;
 }
@@ -734,7 +609,7 @@ int kq_ctl_encode_broker_registration_response(const kq_registration_result *res
         return KQ_ERR_INVALID_REQUEST;
     if (res->error)
         return error_response(KQ_API_BROKER_REGISTRATION, res->error, res->message, out);
-    return send_body(KQ_API_BROKER_REGISTRATION, &registration_result_m, res, &a, out);
+    return send_body(KQ_API_BROKER_REGISTRATION, &kq_wt_broker_registration_response, res, &a, out);
 }
 
 int kq_ctl_encode_broker_heartbeat_response(const kq_heartbeat_result *res, kq_buf *out)
@@ -745,7 +620,7 @@ int kq_ctl_encode_broker_heartbeat_response(const kq_heartbeat_result *res, kq_b
         return KQ_ERR_INVALID_REQUEST;
     if (res->error)
         return error_response(KQ_API_BROKER_HEARTBEAT, res->error, res->message, out);
-    return send_body(KQ_API_BROKER_HEARTBEAT, &heartbeat_result_m, res, &a, out);
+    return send_body(KQ_API_BROKER_HEARTBEAT, &kq_wt_broker_heartbeat_response, res, &a, out);
 }
 
 int kq_ctl_encode_unregister_broker_response(int error, const char *message, kq_buf *out)
@@ -1162,7 +1037,7 @@ int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names,
         body.n_topics++;
     }
     body.topics = ts;
-    return send_body(KQ_API_DESCRIBE_TOPICS, &topics_desc_m, &body, &a, out);
+    return send_body(KQ_API_DESCRIBE_TOPICS, &kq_wt_describe_topics_response, &body, &a, out);
 nomem:
     kq_wire_arena_free(&a);
     return KQ_ERR_NOMEM;
@@ -1242,7 +1117,7 @@ int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config
     for (int32_t i = 0; i < n; i++)
         if (describe_resource(&a, img, &reqs[i], static_defaults, n_static, &body.results[i]))
             goto nomem;
-    return send_body(KQ_API_DESCRIBE_CONFIGS, &configs_desc_m, &body, &a, out);
+    return send_body(KQ_API_DESCRIBE_CONFIGS, &kq_wt_describe_configs_response, &body, &a, out);
 nomem:
     kq_wire_arena_free(&a);
     return KQ_ERR_NOMEM;
@@ -1313,7 +1188,7 @@ int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_ra
     if (fl.n)
         qsort(fl.v, fl.n, sizeof *fl.v, cmp_feat);
     body = (kq_ctl_features_desc){kq_image_committed_offset(img), fl.v, (int32_t)fl.n};
-    return send_body(KQ_API_DESCRIBE_FEATURES, &features_desc_m, &body, &a, out);
+    return send_body(KQ_API_DESCRIBE_FEATURES, &kq_wt_describe_features_response, &body, &a, out);
 nomem:
     kq_wire_arena_free(&a);
     return KQ_ERR_NOMEM;
@@ -1342,19 +1217,19 @@ const kq_wire_msg *const kq_wire_ctl_tables[] = {
     &elect_m,
     &cluster_broker_m,
     &cluster_desc_m,
-    &topics_desc_m,
-    &configs_desc_m,
-    &features_desc_m,
-    &item_results[0].m,
-    &item_results[1].m,
-    &item_results[2].m,
-    &item_results[3].m,
-    &item_results[4].m,
+    &kq_wt_describe_topics_response,
+    &kq_wt_describe_configs_response,
+    &kq_wt_describe_features_response,
+    &kq_wt_create_topics_response,
+    &kq_wt_delete_topics_response,
+    &kq_wt_create_partitions_response,
+    &kq_wt_incremental_alter_configs_response,
+    &kq_wt_update_features_response,
     &elect_results_m,
     &ap_answer_m,
     &cluster_view_m,
-    &heartbeat_result_m,
-    &registration_result_m,
+    &kq_wt_broker_heartbeat_response,
+    &kq_wt_broker_registration_response,
     NULL,
 };
 
@@ -1443,13 +1318,14 @@ int kq_ctl_decode_describe_cluster_response(const kq_response *env, kq_ctl_clust
 
 void kq_ctl_topics_desc_free(kq_ctl_topics_desc *d)
 {
-    desc_free(&topics_desc_m, d);
+    desc_free(&kq_wt_describe_topics_response, d);
 }
 
 int kq_ctl_decode_describe_topics_response(const kq_response *env, kq_ctl_topics_desc *out,
                                            char *errbuf, size_t errlen)
 {
-    int rc = dec_response(env, KQ_API_DESCRIBE_TOPICS, &topics_desc_m, out, errbuf, errlen);
+    int rc = dec_response(env, KQ_API_DESCRIBE_TOPICS, &kq_wt_describe_topics_response, out, errbuf,
+                          errlen);
 
     for (int32_t i = 0; !rc && i < out->n_topics; i++) /* DescribeTopics sends topic configs */
         for (int32_t k = 0; k < out->topics[i].n_configs; k++)
@@ -1459,25 +1335,27 @@ int kq_ctl_decode_describe_topics_response(const kq_response *env, kq_ctl_topics
 
 void kq_ctl_configs_desc_free(kq_ctl_configs_desc *d)
 {
-    desc_free(&configs_desc_m, d);
+    desc_free(&kq_wt_describe_configs_response, d);
 }
 
 int kq_ctl_decode_describe_configs_response(const kq_response *env, kq_ctl_configs_desc *out,
                                             char *errbuf, size_t errlen)
 {
-    return dec_response(env, KQ_API_DESCRIBE_CONFIGS, &configs_desc_m, out, errbuf, errlen);
+    return dec_response(env, KQ_API_DESCRIBE_CONFIGS, &kq_wt_describe_configs_response, out, errbuf,
+                        errlen);
 }
 
 void kq_ctl_features_desc_free(kq_ctl_features_desc *d)
 {
-    if (desc_free(&features_desc_m, d))
+    if (desc_free(&kq_wt_describe_features_response, d))
         d->epoch = -1;
 }
 
 int kq_ctl_decode_describe_features_response(const kq_response *env, kq_ctl_features_desc *out,
                                              char *errbuf, size_t errlen)
 {
-    int rc = dec_response(env, KQ_API_DESCRIBE_FEATURES, &features_desc_m, out, errbuf, errlen);
+    int rc = dec_response(env, KQ_API_DESCRIBE_FEATURES, &kq_wt_describe_features_response, out,
+                          errbuf, errlen);
 
     if (rc && out)
         out->epoch = -1;
@@ -1488,7 +1366,7 @@ void kq_ctl_item_results_free(kq_ctl_item_results *r)
 {
     if (!r)
         return;
-    kq_wire_free(&item_results[0].m, r); /* every item table owns the same two strings */
+    kq_wire_free(item_results[0].m, r); /* every item table owns the same two strings */
     memset(r, 0, sizeof *r);
 }
 
@@ -1541,7 +1419,7 @@ int kq_ctl_decode_item_results(const kq_response *env, kq_ctl_item_results *out,
         rc = dec_elect_results(env, out, errbuf, errlen);
     for (size_t i = 0; i < sizeof item_results / sizeof item_results[0]; i++)
         if (item_results[i].api_key == env->api_key)
-            rc = dec_response(env, env->api_key, &item_results[i].m, out, errbuf, errlen);
+            rc = dec_response(env, env->api_key, item_results[i].m, out, errbuf, errlen);
     for (int32_t i = 0; !rc && i < out->n; i++) {
         kq_ctl_item_result *it = &out->items[i];
 
@@ -1565,7 +1443,8 @@ int kq_ctl_decode_broker_registration_response(const kq_response *env, int64_t *
 
     if (!broker_epoch)
         return BAD("no output");
-    rc = dec_response(env, KQ_API_BROKER_REGISTRATION, &registration_result_m, &r, errbuf, errlen);
+    rc = dec_response(env, KQ_API_BROKER_REGISTRATION, &kq_wt_broker_registration_response, &r,
+                      errbuf, errlen);
     if (!rc)
         *broker_epoch = r.broker_epoch;
     return rc;
@@ -1576,7 +1455,8 @@ int kq_ctl_decode_broker_heartbeat_response(const kq_response *env, kq_heartbeat
 {
     if (!out)
         return BAD("no output");
-    return dec_response(env, KQ_API_BROKER_HEARTBEAT, &heartbeat_result_m, out, errbuf, errlen);
+    return dec_response(env, KQ_API_BROKER_HEARTBEAT, &kq_wt_broker_heartbeat_response, out, errbuf,
+                        errlen);
 }
 
 void kq_ctl_alter_partition_response_free(kq_alter_partition_result *r)

@@ -39,6 +39,7 @@
 #define KQ_CTL_MAX_PARTITIONS 1000000    /* partitions or assignments in one request */
 #define KQ_CTL_MAX_CONFIGS 1000          /* configs per topic / resource */
 #define KQ_CTL_MAX_TOPIC_NAME_BYTES 1024 /* longer names are rejected outright */
+#define KQ_CTL_MAX_MESSAGE 255           /* per-item error messages */
 
 /* 1 if api_key is one of the controller APIs of this header. */
 bool kq_ctl_is_controller_api(uint32_t api_key);
@@ -172,73 +173,14 @@ int kq_ctl_decode_describe_cluster_response(const kq_response *env, kq_ctl_clust
                                             char *errbuf, size_t errlen);
 void kq_ctl_cluster_desc_free(kq_ctl_cluster_desc *d);
 
-typedef struct kq_ctl_ids {
-    int32_t *ids;
-    int32_t n;
-} kq_ctl_ids;
-
-typedef struct kq_ctl_partition_desc {
-    int32_t partition;
-    int32_t leader; /* -1: none */
-    int32_t leader_epoch;
-    int32_t partition_epoch;
-    kq_ctl_ids replicas, isr, elr, last_known_elr;
-    int8_t leader_recovery_state;
-} kq_ctl_partition_desc;
-
-typedef struct kq_ctl_config_entry {
-    char *name;
-    char *value; /* NULL: no value */
-    int source;  /* KQ_CONFIG_SOURCE_* */
-} kq_ctl_config_entry;
-
-typedef struct kq_ctl_topic_desc {
-    char *name;
-    int error; /* UNKNOWN_TOPIC_OR_PARTITION for an unknown name */
-    bool has_id;
-    uint8_t topic_id[16];
-    int32_t min_insync_replicas;  /* -1: unknown */
-    kq_ctl_config_entry *configs; /* the topic's dynamic configs, by name */
-    int32_t n_configs;
-    kq_ctl_partition_desc *partitions;
-    int32_t n_partitions;
-} kq_ctl_topic_desc;
-
-typedef struct kq_ctl_topics_desc {
-    kq_ctl_topic_desc *topics;
-    int32_t n_topics;
-} kq_ctl_topics_desc;
 int kq_ctl_decode_describe_topics_response(const kq_response *env, kq_ctl_topics_desc *out,
                                            char *errbuf, size_t errlen);
 void kq_ctl_topics_desc_free(kq_ctl_topics_desc *d);
 
-typedef struct kq_ctl_config_result {
-    int8_t resource_type;
-    char *resource_name;
-    int error;
-    char *message; /* NULL: none */
-    kq_ctl_config_entry *entries;
-    int32_t n_entries;
-} kq_ctl_config_result;
-
-typedef struct kq_ctl_configs_desc {
-    kq_ctl_config_result *results;
-    int32_t n_results;
-} kq_ctl_configs_desc;
 int kq_ctl_decode_describe_configs_response(const kq_response *env, kq_ctl_configs_desc *out,
                                             char *errbuf, size_t errlen);
 void kq_ctl_configs_desc_free(kq_ctl_configs_desc *d);
 
-typedef struct kq_ctl_feature_desc {
-    char *name;
-    int16_t min_version, max_version, finalized_level;
-} kq_ctl_feature_desc;
-
-typedef struct kq_ctl_features_desc {
-    int64_t epoch; /* -1 unknown */
-    kq_ctl_feature_desc *features;
-    int32_t n_features;
-} kq_ctl_features_desc;
 int kq_ctl_decode_describe_features_response(const kq_response *env, kq_ctl_features_desc *out,
                                              char *errbuf, size_t errlen);
 void kq_ctl_features_desc_free(kq_ctl_features_desc *d);

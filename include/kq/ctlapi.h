@@ -26,6 +26,14 @@
 /* The request structs (kq_broker_registration, kq_heartbeat, kq_alter_partition,
  * kq_create_topic, ...), generated from the annotations in proto/kq_ctl.proto, which
  * document their fields and limits. */
+/* A list of broker ids in a decoded DescribeTopics answer. */
+typedef struct kq_ctl_ids {
+    int32_t *ids;
+    int32_t n;
+} kq_ctl_ids;
+
+/* The request structs and the describe answers' (kq_ctl_topics_desc, kq_ctl_configs_desc,
+ * kq_ctl_features_desc) are generated too. */
 #include "kq/kq_ctl_types.h"
 
 /* ---- broker registration and heartbeats (kraft-semantics.md 3.2, 3.3) -------------------- */
