@@ -66,7 +66,7 @@ static char includes[8][S]; /* `// @kq include=HEADER` lines: what TABLES.c incl
 static int n_includes;
 static const char *src;
 
-static void die(int line, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void die(int line, const char *fmt, ...)
 {
     va_list ap;
 
@@ -204,7 +204,7 @@ static void parse(FILE *in)
             memset(m, 0, sizeof *m);
             snprintf(m->name, S, "%s", name);
             m->parent = depth ? stack[depth - 1] : -1;
-            snprintf(m->path, sizeof m->path, "%s%s%s", depth ? ms[m->parent].path : "",
+            snprintf(m->path, sizeof m->path, "%.190s%s%.190s", depth ? ms[m->parent].path : "",
                      depth ? "." : "", name);
             snprintf(m->doc, sizeof m->doc, "%s", pending);
             pending[0] = 0;
