@@ -6,6 +6,9 @@
  *
  *   kq-wiregen IN.proto TYPES.h TABLES.h TABLES.c
  *
+ * It reads the subset of proto2 kq's files use: `//` comments only (none inside a string),
+ * one field per line, enums and services skipped whole.
+ *
  * TYPES.h holds the structs (pure C: no protobuf), included by the module's public header;
  * TABLES.h declares one `const kq_wire_msg kq_wt_<message>` per struct and TABLES.c defines
  * them. Only messages annotated on their `message` line are generated.
@@ -16,10 +19,12 @@
  *                       inline=STRUCT the message's fields live in STRUCT (a parent's
  *                                     KQ_WF_INLINE field; no struct of its own)
  *                       const         pointers are const by default
- *   a comment line `// @c+ TEXT` inside a message adds the raw member TEXT there.
+ *   a comment line `// @c+ TEXT` inside a message adds the raw member TEXT there;
+ *   a comment line `// @kq include=HEADER` outside messages: TABLES.c includes HEADER.
  *   on a field line:    c=NAME t=CTYPE (int8_t, int16_t, int, int32_t, uint32_t, int64_t)
  *                       min=LO max=HI range=LO..HI (integers; max is a length for strings and
- *                       bytes and a count for lists), absent=V (an optional scalar), key,
+ *                       bytes and a count for lists), absent=V (an optional scalar; on an
+ *                       inline field: the value its integers take when it is absent), key,
  *                       const=V (no member: V is sent, the range accepted)
  *                       nonempty nonzero uuid text strict has=NAME req inline
  *                       n=NAME (the count or length member) nt=size_t|int|int32_t
@@ -27,7 +32,8 @@
  *                       elem=MAX (each string or bytes value) lens=NAME fixed=N skip
  *                       sub=TABLE t=STRUCT (a message field through another table, written
  *                       elsewhere, over STRUCT: a second view of the same message)
- * A wrong or unknown annotation stops the build with the file and line.
+ * An unknown annotation, a missing limit, or a shape the struct and the table would disagree
+ * on (check_field) stops the build with the file and line, and leaves no output behind.
  *
  * Ownership: none of the output is owned; the structs' ownership rules are stated by the
  * public header that includes TYPES.h.
@@ -64,6 +70,9 @@ static msg ms[MAXM];
 static int nm;
 static char includes[8][S]; /* `// @kq include=HEADER` lines: what TABLES.c includes */
 static int n_includes;
+/* The outputs are written as PATH.tmp and renamed once all three are complete, so a refused
+ * annotation never leaves a half-written file that a build could take as up to date. */
+static char tmp_paths[3][4096];
 static const char *src;
 
 __attribute__((format(printf, 2, 3))) static void die(int line, const char *fmt, ...)
@@ -75,6 +84,9 @@ __attribute__((format(printf, 2, 3))) static void die(int line, const char *fmt,
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+    for (int i = 0; i < 3; i++)
+        if (tmp_paths[i][0])
+            remove(tmp_paths[i]);
     exit(1);
 }
 
@@ -88,6 +100,14 @@ static char *trim(char *s)
     while (e > s && isspace((unsigned char)e[-1]))
         *--e = 0;
     return s;
+}
+
+/* Doc text goes into C comments: neither may open or close one. */
+static void defuse_comment(char *s)
+{
+    for (; *s; s++)
+        if ((s[0] == '*' && s[1] == '/') || (s[0] == '/' && s[1] == '*'))
+            s[1] = ' ';
 }
 
 static void set(char *dst, const char *v, int line)
@@ -108,6 +128,7 @@ static char *annotations(char *comment, char *doc, size_t cap)
         words = at + 3;
     }
     snprintf(doc, cap, "%s", trim(comment));
+    defuse_comment(doc);
     return words;
 }
 
@@ -159,9 +180,12 @@ static void parse(FILE *in)
     int stack[32], depth = 0, line = 0, skip_depth = 0;
 
     while (fgets(buf, sizeof buf, in)) {
+        bool whole = strchr(buf, '\n') || feof(in);
         char *s = trim(buf), *comment = strstr(s, "//"), *words, word[S];
 
         line++;
+        if (!whole)
+            die(line, "line longer than %zu bytes", sizeof buf - 2);
         if (comment)
             *comment = 0, comment += 2;
         s = trim(s);
@@ -180,27 +204,37 @@ static void parse(FILE *in)
                 pending[0] = 0;
             else if (depth && strstr(comment, "@c+")) {
                 msg *m = &ms[stack[depth - 1]];
-                field *f = &m->f[m->nf++];
+                field *f;
 
+                if (m->nf == MAXF)
+                    die(line, "too many fields");
+                f = &m->f[m->nf++];
                 memset(f, 0, sizeof *f);
                 snprintf(f->raw, sizeof f->raw, "%s", trim(strstr(comment, "@c+") + 3));
+            } else if ((depth && strstr(comment, "@kq")) || !strncmp(trim(comment), "@kq", 3)) {
+                die(line, "an @kq annotation goes on the line it annotates (the message or "
+                          "field line), not on a comment line of its own");
             } else {
                 size_t l = strlen(pending);
 
                 snprintf(pending + l, sizeof pending - l, "%s%s", l ? "\n" : "", trim(comment));
+                defuse_comment(pending);
             }
             continue;
         }
-        if (!strncmp(s, "enum ", 5)) {
-            skip_depth = 1;
+        if (!strncmp(s, "enum ", 5) || !strncmp(s, "service ", 8)) { /* skipped whole */
+            for (const char *c = s; *c; c++)
+                skip_depth += (*c == '{') - (*c == '}');
+            if (!strchr(s, '{'))
+                die(line, "put the { on the line that opens the block");
             continue;
         }
         if (!strncmp(s, "message ", 8)) {
             msg *m = &ms[nm];
             char name[S];
 
-            if (nm == MAXM - 1 || sscanf(s + 8, "%190s", name) != 1)
-                die(line, "bad message line");
+            if (nm == MAXM - 1 || depth == 31 || sscanf(s + 8, "%190[A-Za-z0-9_]", name) != 1)
+                die(line, "bad message line (or too many or too deeply nested messages)");
             memset(m, 0, sizeof *m);
             snprintf(m->name, S, "%s", name);
             m->parent = depth ? stack[depth - 1] : -1;
@@ -226,6 +260,8 @@ static void parse(FILE *in)
             continue;
         }
         if (!strncmp(s, "oneof ", 6)) {
+            if (!depth || depth == 31)
+                die(line, "oneof outside a message");
             stack[depth] = stack[depth - 1];
             depth++;
             continue;
@@ -254,7 +290,7 @@ static void parse(FILE *in)
             k = sscanf(s, "%190s %190s %190s", a, b, c);
             if (k == 3 &&
                 (!strcmp(a, "optional") || !strcmp(a, "required") || !strcmp(a, "repeated"))) {
-                set(f->label, a, line);
+                snprintf(f->label, sizeof f->label, "%.10s", a);
                 set(f->type, b, line);
                 set(f->name, c, line);
             } else if (k >= 2) { /* a oneof member */
@@ -271,6 +307,8 @@ static void parse(FILE *in)
                 pending[0] = 0;
             }
             for (char *w = words ? strtok(words, " \t") : NULL; w; w = strtok(NULL, " \t")) {
+                if (strlen(w) >= sizeof word)
+                    die(line, "annotation too long: %.40s...", w);
                 snprintf(word, sizeof word, "%s", w);
                 field_word(f, word);
             }
@@ -545,6 +583,51 @@ static void emit_struct(FILE *o, msg *m)
 
 /* ---- the tables --------------------------------------------------------------------------- */
 
+static bool one_of(const char *v, const char *const *list)
+{
+    for (; *list; list++)
+        if (!strcmp(v, *list))
+            return true;
+    return false;
+}
+
+/* The shapes that would give a struct and a table that disagree, refused before any row. */
+static void check_field(const msg *m, const field *f, const char *T)
+{
+    static const char *const ctypes[] = {"int8_t",   "int16_t", "int",  "int32_t",
+                                         "uint32_t", "int64_t", "bool", NULL};
+    static const char *const counts[] = {"", "size_t", "int", "int32_t", NULL};
+    bool rep = !strcmp(f->label, "repeated"), str = !strcmp(f->type, "string");
+    bool bytes = !strcmp(f->type, "bytes");
+    const msg *sub = resolve(m, f->type);
+
+    if (f->t[0] && !sub && !one_of(f->t, ctypes))
+        die(f->line,
+            "t=%s: an integer field's C type is one of int8_t, int16_t, int, int32_t, "
+            "uint32_t, int64_t, bool",
+            f->t);
+    if (f->t[0] && sub && !f->sub[0])
+        die(f->line, "t= on a message field needs sub= (the table over that struct)");
+    if (!one_of(f->nt, counts) || (f->nt[0] && !rep) || (f->list[0] && f->nt[0]))
+        die(f->line, "nt=%s: a list's count is size_t, int or int32_t (not with list=)", f->nt);
+    if (f->list[0] && (!rep || !is_int(f->type)))
+        die(f->line, "list= is for a repeated integer field");
+    if (f->fixed[0] && (!rep || (!sub && !is_int(f->type))))
+        die(f->line, "fixed= is for a repeated integer or message field");
+    if (f->has[0] && (rep || !(sub || (bytes && f->uuid))))
+        die(f->line, "has= is for a uuid, a message or an inline message field");
+    if (rep && (str || bytes) && !f->elem[0])
+        die(f->line, "a repeated %s field needs elem= (the longest value)", f->type);
+    if (f->lens[0] && !(rep && bytes))
+        die(f->line, "lens= is for a repeated bytes field");
+    if (f->inl && (!sub || strcmp(sub->inl, T)))
+        die(f->line, "inline: %s must be annotated inline=%s", f->type, T);
+    if (!f->inl && sub && sub->inl[0])
+        die(f->line, "%s is inline=%s: mark the field inline", f->type, sub->inl);
+    if (sub && !sub->c[0] && !sub->inl[0] && !f->sub[0])
+        die(f->line, "%s has no @kq c=, use= or inline= (no table to name)", f->type);
+}
+
 static void emit_rows(FILE *o, const msg *m, const char *T)
 {
     for (int i = 0; i < m->nf; i++) {
@@ -556,6 +639,7 @@ static void emit_rows(FILE *o, const msg *m, const char *T)
 
         if (f->raw[0] || f->skip)
             continue;
+        check_field(m, f, T);
         sub = resolve(m, f->type);
         if (sub && f->sub[0])
             snprintf(sub_t, sizeof sub_t, "%s", f->sub);
@@ -690,10 +774,14 @@ int main(int argc, char **argv)
     }
     parse(in);
     fclose(in);
-    if (!(types = fopen(argv[2], "w")) || !(th = fopen(argv[3], "w")) ||
-        !(tc = fopen(argv[4], "w"))) {
+    for (int i = 0; i < 3; i++)
+        if ((size_t)snprintf(tmp_paths[i], sizeof tmp_paths[i], "%s.tmp", argv[2 + i]) >=
+            sizeof tmp_paths[i])
+            die(0, "output path too long");
+    if (!(types = fopen(tmp_paths[0], "w")) || !(th = fopen(tmp_paths[1], "w")) ||
+        !(tc = fopen(tmp_paths[2], "w"))) {
         perror("kq-wiregen: output");
-        return 1;
+        die(0, "cannot write the outputs");
     }
     p = strrchr(src, '/');
     snprintf(stem, sizeof stem, "%s", p ? p + 1 : src);
@@ -757,5 +845,12 @@ int main(int argc, char **argv)
                 t, d, T, t, t, t);
     }
     fprintf(th, "\n#endif\n");
-    return (fclose(types) | fclose(th) | fclose(tc)) ? 1 : 0;
+    if (ferror(types) | ferror(th) | ferror(tc) | fclose(types) | fclose(th) | fclose(tc))
+        die(0, "writing the outputs failed");
+    for (int i = 0; i < 3; i++)
+        if (rename(tmp_paths[i], argv[2 + i])) {
+            perror(argv[2 + i]);
+            die(0, "cannot rename %s", tmp_paths[i]);
+        }
+    return 0;
 }

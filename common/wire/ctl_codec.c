@@ -108,7 +108,7 @@ static const struct ctl_body {
 };
 
 /* Where every member of a request's union starts: the C struct a body table fills. */
-#define BODY(r) ((void *)&(r)->broker_registration)
+#define BODY(r) (&(r)->broker_registration)
 
 static const kq_wire_msg *body_table(uint32_t api_key)
 {

@@ -13,7 +13,10 @@
  * used. Result structs are filled by value, except kq_alter_partition_result.results and
  * kq_ap_result.isr (malloc'd; see kq_alter_partition_result_free in
  * controller/replication_control.h, or kq_ctl_alter_partition_response_free in
- * include/kq/ctl_codec.h for decoded responses).
+ * include/kq/ctl_codec.h for decoded responses). The describe answers generated alongside
+ * (kq_ctl_topics_desc, kq_ctl_configs_desc, kq_ctl_features_desc and what they hold) OWN their
+ * memory when a decoder filled them: free them with the matching kq_ctl_*_desc_free of
+ * include/kq/ctl_codec.h; built by the controller to be sent, they borrow.
  */
 #ifndef KQ_CTLAPI_H
 #define KQ_CTLAPI_H

@@ -8,8 +8,8 @@
  *
  * Checks: a rejected request gets MALFORMED / INVALID_REQUEST / UNSUPPORTED_VERSION (NOT_FOUND
  * for a non-data API) with a message and owns nothing; an accepted one obeys every "Valid:"
- * rule of include/kq/data_codec.h, and re-encodes to a request that decodes to the same value
- * and encodes to the same bytes.
+ * rule of proto/kq_data.proto (as include/kq/data_codec.h decodes it), and re-encodes to a request
+ * that decodes to the same value and encodes to the same bytes.
  */
 #include "fuzz_check.h"
 #include "fuzz_wire.h"

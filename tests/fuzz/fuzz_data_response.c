@@ -7,7 +7,7 @@
  *
  * Checks: a failed decode returns MALFORMED / INVALID_REQUEST / CORRUPT_MESSAGE with a
  * message and owns nothing; a successful one obeys every "Valid:" rule of
- * include/kq/data_codec.h (batch CRCs, contiguity, bounds, duplicates, subsets); without a
+ * proto/kq_data.proto (batch CRCs, contiguity, bounds, duplicates, subsets); without a
  * whole-request error, the answer re-encodes (kq_data_encode_*_response) to one that decodes
  * to the same value.
  */

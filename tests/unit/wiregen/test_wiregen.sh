@@ -103,6 +103,41 @@ refuse unbalanced 'message A {  // @kq c=a
   required int32 x = 1;' "unbalanced {"
 refuse msgword 'message A {  // @kq struct=a
 }' "msgword.proto:1: unknown message annotation 'struct=a'"
+refuse standalone 'message A {  // @kq c=a
+  // @kq min=0
+  required int32 x = 1;
+}' "standalone.proto:2: an @kq annotation goes on the line it annotates"
+refuse fixedstr 'message A {  // @kq c=a
+  repeated string s = 1;  // @kq fixed=4 max=4 elem=9
+}' "fixedstr.proto:2: fixed= is for a repeated integer or message field"
+refuse ctype 'message A {  // @kq c=a
+  required int32 x = 1;  // @kq t=uint8_t
+}' "ctype.proto:2: t=uint8_t: an integer field's C type is one of"
+refuse noelem 'message A {  // @kq c=a
+  repeated string s = 1;  // @kq max=4
+}' "noelem.proto:2: a repeated string field needs elem="
+refuse hasint 'message A {  // @kq c=a
+  optional int32 x = 1;  // @kq has=has_x
+}' "hasint.proto:2: has= is for a uuid, a message or an inline message field"
+refuse inlinewrong 'message B {  // @kq c=b
+  required int32 x = 1;
+}
+message A {  // @kq c=a
+  optional B b = 1;  // @kq inline
+}' "inlinewrong.proto:5: inline: B must be annotated inline=a"
+refuse inlinemissing 'message B {  // @kq inline=a
+  required int32 x = 1;
+}
+message A {  // @kq c=a
+  optional B b = 1;  // @kq has=has_b
+}' "inlinemissing.proto:5: B is inline=a: mark the field inline"
+refuse onelineenum 'enum E { X = 0; }
+message A {  // @kq c=a
+  required string s = 1;
+}' "onelineenum.proto:3: a string needs max="
+# A refused file leaves neither an output nor a temporary file behind.
+left=$(ls "$dir" | grep -E '^(unknown|nomax|standalone|inlinewrong)_(types|tables)' || true)
+[ -z "$left" ] || { echo "FAIL: a refused run left: $left"; fails=$((fails + 1)); }
 "$gen" "$dir/none.proto" "$dir/x.h" "$dir/y.h" "$dir/z.c" > "$dir/missing.out" 2>&1
 [ $? -eq 1 ] || { echo "FAIL: a missing input did not exit 1"; fails=$((fails + 1)); }
 want "$dir/missing.out" "none.proto: No such file or directory"
