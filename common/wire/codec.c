@@ -501,6 +501,7 @@ static int check_raft_request(const kq_raft_msg *m, const Kq__Request *rq, char 
 int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, char *errbuf,
                             size_t errlen)
 {
+    bool nul = false;
     kq_wire_owned *o;
     const struct quorum_api *q;
     Kq__Request *rq;
@@ -513,7 +514,7 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
     memset(out, 0, sizeof *out);
     out->sender_id = KQ_RAFT_NO_ID;
     raft_msg_defaults(&out->raft);
-    if ((rc = kq_pb_unpack_request(buf, len, &rq, &out->api_key, errbuf, errlen)) != 0)
+    if ((rc = kq_pb_unpack_request(buf, len, &rq, &out->api_key, &nul, errbuf, errlen)) != 0)
         return rc;
     if (!(o = calloc(1, sizeof *o))) {
         kq__request__free_unpacked(rq, NULL);
@@ -533,7 +534,7 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
     else if (rq->api_version != 0)
         rc = kq_wire_fail(errbuf, errlen, KQ_ERR_UNSUPPORTED_VERSION,
                           "%s version %u is not supported (only version 0)", name, rq->api_version);
-    else if (!kq_pb_strings_ok(&kq__request__descriptor, buf ? buf : empty_input, len))
+    else if (nul)
         rc = BAD("%s request has a string with a NUL byte", name);
     else if (check_cluster_id(rq->cluster_id))
         rc = BAD("%s request cluster_id is longer than %d bytes", name, KQ_CODEC_MAX_CLUSTER_ID);
@@ -676,6 +677,7 @@ static int check_response(kq_response *out, char *errbuf, size_t errlen)
 int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_response *out,
                              char *errbuf, size_t errlen)
 {
+    bool nul = false;
     const struct quorum_api *q;
     kq_wire_owned *o;
     Kq__Response *rs;
@@ -695,7 +697,7 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
         return kq_wire_fail(errbuf, errlen, KQ_ERR_MALFORMED,
                             "response does not parse (no buffer)");
     rs = (Kq__Response *)kq_pb_unpack(&kq__response__descriptor, buf ? buf : empty_input, len,
-                                      KQ_PB_ANSWER, &rc, errbuf, errlen);
+                                      KQ_PB_ANSWER, &rc, &nul, errbuf, errlen);
     if (!rs && rc == KQ_ERR_MALFORMED)
         return kq_wire_fail(errbuf, errlen, rc, "response does not parse (%zu bytes)", len);
     if (!rs)
@@ -712,7 +714,7 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
     body = name ? kq_wire_body_slot(&kq__response__descriptor, rs, rs->api_key) : NULL;
     if (!name)
         rc = BAD("response for unknown api key %u", rs->api_key);
-    else if (!kq_pb_strings_ok(&kq__response__descriptor, buf ? buf : empty_input, len))
+    else if (nul)
         rc = BAD("%s response has a string with a NUL byte", name);
     else if ((rc = kq_wire_decode(&envelope_m, &rs->base, out, &o->a, errbuf, errlen)))
         ;
@@ -845,7 +847,7 @@ int kq_codec_walk_records(const uint8_t *records, size_t len, int64_t base_offse
         if (!kq_pb_read_varint(records, len, &pos, &n) || n > len - pos)
             return KQ_ERR_MALFORMED;
         rec = (Kq__Record *)kq_pb_unpack(&kq__record__descriptor, n ? records + pos : empty_input,
-                                         (size_t)n, KQ_PB_REQUEST, &rc, NULL, 0);
+                                         (size_t)n, KQ_PB_REQUEST, &rc, NULL, NULL, 0);
         if (!rec)
             return KQ_ERR_MALFORMED;
         pos += (size_t)n;

@@ -366,6 +366,7 @@ static const kq_wire_msg *request_table(uint32_t api_key)
 int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out, char *errbuf,
                            size_t errlen)
 {
+    bool nul = false;
     kq_wire_owned *pv = NULL;
     Kq__Request *rq;
     ProtobufCMessage **body;
@@ -376,7 +377,7 @@ int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out,
         return BAD("no output for decoded request");
     memset(out, 0, sizeof *out);
     out->sender_id = -1;
-    if ((rc = kq_pb_unpack_request(buf, len, &rq, &out->api_key, errbuf, errlen)) != 0)
+    if ((rc = kq_pb_unpack_request(buf, len, &rq, &out->api_key, &nul, errbuf, errlen)) != 0)
         return rc;
     out->api_key = rq->api_key;
     if (!kq_data_is_data_api(rq->api_key)) {
@@ -395,7 +396,7 @@ int kq_data_decode_request(const uint8_t *buf, size_t len, kq_data_request *out,
     if (rq->api_version != 0)
         rc = fail(errbuf, errlen, KQ_ERR_UNSUPPORTED_VERSION,
                   "%s version %u is not supported (only version 0)", name, rq->api_version);
-    else if (!kq_pb_strings_ok(&kq__request__descriptor, buf ? buf : empty_input, len))
+    else if (nul)
         rc = BAD("%s request has a string with a NUL byte", name);
     else if (strnlen(rq->cluster_id, KQ_CODEC_MAX_CLUSTER_ID + 1) > KQ_CODEC_MAX_CLUSTER_ID)
         rc = BAD("%s request cluster_id is longer than %d bytes", name, KQ_CODEC_MAX_CLUSTER_ID);
@@ -468,6 +469,7 @@ static int decode_response(const uint8_t *buf, size_t len, uint32_t api_key, con
                            void *out, int *error, char msg[KQ_DATA_MAX_ERROR_MESSAGE + 1],
                            void **priv, char *errbuf, size_t errlen)
 {
+    bool nul = false;
     const kq_api_info *api = kq_api_find(api_key);
     kq_wire_owned *pv = calloc(1, sizeof *pv);
     Kq__Response *rs;
@@ -481,7 +483,7 @@ static int decode_response(const uint8_t *buf, size_t len, uint32_t api_key, con
         rc = fail(errbuf, errlen, KQ_ERR_MALFORMED, "%s response does not parse (no buffer)",
                   api->name);
     else if (!(rs = (Kq__Response *)kq_pb_unpack(&kq__response__descriptor, buf ? buf : empty_input,
-                                                 len, KQ_PB_ANSWER, &rc, errbuf, errlen)))
+                                                 len, KQ_PB_ANSWER, &rc, &nul, errbuf, errlen)))
         rc = rc == KQ_ERR_MALFORMED ? fail(errbuf, errlen, rc,
                                            "%s response does not parse (%zu bytes)", api->name, len)
                                     : rc;
@@ -490,7 +492,7 @@ static int decode_response(const uint8_t *buf, size_t len, uint32_t api_key, con
         rc = KQ_ERR_INTERNAL;
     else if (rs->api_key != api_key)
         rc = BAD("%s response has api key %u", api->name, rs->api_key);
-    else if (!kq_pb_strings_ok(&kq__response__descriptor, buf ? buf : empty_input, len))
+    else if (nul)
         rc = BAD("%s response has a string with a NUL byte", api->name);
     else if (rs->error_code < 0)
         rc = BAD("%s response error_code %" PRId32 " is invalid", api->name, rs->error_code);

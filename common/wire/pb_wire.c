@@ -39,58 +39,6 @@ size_t kq_pb_put_varint(uint8_t *p, uint64_t v)
     return n;
 }
 
-static bool strings_ok(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len, int depth)
-{
-    size_t pos = 0;
-
-    if (depth > KQ_PB_MAX_DEPTH)
-        return false;
-    while (pos < len) {
-        uint64_t key, v;
-        const ProtobufCFieldDescriptor *f;
-
-        if (!kq_pb_read_varint(p, len, &pos, &key))
-            return false;
-        switch (key & 7) {
-        case 0:
-            if (!kq_pb_read_varint(p, len, &pos, &v))
-                return false;
-            break;
-        case 1:
-            if (len - pos < 8)
-                return false;
-            pos += 8;
-            break;
-        case 5:
-            if (len - pos < 4)
-                return false;
-            pos += 4;
-            break;
-        case 2:
-            if (!kq_pb_read_varint(p, len, &pos, &v) || v > len - pos)
-                return false;
-            f = (key >> 3) <= UINT32_MAX
-                    ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
-                    : NULL;
-            if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p + pos, 0, (size_t)v))
-                return false;
-            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
-                !strings_ok(f->descriptor, p + pos, (size_t)v, depth + 1))
-                return false;
-            pos += (size_t)v;
-            break;
-        default:
-            return false; /* groups: none in our schemas */
-        }
-    }
-    return true;
-}
-
-bool kq_pb_strings_ok(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len)
-{
-    return strings_ok(d, p, len, 0);
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* What protobuf-c 1.4.1's protobuf_c_message_unpack allocates, counted from the bytes: per
  * message its struct, a 32-byte ScannedMember per field beyond the first 16 (in doubling
@@ -104,6 +52,7 @@ bool kq_pb_strings_ok(const ProtobufCMessageDescriptor *d, const uint8_t *p, siz
 typedef struct unpack_walk {
     size_t cost;
     size_t budget;
+    bool nul; /* a string field holds a NUL byte */
     char *why;
     size_t whylen;
 } unpack_walk;
@@ -305,6 +254,7 @@ static bool walk_message(unpack_walk *w, const ProtobufCMessageDescriptor *d, co
         case PROTOBUF_C_TYPE_STRING:
             if (!walk_add(w, heap_bytes((size_t)v + 1)))
                 return false;
+            w->nul = w->nul || memchr(p + pos - (size_t)v, 0, (size_t)v);
             break;
         case PROTOBUF_C_TYPE_BYTES:
             if (v > 0 && !walk_add(w, heap_bytes((size_t)v)))
@@ -384,8 +334,8 @@ size_t kq_pb_answer_budget(size_t frame)
     return budget(frame, KQ_PB_ANSWER_FACTOR, KQ_PB_ANSWER_SLACK);
 }
 
-bool kq_pb_unpack_cost(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
-                       size_t limit, size_t *cost, char *why, size_t whylen)
+static bool unpack_cost(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
+                        size_t limit, size_t *cost, bool *nul, char *why, size_t whylen)
 {
     unpack_walk w = {.budget = limit, .why = why, .whylen = whylen};
     bool ok;
@@ -395,11 +345,19 @@ bool kq_pb_unpack_cost(const ProtobufCMessageDescriptor *d, const uint8_t *p, si
     ok = walk_message(&w, d, p, len, 0);
     if (cost)
         *cost = w.cost;
+    if (nul)
+        *nul = w.nul;
     return ok;
 }
 
+bool kq_pb_unpack_cost(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
+                       size_t limit, size_t *cost, char *why, size_t whylen)
+{
+    return unpack_cost(d, p, len, limit, cost, NULL, why, whylen);
+}
+
 int kq_pb_unpack_request(const uint8_t *p, size_t len, Kq__Request **out, uint32_t *api_key,
-                         char *why, size_t whylen)
+                         bool *nul, char *why, size_t whylen)
 {
     static const uint8_t empty[1];
     uint64_t key = 0;
@@ -411,7 +369,7 @@ int kq_pb_unpack_request(const uint8_t *p, size_t len, Kq__Request **out, uint32
         return KQ_ERR_MALFORMED;
     }
     *out = (Kq__Request *)kq_pb_unpack(&kq__request__descriptor, p ? p : empty, len, KQ_PB_REQUEST,
-                                       &rc, why, whylen);
+                                       &rc, nul, why, whylen);
     if (*out != NULL)
         return 0;
     if (rc == KQ_ERR_MALFORMED)
@@ -422,12 +380,12 @@ int kq_pb_unpack_request(const uint8_t *p, size_t len, Kq__Request **out, uint32
 }
 
 ProtobufCMessage *kq_pb_unpack(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
-                               kq_pb_source source, int *err, char *why, size_t whylen)
+                               kq_pb_source source, int *err, bool *nul, char *why, size_t whylen)
 {
     size_t limit = source == KQ_PB_ANSWER ? kq_pb_answer_budget(len) : kq_pb_decode_budget(len);
     ProtobufCMessage *m;
 
-    if (!kq_pb_unpack_cost(d, p, len, limit, NULL, why, whylen)) {
+    if (!unpack_cost(d, p, len, limit, NULL, nul, why, whylen)) {
         *err = KQ_ERR_INVALID_REQUEST;
         return NULL;
     }

@@ -16,7 +16,7 @@
 
 #include "kq_rpc.pb-c.h"
 
-/* How deep kq_pb_strings_ok follows nested messages before it rejects the input. */
+/* How deep kq_pb_unpack follows nested messages before it refuses the input. */
 #define KQ_PB_MAX_DEPTH 8
 
 /* Reads a base-128 varint from p[*pos..len) and advances *pos; false if it is truncated or
@@ -25,12 +25,6 @@ bool kq_pb_read_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out)
 
 /* Writes v as a varint at p (room for 10 bytes); returns the bytes written. */
 size_t kq_pb_put_varint(uint8_t *p, uint64_t v);
-
-/* protobuf-c NUL-terminates strings and so silently cuts one that carries a NUL byte. Walks
- * the wire bytes of a message of type d (one that already unpacked) and returns false if any
- * string field, at any depth, holds a NUL, if the bytes are malformed, if they use groups, or
- * if messages nest deeper than KQ_PB_MAX_DEPTH. */
-bool kq_pb_strings_ok(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len);
 
 /* The last value of varint field `field` at the top level of the message in p[0..len) (as
  * protobuf does: the last occurrence wins); false if absent or the bytes stop parsing first.
@@ -75,16 +69,18 @@ bool kq_pb_unpack_cost(const ProtobufCMessageDescriptor *d, const uint8_t *p, si
  * denial of service; inside one it keeps the last, which no encoder of ours relies on).
  * Returns the message, which the caller frees with protobuf_c_message_free_unpacked, or NULL
  * with *err = KQ_ERR_INVALID_REQUEST and the reason in why (the limits), or *err =
- * KQ_ERR_MALFORMED and why empty (the bytes do not parse). */
+ * KQ_ERR_MALFORMED and why empty (the bytes do not parse). The same walk sets *nul (when nul is
+ * not NULL) to whether a string field, at any depth, holds a NUL byte, which protobuf-c would
+ * silently cut the string at: the caller refuses such a message in its own words. */
 ProtobufCMessage *kq_pb_unpack(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len,
-                               kq_pb_source source, int *err, char *why, size_t whylen);
+                               kq_pb_source source, int *err, bool *nul, char *why, size_t whylen);
 
 /* kq_pb_unpack of a kq.Request envelope, the one way both request decoders start: 0 with
  * *out (free with kq__request__free_unpacked), KQ_ERR_MALFORMED "request does not parse (N
  * bytes)" (also for p NULL with len > 0), or the limits' KQ_ERR_INVALID_REQUEST, in which case
  * *api_key still gets the envelope's api key when it can be read, so that the error answer
- * names its API (*api_key is left alone otherwise). */
+ * names its API (*api_key is left alone otherwise). *nul as for kq_pb_unpack. */
 int kq_pb_unpack_request(const uint8_t *p, size_t len, Kq__Request **out, uint32_t *api_key,
-                         char *why, size_t whylen);
+                         bool *nul, char *why, size_t whylen);
 
 #endif

@@ -80,6 +80,7 @@ static int convert(const Kq__Record *m, kq_record *out, char *errbuf, size_t err
 
 int kq_record_decode(const uint8_t *buf, size_t len, kq_record *out, char *errbuf, size_t errlen)
 {
+    bool nul = false;
     static const uint8_t empty[1];
     Kq__Record *m;
     int rc;
@@ -89,13 +90,13 @@ int kq_record_decode(const uint8_t *buf, size_t len, kq_record *out, char *errbu
     if (!buf && len)
         return fail(KQ_ERR_MALFORMED, errbuf, errlen, "no input");
     m = (Kq__Record *)kq_pb_unpack(&kq__record__descriptor, len ? buf : empty, len, KQ_PB_REQUEST,
-                                   &rc, errbuf, errlen);
+                                   &rc, &nul, errbuf, errlen);
     if (!m && rc == KQ_ERR_MALFORMED)
         return fail(KQ_ERR_MALFORMED, errbuf, errlen,
                     "record of %zu bytes does not parse as kq.Record", len);
     if (!m)
         return rc;
-    if (!kq_pb_strings_ok(&kq__record__descriptor, len ? buf : empty, len)) {
+    if (nul) {
         kq__record__free_unpacked(m, NULL);
         return fail(KQ_ERR_MALFORMED, errbuf, errlen, "record holds a string with a NUL byte");
     }

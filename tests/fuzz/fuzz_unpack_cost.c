@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     d = types[data[0] % 3];
     ok = kq_pb_unpack_cost(d, p, len, SIZE_MAX, &cost, why, sizeof why);
-    m = kq_pb_unpack(d, p, len, KQ_PB_REQUEST, &err, why, sizeof why);
+    m = kq_pb_unpack(d, p, len, KQ_PB_REQUEST, &err, NULL, why, sizeof why);
     kq_parsed = m != NULL;
     if (m != NULL)
         protobuf_c_message_free_unpacked(m, NULL);

@@ -229,8 +229,8 @@ static void test_honest_messages_decode(void **state)
     assert_int_equal(r.n_records, KQ_CODEC_MAX_WRITE_RECORDS);
     kq_request_free(&r);
     assert_true(model_cost(dense.data, dense.len) <= kq_pb_decode_budget(dense.len));
-    m = kq_pb_unpack(&kq__request__descriptor, dense.data, dense.len, KQ_PB_REQUEST, &(int){0}, err,
-                     sizeof err);
+    m = kq_pb_unpack(&kq__request__descriptor, dense.data, dense.len, KQ_PB_REQUEST, &(int){0},
+                     NULL, err, sizeof err);
     assert_non_null(m);
     protobuf_c_message_free_unpacked(m, NULL);
     check_model(big.data, big.len, "Write of 10,000 records of 1000 bytes");
@@ -273,11 +273,12 @@ static void test_answers_get_a_looser_budget(void **state)
 
     (void)state;
     assert_true(kq_pb_answer_budget(b.len) > model_cost(b.data, b.len));
-    m = kq_pb_unpack(&kq__request__descriptor, b.data, b.len, KQ_PB_ANSWER, &rc, err, sizeof err);
+    m = kq_pb_unpack(&kq__request__descriptor, b.data, b.len, KQ_PB_ANSWER, &rc, NULL, err,
+                     sizeof err);
     assert_non_null(m);
     protobuf_c_message_free_unpacked(m, NULL);
-    assert_null(
-        kq_pb_unpack(&kq__request__descriptor, b.data, b.len, KQ_PB_REQUEST, &rc, err, sizeof err));
+    assert_null(kq_pb_unpack(&kq__request__descriptor, b.data, b.len, KQ_PB_REQUEST, &rc, NULL, err,
+                             sizeof err));
     assert_int_equal(rc, KQ_ERR_INVALID_REQUEST);
     kq_buf_free(&b);
 }

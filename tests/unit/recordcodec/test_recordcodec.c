@@ -308,6 +308,33 @@ static void test_decode_errors(void **state)
         assert_non_null(strstr(err, "NUL"));
         buf_free(&b);
     }
+    {
+        /* Also two messages down: an endpoint's host inside a RegisterBrokerRecord. */
+        Kq__Record rm = KQ__RECORD__INIT;
+        Kq__RegisterBrokerRecord rb = KQ__REGISTER_BROKER_RECORD__INIT;
+        Kq__RegisterBrokerRecord__Endpoint ep = KQ__REGISTER_BROKER_RECORD__ENDPOINT__INIT;
+        Kq__RegisterBrokerRecord__Endpoint *eps[] = {&ep};
+        kq_buf b;
+        uint8_t *at;
+
+        ep.name = "PLAINTEXT";
+        ep.host = "hostXname";
+        ep.port = 9092;
+        rb.broker_id = 1;
+        rb.incarnation_id = (ProtobufCBinaryData){16, id16};
+        rb.n_endpoints = 1;
+        rb.endpoints = eps;
+        rm.body_case = KQ__RECORD__BODY_REGISTER_BROKER;
+        rm.register_broker = &rb;
+        pack_raw(&rm, &b);
+        assert_int_equal(kq_record_decode(b.data, b.len, &r, err, sizeof err), 0);
+        kq_record_free(&r);
+        at = memchr(b.data, 'X', b.len);
+        *at = '\0';
+        assert_int_equal(kq_record_decode(b.data, b.len, &r, err, sizeof err), KQ_ERR_MALFORMED);
+        assert_non_null(strstr(err, "NUL"));
+        buf_free(&b);
+    }
 
     m.body_case = KQ__RECORD__BODY_PARTITION;
     m.partition = &p;
