@@ -9,6 +9,7 @@
  */
 #include "kq/raft.h"
 #include "kq/error.h"
+#include "kq/quorum.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +67,6 @@ typedef struct parked {
 struct kq_raft {
     kq_raft_config cfg;
     int self_idx; /* index in cfg.voters, -1 for an observer */
-    int majority;
     bool started;
     bool shutdown; /* EV_RESIGN seen: never campaign, never grant */
     uint64_t prng;
@@ -457,12 +457,6 @@ static void leave_role(kq_raft *r)
     abort_snapshot_fetch(r);
 }
 
-static int cmp_desc_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
 static void leader_update_hw(kq_raft *r)
 {
     if (r->role != KQ_RAFT_LEADER)
@@ -471,12 +465,7 @@ static void leader_update_hw(kq_raft *r)
     int n = r->cfg.n_voters;
     for (int i = 0; i < n; i++)
         ends[i] = i == r->self_idx ? r->durable_end : r->peers[i].end_offset;
-    qsort(ends, (size_t)n, sizeof(ends[0]), cmp_desc_i64);
-    int64_t cand = ends[n / 2];
-    if (cand > r->leo)
-        cand = r->leo;
-    if (cand > r->epoch_start && cand > r->hw)
-        r->hw = cand;
+    r->hw = kq_quorum_high_watermark(ends, n, r->leo, r->epoch_start, r->hw);
     if (r->hw > r->committed)
         r->committed = r->hw;
 }
@@ -511,15 +500,20 @@ static void check_votes(kq_raft *r)
         else if (r->peers[i].vote < 0)
             rejected++;
     }
-    if (granted >= r->majority) {
+    switch (kq_quorum_tally(granted, rejected, r->cfg.n_voters)) {
+    case KQ_VOTE_WON:
         if (r->role == KQ_RAFT_PROSPECTIVE)
             become_candidate(r);
         else
             become_leader(r);
         return;
+    case KQ_VOTE_LOST:
+        if (r->backoff_deadline == 0)
+            start_backoff(r);
+        return;
+    case KQ_VOTE_OPEN:
+        return;
     }
-    if (r->cfg.n_voters - rejected < r->majority && r->backoff_deadline == 0)
-        start_backoff(r);
 }
 
 static void become_unattached(kq_raft *r, int32_t epoch, int32_t voted)
@@ -910,7 +904,7 @@ static void check_quorum_mark(kq_raft *r, int i)
     for (int j = 0; j < r->cfg.n_voters; j++)
         if (j != r->self_idx && r->peers[j].cq_fetched)
             n++;
-    if (n >= r->majority) {
+    if (kq_quorum_heard(n, r->cfg.n_voters)) {
         for (int j = 0; j < r->cfg.n_voters; j++)
             r->peers[j].cq_fetched = false;
         r->cq_deadline = r->now + (uint64_t)r->cfg.fetch_timeout_ms * 3 / 2;
@@ -1891,7 +1885,6 @@ kq_raft *kq_raft_new(const kq_raft_config *cfg, char *errbuf, size_t errlen)
     }
     r->cfg = *cfg;
     r->self_idx = voter_index(r, cfg->node_id);
-    r->majority = cfg->n_voters / 2 + 1;
     r->prng = cfg->seed;
     r->epoch = 0;
     r->voted_id = KQ_RAFT_NO_ID;
