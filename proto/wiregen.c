@@ -233,7 +233,7 @@ static void parse(FILE *in)
             msg *m = &ms[nm];
             char name[S];
 
-            if (nm == MAXM - 1 || depth == 31 || sscanf(s + 8, "%190[A-Za-z0-9_]", name) != 1)
+            if (nm == MAXM - 1 || depth == 31 || sscanf(s + 8, " %190[A-Za-z0-9_]", name) != 1)
                 die(line, "bad message line (or too many or too deeply nested messages)");
             memset(m, 0, sizeof *m);
             snprintf(m->name, S, "%s", name);
@@ -610,8 +610,14 @@ static void check_field(const msg *m, const field *f, const char *T)
         die(f->line, "t= on a message field needs sub= (the table over that struct)");
     if (!one_of(f->nt, counts) || (f->nt[0] && !rep) || (f->list[0] && f->nt[0]))
         die(f->line, "nt=%s: a list's count is size_t, int or int32_t (not with list=)", f->nt);
-    if (f->list[0] && (!rep || !is_int(f->type)))
-        die(f->line, "list= is for a repeated integer field");
+    if (f->list[0] && (!rep || !is_int(f->type) || f->fixed[0]))
+        die(f->line, "list= is for a repeated integer field (without fixed=)");
+    if (rep && is_int(f->type) && (strstr(f->type, "64") || f->t[0]))
+        die(f->line, "a repeated integer field is a list of int32 (no 64-bit lists, no t=)");
+    if (f->inl && rep)
+        die(f->line, "inline is for a singular message field");
+    if (f->sub[0] && !sub)
+        die(f->line, "sub= is for a message field");
     if (f->fixed[0] && (!rep || (!sub && !is_int(f->type))))
         die(f->line, "fixed= is for a repeated integer or message field");
     if (f->has[0] && (rep || !(sub || (bytes && f->uuid))))
@@ -680,7 +686,7 @@ static void emit_rows(FILE *o, const msg *m, const char *T)
             continue;
         }
         if (sub && rep) {
-            if (!f->max[0])
+            if (!f->max[0] && !f->fixed[0])
                 die(f->line, "a list needs max=");
             fprintf(o, ", .kind = KQ_WK_MSGS, .off = offsetof(%s, %s), .aux = offsetof(%s, %s)", T,
                     f->c, T, count_name(f, nb));

@@ -18,7 +18,8 @@ int kq_quorum_majority(int n_voters);
 
 /* The largest offset that at least a majority of the n voters has reached, given each
  * voter's end offset (its durable log end; the leader's own included): the majority-th
- * largest value. -1 for n <= 0. */
+ * largest value. -1 for n <= 0 or n > KQ_RAFT_MAX_VOTERS (no voter set is that large), or
+ * when every end is below -1 (end offsets never are). */
 int64_t kq_quorum_majority_end(const int64_t *ends, int n);
 
 /* The leader's high watermark after its voters reached `ends`: the majority end, but never

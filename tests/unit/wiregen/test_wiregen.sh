@@ -135,6 +135,34 @@ refuse onelineenum 'enum E { X = 0; }
 message A {  // @kq c=a
   required string s = 1;
 }' "onelineenum.proto:3: a string needs max="
+refuse listfixed 'message A {  // @kq c=a
+  repeated int32 ids = 1;  // @kq list=t_ids fixed=4
+}' "listfixed.proto:2: list= is for a repeated integer field (without fixed=)"
+refuse list64 'message A {  // @kq c=a
+  repeated int64 offsets = 1;  // @kq max=4
+}' "list64.proto:2: a repeated integer field is a list of int32"
+refuse inlinerep 'message B {  // @kq inline=a
+  required int32 x = 1;
+}
+message A {  // @kq c=a
+  repeated B b = 1;  // @kq inline max=3
+}' "inlinerep.proto:5: inline is for a singular message field"
+refuse subscalar 'message A {  // @kq c=a
+  required int32 x = 1;  // @kq sub=t_other
+}' "subscalar.proto:2: sub= is for a message field"
+refuse ntbad 'message A {  // @kq c=a
+  repeated int32 ids = 1;  // @kq nt=long max=4
+}' "ntbad.proto:2: nt=long: a list's count is size_t, int or int32_t"
+refuse tneedssub 'message B {  // @kq c=b
+  required int32 x = 1;
+}
+message A {  // @kq c=a
+  optional B b = 1;  // @kq t=other has=has_b
+}' "tneedssub.proto:5: t= on a message field needs sub="
+run twospaces 'message  Spaced {  // @kq c=t_spaced
+  required int32 x = 1;
+}'
+want "$dir/twospaces_types.h" "typedef struct t_spaced {"
 # A refused file leaves neither an output nor a temporary file behind.
 left=$(ls "$dir" | grep -E '^(unknown|nomax|standalone|inlinewrong)_(types|tables)' || true)
 [ -z "$left" ] || { echo "FAIL: a refused run left: $left"; fails=$((fails + 1)); }
