@@ -6,7 +6,8 @@
  * Input: byte 0 picks the message type (kq.Request, kq.Response, kq.Record); the rest is the
  * message. Check: when the walk accepts the bytes, protobuf_c_message_unpack through a
  * counting allocator never holds more than the walk counted (chunks sized as glibc carves
- * them), and kq_pb_unpack agrees with the walk.
+ * them), and kq_pb_unpack agrees with the walk. Whenever kq_pb_unpack decodes, the NUL flag
+ * it returns agrees with a separate, naive walk of the bytes (has_nul below).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,38 @@ static void count_free(void *arg, void *q)
 
 static ProtobufCAllocator counting = {count_alloc, count_free, NULL};
 
+/* The oracle for kq_pb_unpack's *nul: does a string field, at any depth, hold a NUL byte?
+ * Only called on bytes protobuf-c unpacked, so they parse. */
+static bool has_nul(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t len)
+{
+    size_t pos = 0;
+
+    while (pos < len) {
+        uint64_t key, v = 0;
+        const ProtobufCFieldDescriptor *f;
+
+        if (!kq_pb_read_varint(p, len, &pos, &key))
+            return false;
+        if ((key & 7) == 0 && !kq_pb_read_varint(p, len, &pos, &v))
+            return false;
+        if ((key & 7) == 1 || (key & 7) == 5)
+            pos += (key & 7) == 1 ? 8 : 4;
+        if ((key & 7) != 2)
+            continue;
+        if (!kq_pb_read_varint(p, len, &pos, &v) || v > len - pos)
+            return false;
+        f = (key >> 3) <= UINT32_MAX
+                ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
+                : NULL;
+        if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p + pos, 0, (size_t)v))
+            return true;
+        if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && has_nul(f->descriptor, p + pos, (size_t)v))
+            return true;
+        pos += (size_t)v;
+    }
+    return false;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const ProtobufCMessageDescriptor *types[] = {
@@ -65,16 +98,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ProtobufCMessage *m;
     char why[256];
     int err = 0;
-    bool ok, kq_parsed;
+    bool ok, kq_parsed, nul = false;
 
     if (size == 0)
         return 0;
     d = types[data[0] % 3];
     ok = kq_pb_unpack_cost(d, p, len, SIZE_MAX, &cost, why, sizeof why);
-    m = kq_pb_unpack(d, p, len, KQ_PB_REQUEST, &err, NULL, why, sizeof why);
+    m = kq_pb_unpack(d, p, len, KQ_PB_REQUEST, &err, &nul, why, sizeof why);
     kq_parsed = m != NULL;
     if (m != NULL)
         protobuf_c_message_free_unpacked(m, NULL);
+    if (kq_parsed)
+        FUZZ_CHECK(nul == has_nul(d, p, len));
     if (!ok) {
         /* refused: a repeated singular message or too deep, never for its cost */
         FUZZ_CHECK(!kq_parsed && err == KQ_ERR_INVALID_REQUEST && why[0] != '\0');
