@@ -31,22 +31,6 @@ static const kq_wire_msg *const record_m[] = {
     [KQ_REC_FEATURE_LEVEL] = &kq_wt_feature_level_record,
 };
 
-const kq_wire_msg *const kq_wire_record_tables[] = {
-    &kq_wt_leader_change_record,
-    &noop_m,
-    &kq_wt_opaque_record,
-    &kq_wt_register_broker_record,
-    &kq_wt_unregister_broker_record,
-    &kq_wt_broker_registration_change_record,
-    &kq_wt_topic_record,
-    &kq_wt_partition_record,
-    &kq_wt_partition_change_record,
-    &kq_wt_remove_topic_record,
-    &kq_wt_config_record,
-    &kq_wt_feature_level_record,
-    NULL,
-};
-
 /* The table of a record type and the oneof member that carries it; NULL for neither. */
 const kq_wire_msg *kq_wire_record_table(uint32_t type, const ProtobufCFieldDescriptor **fd)
 {

@@ -226,8 +226,8 @@ void kq_wire_owned_free(kq_wire_owned *o);
     }
 
 /* Every top-level table of a codec, NULL-terminated (the property test in
- * tests/unit/codec/test_wire_tables.c round-trips each; sub-tables are reached through them). */
-extern const kq_wire_msg *const kq_wire_record_tables[];
+ * tests/unit/codec/test_wire_tables.c round-trips each; sub-tables are reached through them).
+ * The record tables are reached by type instead (kq_wire_record_table). */
 extern const kq_wire_msg *const kq_wire_ctl_tables[];
 extern const kq_wire_msg *const kq_wire_data_tables[];
 extern const kq_wire_msg *const kq_wire_quorum_tables[];
