@@ -350,7 +350,7 @@ static int send_response(uint32_t api_key, const kq_response *v, const kq_wire_m
                          const sent_batches *batches, kq_buf *out)
 {
     Kq__Response rs = KQ__RESPONSE__INIT;
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
     int rc = kq_wire_encode(&envelope_m, v, &rs.base, &a);
 
     rs.api_key = api_key;
@@ -364,7 +364,7 @@ static int send_response(uint32_t api_key, const kq_response *v, const kq_wire_m
     }
     if (!rc)
         rc = kq_wire_pack(&rs.base, out);
-    kq_wire_arena_free(&a);
+    kq_arena_free(&a);
     return rc;
 }
 

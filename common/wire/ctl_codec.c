@@ -26,7 +26,7 @@
 
 /* What a kq_ctl_request owns. */
 typedef struct req_priv {
-    kq_wire_arena a;
+    kq_arena a;
     kq_request env; /* decoded envelope when owned (kq_ctl_decode_request) */
     bool own_env;
 } req_priv;
@@ -219,7 +219,7 @@ static int check_body(kq_ctl_request *r, char *errbuf, size_t errlen)
 }
 
 /* ElectLeaders: the wire's topics with partitions become the controller's targets. */
-static int dec_elect_leaders(kq_wire_arena *a, const ProtobufCMessage *body, kq_elect_leaders *r,
+static int dec_elect_leaders(kq_arena *a, const ProtobufCMessage *body, kq_elect_leaders *r,
                              char *errbuf, size_t errlen)
 {
     elect_request w;
@@ -239,7 +239,7 @@ static int dec_elect_leaders(kq_wire_arena *a, const ProtobufCMessage *body, kq_
         return rc;
     if (!total)
         return BAD("elect_leaders names no partitions (and all_partitions is false)");
-    if (!(ts = kq_wire_alloc(a, total, sizeof *ts)))
+    if (!(ts = kq_arena_alloc(a, total, sizeof *ts)))
         return NOMEM();
     for (int32_t i = 0; i < w.n; i++)
         for (int32_t p = 0; p < w.topics[i].n; p++, k++) {
@@ -292,7 +292,7 @@ void kq_ctl_request_free(kq_ctl_request *r)
         return;
     pv = r->priv_;
     if (pv) {
-        kq_wire_arena_free(&pv->a);
+        kq_arena_free(&pv->a);
         if (pv->own_env)
             kq_request_free(&pv->env);
         free(pv);
@@ -363,7 +363,7 @@ int kq_ctl_decode_request(const uint8_t *buf, size_t len, kq_ctl_request *out, c
 /* request encoding                                                                          */
 
 /* The targets, grouped by topic as they come (the order the results index). */
-static int enc_elect_leaders(kq_wire_arena *a, const kq_elect_leaders *r, elect_request *w)
+static int enc_elect_leaders(kq_arena *a, const kq_elect_leaders *r, elect_request *w)
 {
     int32_t n = r->all_partitions ? 0 : r->n_targets; /* all partitions: no list */
     elect_topic *ts;
@@ -372,8 +372,8 @@ static int enc_elect_leaders(kq_wire_arena *a, const kq_elect_leaders *r, elect_
     *w = (elect_request){r->election_type, r->all_partitions, NULL, 0};
     if (n < 0 || (n > 0 && !r->targets))
         return KQ_ERR_INVALID_REQUEST;
-    ts = kq_wire_alloc(a, (size_t)n, sizeof *ts);
-    ps = kq_wire_alloc(a, (size_t)n, sizeof *ps);
+    ts = kq_arena_alloc(a, (size_t)n, sizeof *ts);
+    ps = kq_arena_alloc(a, (size_t)n, sizeof *ps);
     if (!ts || !ps)
         return KQ_ERR_NOMEM;
     for (int32_t i = 0; i < n; i++) {
@@ -391,7 +391,7 @@ static int enc_elect_leaders(kq_wire_arena *a, const kq_elect_leaders *r, elect_
 int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ctl_request *req,
                           kq_buf *out)
 {
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
     const kq_wire_msg *m;
     elect_request w;
     int rc = 0;
@@ -408,7 +408,7 @@ int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ct
         rc = kq_wire_send(req->api_key, cluster_id, sender_id, &elect_m, &w, out);
     else if (req->api_key != KQ_API_ELECT_LEADERS)
         rc = kq_wire_send(req->api_key, cluster_id, sender_id, m, BODY(req), out);
-    kq_wire_arena_free(&a);
+    kq_arena_free(&a);
     return rc;
 }
 
@@ -552,25 +552,25 @@ static int error_response(uint32_t api_key, int error, const char *message, kq_b
 }
 
 /* Send body c (a struct of table m) as api_key's answer and free the arena a. */
-static int send_body(uint32_t api_key, const kq_wire_msg *m, const void *c, kq_wire_arena *a,
+static int send_body(uint32_t api_key, const kq_wire_msg *m, const void *c, kq_arena *a,
                      kq_buf *out)
 {
     int rc = kq_wire_send(api_key, KQ_WIRE_ANSWER, 0, m, c, out);
 
-    kq_wire_arena_free(a);
+    kq_arena_free(a);
     return rc;
 }
 
 /* n item views in the arena, each with its message clipped into the arena; NULL when out of
  * memory (the arena is then freed). */
-static kq_ctl_item_result *item_views(kq_wire_arena *a, int32_t n, const char *res, size_t stride,
+static kq_ctl_item_result *item_views(kq_arena *a, int32_t n, const char *res, size_t stride,
                                       size_t error_off, size_t msg_off)
 {
-    kq_ctl_item_result *v = kq_wire_alloc(a, (size_t)n, sizeof *v);
-    char *msgs = kq_wire_alloc(a, (size_t)n, KQ_CTL_MAX_MESSAGE + 1);
+    kq_ctl_item_result *v = kq_arena_alloc(a, (size_t)n, sizeof *v);
+    char *msgs = kq_arena_alloc(a, (size_t)n, KQ_CTL_MAX_MESSAGE + 1);
 
     if (!v || !msgs) {
-        kq_wire_arena_free(a);
+        kq_arena_free(a);
         return NULL;
     }
     for (int32_t i = 0; i < n; i++) {
@@ -586,15 +586,14 @@ static kq_ctl_item_result *item_views(kq_wire_arena *a, int32_t n, const char *r
 #define ITEM_VIEWS(a, n, res, T)                                                                   \
     item_views(a, n, (const char *)(res), sizeof(T), offsetof(T, error), offsetof(T, message))
 
-static int send_items(uint32_t api_key, kq_ctl_item_result *v, int32_t n, kq_wire_arena *a,
-                      kq_buf *out)
+static int send_items(uint32_t api_key, kq_ctl_item_result *v, int32_t n, kq_arena *a, kq_buf *out)
 {
     kq_ctl_item_results body = {v, n};
 
     for (size_t i = 0; i < sizeof item_results / sizeof item_results[0]; i++)
         if (item_results[i].api_key == api_key)
             return send_body(api_key, item_results[i].m, &body, a, out);
-    kq_wire_arena_free(a);
+    kq_arena_free(a);
     return KQ_ERR_INVALID_REQUEST;
 }
 
@@ -603,7 +602,7 @@ static int send_items(uint32_t api_key, kq_ctl_item_result *v, int32_t n, kq_wir
 
 int kq_ctl_encode_broker_registration_response(const kq_registration_result *res, kq_buf *out)
 {
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
 
     if (start(out) || !res)
         return KQ_ERR_INVALID_REQUEST;
@@ -614,7 +613,7 @@ int kq_ctl_encode_broker_registration_response(const kq_registration_result *res
 
 int kq_ctl_encode_broker_heartbeat_response(const kq_heartbeat_result *res, kq_buf *out)
 {
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
 
     if (start(out) || !res)
         return KQ_ERR_INVALID_REQUEST;
@@ -627,7 +626,7 @@ int kq_ctl_encode_unregister_broker_response(int error, const char *message, kq_
 {
     static const kq_wire_msg empty = {.desc = &kq__unregister_broker_response__descriptor,
                                       .size = 1};
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
 
     if (start(out))
         return KQ_ERR_INVALID_REQUEST;
@@ -639,7 +638,7 @@ int kq_ctl_encode_unregister_broker_response(int error, const char *message, kq_
 int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
                                            const kq_alter_partition_result *res, kq_buf *out)
 {
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
     ap_topic_view *ts;
     int32_t k = 0, total = 0;
 
@@ -651,13 +650,13 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
         total += req->topics[i].n_partitions;
     if (total != res->n_results || (total > 0 && !res->results))
         return KQ_ERR_INVALID_REQUEST;
-    if (!(ts = kq_wire_alloc(&a, (size_t)req->n_topics, sizeof *ts)))
+    if (!(ts = kq_arena_alloc(&a, (size_t)req->n_topics, sizeof *ts)))
         return KQ_ERR_NOMEM;
     for (int32_t i = 0; i < req->n_topics; i++) {
         const kq_ap_topic *t = &req->topics[i];
 
-        if (!(ts[i].partitions = kq_wire_alloc(&a, (size_t)t->n_partitions, sizeof(ap_view)))) {
-            kq_wire_arena_free(&a);
+        if (!(ts[i].partitions = kq_arena_alloc(&a, (size_t)t->n_partitions, sizeof(ap_view)))) {
+            kq_arena_free(&a);
             return KQ_ERR_NOMEM;
         }
         ts[i].n = t->n_partitions;
@@ -685,7 +684,7 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
 int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
                                          const kq_create_topic_result *res, int32_t n, kq_buf *out)
 {
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
     kq_ctl_item_result *v;
 
     if (start(out) || !ITEMS_OK(reqs, res, n))
@@ -706,7 +705,7 @@ int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
 int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_simple_result *res,
                                          int32_t n, kq_buf *out)
 {
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
     kq_ctl_item_result *v;
 
     if (start(out) || !ITEMS_OK(reqs, res, n))
@@ -724,7 +723,7 @@ int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_s
 int kq_ctl_encode_create_partitions_response(const kq_create_partitions *reqs,
                                              const kq_simple_result *res, int32_t n, kq_buf *out)
 {
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
     kq_ctl_item_result *v;
 
     if (start(out) || !ITEMS_OK(reqs, res, n))
@@ -739,17 +738,17 @@ int kq_ctl_encode_create_partitions_response(const kq_create_partitions *reqs,
 int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_leaders *req,
                                          const kq_elect_result *res, int32_t n_res, kq_buf *out)
 {
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
     elect_topic_result *ts;
     kq_ctl_item_result *ps;
     elect_results body = {NULL, 0};
 
     if (start(out) || !req || n_res < 0 || (n_res > 0 && !res))
         return KQ_ERR_INVALID_REQUEST;
-    ts = kq_wire_alloc(&a, (size_t)n_res, sizeof *ts);
-    ps = kq_wire_alloc(&a, (size_t)n_res, sizeof *ps);
+    ts = kq_arena_alloc(&a, (size_t)n_res, sizeof *ts);
+    ps = kq_arena_alloc(&a, (size_t)n_res, sizeof *ps);
     if (!ts || !ps) {
-        kq_wire_arena_free(&a);
+        kq_arena_free(&a);
         return KQ_ERR_NOMEM;
     }
     /* One topic entry per run of results for the same topic; their partitions share ps. */
@@ -759,7 +758,7 @@ int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_lea
 
         if (r->index >= 0) {
             if (r->index >= req->n_targets || !req->targets) {
-                kq_wire_arena_free(&a);
+                kq_arena_free(&a);
                 return KQ_ERR_INVALID_REQUEST;
             }
             name = req->targets[r->index].topic;
@@ -787,7 +786,7 @@ int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_lea
 int kq_ctl_encode_alter_configs_response(const kq_alter_config_resource *reqs,
                                          const kq_simple_result *res, int32_t n, kq_buf *out)
 {
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
     kq_ctl_item_result *v;
 
     if (start(out) || !ITEMS_OK(reqs, res, n))
@@ -804,7 +803,7 @@ int kq_ctl_encode_alter_configs_response(const kq_alter_config_resource *reqs,
 int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
                                            const kq_simple_result *res, int32_t n, kq_buf *out)
 {
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
     kq_ctl_item_result *v;
 
     if (start(out) || !ITEMS_OK(reqs, res, n))
@@ -851,15 +850,15 @@ int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
 {
     cluster_view v = {cluster_id ? cluster_id : "", controller_id, NULL, 0};
     const kq_broker *b;
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
     size_t n = 0;
 
     if (start(out) || !img || blen(cluster_id, KQ_CODEC_MAX_CLUSTER_ID) > KQ_CODEC_MAX_CLUSTER_ID)
         return KQ_ERR_INVALID_REQUEST;
     for (b = kq_image_broker_next(img, NULL); b; b = kq_image_broker_next(img, b))
         n++;
-    if (!(v.brokers = kq_wire_alloc(&a, n, sizeof *v.brokers))) {
-        kq_wire_arena_free(&a);
+    if (!(v.brokers = kq_arena_alloc(&a, n, sizeof *v.brokers))) {
+        kq_arena_free(&a);
         return KQ_ERR_NOMEM;
     }
     for (b = kq_image_broker_next(img, NULL); b && (size_t)v.n < n;
@@ -868,330 +867,25 @@ int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
     return send_body(KQ_API_DESCRIBE_CLUSTER, &cluster_view_m, &v, &a, out);
 }
 
-typedef struct named_topic {
-    const char *name;
-    const kq_topic *t;
-} named_topic;
+/* The answers whose C struct is the generated one of their table, built by the controller
+ * (controller/describe.c). */
+static const struct {
+    uint32_t api_key;
+    const kq_wire_msg *m;
+} plain_answers[] = {
+    {KQ_API_DESCRIBE_TOPICS, &kq_wt_describe_topics_response},
+    {KQ_API_DESCRIBE_CONFIGS, &kq_wt_describe_configs_response},
+    {KQ_API_DESCRIBE_FEATURES, &kq_wt_describe_features_response},
+};
 
-static int cmp_named(const void *x, const void *y)
+int kq_ctl_encode_answer(uint32_t api_key, const void *body, kq_buf *out)
 {
-    return strcmp(((const named_topic *)x)->name, ((const named_topic *)y)->name);
-}
-
-/* Room for one more element of `size` bytes in the arena list *v of n (capacity *cap); the
- * new, zeroed element, or NULL when out of memory. */
-static void *list_add(kq_wire_arena *a, void **v, size_t *n, size_t *cap, size_t size)
-{
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 8;
-        char *nv = kq_wire_alloc(a, c, size);
-
-        if (!nv)
-            return NULL;
-        if (*n)
-            memcpy(nv, *v, *n * size);
-        *v = nv;
-        *cap = c;
-    }
-    return (char *)*v + (*n)++ * size;
-}
-
-/* Configs of one resource, collected from the image (strings borrowed from it or the caller):
- * the first source to name a key wins, keys outside the request's list are skipped. */
-typedef struct entry_list {
-    kq_wire_arena *a;
-    kq_ctl_config_entry *v;
-    size_t n, cap;
-    const kq_describe_config_resource *req; /* key filter, or NULL */
-    int source;                             /* for entries added by the callback */
-    bool nomem;
-} entry_list;
-
-static bool wanted(const kq_describe_config_resource *r, const char *name)
-{
-    if (!r || r->n_keys <= 0)
-        return true;
-    for (int32_t i = 0; i < r->n_keys; i++)
-        if (r->keys[i] && strcmp(r->keys[i], name) == 0)
-            return true;
-    return false;
-}
-
-static int add_entry(entry_list *l, const char *name, const char *value, int source)
-{
-    kq_ctl_config_entry *e;
-
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->v[i].name, name) == 0)
-            return 0; /* a more specific source already set it */
-    if (!wanted(l->req, name))
-        return 0;
-    if (!(e = list_add(l->a, (void **)&l->v, &l->n, &l->cap, sizeof *e))) {
-        l->nomem = true;
-        return KQ_ERR_NOMEM;
-    }
-    *e = (kq_ctl_config_entry){(char *)name, (char *)value, source};
-    return 0;
-}
-
-static int entry_cb(void *arg, int type, const char *resource, const char *name, const char *value)
-{
-    entry_list *l = arg;
-
-    (void)type;
-    (void)resource;
-    return add_entry(l, name, value, l->source);
-}
-
-static int cmp_entry(const void *x, const void *y)
-{
-    return strcmp(((const kq_ctl_config_entry *)x)->name, ((const kq_ctl_config_entry *)y)->name);
-}
-
-/* A known topic as DescribeTopics shows it: partitions, dynamic configs, effective min ISR. */
-static int fill_topic(kq_wire_arena *a, const kq_image *img, const kq_topic *t,
-                      int32_t default_min_isr, kq_ctl_topic_desc *d)
-{
-    kq_ctl_partition_desc *ps = kq_wire_alloc(a, (size_t)t->n_partitions, sizeof *ps);
-    entry_list cl = {.a = a, .source = KQ_CONFIG_SOURCE_DYNAMIC_TOPIC};
-
-    if (!ps)
-        return KQ_ERR_NOMEM;
-    d->has_id = true;
-    memcpy(d->topic_id, t->id, 16);
-    for (int32_t i = 0; i < t->n_partitions; i++) {
-        const kq_partition *p = &t->partitions[i];
-
-        ps[i] = (kq_ctl_partition_desc){
-            .partition = i,
-            .leader = p->leader,
-            .leader_epoch = p->leader_epoch,
-            .partition_epoch = p->partition_epoch,
-            .replicas = {(int32_t *)kq_partition_replicas(p), p->n_replicas},
-            .isr = {(int32_t *)kq_partition_isr(p), p->n_isr},
-            .elr = {(int32_t *)kq_partition_elr(p), p->n_elr},
-            .last_known_elr = {(int32_t *)kq_partition_last_known_elr(p), p->n_last_known_elr},
-            .leader_recovery_state = (int8_t)p->leader_recovery_state,
-        };
-    }
-    d->partitions = ps;
-    d->n_partitions = t->n_partitions;
-    kq_image_foreach_config(img, KQ_CONFIG_RESOURCE_TOPIC, t->name, entry_cb, &cl);
-    if (cl.nomem)
-        return KQ_ERR_NOMEM;
-    d->configs = cl.v;
-    d->n_configs = (int32_t)cl.n;
-    d->min_insync_replicas = kq_image_min_isr(img, t->name, default_min_isr);
-    return 0;
-}
-
-int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names, int32_t n,
-                                  int32_t default_min_isr, kq_buf *out)
-{
-    kq_ctl_topics_desc body = {0};
-    kq_ctl_topic_desc *ts;
-    named_topic *list;
-    const kq_topic *t;
-    kq_wire_arena a = {0};
-    size_t cnt = 0;
-
-    if (start(out) || !img || n < 0 || (n > 0 && !names))
+    if (start(out) || !body)
         return KQ_ERR_INVALID_REQUEST;
-    if (n > 0) {
-        cnt = (size_t)n;
-    } else {
-        for (t = kq_image_topic_next(img, NULL); t; t = kq_image_topic_next(img, t))
-            cnt++;
-    }
-    list = kq_wire_alloc(&a, cnt, sizeof *list);
-    ts = kq_wire_alloc(&a, cnt, sizeof *ts);
-    if (!list || !ts)
-        goto nomem;
-    if (n > 0) {
-        for (int32_t i = 0; i < n; i++) {
-            if (!names[i]) {
-                kq_wire_arena_free(&a);
-                return KQ_ERR_INVALID_REQUEST;
-            }
-            list[i] = (named_topic){names[i], kq_image_topic_by_name(img, names[i])};
-        }
-    } else {
-        size_t i = 0;
-
-        for (t = kq_image_topic_next(img, NULL); t && i < cnt; t = kq_image_topic_next(img, t))
-            list[i++] = (named_topic){t->name, t};
-        cnt = i;
-    }
-    qsort(list, cnt, sizeof *list, cmp_named);
-    for (size_t i = 0; i < cnt; i++) {
-        kq_ctl_topic_desc *d = &ts[body.n_topics];
-
-        if (body.n_topics > 0 && strcmp(ts[body.n_topics - 1].name, list[i].name) == 0)
-            continue; /* duplicate name */
-        d->name = (char *)list[i].name;
-        d->min_insync_replicas = -1;
-        if (!list[i].t)
-            d->error = KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        else if (fill_topic(&a, img, list[i].t, default_min_isr, d))
-            goto nomem;
-        body.n_topics++;
-    }
-    body.topics = ts;
-    return send_body(KQ_API_DESCRIBE_TOPICS, &kq_wt_describe_topics_response, &body, &a, out);
-nomem:
-    kq_wire_arena_free(&a);
-    return KQ_ERR_NOMEM;
-}
-
-static bool broker_name_ok(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 10)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-    return strtol(s, NULL, 10) <= INT32_MAX;
-}
-
-/* One resource of DescribeConfigs: its own configs, then the cluster defaults of the image,
- * then the static defaults, sorted by name; or the reason it has none. */
-static int describe_resource(kq_wire_arena *a, const kq_image *img,
-                             const kq_describe_config_resource *r, const kq_config_kv *statics,
-                             int32_t n_static, kq_ctl_config_result *d)
-{
-    entry_list el = {.a = a, .req = r};
-
-    d->resource_type = r->resource_type;
-    d->resource_name = (char *)(r->resource_name ? r->resource_name : "");
-    if (r->resource_type == KQ_CONFIG_RESOURCE_TOPIC) {
-        if (!kq_image_topic_by_name(img, d->resource_name)) {
-            d->error = KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-            d->message = "topic does not exist";
-            return 0;
-        }
-        el.source = KQ_CONFIG_SOURCE_DYNAMIC_TOPIC;
-        kq_image_foreach_config(img, KQ_CONFIG_RESOURCE_TOPIC, d->resource_name, entry_cb, &el);
-    } else if (r->resource_type == KQ_CONFIG_RESOURCE_BROKER) {
-        if (d->resource_name[0] && !broker_name_ok(d->resource_name)) {
-            d->error = KQ_ERR_INVALID_REQUEST;
-            d->message = "broker resource name must be a broker id or empty";
-            return 0;
-        }
-        el.source = KQ_CONFIG_SOURCE_DYNAMIC_BROKER;
-        if (d->resource_name[0])
-            kq_image_foreach_config(img, KQ_CONFIG_RESOURCE_BROKER, d->resource_name, entry_cb,
-                                    &el);
-    } else {
-        d->error = KQ_ERR_INVALID_REQUEST;
-        d->message = "resource type must be 2 (topic) or 4 (broker)";
-        return 0;
-    }
-    el.source = KQ_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER;
-    kq_image_foreach_config(img, KQ_CONFIG_RESOURCE_BROKER, "", entry_cb, &el);
-    for (int32_t k = 0; k < n_static && !el.nomem; k++)
-        if (statics[k].name)
-            add_entry(&el, statics[k].name, statics[k].value, KQ_CONFIG_SOURCE_DEFAULT);
-    if (el.nomem)
-        return KQ_ERR_NOMEM;
-    if (el.n)
-        qsort(el.v, el.n, sizeof *el.v, cmp_entry);
-    d->entries = el.v;
-    d->n_entries = (int32_t)el.n;
-    return 0;
-}
-
-int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config_resource *reqs,
-                                   int32_t n, const kq_config_kv *static_defaults, int32_t n_static,
-                                   kq_buf *out)
-{
-    kq_ctl_configs_desc body = {NULL, n};
-    kq_wire_arena a = {0};
-
-    if (start(out) || !img || n < 0 || (n > 0 && !reqs) || n_static < 0 ||
-        (n_static > 0 && !static_defaults))
-        return KQ_ERR_INVALID_REQUEST;
-    if (!(body.results = kq_wire_alloc(&a, (size_t)n, sizeof *body.results)))
-        goto nomem;
-    for (int32_t i = 0; i < n; i++)
-        if (describe_resource(&a, img, &reqs[i], static_defaults, n_static, &body.results[i]))
-            goto nomem;
-    return send_body(KQ_API_DESCRIBE_CONFIGS, &kq_wt_describe_configs_response, &body, &a, out);
-nomem:
-    kq_wire_arena_free(&a);
-    return KQ_ERR_NOMEM;
-}
-
-/* Features: the supported ranges, then the image's finalized levels (a feature only the image
- * knows gets 0..0). */
-typedef struct feat_list {
-    kq_wire_arena *a;
-    kq_ctl_feature_desc *v;
-    size_t n, cap;
-    bool nomem;
-} feat_list;
-
-static kq_ctl_feature_desc *feat_get(feat_list *l, const char *name)
-{
-    kq_ctl_feature_desc *f;
-
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->v[i].name, name) == 0)
-            return &l->v[i];
-    if (!(f = list_add(l->a, (void **)&l->v, &l->n, &l->cap, sizeof *f)))
-        l->nomem = true;
-    else
-        f->name = (char *)name;
-    return f;
-}
-
-static int feat_cb(void *arg, const char *name, int16_t level)
-{
-    kq_ctl_feature_desc *f = feat_get(arg, name);
-
-    if (!f)
-        return KQ_ERR_NOMEM;
-    f->finalized_level = level;
-    return 0;
-}
-
-static int cmp_feat(const void *x, const void *y)
-{
-    return strcmp(((const kq_ctl_feature_desc *)x)->name, ((const kq_ctl_feature_desc *)y)->name);
-}
-
-int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_range *supported,
-                                    int32_t n, kq_buf *out)
-{
-    kq_wire_arena a = {0};
-    feat_list fl = {.a = &a};
-    kq_ctl_features_desc body;
-
-    if (start(out) || !img || n < 0 || (n > 0 && !supported))
-        return KQ_ERR_INVALID_REQUEST;
-    for (int32_t i = 0; i < n; i++) {
-        kq_ctl_feature_desc *f;
-
-        if (!supported[i].name || !supported[i].name[0]) {
-            kq_wire_arena_free(&a);
-            return KQ_ERR_INVALID_REQUEST;
-        }
-        if (!(f = feat_get(&fl, supported[i].name)))
-            goto nomem;
-        f->min_version = supported[i].min_version;
-        f->max_version = supported[i].max_version;
-    }
-    kq_image_foreach_feature(img, feat_cb, &fl);
-    if (fl.nomem)
-        goto nomem;
-    if (fl.n)
-        qsort(fl.v, fl.n, sizeof *fl.v, cmp_feat);
-    body = (kq_ctl_features_desc){kq_image_committed_offset(img), fl.v, (int32_t)fl.n};
-    return send_body(KQ_API_DESCRIBE_FEATURES, &kq_wt_describe_features_response, &body, &a, out);
-nomem:
-    kq_wire_arena_free(&a);
-    return KQ_ERR_NOMEM;
+    for (size_t i = 0; i < sizeof plain_answers / sizeof plain_answers[0]; i++)
+        if (plain_answers[i].api_key == api_key)
+            return kq_wire_send(api_key, KQ_WIRE_ANSWER, 0, plain_answers[i].m, body, out);
+    return KQ_ERR_INVALID_REQUEST;
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -44,7 +44,7 @@ int kq_wire_record_pack(uint32_t type, const void *body, kq_buf *b, bool prefixe
 {
     const ProtobufCFieldDescriptor *fd;
     const kq_wire_msg *m = kq_wire_record_table(type, &fd);
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
     Kq__Record rec = KQ__RECORD__INIT;
     uint8_t hdr[10], *nb;
     size_t sz, h = 0;
@@ -54,7 +54,7 @@ int kq_wire_record_pack(uint32_t type, const void *body, kq_buf *b, bool prefixe
         return KQ_ERR_INVALID_REQUEST;
     if (!(*(ProtobufCMessage **)((char *)&rec + fd->offset) =
               kq_wire_encode_new(m, body, &a, &rc))) {
-        kq_wire_arena_free(&a);
+        kq_arena_free(&a);
         return rc;
     }
     rec.body_case = (Kq__Record__BodyCase)type;
@@ -62,12 +62,12 @@ int kq_wire_record_pack(uint32_t type, const void *body, kq_buf *b, bool prefixe
     if (prefixed)
         h = kq_pb_put_varint(hdr, sz);
     if (b->len > SIZE_MAX - sz - h - 1 || !(nb = realloc(b->data, b->len + h + sz + 1))) {
-        kq_wire_arena_free(&a);
+        kq_arena_free(&a);
         return KQ_ERR_NOMEM;
     }
     memcpy(nb + b->len, hdr, h);
     kq__record__pack(&rec, nb + b->len + h);
-    kq_wire_arena_free(&a);
+    kq_arena_free(&a);
     b->data = nb;
     b->len += h + sz;
     return 0;

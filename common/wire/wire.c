@@ -12,51 +12,6 @@
 #include "kq/error.h"
 #include "kq_rpc.pb-c.h"
 
-/* ---- arena ------------------------------------------------------------------------------ */
-
-void *kq_wire_alloc(kq_wire_arena *a, size_t n, size_t size)
-{
-    void *p;
-
-    size_t bytes, want;
-
-    if (size && n > SIZE_MAX / size)
-        return NULL;
-    bytes = (n ? n : 1) * (size ? size : 1);
-    want = (bytes + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
-    if (want >= bytes && want <= sizeof a->inline_ - a->used) { /* zeroed: the arena starts so */
-        p = a->inline_ + a->used;
-        a->used += want;
-        return p;
-    }
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        void **nb = realloc(a->blk, cap * sizeof *nb);
-
-        if (!nb)
-            return NULL;
-        a->blk = nb;
-        a->cap = cap;
-    }
-    p = calloc(n ? n : 1, size ? size : 1);
-    if (p)
-        a->blk[a->n++] = p;
-    return p;
-}
-
-void kq_wire_arena_free(kq_wire_arena *a)
-{
-    if (!a)
-        return;
-    for (size_t i = 0; i < a->n; i++)
-        free(a->blk[i]);
-    free(a->blk);
-    a->blk = NULL;
-    a->n = a->cap = 0;
-    memset(a->inline_, 0, a->used); /* reusable, and zero again */
-    a->used = 0;
-}
-
 /* ---- errors, pack, clip ----------------------------------------------------------------- */
 
 int kq_wire_fail(char *errbuf, size_t errlen, int code, const char *fmt, ...)
@@ -232,14 +187,14 @@ static const ProtobufCFieldDescriptor *pb_field(const kq_wire_msg *m, const kq_w
 /* ---- decode ----------------------------------------------------------------------------- */
 
 typedef struct dec {
-    kq_wire_arena *a; /* NULL: malloc and own */
+    kq_arena *a; /* NULL: malloc and own */
     char *errbuf;
     size_t errlen;
 } dec;
 
 static void *dalloc(dec *d, size_t n, size_t size)
 {
-    return d->a ? kq_wire_alloc(d->a, n, size) : calloc(n ? n : 1, size ? size : 1);
+    return d->a ? kq_arena_alloc(d->a, n, size) : calloc(n ? n : 1, size ? size : 1);
 }
 
 /* A copy of n bytes at p, or p itself when the arena lets the result borrow the tree. */
@@ -494,7 +449,7 @@ static int decode_msg(dec *d, const kq_wire_msg *m, const ProtobufCMessage *pb, 
     return 0;
 }
 
-int kq_wire_decode(const kq_wire_msg *m, const ProtobufCMessage *pb, void *c, kq_wire_arena *a,
+int kq_wire_decode(const kq_wire_msg *m, const ProtobufCMessage *pb, void *c, kq_arena *a,
                    char *errbuf, size_t errlen)
 {
     dec d = {a, errbuf, errlen};
@@ -560,7 +515,7 @@ static bool inline_present(const kq_wire_field *f, const void *c)
 }
 
 static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *fd, const void *c,
-                        ProtobufCMessage *pb, kq_wire_arena *a)
+                        ProtobufCMessage *pb, kq_arena *a)
 {
     const void *src = CAT(c, f->off);
     void *dst = AT(pb, fd->offset);
@@ -618,7 +573,7 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
             return KQ_ERR_INVALID_REQUEST;
         for (int64_t i = 0; f->kind == KQ_WK_STRS && i < n; i++)
             if (!((const char *const *)arr)[i]) { /* a NULL string is sent empty */
-                const char **copy = kq_wire_alloc(a, (size_t)n, sizeof *copy);
+                const char **copy = kq_arena_alloc(a, (size_t)n, sizeof *copy);
 
                 if (!copy)
                     return KQ_ERR_NOMEM;
@@ -642,7 +597,7 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
             return KQ_ERR_INVALID_REQUEST;
         if (!n)
             return 0;
-        if (!(v = kq_wire_alloc(a, (size_t)n, sizeof *v)))
+        if (!(v = kq_arena_alloc(a, (size_t)n, sizeof *v)))
             return KQ_ERR_NOMEM;
         for (int64_t i = 0; i < n; i++)
             v[i] = ptrs[i] ? (ProtobufCBinaryData){lens[i], (uint8_t *)ptrs[i]}
@@ -655,7 +610,7 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
         if ((f->flags & KQ_WF_HAS) ? !*(const bool *)CAT(c, f->aux)
                                    : (f->flags & KQ_WF_INLINE) && !inline_present(f, c))
             return 0;
-        if (!(*(ProtobufCMessage **)dst = kq_wire_alloc(a, 1, f->sub->desc->sizeof_message)))
+        if (!(*(ProtobufCMessage **)dst = kq_arena_alloc(a, 1, f->sub->desc->sizeof_message)))
             return KQ_ERR_NOMEM;
         return kq_wire_encode(f->sub, src, *(ProtobufCMessage **)dst, a);
     case KQ_WK_MSGS: {
@@ -669,8 +624,8 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
             return KQ_ERR_INVALID_REQUEST;
         if (!n)
             return 0;
-        ptrs = kq_wire_alloc(a, (size_t)n, sizeof *ptrs);
-        msgs = kq_wire_alloc(a, (size_t)n, sd->sizeof_message);
+        ptrs = kq_arena_alloc(a, (size_t)n, sizeof *ptrs);
+        msgs = kq_arena_alloc(a, (size_t)n, sd->sizeof_message);
         if (!ptrs || !msgs)
             return KQ_ERR_NOMEM;
         for (int64_t i = 0; i < n; i++) {
@@ -690,7 +645,7 @@ static int encode_field(const kq_wire_field *f, const ProtobufCFieldDescriptor *
     }
 }
 
-int kq_wire_encode(const kq_wire_msg *m, const void *c, ProtobufCMessage *pb, kq_wire_arena *a)
+int kq_wire_encode(const kq_wire_msg *m, const void *c, ProtobufCMessage *pb, kq_arena *a)
 {
     if (!m->in_place)
         protobuf_c_message_init(m->desc, pb);
@@ -706,9 +661,9 @@ int kq_wire_encode(const kq_wire_msg *m, const void *c, ProtobufCMessage *pb, kq
     return 0;
 }
 
-ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wire_arena *a, int *rc)
+ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_arena *a, int *rc)
 {
-    ProtobufCMessage *pb = kq_wire_alloc(a, 1, m->desc->sizeof_message);
+    ProtobufCMessage *pb = kq_arena_alloc(a, 1, m->desc->sizeof_message);
 
     if (pb)
         protobuf_c_message_init(m->desc, pb);
@@ -724,7 +679,7 @@ void kq_wire_owned_free(kq_wire_owned *o)
         return;
     if (o->msg)
         protobuf_c_message_free_unpacked(o->msg, NULL);
-    kq_wire_arena_free(&o->a);
+    kq_arena_free(&o->a);
     free(o);
 }
 
@@ -747,7 +702,7 @@ int kq_wire_send(uint32_t api_key, const char *cluster_id, int32_t sender_id, co
     ProtobufCMessage **slot = answer ? kq_wire_body_slot(&kq__response__descriptor, &rs, api_key)
                                      : kq_wire_body_slot(&kq__request__descriptor, &rq, api_key);
     int body_case = slot ? kq_api_find(api_key)->body_case : 0;
-    kq_wire_arena a = {0};
+    kq_arena a = {0};
     int rc;
 
     if (!out)
@@ -764,6 +719,6 @@ int kq_wire_send(uint32_t api_key, const char *cluster_id, int32_t sender_id, co
     rs.body_case = (Kq__Response__BodyCase)body_case;
     if ((*slot = kq_wire_encode_new(m, c, &a, &rc)))
         rc = kq_wire_pack(answer ? &rs.base : &rq.base, out);
-    kq_wire_arena_free(&a);
+    kq_arena_free(&a);
     return rc;
 }

@@ -10,7 +10,7 @@
  * duplicates, ordering) and the choice of which message to send.
  *
  * Ownership:
- *   - kq_wire_arena: blocks of zeroed memory owned by the arena until kq_wire_arena_free.
+ *   - kq_arena: blocks of zeroed memory owned by the arena until kq_arena_free.
  *   - kq_wire_decode with an arena: arrays of C structs come from the arena; strings, bytes and
  *     int32 lists point INTO the unpacked protobuf tree, which the caller keeps alive (and frees)
  *     while the C struct is used. Without an arena (a == NULL): every array, string and bytes
@@ -27,24 +27,8 @@
 
 #include <protobuf-c/protobuf-c.h>
 
+#include "kq/arena.h"
 #include "kq/codec.h"
-
-/* ---- arena ------------------------------------------------------------------------------ */
-
-/* The first KQ_WIRE_ARENA_INLINE bytes come from the arena itself (most messages fit), the
- * rest from calloc'd blocks. Zero-initialise ({0}) before use. */
-#define KQ_WIRE_ARENA_INLINE 768
-typedef struct kq_wire_arena {
-    void **blk;
-    size_t n, cap;
-    size_t used; /* bytes of inline taken */
-    _Alignas(max_align_t) unsigned char inline_[KQ_WIRE_ARENA_INLINE];
-} kq_wire_arena;
-
-/* n zeroed elements of size bytes (at least one byte); NULL when out of memory. */
-void *kq_wire_alloc(kq_wire_arena *a, size_t n, size_t size);
-/* Frees every block; the arena is empty and reusable afterwards. NULL is fine. */
-void kq_wire_arena_free(kq_wire_arena *a);
 
 /* ---- field tables ----------------------------------------------------------------------- */
 
@@ -215,7 +199,7 @@ struct kq_wire_msg {
  * of what was decoded from it. */
 typedef struct kq_wire_owned {
     ProtobufCMessage *msg;
-    kq_wire_arena a;
+    kq_arena a;
 } kq_wire_owned;
 /* Frees the envelope, the arena and o itself (calloc'd by the decoder). NULL is fine. */
 void kq_wire_owned_free(kq_wire_owned *o);
@@ -239,7 +223,7 @@ extern const kq_wire_msg *const kq_wire_quorum_tables[];
  * (e.g. "AlterPartitionRequest.topics[2].partitions[0].leader_epoch -1 is out of range
  * [0, 2147483647]"), or KQ_ERR_NOMEM. On error without an arena, what was allocated so far
  * stays in c for the caller's free function (every pointer is valid or NULL). */
-int kq_wire_decode(const kq_wire_msg *m, const ProtobufCMessage *pb, void *c, kq_wire_arena *a,
+int kq_wire_decode(const kq_wire_msg *m, const ProtobufCMessage *pb, void *c, kq_arena *a,
                    char *errbuf, size_t errlen);
 
 /* Frees what kq_wire_decode without an arena allocated in c (not c itself), recursively;
@@ -249,12 +233,11 @@ void kq_wire_free(const kq_wire_msg *m, void *c);
 /* Fills the protobuf-c message pb (initialised here) from the C struct c. Limits are not
  * checked (the receiver's decode checks them). 0, KQ_ERR_INVALID_REQUEST (a negative count, or
  * a count without its array), or KQ_ERR_NOMEM. */
-int kq_wire_encode(const kq_wire_msg *m, const void *c, ProtobufCMessage *pb, kq_wire_arena *a);
+int kq_wire_encode(const kq_wire_msg *m, const void *c, ProtobufCMessage *pb, kq_arena *a);
 
 /* A new protobuf-c message of m's type in the arena, filled from c (kq_wire_encode); NULL with
  * *rc set when kq_wire_encode fails. */
-ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_wire_arena *a,
-                                     int *rc);
+ProtobufCMessage *kq_wire_encode_new(const kq_wire_msg *m, const void *c, kq_arena *a, int *rc);
 
 /* ---- envelopes ------------------------------------------------------------------------- */
 

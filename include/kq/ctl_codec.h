@@ -117,30 +117,12 @@ int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
 /* Every registered broker in id order. controller_id: the active controller (-1 unknown). */
 int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
                                    int32_t controller_id, kq_buf *out);
-/* The topics named (n > 0; unknown names get UNKNOWN_TOPIC_OR_PARTITION, duplicates are
- * listed once), or every topic (n == 0), sorted by name, with their partitions, dynamic topic
- * configs and effective min.insync.replicas (topic config, else the cluster default config in
- * the image, else default_min_isr). */
-int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names, int32_t n,
-                                  int32_t default_min_isr, kq_buf *out);
-/* For each resource: a topic's dynamic configs (DYNAMIC_TOPIC), then the cluster defaults of
- * the image (DYNAMIC_DEFAULT_BROKER) and then `static_defaults` (DEFAULT) for keys not set
- * above; a broker's ("<id>") dynamic configs (DYNAMIC_BROKER), then the same fallbacks; ""
- * (brokers): the cluster defaults only. Restricted to keys[] when given. Per-resource errors:
- * UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (bad type or broker name). */
-int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config_resource *reqs,
-                                   int32_t n, const kq_config_kv *static_defaults, int32_t n_static,
-                                   kq_buf *out);
-
-typedef struct kq_ctl_feature_range {
-    const char *name;
-    int16_t min_version, max_version;
-} kq_ctl_feature_range;
-/* Features the controller supports (their finalized level from the image, 0 if unset) plus
- * any finalized in the image but not listed (supported 0..0), sorted by name. Epoch: the
- * image's committed offset. */
-int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_range *supported,
-                                    int32_t n, kq_buf *out);
+/* Encodes body, the generated struct of api_key's answer (kq_ctl_topics_desc for
+ * DescribeTopics, kq_ctl_configs_desc for DescribeConfigs, kq_ctl_features_desc for
+ * DescribeFeatures; the controller builds them from the image in controller/describe.c),
+ * into *out (malloc'd, the caller's). 0, KQ_ERR_INVALID_REQUEST (another API, a NULL body or
+ * a value out of the message's limits) or KQ_ERR_NOMEM. */
+int kq_ctl_encode_answer(uint32_t api_key, const void *body, kq_buf *out);
 
 /* ---- decoded responses (tool, tests) ----------------------------------------------------- */
 /* Each checks env->api_key and that the body is present (else KQ_ERR_INVALID_REQUEST naming

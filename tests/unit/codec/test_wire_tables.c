@@ -68,10 +68,10 @@ static int64_t get_count(const kq_wire_field *f, const void *c)
                                    : *(const int32_t *)((const char *)c + f->aux);
 }
 
-static char *rand_str(kq_wire_arena *a, int64_t max, bool nonempty)
+static char *rand_str(kq_arena *a, int64_t max, bool nonempty)
 {
     size_t cap = (size_t)(max < 12 ? max : 12), n = (size_t)pick(nonempty ? 1 : 0, (int64_t)cap);
-    char *s = kq_wire_alloc(a, n + 1, 1);
+    char *s = kq_arena_alloc(a, n + 1, 1);
 
     for (size_t i = 0; s && i < n; i++)
         s[i] = (char)('a' + next() % 26);
@@ -107,7 +107,7 @@ static void fill_inline(const kq_wire_field *f, void *c)
 }
 
 /* A random C struct of table m in c (zeroed), inside every limit the decoder checks. */
-static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
+static void fill(const kq_wire_msg *m, void *c, kq_arena *a, int depth)
 {
     for (size_t i = 0; i < m->n_fields; i++) {
         const kq_wire_field *f = &m->fields[i];
@@ -157,8 +157,8 @@ static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
         }
         case KQ_WK_BLOBS: {
             size_t n = rand_count(f, depth);
-            const uint8_t **v = kq_wire_alloc(a, n, sizeof *v);
-            size_t *lens = kq_wire_alloc(a, n, sizeof *lens);
+            const uint8_t **v = kq_arena_alloc(a, n, sizeof *v);
+            size_t *lens = kq_arena_alloc(a, n, sizeof *lens);
 
             for (size_t k = 0; k < n; k++) {
                 lens[k] = (size_t)pick(0, 8);
@@ -172,7 +172,7 @@ static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
         }
         case KQ_WK_BYTES: {
             size_t n = (size_t)pick(0, 20);
-            uint8_t *b = kq_wire_alloc(a, n, 1);
+            uint8_t *b = kq_arena_alloc(a, n, 1);
 
             for (size_t k = 0; k < n; k++)
                 b[k] = (uint8_t)next();
@@ -182,7 +182,7 @@ static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
         }
         case KQ_WK_IDS: {
             size_t n = rand_count(f, depth);
-            int32_t *v = (f->flags & KQ_WF_FIXED) ? dst : kq_wire_alloc(a, n, sizeof *v);
+            int32_t *v = (f->flags & KQ_WF_FIXED) ? dst : kq_arena_alloc(a, n, sizeof *v);
 
             for (size_t k = 0; k < n; k++)
                 v[k] = (int32_t)next();
@@ -193,7 +193,7 @@ static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
         }
         case KQ_WK_STRS: {
             size_t n = rand_count(f, depth);
-            char **v = kq_wire_alloc(a, n, sizeof *v);
+            char **v = kq_arena_alloc(a, n, sizeof *v);
 
             for (size_t k = 0; k < n; k++)
                 v[k] = rand_str(a, f->elem_max, f->flags & KQ_WF_NONEMPTY);
@@ -212,7 +212,7 @@ static void fill(const kq_wire_msg *m, void *c, kq_wire_arena *a, int depth)
         }
         case KQ_WK_MSGS: {
             size_t n = rand_count(f, depth);
-            char *v = (f->flags & KQ_WF_FIXED) ? dst : kq_wire_alloc(a, n, f->sub->size);
+            char *v = (f->flags & KQ_WF_FIXED) ? dst : kq_arena_alloc(a, n, f->sub->size);
 
             for (size_t k = 0; k < n; k++)
                 fill(f->sub, v + k * f->sub->size, a, depth + 1);
@@ -320,7 +320,7 @@ static bool same(const kq_wire_msg *m, const void *x, const void *y, char *why, 
 /* C struct -> protobuf-c -> bytes -> protobuf-c -> C struct, without and with an arena. */
 static void round_trip(const kq_wire_msg *m, const void *c)
 {
-    kq_wire_arena enc = {0}, dec = {0};
+    kq_arena enc = {0}, dec = {0};
     ProtobufCMessage *pb, *back;
     void *out = calloc(1, m->size), *out2 = calloc(1, m->size);
     char err[256] = "", why[256] = "";
@@ -346,10 +346,10 @@ static void round_trip(const kq_wire_msg *m, const void *c)
     kq_wire_free(m, out);
     free(out);
     free(out2);
-    kq_wire_arena_free(&dec);
+    kq_arena_free(&dec);
     protobuf_c_message_free_unpacked(back, NULL);
     kq_buf_free(&buf);
-    kq_wire_arena_free(&enc);
+    kq_arena_free(&enc);
 }
 
 static void check_tables(const kq_wire_msg *const *tables)
@@ -362,13 +362,13 @@ static void check_tables(const kq_wire_msg *const *tables)
                 fail_msg("table for %s names field %s, which it does not have", m->desc->name,
                          m->fields[i].name);
         for (int r = 0; r < ROUNDS; r++) {
-            kq_wire_arena a = {0};
-            void *c = kq_wire_alloc(&a, 1, m->size ? m->size : 1);
+            kq_arena a = {0};
+            void *c = kq_arena_alloc(&a, 1, m->size ? m->size : 1);
 
             assert_non_null(c);
             fill(m, c, &a, 0);
             round_trip(m, c);
-            kq_wire_arena_free(&a);
+            kq_arena_free(&a);
         }
     }
 }
@@ -408,7 +408,7 @@ static void check_limit_named(const kq_wire_msg *m)
     for (size_t i = 0; i < m->n_fields; i++) {
         const kq_wire_field *f = &m->fields[i];
         const ProtobufCFieldDescriptor *fd = pbf(m, f);
-        kq_wire_arena a = {0};
+        kq_arena a = {0};
         ProtobufCMessage *pb;
         char err[256] = "", want[128];
         void *c, *out;
@@ -416,8 +416,8 @@ static void check_limit_named(const kq_wire_msg *m)
 
         if (f->kind != KQ_WK_I32 || f->max >= INT32_MAX || (f->flags & KQ_WF_ABSENT))
             continue;
-        c = kq_wire_alloc(&a, 1, m->size);
-        out = kq_wire_alloc(&a, 1, m->size);
+        c = kq_arena_alloc(&a, 1, m->size);
+        out = kq_arena_alloc(&a, 1, m->size);
         fill(m, c, &a, 0);
         pb = kq_wire_encode_new(m, c, &a, &rc);
         assert_int_equal(rc, 0);
@@ -427,7 +427,7 @@ static void check_limit_named(const kq_wire_msg *m)
                  (long long)f->max + 1);
         if (!strstr(err, want))
             fail_msg("error '%s' does not say '%s'", err, want);
-        kq_wire_arena_free(&a);
+        kq_arena_free(&a);
         return;
     }
 }
