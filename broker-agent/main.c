@@ -15,8 +15,9 @@
  *
  * One loop thread owns everything (DESIGN.md section 3): nng callbacks push events onto the
  * loop queue. One iteration: read the clock; step the core with the answers that arrived;
- * commit the store (group commit) and step PERSISTED; send what the core released; replay
- * committed records; drive the lifecycle.
+ * through the Raft host (kq/raft_host.h, the same as kq-controller's) commit the store (group
+ * commit), step PERSISTED and send what the core released; replay committed records; drive
+ * the lifecycle.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -42,13 +43,13 @@
 #include "kq/metrics.h"
 #include "kq/plog.h"
 #include "kq/raft.h"
+#include "kq/raft_host.h"
 #include "kq/raft_net.h"
 #include "kq/rpc.h"
 #include "kq/store.h"
 #include "kq/util.h"
 
 #define EXIT_CONFIG 2
-#define MAX_OUTBOX 4096
 #define READ_MAX_BYTES (8u * 1024u * 1024u)
 /* Requests the listener holds at once. A waiting acks=all Produce or a long-polling Fetch keeps
  * its context until answered, so the data plane stops parking new ones DP_RESERVED short of
@@ -107,23 +108,16 @@ typedef struct broker {
     kq_http *http;
     _Atomic int ready;
 
-    kq_raft_msg outbox[MAX_OUTBOX];
-    size_t n_outbox;
-    kq_raft_status st;
-    int64_t hw;
-    int64_t durable_end;
-    int64_t applied_end;  /* next offset the image has not applied */
+    kq_raft_host host;   /* drives b->raft against the store and the controllers (kq/raft_host.h) */
+    int64_t applied_end; /* next offset the image has not applied */
     int64_t ready_target; /* first high watermark seen: replayed up to it = ready to unfence */
     int32_t inconsistent[KQ_RAFT_MAX_VOTERS];
     int n_inconsistent;
     int32_t last_leader;
     bool last_fenced;
     uint64_t now;
-    uint64_t deadline;
     volatile sig_atomic_t stop;
     bool shutdown_requested;
-    bool pending_install; /* a fetched metadata snapshot is complete: install it */
-    kq_raft_snapshot_id install_id;
 } broker;
 
 static void fatal_config(const char *msg)
@@ -168,111 +162,33 @@ static void on_request(void *arg, kq_rpc_req *req)
 
 /* ---------- the metadata follower ---------- */
 
-static void ensure_txn(broker *b)
+static void after_step(void *arg, const kq_raft_update *u)
 {
-    if (!kq_store_in_txn(b->store) && kq_store_begin(b->store) != 0)
-        fatal("store begin", "cannot start a write transaction on the metadata log");
-}
-
-static void apply_update(broker *b, const kq_raft_update *u)
-{
-    if (u->fatal)
-        fatal("raft safety violation", u->fatal_reason);
-    if (u->persist_qstate) {
-        ensure_txn(b);
-        if (kq_store_put_qstate(b->store, &u->qstate) != 0)
-            fatal("store", "writing the quorum state");
-    }
-    if (u->truncate_to >= 0) {
-        ensure_txn(b);
-        KQ_WARN("metadata", "truncating the metadata log", "offset=%lld",
-                (long long)u->truncate_to);
-        if (kq_store_truncate(b->store, u->truncate_to) != 0)
-            fatal("store", "truncating the metadata log");
-        if (b->durable_end > u->truncate_to)
-            b->durable_end = u->truncate_to;
-    }
-    for (size_t i = 0; i < u->n_append; i++) {
-        const kq_raft_batch *bt = &u->append[i];
-        if (bt->kind != KQ_RAFT_BATCH_FETCHED)
-            fatal("internal", "an observer was asked to write a leader's batch");
-        ensure_txn(b);
-        if (kq_store_append(b->store, bt->base_offset, bt->epoch, bt->count, bt->data, bt->len) !=
-            0)
-            fatal("store append", "fetched metadata batch");
-    }
-    if (u->snapshot_abort)
-        kq_store_snapshot_part_abort(b->store, u->snapshot_id);
-    if (u->snapshot_chunk &&
-        kq_store_snapshot_part_write(b->store, u->snapshot_id, u->chunk_position, u->chunk_data,
-                                     u->chunk_len) != 0)
-        fatal("store", "writing a fetched metadata snapshot chunk");
-    if (u->install_snapshot) {
-        /* Installing rewrites the log in its own transaction: after this iteration's commit. */
-        b->pending_install = true;
-        b->install_id = u->snapshot_id;
-    }
-    if (u->compact_to >= 0)
-        fatal("internal", "an observer was asked to compact its metadata log");
-    for (size_t i = 0; i < u->n_msgs; i++) {
-        if (b->n_outbox == MAX_OUTBOX)
-            fatal("internal", "outbox full");
-        b->outbox[b->n_outbox++] = u->msgs[i];
-    }
     if (u->role_changed)
         KQ_INFO("metadata", "observer state changed", "state=%s epoch=%d leader=%d",
                 kq_raft_role_name(u->role), u->epoch, u->leader_id);
-    b->hw = u->high_watermark;
-    b->deadline = u->next_deadline_ms;
-    kq_raft_get_status(b->raft, &b->st);
 }
 
 static int step(broker *b, kq_raft_event *ev)
 {
-    kq_raft_update u;
-    ev->now_ms = b->now;
-    int rc = kq_raft_step(b->raft, ev, &u);
-    if (rc != 0) {
+    b->host.now = b->now;
+    int rc = kq_raft_host_step(&b->host, ev, NULL);
+    if (rc != 0)
         KQ_WARN("metadata", "event rejected by the core", "type=%d error=%s", (int)ev->type,
                 kq_err_name(rc));
-        return rc;
-    }
-    apply_update(b, &u);
-    return 0;
+    return rc;
 }
 
-static void commit(broker *b)
+static int send_request(void *arg, const kq_raft_msg *m)
 {
-    while (kq_store_in_txn(b->store)) {
-        if (kq_store_commit(b->store) != 0)
-            fatal("store commit", "fsync or commit of the metadata log failed");
-        b->durable_end = b->st.log_end_offset;
-        kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
-        ev.u.persisted_end = b->st.log_end_offset;
-        step(b, &ev);
-    }
+    broker *b = arg;
+    return kq_raft_net_send(b->net, m, b->cluster_id, b->cfg.raft.request_timeout_ms);
 }
 
-static void flush_outbox(broker *b)
+static void host_fatal(void *arg, const char *what, const char *detail)
 {
-    size_t n = b->n_outbox;
-    for (size_t i = 0; i < n; i++) {
-        const kq_raft_msg *m = &b->outbox[i];
-        switch ((int)m->type) {
-        case KQ_RAFT_VOTE_REQ:
-        case KQ_RAFT_BEGIN_EPOCH_REQ:
-        case KQ_RAFT_END_EPOCH_REQ:
-        case KQ_RAFT_FETCH_REQ:
-        case (int)KQ_RAFT_FETCH_SNAPSHOT_REQ:
-            if (kq_raft_net_send(b->net, m, b->cluster_id, b->cfg.raft.request_timeout_ms) != 0)
-                fatal("loop queue full", "cannot queue a Raft request failure");
-            break;
-        default:
-            break; /* an observer serves no Raft requests */
-        }
-    }
-    memmove(b->outbox, b->outbox + n, (b->n_outbox - n) * sizeof(b->outbox[0]));
-    b->n_outbox -= n;
+    (void)arg;
+    fatal(what, detail);
 }
 
 /* Majority of the voters rejected our cluster id: this broker's directory belongs to another
@@ -334,7 +250,7 @@ static int apply_batch(void *arg, int64_t base, int32_t epoch, int32_t count, ui
 /* Replay committed (and durable) batches into the image. */
 static void apply_committed(broker *b)
 {
-    int64_t upto = b->hw < b->durable_end ? b->hw : b->durable_end;
+    int64_t upto = b->host.hw < b->host.durable_end ? b->host.hw : b->host.durable_end;
     while (upto > 0 && b->applied_end < upto) {
         int64_t before = b->applied_end;
         int rc = kq_store_read(b->store, before, upto, READ_MAX_BYTES, apply_batch, b);
@@ -350,8 +266,8 @@ static void apply_committed(broker *b)
             fatal("replica manager", why);
         b->metadata_changed = true;
     }
-    if (b->ready_target < 0 && b->hw >= 0)
-        b->ready_target = b->hw;
+    if (b->ready_target < 0 && b->host.hw >= 0)
+        b->ready_target = b->host.hw;
     if (b->ready_target >= 0 && b->applied_end >= b->ready_target && !b->lc.ready_to_unfence) {
         KQ_INFO("broker", "metadata replayed up to the high watermark; ready to unfence",
                 "applied_offset=%lld", (long long)(b->applied_end - 1));
@@ -376,29 +292,19 @@ static int load_snapshot_image(broker *b, kq_raft_snapshot_id id, char *err, siz
 }
 
 /* A metadata snapshot fetched from the leader (the broker was behind the leader's log start):
- * install it as the new log start, replace the image with it, and tell the core. */
-static void install_snapshot(broker *b)
+ * install it as the new log start and replace the image with it (kq_raft_host_ops). */
+static int install_snapshot(void *arg, kq_raft_snapshot_id id, char *err, size_t errlen)
 {
-    char err[512];
-    kq_raft_snapshot_id id = b->install_id;
-    b->pending_install = false;
-    commit(b);
-    int rc = kq_store_install_snapshot(b->store, id, err, sizeof(err));
+    broker *b = arg;
+    int rc = kq_store_install_snapshot(b->store, id, err, errlen);
     if (rc == 0)
-        rc = load_snapshot_image(b, id, err, sizeof(err));
-    if (rc == KQ_ERR_CORRUPT_MESSAGE) {
+        rc = load_snapshot_image(b, id, err, errlen);
+    if (rc == KQ_ERR_CORRUPT_MESSAGE)
         KQ_WARN("metadata", "fetched snapshot is damaged; fetching it again", "detail=\"%s\"", err);
-    } else if (rc != 0) {
-        fatal("installing a fetched metadata snapshot", err);
-    } else {
-        b->durable_end = id.end_offset;
+    else if (rc == 0)
         KQ_INFO("metadata", "installed a metadata snapshot fetched from the leader",
                 "end_offset=%lld epoch=%d", (long long)id.end_offset, id.epoch);
-    }
-    kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_INSTALLED};
-    ev.u.snapshot.id = id;
-    ev.u.snapshot.error = rc;
-    step(b, &ev);
+    return rc;
 }
 
 /* ---------- the lifecycle ---------- */
@@ -553,8 +459,8 @@ static void handle_request(broker *b, kq_rpc_req *req)
         kq_codec_decode_request(kq_rpc_req_data(req), kq_rpc_req_len(req), &r, err, sizeof(err));
     int code = rc != 0 ? KQ_ERR_INVALID_REQUEST : KQ_ERR_UNSUPPORTED_VERSION;
     const char *msg = rc != 0 ? err : "a broker does not serve this api; ask a controller";
-    if (kq_codec_encode_error_response(r.api_key, code, msg, b->st.leader_id, -1, NULL, &out) ==
-        0) {
+    if (kq_codec_encode_error_response(r.api_key, code, msg, b->host.st.leader_id, -1, NULL,
+                                       &out) == 0) {
         kq_rpc_reply(req, out.data, out.len);
         kq_buf_free(&out);
     } else {
@@ -667,11 +573,11 @@ static void metrics_update(broker *b)
         kq_metric_set_int(b->m.state[i], (int)b->lc.state == i);
     kq_metric_set_int(b->m.fenced, b->lc.fenced);
     kq_metric_set_int(b->m.epoch, b->lc.broker_epoch);
-    kq_metric_set_int(b->m.leader, b->st.leader_id);
-    int64_t age = kq_raft_leader_answer_age_ms(&b->st, b->now);
+    kq_metric_set_int(b->m.leader, b->host.st.leader_id);
+    int64_t age = kq_raft_leader_answer_age_ms(&b->host.st, b->now);
     kq_metric_set(b->m.leader_fetch_age, age < 0 ? -1.0 : (double)age / 1000.0);
-    kq_metric_set_int(b->m.hw, b->st.high_watermark);
-    kq_metric_set_int(b->m.leo, b->st.log_end_offset);
+    kq_metric_set_int(b->m.hw, b->host.st.high_watermark);
+    kq_metric_set_int(b->m.leo, b->host.st.log_end_offset);
     kq_metric_set_int(b->m.applied, b->applied_end - 1);
     kq_rm_counts rc;
     kq_rm_get_counts(b->rm, &rc);
@@ -745,7 +651,6 @@ static int start(broker *b, char *err, size_t errlen)
     kq_store_recovered rec;
     int rc;
     memset(&rec, 0, sizeof(rec));
-    b->hw = -1;
     b->ready_target = -1;
     b->last_fenced = true;
 
@@ -800,7 +705,6 @@ static int start(broker *b, char *err, size_t errlen)
         goto out;
     }
     b->applied_end = 0;
-    b->durable_end = rec.log_end_offset;
     if (rec.snapshot.end_offset > 0) {
         rc = load_snapshot_image(b, rec.snapshot, err, errlen);
         if (rc != 0) {
@@ -831,6 +735,19 @@ static int start(broker *b, char *err, size_t errlen)
         rc = KQ_ERR_CONFIG;
         goto out;
     }
+    kq_raft_disk disk = kq_store_raft_disk(b->store);
+    kq_raft_host_ops ops = {.ctx = b,
+                            .send_request = send_request,
+                            .after_step = after_step,
+                            .install_snapshot = install_snapshot,
+                            .fatal = host_fatal};
+    if (kq_raft_host_init(&b->host, b->raft, &disk, &ops) != 0) {
+        rc = KQ_ERR_NOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    b->host.hw = -1;
+    b->host.durable_end = rec.log_end_offset;
     kq_bl_config lc = {.broker_id = b->cfg.node_id,
                        .n_controllers = b->cfg.n_voters,
                        .heartbeat_interval_ms = b->cfg.heartbeat_interval_ms,
@@ -936,13 +853,13 @@ static int run(broker *b)
     memset(&a, 0, sizeof(a));
     a.next_ms = 0;
     for (;;) {
-        uint64_t deadline = b->deadline;
+        uint64_t deadline = b->host.deadline;
         if (a.next_ms < deadline)
             deadline = a.next_ms;
         uint64_t dd = kq_dp_deadline(b->dp);
         if (dd < deadline)
             deadline = dd;
-        if (b->n_outbox > 0)
+        if (b->host.n_outbox > 0)
             deadline = 0;
         size_t n = kq_loopq_pop(b->q, items, 256, deadline);
         b->now = kq_now_ms();
@@ -972,18 +889,11 @@ static int run(broker *b)
             kq_bl_request_shutdown(&b->lc, b->now);
             log_lifecycle(b, before);
         }
-        if (b->now >= b->deadline) {
+        if (b->now >= b->host.deadline) {
             kq_raft_event ev = {.type = KQ_RAFT_EV_TICK};
             step(b, &ev);
         }
-        for (int round = 0; round < 8; round++) {
-            commit(b);
-            if (b->pending_install)
-                install_snapshot(b);
-            flush_outbox(b);
-            if (b->n_outbox == 0 && !kq_store_in_txn(b->store) && !b->pending_install)
-                break;
-        }
+        kq_raft_host_flush(&b->host);
         kq_dp_tick(b->dp, b->img, b->now);
         kq_dp_commit(b->dp, b->img, b->now);
         b->metadata_changed = false;
@@ -991,16 +901,16 @@ static int run(broker *b)
         if (b->metadata_changed)
             kq_dp_after_metadata(b->dp, b->img, b->now);
         {
-            int vi = voter_index(b, b->st.leader_id);
+            int vi = voter_index(b, b->host.st.leader_id);
             kq_dp_pump(b->dp, b->img, vi >= 0 ? b->ctl[vi] : NULL, b->lc.broker_epoch, b->now);
         }
-        if (b->st.leader_id != b->last_leader) {
-            b->last_leader = b->st.leader_id;
-            if (b->st.leader_id >= 0)
-                KQ_INFO("broker", "metadata quorum leader", "leader=%d epoch=%d", b->st.leader_id,
-                        b->st.epoch);
+        if (b->host.st.leader_id != b->last_leader) {
+            b->last_leader = b->host.st.leader_id;
+            if (b->host.st.leader_id >= 0)
+                KQ_INFO("broker", "metadata quorum leader", "leader=%d epoch=%d",
+                        b->host.st.leader_id, b->host.st.epoch);
         }
-        kq_bl_set_leader(&b->lc, b->st.leader_id);
+        kq_bl_set_leader(&b->lc, b->host.st.leader_id);
         kq_bl_poll(&b->lc, b->now, b->applied_end - 1, &a);
         if (a.exit) {
             metrics_update(b);
@@ -1052,8 +962,11 @@ int main(int argc, char **argv)
         return 1;
     }
     int code = run(&b);
-    commit(&b);
+    b.now = kq_now_ms();
+    b.host.now = b.now;
+    kq_raft_host_commit(&b.host);
     kq_daemon_teardown_watchdog("broker", code);
+    kq_raft_host_free(&b.host);
     kq_store_close(b.store);
     kq_dp_free(b.dp);
     kq_rm_free(b.rm);

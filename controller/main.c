@@ -7,10 +7,10 @@
  *   1. read the monotonic clock once;
  *   2. step the core with every queued event (requests, responses, timers) and fold client
  *      writes into one proposal;
- *   3. commit everything that must be durable in one LMDB transaction (group commit);
- *   4. step PERSISTED;
- *   5. send the messages the steps released (only now, after the commit);
- *   6. answer writes whose records committed, compute the next deadline.
+ *   3. through the Raft host (kq/raft_host.h): send the leader's Fetch answers, commit
+ *      everything that must be durable in one LMDB transaction (group commit), step
+ *      PERSISTED, then send the messages the steps released (only now, after the commit);
+ *   4. answer writes whose records committed, compute the next deadline.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -32,6 +32,7 @@
 #include "kq/loopq.h"
 #include "kq/metrics.h"
 #include "kq/raft.h"
+#include "kq/raft_host.h"
 #include "kq/raft_net.h"
 #include "kq/rpc.h"
 #include "kq/store.h"
@@ -39,7 +40,6 @@
 
 #define EXIT_CONFIG 2
 #define MAX_TOKENS 1024
-#define MAX_OUTBOX 4096
 #define FETCH_MAX_BYTES (8u * 1024u * 1024u)
 #define SHUTDOWN_GRACE_MS 1000
 #define TOKEN_TTL_MS 30000
@@ -129,11 +129,10 @@ typedef struct ctl {
     kq_raft *raft;
     kq_loopq *q;
     kq_rpc_server *server;
-    kq_raft_net *net; /* requests to the other voters (kq/raft_net.h) */
+    kq_raft_net *net;  /* requests to the other voters (kq/raft_net.h) */
+    kq_raft_host host; /* drives c->raft against the store and the peers (kq/raft_host.h) */
 
     token_slot tokens[MAX_TOKENS];
-    kq_raft_msg outbox[MAX_OUTBOX];
-    size_t n_outbox;
 
     /* writes accumulated in this iteration */
     kq_buf batch;
@@ -150,8 +149,6 @@ typedef struct ctl {
     uint64_t last_snapshot_ms;
     int32_t last_applied_epoch;
     int64_t snapshot_end; /* end offset of the latest snapshot on disk, 0 if none */
-    bool pending_install;
-    kq_raft_snapshot_id install_id;
     /* Active-controller timers (kq_now_ms scale). */
     uint64_t next_fence_ms, next_leaderless_ms, next_rebalance_ms;
     int32_t inconsistent[KQ_RAFT_MAX_VOTERS]; /* peers that said INCONSISTENT_CLUSTER_ID */
@@ -162,12 +159,8 @@ typedef struct ctl {
      * the core counts the leader's own offset only once PERSISTED). */
     kq_codec_batch tail[KQ_RAFT_MAX_BATCHES];
     size_t n_tail;
-    int64_t durable_end;
 
-    kq_raft_status st; /* refreshed after every step */
-    int64_t hw;
     uint64_t now;
-    uint64_t deadline;
     uint64_t last_append_ms;
     int shutting_down;
     uint64_t shutdown_deadline;
@@ -236,9 +229,9 @@ static void reply_error(ctl *c, kq_rpc_req *req, uint32_t api, int err, const ch
 {
     kq_buf b = {0};
     char ep[300];
-    int32_t leader = c->st.leader_id;
+    int32_t leader = c->host.st.leader_id;
     leader_endpoint(c, leader, ep, sizeof(ep));
-    if (kq_codec_encode_error_response(api, err, msg, leader, c->st.epoch, ep[0] ? ep : NULL,
+    if (kq_codec_encode_error_response(api, err, msg, leader, c->host.st.epoch, ep[0] ? ep : NULL,
                                        &b) != 0) {
         kq_rpc_req_drop(req);
         return;
@@ -248,7 +241,7 @@ static void reply_error(ctl *c, kq_rpc_req *req, uint32_t api, int err, const ch
 
 static int is_leader(const ctl *c)
 {
-    return c->st.role == KQ_RAFT_LEADER;
+    return c->host.st.role == KQ_RAFT_LEADER;
 }
 
 static uint64_t token_make(ctl *c, kq_rpc_req *req)
@@ -280,12 +273,6 @@ static kq_rpc_req *token_take(ctl *c, uint64_t token)
 
 /* ---------- applying the core's updates ---------- */
 
-static void ensure_txn(ctl *c)
-{
-    if (!kq_store_in_txn(c->store) && kq_store_begin(c->store) != 0)
-        fatal("store begin", "cannot start a write transaction");
-}
-
 static void tail_add(ctl *c, const kq_raft_batch *b, const uint8_t *data, size_t len)
 {
     if (c->n_tail == KQ_RAFT_MAX_BATCHES)
@@ -294,8 +281,8 @@ static void tail_add(ctl *c, const kq_raft_batch *b, const uint8_t *data, size_t
     if (copy == NULL)
         return;
     memcpy(copy, data, len);
-    c->tail[c->n_tail++] = (kq_codec_batch){b->base_offset, b->epoch, b->count,
-                                            kq_crc32c(0, data, len), copy, len};
+    c->tail[c->n_tail++] =
+        (kq_codec_batch){b->base_offset, b->epoch, b->count, kq_crc32c(0, data, len), copy, len};
 }
 
 static void tail_clear(ctl *c)
@@ -311,10 +298,10 @@ static void write_leader_change(ctl *c, const kq_raft_batch *b)
     int32_t voters[KQ_RAFT_MAX_VOTERS];
     for (int i = 0; i < c->cfg.n_voters; i++)
         voters[i] = c->cfg.voters[i].id;
-    if (kq_codec_append_leader_change(&rec, c->cfg.node_id, voters, c->cfg.n_voters, NULL, 0) !=
-        0)
+    if (kq_codec_append_leader_change(&rec, c->cfg.node_id, voters, c->cfg.n_voters, NULL, 0) != 0)
         fatal("encode", "LeaderChange record");
-    if (kq_store_append(c->store, b->base_offset, b->epoch, b->count, rec.data, rec.len) != 0)
+    if (c->host.disk.append(c->host.disk.ctx, b->base_offset, b->epoch, b->count, rec.data,
+                            rec.len) != 0)
         fatal("store append", "LeaderChange batch");
     tail_add(c, b, rec.data, rec.len);
     kq_meta_became_leader(&c->meta, b->base_offset);
@@ -343,106 +330,78 @@ static void fail_parked_writes(ctl *c, int err)
 
 static void complete_writes(ctl *c);
 
-static void apply_update(ctl *c, const kq_raft_update *u)
+/* kq_raft_host_ops: this node's own batches, the LeaderChange record and the proposals. */
+static void append_own(void *arg, const kq_raft_batch *b)
 {
-    if (u->fatal)
-        fatal("raft safety violation", u->fatal_reason);
-    if (u->persist_qstate) {
-        ensure_txn(c);
-        if (kq_store_put_qstate(c->store, &u->qstate) != 0)
-            fatal("store", "writing the quorum state");
-    }
-    if (u->compact_to >= 0) {
-        ensure_txn(c);
-        if (kq_store_delete_prefix(c->store, u->compact_to) != 0)
-            fatal("store", "removing the log prefix below a snapshot");
-        kq_store_snapshot_delete_older(c->store, 2);
-        KQ_INFO("raft", "log prefix removed", "log_start=%lld", (long long)u->compact_to);
-    }
-    if (u->snapshot_abort)
-        kq_store_snapshot_part_abort(c->store, u->snapshot_id);
-    if (u->snapshot_chunk &&
-        kq_store_snapshot_part_write(c->store, u->snapshot_id, u->chunk_position, u->chunk_data,
-                                     u->chunk_len) != 0)
-        fatal("store", "writing a fetched snapshot chunk");
-    if (u->install_snapshot) {
-        /* Installing rewrites the log in its own transaction: after this iteration's commit. */
-        c->pending_install = true;
-        c->install_id = u->snapshot_id;
-    }
-    if (u->truncate_to >= 0) {
-        ensure_txn(c);
-        KQ_WARN("raft", "truncating log", "offset=%lld", (long long)u->truncate_to);
-        if (kq_store_truncate(c->store, u->truncate_to) != 0)
-            fatal("store", "truncating the log");
-    }
-    for (size_t i = 0; i < u->n_append; i++) {
-        const kq_raft_batch *b = &u->append[i];
-        ensure_txn(c);
-        switch (b->kind) {
-        case KQ_RAFT_BATCH_LEADER_CHANGE:
-            write_leader_change(c, b);
-            c->last_append_ms = c->now;
-            break;
-        case KQ_RAFT_BATCH_PROPOSED:
-            if (c->propose_payload == NULL)
-                fatal("internal", "proposed batch without payload");
-            if (kq_store_append(c->store, b->base_offset, b->epoch, b->count,
+    ctl *c = arg;
+    if (b->kind == KQ_RAFT_BATCH_LEADER_CHANGE) {
+        write_leader_change(c, b);
+    } else {
+        if (c->propose_payload == NULL)
+            fatal("internal", "proposed batch without payload");
+        if (c->host.disk.append(c->host.disk.ctx, b->base_offset, b->epoch, b->count,
                                 c->propose_payload->data, c->propose_payload->len) != 0)
-                fatal("store append", "proposed batch");
-            tail_add(c, b, c->propose_payload->data, c->propose_payload->len);
-            c->last_append_ms = c->now;
-            break;
-        case KQ_RAFT_BATCH_FETCHED:
-            if (kq_store_append(c->store, b->base_offset, b->epoch, b->count, b->data, b->len) !=
-                0)
-                fatal("store append", "fetched batch");
-            break;
-        }
+            fatal("store append", "proposed batch");
+        tail_add(c, b, c->propose_payload->data, c->propose_payload->len);
     }
-    for (size_t i = 0; i < u->n_msgs; i++) {
-        if (c->n_outbox == MAX_OUTBOX)
-            fatal("internal", "outbox full");
-        c->outbox[c->n_outbox++] = u->msgs[i];
+    c->last_append_ms = c->now;
+}
+
+static void after_step(void *arg, const kq_raft_update *u)
+{
+    ctl *c = arg;
+    if (!u->role_changed)
+        return;
+    log_role(c, u);
+    if (u->role == KQ_RAFT_CANDIDATE)
+        kq_metric_inc(c->m.elections);
+    if (u->role != KQ_RAFT_LEADER) {
+        char why[512];
+        if (c->meta.active)
+            KQ_INFO("controller", "no longer the active controller", "epoch=%d", u->epoch);
+        if (kq_meta_deactivate(&c->meta, why, sizeof(why)) != 0)
+            fatal("metadata image", why);
+        /* Answer what committed before leadership was lost, fail the rest. */
+        complete_writes(c);
+        fail_parked_writes(c, KQ_ERR_NOT_CONTROLLER);
+        c->lat_n = 0;
+    } else {
+        c->last_append_ms = c->now;
     }
-    if (u->role_changed) {
-        log_role(c, u);
-        if (u->role == KQ_RAFT_CANDIDATE)
-            kq_metric_inc(c->m.elections);
-        if (u->role != KQ_RAFT_LEADER) {
-            char why[512];
-            if (c->meta.active)
-                KQ_INFO("controller", "no longer the active controller", "epoch=%d", u->epoch);
-            if (kq_meta_deactivate(&c->meta, why, sizeof(why)) != 0)
-                fatal("metadata image", why);
-            /* Answer what committed before leadership was lost, fail the rest. */
-            c->hw = u->high_watermark;
-            complete_writes(c);
-            fail_parked_writes(c, KQ_ERR_NOT_CONTROLLER);
-            c->lat_n = 0;
-        }
-        else
-            c->last_append_ms = c->now;
-    }
-    c->hw = u->high_watermark;
-    c->deadline = u->next_deadline_ms;
-    kq_raft_get_status(c->raft, &c->st);
+}
+
+/* After a commit: the batches in the tail are on disk, the store serves them from now on. */
+static void persisted(void *arg, int64_t durable_end)
+{
+    (void)durable_end;
+    tail_clear(arg);
+}
+
+static int send_request(void *arg, const kq_raft_msg *m)
+{
+    ctl *c = arg;
+    return kq_raft_net_send(c->net, m, kq_store_identity_of(c->store)->cluster_id,
+                            c->cfg.raft.request_timeout_ms);
+}
+
+static void host_fatal(void *arg, const char *what, const char *detail)
+{
+    (void)arg;
+    fatal(what, detail);
 }
 
 /* Returns 0, or the core's error for an event it rejected (then *u is empty). */
 static int step(ctl *c, kq_raft_event *ev, kq_raft_update *u)
 {
-    ev->now_ms = c->now;
-    int rc = kq_raft_step(c->raft, ev, u);
+    c->host.now = c->now;
+    int rc = kq_raft_host_step(&c->host, ev, u);
     if (rc != 0) {
         KQ_WARN("raft", "event rejected by the core", "type=%d error=%s", (int)ev->type,
                 kq_err_name(rc));
         if (ev->type == KQ_RAFT_EV_PROPOSE)
             u->propose_error = rc;
-        return rc;
     }
-    apply_update(c, u);
-    return 0;
+    return rc;
 }
 
 /* ---------- requests ---------- */
@@ -458,19 +417,20 @@ static void describe(ctl *c, kq_rpc_req *req)
     }
     if (!is_leader(c)) {
         int err =
-            c->st.leader_id >= 0 ? KQ_ERR_NOT_LEADER_OR_FOLLOWER : KQ_ERR_LEADER_NOT_AVAILABLE;
+            c->host.st.leader_id >= 0 ? KQ_ERR_NOT_LEADER_OR_FOLLOWER : KQ_ERR_LEADER_NOT_AVAILABLE;
         reply_error(c, req, KQ_API_DESCRIBE_QUORUM, err,
-                    c->st.leader_id >= 0 ? "ask the leader" : "no leader is known");
+                    c->host.st.leader_id >= 0 ? "ask the leader" : "no leader is known");
         free(d);
         return;
     }
-    snprintf(d->cluster_id, sizeof(d->cluster_id), "%s", kq_store_identity_of(c->store)->cluster_id);
-    d->leader_id = c->st.leader_id;
-    d->leader_epoch = c->st.epoch;
-    d->high_watermark = c->st.high_watermark;
+    snprintf(d->cluster_id, sizeof(d->cluster_id), "%s",
+             kq_store_identity_of(c->store)->cluster_id);
+    d->leader_id = c->host.st.leader_id;
+    d->leader_epoch = c->host.st.epoch;
+    d->high_watermark = c->host.st.high_watermark;
     for (int pass = 0; pass < 2; pass++) {
-        const kq_raft_replica *src = pass == 0 ? c->st.voters : c->st.observers;
-        int n = pass == 0 ? c->st.n_voters : c->st.n_observers;
+        const kq_raft_replica *src = pass == 0 ? c->host.st.voters : c->host.st.observers;
+        int n = pass == 0 ? c->host.st.n_voters : c->host.st.n_observers;
         kq_quorum_replica *dst = pass == 0 ? d->voters : d->observers;
         for (int i = 0; i < n; i++) {
             dst[i].id = src[i].id;
@@ -478,8 +438,7 @@ static void describe(ctl *c, kq_rpc_req *req)
             dst[i].last_fetch_timestamp =
                 src[i].last_fetch_ms ? wall - (int64_t)(c->now - src[i].last_fetch_ms) : -1;
             dst[i].last_caught_up_timestamp =
-                src[i].last_caught_up_ms ? wall - (int64_t)(c->now - src[i].last_caught_up_ms)
-                                         : -1;
+                src[i].last_caught_up_ms ? wall - (int64_t)(c->now - src[i].last_caught_up_ms) : -1;
             if (src[i].id == c->cfg.node_id)
                 snprintf(dst[i].directory_id, sizeof(dst[i].directory_id), "%s",
                          kq_store_identity_of(c->store)->directory_id);
@@ -505,7 +464,6 @@ static void describe(ctl *c, kq_rpc_req *req)
 
 static void flush_writes(ctl *c);
 
-
 /* Append r to a proposal that will start at the log end offset. On the active controller the
  * image applies it at once (so the next decision sees it); otherwise it is applied when it
  * commits. */
@@ -513,7 +471,8 @@ static void add_to_proposal(ctl *c, kq_buf *batch, int32_t *count, const kq_reco
 {
     char err[512];
     if (c->meta.active) {
-        if (kq_meta_add(&c->meta, r, batch, c->st.log_end_offset, count, err, sizeof(err)) != 0)
+        if (kq_meta_add(&c->meta, r, batch, c->host.st.log_end_offset, count, err, sizeof(err)) !=
+            0)
             fatal("metadata image", err);
         return;
     }
@@ -611,10 +570,9 @@ static void park_insert(ctl *c, parked_write *p)
 }
 
 /* Park a response until the high watermark passes wait_offset (or send it now). Takes resp. */
-static void park_response(ctl *c, kq_rpc_req *req, uint32_t api, int64_t wait_offset,
-                          kq_buf *resp)
+static void park_response(ctl *c, kq_rpc_req *req, uint32_t api, int64_t wait_offset, kq_buf *resp)
 {
-    if (c->hw > wait_offset) {
+    if (c->host.hw > wait_offset) {
         reply_buf(req, resp);
         return;
     }
@@ -639,7 +597,7 @@ static kq_op_ctx op_ctx(ctl *c)
 {
     return (kq_op_ctx){.meta = &c->meta,
                        .batch = &c->batch,
-                       .batch_base = &c->st.log_end_offset,
+                       .batch_base = &c->host.st.log_end_offset,
                        .batch_count = &c->batch_count,
                        .now_ms = (int64_t)c->now,
                        .controller_id = c->cfg.node_id,
@@ -694,8 +652,8 @@ static void handle_request(ctl *c, kq_rpc_req *req)
     kq_request r;
     char err[256];
     memset(&r, 0, sizeof(r));
-    int rc = kq_codec_decode_request(kq_rpc_req_data(req), kq_rpc_req_len(req), &r, err,
-                                     sizeof(err));
+    int rc =
+        kq_codec_decode_request(kq_rpc_req_data(req), kq_rpc_req_len(req), &r, err, sizeof(err));
     count_request(c, r.api_key);
     if (rc != 0) {
         kq_metric_inc(c->m.invalid);
@@ -862,8 +820,9 @@ static void send_snapshot_chunk(ctl *c, kq_rpc_req *req, const kq_raft_msg *m)
     free(buf);
 }
 
-static void send_response(ctl *c, const kq_raft_msg *m)
+static void send_response(void *arg, const kq_raft_msg *m)
 {
+    ctl *c = arg;
     kq_rpc_req *req = token_take(c, m->token);
     batch_vec v = {0};
     kq_buf b = {0};
@@ -876,9 +835,10 @@ static void send_response(ctl *c, const kq_raft_msg *m)
     int64_t from = m->u.fetch_resp.records_from, to = m->u.fetch_resp.records_to;
     if (m->type == KQ_RAFT_FETCH_RESP && m->error == 0 && to > from) {
         int64_t next = from;
-        if (from < c->durable_end) {
-            int rc = kq_store_read(c->store, from, to < c->durable_end ? to : c->durable_end,
-                                   FETCH_MAX_BYTES, collect_batch, &v);
+        if (from < c->host.durable_end) {
+            int rc =
+                kq_store_read(c->store, from, to < c->host.durable_end ? to : c->host.durable_end,
+                              FETCH_MAX_BYTES, collect_batch, &v);
             if (rc == KQ_ERR_INVALID_REQUEST || rc == KQ_ERR_OFFSET_OUT_OF_RANGE) {
                 /* A fetch offset inside a batch: only a broken or hostile client sends it. */
                 KQ_WARN("raft", "fetch offset is not a batch boundary", "replica=%d offset=%lld",
@@ -903,9 +863,9 @@ static void send_response(ctl *c, const kq_raft_msg *m)
                 break;
             next += t->count;
         }
-        if (v.n == 0 && from >= c->durable_end) {
-            KQ_WARN("raft", "fetch offset is not a batch boundary", "replica=%d offset=%lld",
-                    m->to, (long long)from);
+        if (v.n == 0 && from >= c->host.durable_end) {
+            KQ_WARN("raft", "fetch offset is not a batch boundary", "replica=%d offset=%lld", m->to,
+                    (long long)from);
             reply_error(c, req, KQ_API_FETCH, KQ_ERR_INVALID_REQUEST,
                         "fetch offset is not a batch boundary");
             goto out;
@@ -920,54 +880,6 @@ out:
         free(v.bufs[i]);
     free(v.bufs);
     free(v.b);
-}
-
-static void send_request(ctl *c, const kq_raft_msg *m)
-{
-    if (kq_raft_net_send(c->net, m, kq_store_identity_of(c->store)->cluster_id,
-                         c->cfg.raft.request_timeout_ms) != 0)
-        fatal("loop queue full", "a Raft request could not even be failed");
-}
-
-static void flush_outbox(ctl *c)
-{
-    /* Only the messages queued so far: a transport failure stepped while sending may queue
-     * more, which can depend on writes not yet committed; they stay for the next flush. */
-    size_t n = c->n_outbox;
-    for (size_t i = 0; i < n; i++) {
-        kq_raft_msg m = c->outbox[i];
-        switch ((int)m.type) {
-        case KQ_RAFT_VOTE_REQ:
-        case KQ_RAFT_BEGIN_EPOCH_REQ:
-        case KQ_RAFT_END_EPOCH_REQ:
-        case KQ_RAFT_FETCH_REQ:
-        case KQ_RAFT_FETCH_SNAPSHOT_REQ:
-            send_request(c, &m);
-            break;
-        default:
-            send_response(c, &m);
-            break;
-        }
-    }
-    memmove(c->outbox, c->outbox + n, (c->n_outbox - n) * sizeof(c->outbox[0]));
-    c->n_outbox -= n;
-}
-
-/* A leader's Fetch responses (and its errors to fetchers) depend on nothing this node still
- * has to make durable, so they go out before the commit. */
-static void flush_fetch_responses(ctl *c)
-{
-    size_t keep = 0;
-    if (!is_leader(c))
-        return;
-    for (size_t i = 0; i < c->n_outbox; i++) {
-        kq_raft_msg m = c->outbox[i];
-        if (m.type == KQ_RAFT_FETCH_RESP)
-            send_response(c, &m);
-        else
-            c->outbox[keep++] = m;
-    }
-    c->n_outbox = keep;
 }
 
 /* ---------- writes ---------- */
@@ -997,7 +909,7 @@ static void flush_writes(ctl *c)
     int err = 0;
     if (c->batch_count == 0)
         return;
-    int64_t expected = c->st.log_end_offset; /* where its records were applied from */
+    int64_t expected = c->host.st.log_end_offset; /* where its records were applied from */
     propose(c, &c->batch, c->batch_count, &base, &epoch, &err);
     if (err == 0 && base != expected)
         fatal("internal", "proposal landed at another offset than its records were applied at");
@@ -1061,19 +973,20 @@ static int apply_committed_batch(void *arg, int64_t base, int32_t epoch, int32_t
 /* Replay committed batches into the image, then activate the leader once it has caught up. */
 static void apply_committed(ctl *c)
 {
-    while (c->hw > 0 && c->meta.applied_end < c->hw) {
+    while (c->host.hw > 0 && c->meta.applied_end < c->host.hw) {
         int64_t before = c->meta.applied_end;
-        int rc = kq_store_read(c->store, before, c->hw, FETCH_MAX_BYTES, apply_committed_batch, c);
+        int rc =
+            kq_store_read(c->store, before, c->host.hw, FETCH_MAX_BYTES, apply_committed_batch, c);
         if (rc != 0)
             fatal("store read (replaying committed records)", kq_err_message(rc));
         if (c->meta.applied_end == before)
             fatal("internal", "no progress replaying committed records");
     }
-    kq_meta_committed(&c->meta, c->hw);
-    if (kq_meta_try_activate(&c->meta, is_leader(c), c->hw, c->st.log_end_offset,
+    kq_meta_committed(&c->meta, c->host.hw);
+    if (kq_meta_try_activate(&c->meta, is_leader(c), c->host.hw, c->host.st.log_end_offset,
                              (int64_t)c->now)) {
         KQ_INFO("controller", "became the active controller", "epoch=%d applied_end=%lld",
-                c->st.epoch, (long long)c->meta.applied_end);
+                c->host.st.epoch, (long long)c->meta.applied_end);
         char err[512] = "";
         kq_op_ctx ctx = op_ctx(c);
         bool wrote = false;
@@ -1148,7 +1061,7 @@ static uint64_t timers_deadline(const ctl *c)
 static void observe_commits(ctl *c)
 {
     uint64_t now = kq_now_ns();
-    while (c->lat_n > 0 && c->hw > c->lat[c->lat_head].last_offset) {
+    while (c->lat_n > 0 && c->host.hw > c->lat[c->lat_head].last_offset) {
         kq_metric_observe(c->m.commit_latency, (double)(now - c->lat[c->lat_head].at_ns) / 1e9);
         c->lat_head = (c->lat_head + 1) % LATENCY_RING;
         c->lat_n--;
@@ -1158,7 +1071,7 @@ static void observe_commits(ctl *c)
 static void complete_writes(ctl *c)
 {
     observe_commits(c);
-    while (c->parked_head != NULL && c->hw > c->parked_head->last_offset) {
+    while (c->parked_head != NULL && c->host.hw > c->parked_head->last_offset) {
         parked_write *p = c->parked_head;
         kq_buf b = {0};
         c->parked_head = p->next;
@@ -1253,13 +1166,12 @@ static int metrics_init(ctl *c, char *err, size_t errlen)
                                            "1 for the Raft state this node is in", labels);
     }
     m->epoch = kq_metrics_gauge_int(m->reg, "kq_raft_epoch", "Current Raft epoch", NULL);
-    m->leader = kq_metrics_gauge_int(m->reg, "kq_raft_leader_id", "Known leader, -1 if none",
-                                     NULL);
+    m->leader = kq_metrics_gauge_int(m->reg, "kq_raft_leader_id", "Known leader, -1 if none", NULL);
     m->hw = kq_metrics_gauge_int(m->reg, "kq_raft_high_watermark",
                                  "Committed offset (exclusive), -1 if unknown", NULL);
     m->leo = kq_metrics_gauge_int(m->reg, "kq_raft_log_end_offset", "Log end offset", NULL);
-    m->active = kq_metrics_gauge_int(m->reg, "kq_controller_active",
-                                     "1 on the active controller", NULL);
+    m->active =
+        kq_metrics_gauge_int(m->reg, "kq_controller_active", "1 on the active controller", NULL);
     m->applied = kq_metrics_gauge_int(m->reg, "kq_metadata_last_applied_offset",
                                       "Last metadata offset applied", NULL);
     m->leader_fetch_age = kq_metrics_gauge(
@@ -1269,10 +1181,10 @@ static int metrics_init(ctl *c, char *err, size_t errlen)
         NULL);
     m->elections = kq_metrics_counter(m->reg, "kq_raft_elections_total",
                                       "Elections this node started as a candidate", NULL);
-    m->commit_latency = kq_metrics_histogram(
-        m->reg, "kq_raft_commit_latency_seconds",
-        "Time from proposing a batch to its commit, on the leader", bounds,
-        (int)(sizeof(bounds) / sizeof(bounds[0])));
+    m->commit_latency =
+        kq_metrics_histogram(m->reg, "kq_raft_commit_latency_seconds",
+                             "Time from proposing a batch to its commit, on the leader", bounds,
+                             (int)(sizeof(bounds) / sizeof(bounds[0])));
     for (int i = 0; i < N_API_LABELS; i++) {
         const char *label = i == API_LABEL_CONTROLLER               ? "controller"
                             : i == API_LABEL_OTHER                  ? "other"
@@ -1304,8 +1216,7 @@ static int metrics_init(ctl *c, char *err, size_t errlen)
     m->offline = kq_metrics_gauge_int(m->reg, "kq_controller_offline_partitions",
                                       "Partitions without a leader", NULL);
     m->imbalance = kq_metrics_gauge_int(m->reg, "kq_controller_preferred_replica_imbalance",
-                                        "Partitions whose leader is not their first replica",
-                                        NULL);
+                                        "Partitions whose leader is not their first replica", NULL);
     m->snapshot_end = kq_metrics_gauge_int(m->reg, "kq_metadata_snapshot_end_offset",
                                            "End offset of the latest snapshot (0: none)", NULL);
     m->image_updated_offset = -1;
@@ -1323,7 +1234,7 @@ nomem:
 
 static void metrics_update(ctl *c)
 {
-    const kq_raft_status *st = &c->st;
+    const kq_raft_status *st = &c->host.st;
     for (int i = 0; i < 6; i++)
         kq_metric_set_int(c->m.state[i], (int)st->role == i);
     kq_metric_set_int(c->m.epoch, st->epoch);
@@ -1332,7 +1243,7 @@ static void metrics_update(ctl *c)
     kq_metric_set_int(c->m.leo, st->log_end_offset);
     kq_metric_set_int(c->m.active, st->role == KQ_RAFT_LEADER);
     /* Committed and applied: below both the image's applied end and the high watermark. */
-    int64_t applied = c->meta.applied_end < c->hw ? c->meta.applied_end : c->hw;
+    int64_t applied = c->meta.applied_end < c->host.hw ? c->meta.applied_end : c->host.hw;
     kq_metric_set_int(c->m.applied, applied - 1);
     if (applied != c->last_applied_seen) {
         c->last_applied_seen = applied;
@@ -1341,7 +1252,7 @@ static void metrics_update(ctl *c)
     int64_t age = kq_raft_leader_answer_age_ms(st, c->now);
     kq_metric_set(c->m.leader_fetch_age, age < 0 ? -1.0 : (double)age / 1000.0);
     c->ready_applied = applied - 1;
-    c->ready_hw = c->hw;
+    c->ready_hw = c->host.hw;
     c->ready_epoch = st->epoch;
     c->ready_role = (int)st->role;
     c->ready_leader = st->leader_id;
@@ -1350,15 +1261,15 @@ static void metrics_update(ctl *c)
         c->ready = READY_NO_LEADER;
     else if (age < 0)
         c->ready = READY_NOT_ANSWERED;
-    else if (c->hw < 0)
+    else if (c->host.hw < 0)
         c->ready = READY_NO_HW;
-    else if (applied < c->hw && c->now > c->last_applied_change_ms + 5000)
+    else if (applied < c->host.hw && c->now > c->last_applied_change_ms + 5000)
         c->ready = READY_STUCK; /* behind the high watermark and not moving for 5 s */
     else
         c->ready = READY;
     kq_metric_set_int(c->m.snapshot_end, c->snapshot_end);
     /* Image gauges: only when nothing uncommitted is applied, at most once a second. */
-    if (c->meta.applied_end == c->hw && c->hw != c->m.image_updated_offset &&
+    if (c->meta.applied_end == c->host.hw && c->host.hw != c->m.image_updated_offset &&
         c->now >= c->m.image_updated_ms + 1000) {
         kq_image_counts n;
         kq_image_get_counts(c->meta.img, &n);
@@ -1371,11 +1282,13 @@ static void metrics_update(ctl *c)
         kq_metric_set_int(c->m.offline, (int64_t)n.offline_partitions);
         kq_metric_set_int(c->m.imbalance, (int64_t)n.preferred_imbalance);
         c->m.image_updated_ms = c->now;
-        c->m.image_updated_offset = c->hw;
+        c->m.image_updated_offset = c->host.hw;
     }
 }
 
 /* ---------- start-up ---------- */
+
+static int install_snapshot(void *arg, kq_raft_snapshot_id id, char *err, size_t errlen);
 
 static int start(ctl *c, char *err, size_t errlen)
 {
@@ -1425,6 +1338,21 @@ static int start(ctl *c, char *err, size_t errlen)
         free(rec.epochs);
         return KQ_ERR_CONFIG;
     }
+    kq_raft_disk disk = kq_store_raft_disk(c->store);
+    kq_raft_host_ops ops = {.ctx = c,
+                            .send_request = send_request,
+                            .send_response = send_response,
+                            .append_own = append_own,
+                            .after_step = after_step,
+                            .persisted = persisted,
+                            .install_snapshot = install_snapshot,
+                            .fatal = host_fatal};
+    if (kq_raft_host_init(&c->host, c->raft, &disk, &ops) != 0) {
+        free(rec.epochs);
+        snprintf(err, errlen, "out of memory");
+        return KQ_ERR_NOMEM;
+    }
+    c->host.hw = -1;
     if (kq_meta_init(&c->meta, &c->cfg.decide, kq_store_identity_of(c->store)->cluster_id,
                      kq_now_ns() ^ (uint64_t)getpid()) != 0) {
         free(rec.epochs);
@@ -1437,8 +1365,8 @@ static int start(ctl *c, char *err, size_t errlen)
         size_t len = 0;
         rc = kq_store_snapshot_load(c->store, rec.snapshot, &payload, &len, err, errlen);
         if (rc == 0)
-            rc = kq_meta_load_snapshot(&c->meta, payload, len, rec.snapshot.end_offset, err,
-                                       errlen);
+            rc =
+                kq_meta_load_snapshot(&c->meta, payload, len, rec.snapshot.end_offset, err, errlen);
         free(payload);
         if (rc != 0) {
             free(rec.epochs);
@@ -1486,11 +1414,10 @@ static int start(ctl *c, char *err, size_t errlen)
         return rc;
     }
     char url[300];
-    snprintf(url, sizeof(url),
-             strchr(c->cfg.listener.host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d",
+    snprintf(url, sizeof(url), strchr(c->cfg.listener.host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d",
              c->cfg.listener.host, c->cfg.listener.port);
-    rc = kq_rpc_server_start(url, SERVER_CONTEXTS, c->cfg.max_request_bytes, on_request,
-                             c, &c->server, err, errlen);
+    rc = kq_rpc_server_start(url, SERVER_CONTEXTS, c->cfg.max_request_bytes, on_request, c,
+                             &c->server, err, errlen);
     if (rc != 0) {
         free(rec.epochs);
         return rc;
@@ -1501,7 +1428,8 @@ static int start(ctl *c, char *err, size_t errlen)
         free(rec.epochs);
         return rc;
     }
-    KQ_INFO("controller", "started", "listener=%s cluster_id=%s directory_id=%s log_end=%lld "
+    KQ_INFO("controller", "started",
+            "listener=%s cluster_id=%s directory_id=%s log_end=%lld "
             "epoch=%d",
             url, kq_store_identity_of(c->store)->cluster_id,
             kq_store_identity_of(c->store)->directory_id, (long long)rec.log_end_offset,
@@ -1510,7 +1438,7 @@ static int start(ctl *c, char *err, size_t errlen)
             url);
 
     c->now = kq_now_ms();
-    c->durable_end = rec.log_end_offset;
+    c->host.durable_end = rec.log_end_offset;
     kq_raft_event ev = {.type = KQ_RAFT_EV_START};
     ev.u.start.qstate = rec.qstate;
     ev.u.start.log_start_offset = rec.log_start_offset;
@@ -1535,43 +1463,21 @@ static int start(ctl *c, char *err, size_t errlen)
 
 /* ---------- the loop ---------- */
 
-static void commit(ctl *c)
+/* kq_raft_host_ops: a fetched snapshot is complete. Install it in the store and load the image
+ * from it (the host then tells the core, which fetches from its end offset). */
+static int install_snapshot(void *arg, kq_raft_snapshot_id id, char *err, size_t errlen)
 {
-    while (kq_store_in_txn(c->store)) {
-        if (kq_store_commit(c->store) != 0)
-            fatal("store commit", "fsync or commit of the metadata log failed");
-        c->durable_end = c->st.log_end_offset;
-        tail_clear(c);
-        kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
-        ev.u.persisted_end = c->st.log_end_offset;
-        kq_raft_update u;
-        step(c, &ev, &u);
-    }
-}
-
-/* Follower: a fetched snapshot is complete. Install it in the store, load the image from
- * it, and tell the core (which then fetches from its end offset). */
-static void install_snapshot(ctl *c)
-{
-    char err[512];
+    ctl *c = arg;
     uint8_t *payload = NULL;
     size_t len = 0;
-    kq_raft_snapshot_id id = c->install_id;
-    int rc = 0;
-    c->pending_install = false;
-    commit(c);
-    rc = kq_store_install_snapshot(c->store, id, err, sizeof(err));
+    int rc = kq_store_install_snapshot(c->store, id, err, errlen);
     if (rc == 0)
-        rc = kq_store_snapshot_load(c->store, id, &payload, &len, err, sizeof(err));
+        rc = kq_store_snapshot_load(c->store, id, &payload, &len, err, errlen);
     if (rc == KQ_ERR_CORRUPT_MESSAGE) {
         KQ_WARN("raft", "fetched snapshot is damaged; fetching it again", "detail=\"%s\"", err);
-    } else if (rc != 0) {
-        fatal("installing a fetched snapshot", err);
-    } else if (kq_meta_load_snapshot(&c->meta, payload, len, id.end_offset, err, sizeof(err)) !=
-               0) {
-        fatal("loading a fetched snapshot into the metadata image", err);
-    } else {
-        c->durable_end = id.end_offset;
+    } else if (rc == 0) {
+        if (kq_meta_load_snapshot(&c->meta, payload, len, id.end_offset, err, errlen) != 0)
+            fatal("loading a fetched snapshot into the metadata image", err);
         c->snapshot_end = id.end_offset;
         c->last_applied_epoch = id.epoch;
         c->bytes_since_snapshot = 0;
@@ -1580,11 +1486,7 @@ static void install_snapshot(ctl *c)
                 (long long)id.end_offset, id.epoch);
     }
     free(payload);
-    kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_INSTALLED};
-    ev.u.snapshot.id = id;
-    ev.u.snapshot.error = rc;
-    kq_raft_update u;
-    step(c, &ev, &u);
+    return rc;
 }
 
 /* Write a snapshot of the committed image every snapshot_max_bytes of records (or
@@ -1596,23 +1498,23 @@ static void maybe_snapshot(ctl *c)
     int32_t n_records = 0;
     char err[512];
     int64_t size = 0;
-    if (c->hw <= 0 || c->meta.applied_end != c->hw || c->hw <= c->snapshot_end ||
-        c->pending_install || c->st.fetching_snapshot || c->st.installing_snapshot)
+    if (c->host.hw <= 0 || c->meta.applied_end != c->host.hw || c->host.hw <= c->snapshot_end ||
+        c->host.pending_install || c->host.st.fetching_snapshot || c->host.st.installing_snapshot)
         return;
     bool by_bytes = c->bytes_since_snapshot >= c->cfg.snapshot_max_bytes;
     bool by_time = c->cfg.snapshot_interval_ms > 0 && c->bytes_since_snapshot > 0 &&
                    c->now >= c->last_snapshot_ms + (uint64_t)c->cfg.snapshot_interval_ms;
     if (!by_bytes && !by_time)
         return;
-    kq_raft_snapshot_id id = {.end_offset = c->hw, .epoch = c->last_applied_epoch};
+    kq_raft_snapshot_id id = {.end_offset = c->host.hw, .epoch = c->last_applied_epoch};
     uint64_t t0 = kq_now_ms();
     if (kq_image_snapshot_write(c->meta.img, &b, &n_records) != 0)
         fatal("snapshot", "encoding the metadata image");
     if (kq_store_snapshot_write(c->store, id, b.data, b.len, &size, err, sizeof(err)) != 0)
         fatal("snapshot", err);
-    KQ_INFO("controller", "wrote snapshot", "end_offset=%lld epoch=%d records=%d bytes=%lld ms=%llu",
-            (long long)id.end_offset, id.epoch, n_records, (long long)size,
-            (unsigned long long)(kq_now_ms() - t0));
+    KQ_INFO("controller", "wrote snapshot",
+            "end_offset=%lld epoch=%d records=%d bytes=%lld ms=%llu", (long long)id.end_offset,
+            id.epoch, n_records, (long long)size, (unsigned long long)(kq_now_ms() - t0));
     kq_buf_free(&b);
     c->bytes_since_snapshot = 0;
     c->last_snapshot_ms = c->now;
@@ -1629,13 +1531,13 @@ static void run(ctl *c)
     kq_loopq_item items[256];
     int64_t last_hw = -1;
     while (1) {
-        uint64_t deadline = c->deadline;
+        uint64_t deadline = c->host.deadline;
         if (is_leader(c) && c->cfg.idle_interval_ms > 0 &&
             c->last_append_ms + c->cfg.idle_interval_ms < deadline)
             deadline = c->last_append_ms + c->cfg.idle_interval_ms;
         if (c->shutting_down && c->shutdown_deadline < deadline)
             deadline = c->shutdown_deadline;
-        if (c->n_outbox > 0)
+        if (c->host.n_outbox > 0)
             deadline = 0; /* messages left from the last iteration: do not sleep */
         if (c->meta.active && timers_deadline(c) < deadline)
             deadline = timers_deadline(c);
@@ -1655,7 +1557,7 @@ static void run(ctl *c)
         }
         if (c->stop && !c->shutting_down) {
             KQ_INFO("controller", "shutting down: resigning", "role=%s",
-                    kq_raft_role_name(c->st.role));
+                    kq_raft_role_name(c->host.st.role));
             c->shutting_down = 1;
             c->shutdown_deadline = c->now + SHUTDOWN_GRACE_MS;
             kq_raft_event ev = {.type = KQ_RAFT_EV_RESIGN};
@@ -1663,7 +1565,7 @@ static void run(ctl *c)
             step(c, &ev, &u);
             fail_parked_writes(c, KQ_ERR_NOT_CONTROLLER);
         }
-        if (c->now >= c->deadline) {
+        if (c->now >= c->host.deadline) {
             kq_raft_event ev = {.type = KQ_RAFT_EV_TICK};
             kq_raft_update u;
             step(c, &ev, &u);
@@ -1671,20 +1573,13 @@ static void run(ctl *c)
         run_timers(c);
         flush_writes(c);
         maybe_noop(c);
-        flush_fetch_responses(c);
-        for (int round = 0; round < 8; round++) {
-            commit(c);
-            flush_outbox(c); /* a failed send steps the core, which may queue more */
-            if (c->n_outbox == 0 && !kq_store_in_txn(c->store))
-                break;
-        }
-        if (c->hw != last_hw) {
-            last_hw = c->hw;
+        kq_raft_host_send_fetch_answers(&c->host);
+        kq_raft_host_flush(&c->host);
+        if (c->host.hw != last_hw) {
+            last_hw = c->host.hw;
             complete_writes(c);
         }
         apply_committed(c);
-        if (c->pending_install)
-            install_snapshot(c);
         maybe_snapshot(c);
         expire_tokens(c);
         metrics_update(c);
@@ -1726,11 +1621,12 @@ int main(int argc, char **argv)
         return 1;
     }
     run(&c);
-    commit(&c);
-    flush_outbox(&c);
+    c.now = c.host.now = kq_now_ms();
+    kq_raft_host_flush(&c.host); /* commit, then the EndQuorumEpoch requests */
     /* Give the EndQuorumEpoch requests a moment on the wire before the sockets close. */
     usleep(50 * 1000);
     kq_daemon_teardown_watchdog("controller", 0);
+    kq_raft_host_free(&c.host);
     kq_store_close(c.store); /* everything is committed; close it before the network */
     kq_http_stop(c.http);
     kq_rpc_server_stop(c.server);

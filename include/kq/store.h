@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "kq/raft.h"
+#include "kq/raft_host.h"
 
 #define KQ_STORE_FORMAT_VERSION 1
 #define KQ_STORE_ID_LEN 22 /* Kafka-style base64 uuid, without NUL */
@@ -96,6 +97,10 @@ int kq_store_delete_prefix(kq_store *s, int64_t offset);
 int kq_store_commit(kq_store *s); /* fsyncs; KQ_ERR_IO is fatal for the caller */
 void kq_store_abort(kq_store *s);
 int kq_store_in_txn(const kq_store *s);
+/* The store as a Raft host's disk (kq/raft_host.h): each write opens the write transaction if
+ * none is open, commit is kq_store_commit; truncations and prefix removals are logged, and a
+ * prefix removal keeps the two newest snapshots. s is borrowed: it must outlive the host. */
+kq_raft_disk kq_store_raft_disk(kq_store *s);
 
 /* Read whole batches with base offset in [from, to), stopping before the total records size
  * would exceed max_bytes (but always returning at least one batch if any). `from` must be a

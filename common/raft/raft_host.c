@@ -1,0 +1,193 @@
+/*
+ * The Raft host: see kq/raft_host.h.
+ */
+#include "kq/raft_host.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kq/error.h"
+
+int kq_raft_host_init(kq_raft_host *h, kq_raft *r, const kq_raft_disk *disk,
+                      const kq_raft_host_ops *ops)
+{
+    memset(h, 0, sizeof *h);
+    h->outbox = calloc(KQ_RAFT_HOST_MAX_OUTBOX, sizeof *h->outbox);
+    if (!h->outbox)
+        return KQ_ERR_NOMEM;
+    h->raft = r;
+    h->disk = *disk;
+    h->ops = *ops;
+    kq_raft_get_status(r, &h->st);
+    h->hw = h->st.high_watermark;
+    h->durable_end = h->st.log_end_offset;
+    return 0;
+}
+
+void kq_raft_host_free(kq_raft_host *h)
+{
+    if (!h)
+        return;
+    free(h->outbox);
+    h->outbox = NULL;
+    h->n_outbox = 0;
+}
+
+static void must(kq_raft_host *h, int rc, const char *what)
+{
+    if (rc != 0)
+        h->ops.fatal(h->ops.ctx, what, kq_err_message(rc));
+}
+
+static void apply(kq_raft_host *h, const kq_raft_update *u)
+{
+    kq_raft_disk *d = &h->disk;
+
+    if (u->fatal)
+        h->ops.fatal(h->ops.ctx, "raft safety violation", u->fatal_reason);
+    if (u->persist_qstate)
+        must(h, d->put_qstate(d->ctx, &u->qstate), "writing the quorum state");
+    if (u->truncate_to >= 0) {
+        must(h, d->truncate(d->ctx, u->truncate_to), "truncating the log");
+        if (h->durable_end > u->truncate_to)
+            h->durable_end = u->truncate_to;
+    }
+    for (size_t i = 0; i < u->n_append; i++) {
+        const kq_raft_batch *b = &u->append[i];
+
+        if (b->kind == KQ_RAFT_BATCH_FETCHED)
+            must(h, d->append(d->ctx, b->base_offset, b->epoch, b->count, b->data, b->len),
+                 "appending a fetched batch");
+        else if (h->ops.append_own)
+            h->ops.append_own(h->ops.ctx, b);
+        else
+            h->ops.fatal(h->ops.ctx, "internal", "an observer was asked to write its own batch");
+    }
+    if (u->compact_to >= 0)
+        must(h, d->remove_prefix(d->ctx, u->compact_to), "removing the log below a snapshot");
+    if (u->snapshot_abort)
+        d->snapshot_abort(d->ctx, u->snapshot_id);
+    if (u->snapshot_chunk)
+        must(h,
+             d->snapshot_chunk(d->ctx, u->snapshot_id, u->chunk_position, u->chunk_data,
+                               u->chunk_len),
+             "writing a fetched snapshot chunk");
+    if (u->install_snapshot) { /* in its own transaction, after the commit (flush) */
+        h->pending_install = true;
+        h->install_id = u->snapshot_id;
+    }
+    for (size_t i = 0; i < u->n_msgs; i++) {
+        if (h->n_outbox == KQ_RAFT_HOST_MAX_OUTBOX)
+            h->ops.fatal(h->ops.ctx, "internal", "outbox full");
+        h->outbox[h->n_outbox++] = u->msgs[i];
+    }
+    h->hw = u->high_watermark;
+    h->deadline = u->next_deadline_ms;
+    kq_raft_get_status(h->raft, &h->st);
+    if (h->ops.after_step)
+        h->ops.after_step(h->ops.ctx, u);
+}
+
+int kq_raft_host_step(kq_raft_host *h, kq_raft_event *ev, kq_raft_update *u)
+{
+    kq_raft_update local;
+    int rc;
+
+    if (!u)
+        u = &local;
+    ev->now_ms = h->now;
+    if ((rc = kq_raft_step(h->raft, ev, u)) != 0)
+        return rc;
+    apply(h, u);
+    return 0;
+}
+
+static bool is_request(kq_raft_msg_type t)
+{
+    return t == KQ_RAFT_VOTE_REQ || t == KQ_RAFT_BEGIN_EPOCH_REQ || t == KQ_RAFT_END_EPOCH_REQ ||
+           t == KQ_RAFT_FETCH_REQ || t == KQ_RAFT_FETCH_SNAPSHOT_REQ;
+}
+
+static void send(kq_raft_host *h, const kq_raft_msg *m)
+{
+    if (is_request(m->type)) {
+        if (h->ops.send_request(h->ops.ctx, m) != 0)
+            h->ops.fatal(h->ops.ctx, "sending", "a Raft request could not even be failed");
+    } else if (h->ops.send_response) {
+        h->ops.send_response(h->ops.ctx, m);
+    }
+}
+
+void kq_raft_host_send_fetch_answers(kq_raft_host *h)
+{
+    size_t keep = 0;
+
+    if (h->st.role != KQ_RAFT_LEADER)
+        return;
+    for (size_t i = 0; i < h->n_outbox; i++) {
+        kq_raft_msg m = h->outbox[i];
+
+        if (m.type == KQ_RAFT_FETCH_RESP)
+            send(h, &m);
+        else
+            h->outbox[keep++] = m;
+    }
+    h->n_outbox = keep;
+}
+
+void kq_raft_host_commit(kq_raft_host *h)
+{
+    while (h->disk.pending(h->disk.ctx)) {
+        kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
+
+        must(h, h->disk.commit(h->disk.ctx), "committing the log (fsync)");
+        h->durable_end = h->st.log_end_offset;
+        if (h->ops.persisted)
+            h->ops.persisted(h->ops.ctx, h->durable_end);
+        ev.u.persisted_end = h->durable_end;
+        kq_raft_host_step(h, &ev, NULL);
+    }
+}
+
+static void install(kq_raft_host *h)
+{
+    char err[512] = "";
+    kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_INSTALLED};
+    int rc;
+
+    h->pending_install = false;
+    kq_raft_host_commit(h);
+    if (!h->ops.install_snapshot)
+        h->ops.fatal(h->ops.ctx, "internal", "no way to install a fetched snapshot");
+    rc = h->ops.install_snapshot(h->ops.ctx, h->install_id, err, sizeof err);
+    if (rc != 0 && rc != KQ_ERR_CORRUPT_MESSAGE)
+        h->ops.fatal(h->ops.ctx, "installing a fetched snapshot", err);
+    if (rc == 0)
+        h->durable_end = h->install_id.end_offset;
+    ev.u.snapshot.id = h->install_id;
+    ev.u.snapshot.error = rc;
+    kq_raft_host_step(h, &ev, NULL);
+}
+
+void kq_raft_host_flush(kq_raft_host *h)
+{
+    for (int round = 0; round < 8; round++) {
+        size_t n;
+
+        kq_raft_host_commit(h);
+        if (h->pending_install)
+            install(h);
+        /* Only the messages queued so far: sending may step the core, which may queue more
+         * that depend on writes not committed yet; they go in the next round. */
+        n = h->n_outbox;
+        for (size_t i = 0; i < n; i++) {
+            kq_raft_msg m = h->outbox[i];
+
+            send(h, &m);
+        }
+        memmove(h->outbox, h->outbox + n, (h->n_outbox - n) * sizeof h->outbox[0]);
+        h->n_outbox -= n;
+        if (h->n_outbox == 0 && !h->disk.pending(h->disk.ctx) && !h->pending_install)
+            break;
+    }
+}
