@@ -10,6 +10,7 @@
 #include "kq/raft.h"
 #include "kq/error.h"
 #include "kq/quorum.h"
+#include "kq/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +70,7 @@ struct kq_raft {
     int self_idx; /* index in cfg.voters, -1 for an observer */
     bool started;
     bool shutdown; /* EV_RESIGN seen: never campaign, never grant */
-    uint64_t prng;
+    kq_prng prng;
     uint64_t now;
 
     kq_raft_role role;
@@ -175,18 +176,10 @@ void kq_raft_config_defaults(kq_raft_config *cfg)
     cfg->snapshot_chunk_bytes = KQ_RAFT_SNAPSHOT_CHUNK_DEFAULT;
 }
 
-static uint64_t prng_next(kq_raft *r)
-{
-    uint64_t z = (r->prng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n); n > 0. */
+/* Uniform in [0, n); 0 when n == 0 (without drawing). */
 static uint64_t prng_below(kq_raft *r, uint64_t n)
 {
-    return n ? prng_next(r) % n : 0;
+    return n ? kq_prng_below(&r->prng, n) : 0;
 }
 
 static bool is_voter(const kq_raft *r)
@@ -1885,7 +1878,7 @@ kq_raft *kq_raft_new(const kq_raft_config *cfg, char *errbuf, size_t errlen)
     }
     r->cfg = *cfg;
     r->self_idx = voter_index(r, cfg->node_id);
-    r->prng = cfg->seed;
+    kq_prng_seed(&r->prng, cfg->seed);
     r->epoch = 0;
     r->voted_id = KQ_RAFT_NO_ID;
     r->leader_id = KQ_RAFT_NO_ID;

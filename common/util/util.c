@@ -219,6 +219,16 @@ uint64_t kq_prng_below(kq_prng *p, uint64_t n)
     }
 }
 
+uint64_t kq_prng_range(kq_prng *p, uint64_t lo, uint64_t hi)
+{
+    return lo + kq_prng_below(p, hi - lo + 1);
+}
+
+bool kq_prng_permille(kq_prng *p, uint32_t permille)
+{
+    return kq_prng_below(p, 1000) < permille;
+}
+
 /* ---- histogram -------------------------------------------------------------------------- */
 
 /*

@@ -69,8 +69,12 @@ typedef struct kq_prng {
 } kq_prng;
 void kq_prng_seed(kq_prng *p, uint64_t seed);
 uint64_t kq_prng_next(kq_prng *p);
-/* Uniform in [0, n); n > 0. */
+/* Uniform in [0, n); n > 0 (0 and 1 give 0, after drawing once). */
 uint64_t kq_prng_below(kq_prng *p, uint64_t n);
+/* Uniform in [lo, hi]; lo <= hi. */
+uint64_t kq_prng_range(kq_prng *p, uint64_t lo, uint64_t hi);
+/* True with probability permille / 1000. */
+bool kq_prng_permille(kq_prng *p, uint32_t permille);
 
 /* Latency histogram with fixed log-linear buckets (1 us .. ~100 s, < 1% relative error),
  * for benchmarks and /metrics. Not thread-safe. */

@@ -25,6 +25,7 @@
 #include "kq/error.h"
 #include "kq/replica.h"
 #include "kq/util.h"
+#include "evheap.h"
 
 #define NB KQ_DSIM_MAX_BROKERS
 #define NP KQ_DSIM_MAX_PARTITIONS
@@ -42,16 +43,6 @@
 #define CONVERGE_EVERY_MS 250
 #define TRACE_LINE 200
 #define MAX_EVENTS 5000000ull
-
-/* ---------------------------------------------------------------- PRNG (splitmix64) */
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 /* ---------------------------------------------------------------- types */
 
@@ -191,6 +182,7 @@ typedef struct ev {
     int64_t x;
     msg *m; /* owned by the event */
 } ev;
+KQ_EV_KEY_FIRST(ev);
 
 typedef struct prod {
     int part;
@@ -212,10 +204,9 @@ typedef struct ds {
     const kq_dsim_opts *o;
     kq_dsim_result *res;
     FILE *out;
-    uint64_t rng;
+    kq_prng rng; /* kq/util.h */
     uint64_t now, seq;
-    ev *heap;
-    size_t nheap, capheap;
+    kq_evheap heap; /* of ev (evheap.h) */
     int nb, np;
     int32_t min_isr;
     uint32_t lag_ms;
@@ -250,12 +241,12 @@ typedef struct ds {
 
 static uint64_t rnd(ds *s, uint64_t lo, uint64_t hi)
 {
-    return lo + (hi > lo ? rng_next(&s->rng) % (hi - lo + 1) : 0);
+    return hi > lo ? kq_prng_range(&s->rng, lo, hi) : lo;
 }
 
 static bool chance(ds *s, uint32_t pm)
 {
-    return rng_next(&s->rng) % 1000 < pm;
+    return kq_prng_permille(&s->rng, pm);
 }
 
 static bool has_id(const int32_t *v, int n, int32_t id)
@@ -319,63 +310,16 @@ __attribute__((format(printf, 2, 3))) static void fail(ds *s, const char *fmt, .
 
 /* ---------------------------------------------------------------- event heap */
 
-static bool ev_less(const ev *a, const ev *b)
-{
-    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
-}
-
 static void push(ds *s, ev e)
 {
-    if (s->nheap == s->capheap) {
-        size_t cap = s->capheap ? s->capheap * 2 : 1024;
-        ev *h = realloc(s->heap, cap * sizeof(*h));
-        if (!h) {
-            s->nomem = 1;
-            if (e.m) {
-                free(e.m->recs);
-                free(e.m);
-            }
-            return;
-        }
-        s->heap = h;
-        s->capheap = cap;
-    }
     e.seq = ++s->seq;
-    size_t i = s->nheap++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!ev_less(&e, &s->heap[parent])) {
-            break;
+    if (!kq_evheap_push(&s->heap, &e)) {
+        s->nomem = 1;
+        if (e.m) {
+            free(e.m->recs);
+            free(e.m);
         }
-        s->heap[i] = s->heap[parent];
-        i = parent;
     }
-    s->heap[i] = e;
-}
-
-static ev pop(ds *s)
-{
-    ev top = s->heap[0];
-    ev last = s->heap[--s->nheap];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= s->nheap) {
-            break;
-        }
-        if (c + 1 < s->nheap && ev_less(&s->heap[c + 1], &s->heap[c])) {
-            c++;
-        }
-        if (!ev_less(&s->heap[c], &last)) {
-            break;
-        }
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (s->nheap) {
-        s->heap[i] = last;
-    }
-    return top;
 }
 
 static void at(ds *s, uint64_t t, etype type, int b, int p, uint32_t inc)
@@ -1980,10 +1924,11 @@ static void setup(ds *s)
 
 static void teardown(ds *s)
 {
-    for (size_t i = 0; i < s->nheap; i++) {
-        msg_free(s->heap[i].m);
+    ev e;
+    while (kq_evheap_pop(&s->heap, &e)) {
+        msg_free(e.m);
     }
-    free(s->heap);
+    kq_evheap_free(&s->heap);
     for (int b = 1; b <= NB; b++) {
         for (int p = 0; p < NP; p++) {
             brep *br = &s->br[b].rep[p];
@@ -2022,11 +1967,12 @@ int kq_dsim_run(const kq_dsim_opts *o, kq_dsim_result *res)
     s->o = o;
     s->res = res;
     s->out = o->out ? o->out : stderr;
-    s->rng = o->seed * 0x2545F4914F6CDD1Dull + 0x6A09E667F3BCC909ull;
+    kq_prng_seed(&s->rng, o->seed * 0x2545F4914F6CDD1Dull + 0x6A09E667F3BCC909ull);
     s->hash = 0xCBF29CE484222325ull;
+    kq_evheap_init(&s->heap, sizeof(ev));
     setup(s);
-    while (s->nheap && !res->failed && !s->done && !s->nomem) {
-        ev e = pop(s);
+    ev e;
+    while (!res->failed && !s->done && !s->nomem && kq_evheap_pop(&s->heap, &e)) {
         s->now = e.t;
         res->events++;
         if (s->now > s->deadline) {

@@ -15,6 +15,7 @@
 #include "kq/error.h"
 #include "kq/raft.h"
 #include "kq/util.h"
+#include "evheap.h"
 #include "meta.h"
 #include "ops.h"
 #include "sim_inv.h"
@@ -27,35 +28,7 @@
 #define CLUSTER_ID "kq-sim-cluster"
 #define LIVENESS_MAX_FACTOR 5 /* a cluster that keeps progressing gets up to 5 budgets */
 
-/* ---------------------------------------------------------------- PRNG (splitmix64) */
-
-typedef struct rng {
-    uint64_t s;
-} rng;
-
-static uint64_t rng_next(rng *r)
-{
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n); n == 0 gives 0. The modulo bias is irrelevant here. */
-static uint64_t rng_below(rng *r, uint64_t n)
-{
-    return n ? rng_next(r) % n : 0;
-}
-
-static uint64_t rng_range(rng *r, uint64_t lo, uint64_t hi)
-{
-    return lo + rng_below(r, hi - lo + 1);
-}
-
-static bool rng_permille(rng *r, uint32_t p)
-{
-    return rng_below(r, 1000) < p;
-}
+/* One PRNG (kq/util.h, splitmix64) per stream of decisions: net, disk, work, fault, core, ctl. */
 
 /* ---------------------------------------------------------------- data types */
 
@@ -217,6 +190,7 @@ typedef struct sim_ev {
     struct ctl_pkt *cp; /* owned by the event while queued */
     int actor;
 } sim_ev;
+KQ_EV_KEY_FIRST(sim_ev);
 
 typedef struct oracle_entry {
     int32_t epoch;
@@ -247,7 +221,7 @@ typedef struct sim {
     kq_sim_opts o;
     kq_sim_result *res;
     FILE *out;
-    rng net, disk, work, fault, core;
+    kq_prng net, disk, work, fault, core;
 
     int n_nodes, n_voters, n_observers;
     sim_node nodes[MAX_NODES];
@@ -263,8 +237,7 @@ typedef struct sim {
     uint32_t base_loss_pm, base_dup_pm, base_reorder_pm;
     uint64_t safety_ms, liveness_ms;
 
-    sim_ev *heap;
-    size_t n_heap, cap_heap;
+    kq_evheap heap; /* of sim_ev (evheap.h) */
     uint64_t seq;
     uint64_t now;
     uint64_t next_req_id;
@@ -294,7 +267,7 @@ typedef struct sim {
     bool oom;
 
     /* controller mode */
-    rng ctl;
+    kq_prng ctl;
     uint32_t lat_min, lat_spread;
     int n_brokers, n_actors; /* actors: the brokers, then the admin client */
     struct sim_actor *actors;
@@ -396,22 +369,12 @@ static bool grow(sim *s, void **arr, size_t *cap, size_t need, size_t sz)
 
 /* ---------------------------------------------------------------- event heap */
 
-static bool ev_less(const sim_ev *a, const sim_ev *b)
-{
-    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
-}
-
 static void ctl_pkt_free(struct ctl_pkt *p);
 static void pkt_free(sim_packet *p);
 
 static void sched_ev(sim *s, uint64_t t, int type, int node, uint64_t inc, uint64_t a,
                      sim_packet *pkt, struct ctl_pkt *cp, int actor)
 {
-    if (!grow(s, (void **)&s->heap, &s->cap_heap, s->n_heap + 1, sizeof(sim_ev))) {
-        pkt_free(pkt);
-        ctl_pkt_free(cp);
-        return;
-    }
     sim_ev ev = {.t = t < s->now ? s->now : t,
                  .seq = s->seq++,
                  .type = type,
@@ -421,41 +384,19 @@ static void sched_ev(sim *s, uint64_t t, int type, int node, uint64_t inc, uint6
                  .pkt = pkt,
                  .cp = cp,
                  .actor = actor};
-    size_t i = s->n_heap++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!ev_less(&ev, &s->heap[p]))
-            break;
-        s->heap[i] = s->heap[p];
-        i = p;
+    if (!kq_evheap_push(&s->heap, &ev)) {
+        pkt_free(pkt);
+        ctl_pkt_free(cp);
+        if (!s->oom) {
+            s->oom = true;
+            fail(s, "out of memory");
+        }
     }
-    s->heap[i] = ev;
 }
 
 static void sched(sim *s, uint64_t t, int type, int node, uint64_t inc, uint64_t a, sim_packet *pkt)
 {
     sched_ev(s, t, type, node, inc, a, pkt, NULL, -1);
-}
-
-static sim_ev heap_pop(sim *s)
-{
-    sim_ev top = s->heap[0];
-    sim_ev last = s->heap[--s->n_heap];
-    size_t i = 0, n = s->n_heap;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && ev_less(&s->heap[c + 1], &s->heap[c]))
-            c++;
-        if (!ev_less(&s->heap[c], &last))
-            break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (n)
-        s->heap[i] = last;
-    return top;
 }
 
 /* ---------------------------------------------------------------- logs */
@@ -991,7 +932,7 @@ static void fill_fetch(sim *s, sim_node *n, sim_packet *p)
              to, log_end(&n->mlog));
         return;
     }
-    size_t max_n = (size_t)rng_range(&s->net, 1, s->fetch_cap_batches);
+    size_t max_n = (size_t)kq_prng_range(&s->net, 1, s->fetch_cap_batches);
     if (max_n > KQ_RAFT_MAX_BATCHES)
         max_n = KQ_RAFT_MAX_BATCHES;
     p->batches = xcalloc(s, max_n, sizeof(sim_batch));
@@ -1269,7 +1210,7 @@ static void host_writes(sim *s, sim_node *n, const kq_raft_update *u)
               op->b.epoch, (int)(op->b.len < 24 ? op->b.len : 24), (const char *)op->b.data);
         log_append(s, &n->mlog, &op->b);
     }
-    uint64_t lat = s->disk_lat_min + rng_below(&s->disk, s->disk_lat_spread + 1);
+    uint64_t lat = s->disk_lat_min + kq_prng_below(&s->disk, s->disk_lat_spread + 1);
     uint64_t at = s->now + lat;
     if (at < n->disk_free_ms)
         at = n->disk_free_ms;
@@ -1362,7 +1303,7 @@ static void net_send(sim *s, sim_packet *p)
     }
     if (l->blocked)
         why = "partition";
-    else if (rng_permille(&s->net, l->loss_pm))
+    else if (kq_prng_permille(&s->net, l->loss_pm))
         why = "loss";
     if (why) {
         trace(s, "  net drop n%d>n%d #%" PRIu64 " %s (%s)", s->nodes[p->from].id,
@@ -1370,16 +1311,16 @@ static void net_send(sim *s, sim_packet *p)
         pkt_free(p);
         return;
     }
-    int copies = rng_permille(&s->net, l->dup_pm) ? 2 : 1;
+    int copies = kq_prng_permille(&s->net, l->dup_pm) ? 2 : 1;
     for (int c = 0; c < copies; c++) {
         sim_packet *q = c == 0 ? p : pkt_dup(s, p);
         if (!q)
             return;
-        uint64_t t = s->now + l->lat_min_ms + rng_below(&s->net, l->lat_spread_ms + 1);
-        if (rng_permille(&s->net, l->reorder_pm))
-            t += rng_below(&s->net, 300);
+        uint64_t t = s->now + l->lat_min_ms + kq_prng_below(&s->net, l->lat_spread_ms + 1);
+        if (kq_prng_permille(&s->net, l->reorder_pm))
+            t += kq_prng_below(&s->net, 300);
         if (t < l->clog_until)
-            t = l->clog_until + rng_below(&s->net, 20);
+            t = l->clog_until + kq_prng_below(&s->net, 20);
         sched(s, t, EV_NET, p->to, 0, 0, q);
     }
 }
@@ -1388,7 +1329,7 @@ static void net_deliver(sim *s, sim_packet *p)
 {
     sim_node *n = &s->nodes[p->to];
     if (!n->up) {
-        if (p->is_req && rng_permille(&s->net, 500)) {
+        if (p->is_req && kq_prng_permille(&s->net, 500)) {
             /* the sender's transport notices the dead peer */
             sim_packet *e = xcalloc(s, 1, sizeof *e);
             if (!e)
@@ -1399,7 +1340,7 @@ static void net_deliver(sim *s, sim_packet *p)
             e->synthetic = true;
             make_error_resp(&e->msg, p->msg.type, n->id, s->nodes[p->from].id, p->msg.epoch,
                             KQ_ERR_NETWORK_EXCEPTION);
-            sched(s, s->now + rng_range(&s->net, 1, 10), EV_NET, e->to, 0, 0, e);
+            sched(s, s->now + kq_prng_range(&s->net, 1, 10), EV_NET, e->to, 0, 0, e);
         }
         trace(s, "net n%d>n%d #%" PRIu64 " %s: n%d is down", s->nodes[p->from].id, n->id, p->req_id,
               msg_name(p->msg.type), n->id);
@@ -1656,7 +1597,7 @@ static void node_crash(sim *s, sim_node *n, bool graceful)
     log_truncate(&n->mlog, 0);
     s->res->crashes++;
     if (!s->liveness)
-        sched(s, s->now + rng_range(&s->fault, 200, 8000), EV_START, n->idx, 0, 0, NULL);
+        sched(s, s->now + kq_prng_range(&s->fault, 200, 8000), EV_START, n->idx, 0, 0, NULL);
 }
 
 /* ---------------------------------------------------------------- workload and faults */
@@ -1668,10 +1609,10 @@ static void propose(sim *s, sim_node *n)
         return;
     }
     uint8_t buf[160];
-    int32_t count = (int32_t)rng_range(&s->work, 1, 5);
+    int32_t count = (int32_t)kq_prng_range(&s->work, 1, 5);
     int k = snprintf((char *)buf, sizeof buf, "P n%d s%" PRIu64 " c%d ", n->id, ++n->propose_seq,
                      count);
-    size_t len = (size_t)k + rng_below(&s->work, 64);
+    size_t len = (size_t)k + kq_prng_below(&s->work, 64);
     for (size_t i = (size_t)k; i < len; i++)
         buf[i] = (uint8_t)('a' + (i * 7 + n->propose_seq) % 26);
     n->propose_data = buf;
@@ -1691,10 +1632,11 @@ static void workload(sim *s)
         sim_node *n = &s->nodes[i];
         if (!n->up)
             continue;
-        if (n->st.role == KQ_RAFT_LEADER ? rng_permille(&s->work, 800) : rng_permille(&s->work, 20))
+        if (n->st.role == KQ_RAFT_LEADER ? kq_prng_permille(&s->work, 800)
+                                         : kq_prng_permille(&s->work, 20))
             propose(s, n);
     }
-    sched(s, s->now + rng_range(&s->work, 1, 2 * s->workload_every_ms), EV_WORKLOAD, -1, 0, 0,
+    sched(s, s->now + kq_prng_range(&s->work, 1, 2 * s->workload_every_ms), EV_WORKLOAD, -1, 0, 0,
           NULL);
 }
 
@@ -1713,11 +1655,11 @@ static void heal(sim *s)
 static void partition(sim *s)
 {
     heal(s);
-    int mode = (int)rng_below(&s->fault, 4);
-    int victim = (int)rng_below(&s->fault, (uint64_t)s->n_nodes);
+    int mode = (int)kq_prng_below(&s->fault, 4);
+    int victim = (int)kq_prng_below(&s->fault, (uint64_t)s->n_nodes);
     bool side[MAX_NODES];
     for (int i = 0; i < s->n_nodes; i++)
-        side[i] = rng_permille(&s->fault, 500);
+        side[i] = kq_prng_permille(&s->fault, 500);
     char desc[64];
     for (int a = 0; a < s->n_nodes; a++)
         for (int b = 0; b < s->n_nodes; b++) {
@@ -1745,7 +1687,7 @@ static void partition(sim *s)
         if (side[i])
             k += snprintf(desc + k, sizeof desc - (size_t)k, " n%d", s->nodes[i].id);
     trace(s, "net partition %s }", desc);
-    sched(s, s->now + rng_range(&s->fault, 500, 10000), EV_HEAL, -1, 0, 0, NULL);
+    sched(s, s->now + kq_prng_range(&s->fault, 500, 10000), EV_HEAL, -1, 0, 0, NULL);
 }
 
 static int pick_node(sim *s, bool up)
@@ -1754,12 +1696,12 @@ static int pick_node(sim *s, bool up)
     for (int i = 0; i < s->n_nodes; i++)
         if (s->nodes[i].up == up && !s->nodes[i].stopping)
             cand[n++] = i;
-    return n ? cand[rng_below(&s->fault, (uint64_t)n)] : -1;
+    return n ? cand[kq_prng_below(&s->fault, (uint64_t)n)] : -1;
 }
 
 static void fault_tick(sim *s)
 {
-    uint32_t r = (uint32_t)rng_below(&s->fault, 1000);
+    uint32_t r = (uint32_t)kq_prng_below(&s->fault, 1000);
     int i;
     if (r < s->p_crash) {
         if ((i = pick_node(s, true)) >= 0)
@@ -1781,7 +1723,7 @@ static void fault_tick(sim *s)
             trace(s, "n%d > resign (graceful shutdown)", n->id);
             kq_raft_event ev = {.type = KQ_RAFT_EV_RESIGN};
             node_step(s, n, &ev);
-            sched(s, s->now + rng_range(&s->fault, 50, 1500), EV_GRACE_STOP, n->idx, n->inc, 0,
+            sched(s, s->now + kq_prng_range(&s->fault, 50, 1500), EV_GRACE_STOP, n->idx, n->inc, 0,
                   NULL);
         }
     } else if ((r -= s->p_graceful) < s->p_partition) {
@@ -1789,15 +1731,15 @@ static void fault_tick(sim *s)
     } else if ((r -= s->p_partition) < s->p_heal) {
         heal(s);
     } else if ((r -= s->p_heal) < s->p_clog) {
-        int a = (int)rng_below(&s->fault, (uint64_t)s->n_nodes);
-        int b = (int)rng_below(&s->fault, (uint64_t)s->n_nodes);
-        uint64_t d = rng_range(&s->fault, 100, 3000);
+        int a = (int)kq_prng_below(&s->fault, (uint64_t)s->n_nodes);
+        int b = (int)kq_prng_below(&s->fault, (uint64_t)s->n_nodes);
+        uint64_t d = kq_prng_range(&s->fault, 100, 3000);
         s->links[a][b].clog_until = s->now + d;
         trace(s, "net clog n%d>n%d for %" PRIu64 "ms", s->nodes[a].id, s->nodes[b].id, d);
     }
     if (s->o.controller)
         ctl_faults(s);
-    sched(s, s->now + rng_range(&s->fault, 1, 2 * s->fault_every_ms), EV_FAULT, -1, 0, 0, NULL);
+    sched(s, s->now + kq_prng_range(&s->fault, 1, 2 * s->fault_every_ms), EV_FAULT, -1, 0, 0, NULL);
 }
 
 /* ---------------------------------------------------------------- liveness phase */
@@ -1817,7 +1759,7 @@ static void liveness_begin(sim *s)
         if (n->up && n->stopping)
             node_crash(s, n, true);
         if (!n->up)
-            sched(s, s->now + rng_range(&s->fault, 0, 500), EV_START, i, 0, 0, NULL);
+            sched(s, s->now + kq_prng_range(&s->fault, 0, 500), EV_START, i, 0, 0, NULL);
     }
     if (s->o.controller)
         ctl_liveness_begin(s);
@@ -2024,7 +1966,7 @@ static void ctl_send(sim *s, ctl_pkt *p)
     const char *why = NULL;
     if (s->bblocked[p->actor][p->node])
         why = "partition";
-    else if (!s->liveness && rng_permille(&s->ctl, s->base_loss_pm))
+    else if (!s->liveness && kq_prng_permille(&s->ctl, s->base_loss_pm))
         why = "loss";
     if (why) {
         trace(s, "  net drop %s%d%sn%d #%" PRIu64 " %s (%s)", p->to_ctl ? "b" : "n",
@@ -2034,7 +1976,7 @@ static void ctl_send(sim *s, ctl_pkt *p)
         ctl_pkt_free(p);
         return;
     }
-    uint64_t t = s->now + s->lat_min + rng_below(&s->ctl, s->lat_spread + 1);
+    uint64_t t = s->now + s->lat_min + kq_prng_below(&s->ctl, s->lat_spread + 1);
     sched_ev(s, t, EV_CTL_NET, -1, 0, 0, NULL, p, p->actor);
 }
 
@@ -2080,7 +2022,7 @@ static bool ctl_host_start(sim *s, sim_node *n)
     memset(h, 0, sizeof *h);
     h->s = s;
     h->n = n;
-    if (kq_meta_init(&h->meta, &s->settings, CLUSTER_ID, rng_next(&s->ctl)) != 0) {
+    if (kq_meta_init(&h->meta, &s->settings, CLUSTER_ID, kq_prng_next(&s->ctl)) != 0) {
         fail(s, "n%d: kq_meta_init failed", n->id);
         return false;
     }
@@ -2285,8 +2227,8 @@ static void ctl_apply_committed(sim *s, sim_node *n)
         kq_sim_epochs_free(h->active_epochs);
         h->active_epochs = kq_sim_epochs_new();
         h->timer_gen++;
-        sched(s, s->now + rng_range(&s->ctl, 10, 200), EV_CTL_TIMER, n->idx, n->inc, h->timer_gen,
-              NULL);
+        sched(s, s->now + kq_prng_range(&s->ctl, 10, 200), EV_CTL_TIMER, n->idx, n->inc,
+              h->timer_gen, NULL);
     }
 }
 
@@ -2507,7 +2449,7 @@ static void ctl_timer(sim *s, sim_node *n)
     ctl_check_active(s, n);
     if (s->failed || !n->up || !h->meta.active)
         return;
-    uint64_t at = s->now + CTL_TIMER_MS + rng_below(&s->ctl, 100);
+    uint64_t at = s->now + CTL_TIMER_MS + kq_prng_below(&s->ctl, 100);
     if (next > (int64_t)s->now && (uint64_t)next < at)
         at = (uint64_t)next;
     if (more)
@@ -2618,7 +2560,7 @@ static void actor_send(sim *s, sim_actor *a, int chan, const kq_ctl_request *req
 static void actor_other_ctl(sim *s, sim_actor *a)
 {
     if (s->n_nodes > 1)
-        a->ctl = (a->ctl + 1 + (int)rng_below(&s->ctl, (uint64_t)s->n_nodes - 1)) % s->n_nodes;
+        a->ctl = (a->ctl + 1 + (int)kq_prng_below(&s->ctl, (uint64_t)s->n_nodes - 1)) % s->n_nodes;
 }
 
 static void broker_register(sim *s, sim_actor *a)
@@ -2657,12 +2599,13 @@ static void admin_tick(sim *s, sim_actor *a)
     if (a->topics_done < s->n_topics_target) {
         snprintf(name, sizeof name, "t%u", a->topics_done);
         kq_config_kv cfg = {"min.insync.replicas", "2"};
-        int32_t rf = (int32_t)rng_range(&s->ctl, 1, s->n_brokers < 3 ? (uint64_t)s->n_brokers : 3);
+        int32_t rf =
+            (int32_t)kq_prng_range(&s->ctl, 1, s->n_brokers < 3 ? (uint64_t)s->n_brokers : 3);
         kq_create_topic t = {.name = name,
-                             .num_partitions = (int32_t)rng_range(&s->ctl, 1, 4),
+                             .num_partitions = (int32_t)kq_prng_range(&s->ctl, 1, 4),
                              .replication_factor = rf,
                              .configs = &cfg,
-                             .n_configs = rf == 3 && rng_permille(&s->ctl, 300) ? 1 : 0};
+                             .n_configs = rf == 3 && kq_prng_permille(&s->ctl, 300) ? 1 : 0};
         r.api_key = KQ_API_CREATE_TOPICS;
         r.create_topics.topics = &t;
         r.create_topics.n = 1;
@@ -2683,7 +2626,7 @@ static void actor_tick(sim *s, sim_actor *a)
     if (a->admin) {
         if (!s->liveness && a->req_id[CHAN_MAIN] == 0)
             admin_tick(s, a);
-        next = 1000 + rng_below(&s->ctl, 1000);
+        next = 1000 + kq_prng_below(&s->ctl, 1000);
     } else if (a->req_id[CHAN_MAIN] == 0) {
         if (a->epoch < 0) {
             broker_register(s, a);
@@ -2706,7 +2649,7 @@ static int pick_led(void *arg, const kq_topic *t, int32_t pid, const kq_partitio
 {
     led_pick *lp = arg;
     (void)p;
-    if (rng_below(&lp->s->ctl, (uint64_t)++lp->seen) == 0) {
+    if (kq_prng_below(&lp->s->ctl, (uint64_t)++lp->seen) == 0) {
         memcpy(lp->topic, t->id, 16);
         lp->part = pid;
     }
@@ -2731,11 +2674,11 @@ static void broker_alter_partition(sim *s, sim_actor *a)
     for (int i = 0; i < p->n_replicas && n_out < AP_MAX_ISR; i++)
         if (!kq_ids_contain(cur, p->n_isr, rep[i]))
             out_of_isr[n_out++] = rep[i];
-    bool shrink = p->n_isr > 1 && (n_out == 0 || rng_permille(&s->ctl, 500));
+    bool shrink = p->n_isr > 1 && (n_out == 0 || kq_prng_permille(&s->ctl, 500));
     if (shrink) {
         int victim;
         do
-            victim = (int)rng_below(&s->ctl, p->n_isr);
+            victim = (int)kq_prng_below(&s->ctl, p->n_isr);
         while (cur[victim] == a->id);
         for (int i = 0; i < p->n_isr; i++)
             if (i != victim)
@@ -2743,11 +2686,11 @@ static void broker_alter_partition(sim *s, sim_actor *a)
     } else if (n_out > 0) {
         for (int i = 0; i < p->n_isr; i++)
             isr[n++] = cur[i];
-        isr[n++] = out_of_isr[rng_below(&s->ctl, (uint64_t)n_out)];
+        isr[n++] = out_of_isr[kq_prng_below(&s->ctl, (uint64_t)n_out)];
     } else {
         return;
     }
-    int16_t version = rng_permille(&s->ctl, 700) ? 3 : 2;
+    int16_t version = kq_prng_permille(&s->ctl, 700) ? 3 : 2;
     kq_ap_isr_member members[AP_MAX_ISR];
     for (int i = 0; i < n; i++) {
         const kq_broker *b = kq_image_broker(s->ref, isr[i]);
@@ -2761,7 +2704,7 @@ static void broker_alter_partition(sim *s, sim_actor *a)
                             .new_isr = members,
                             .n_new_isr = n};
     const char *stale = "";
-    uint32_t r = (uint32_t)rng_below(&s->ctl, 1000);
+    uint32_t r = (uint32_t)kq_prng_below(&s->ctl, 1000);
     if (r < 80 && part.partition_epoch > 0) {
         part.partition_epoch--;
         stale = " (stale partition epoch)";
@@ -2792,7 +2735,7 @@ static void actor_ap_tick(sim *s, sim_actor *a)
 {
     if (!s->liveness && a->epoch >= 0 && !a->fenced && a->req_id[CHAN_AP] == 0)
         broker_alter_partition(s, a);
-    sched_ev(s, s->now + actor_ms(a, a->ap_every_ms / 2 + rng_below(&s->ctl, a->ap_every_ms)),
+    sched_ev(s, s->now + actor_ms(a, a->ap_every_ms / 2 + kq_prng_below(&s->ctl, a->ap_every_ms)),
              EV_ACTOR_AP, -1, a->inc, 0, NULL, NULL, a->idx);
 }
 
@@ -2918,7 +2861,7 @@ static void ctl_on_response(sim *s, sim_actor *a, const ctl_pkt *p)
         if (env.error == KQ_ERR_NOT_CONTROLLER) {
             actor_follow(s, a, &env);
             if (chan == CHAN_MAIN)
-                actor_tick_at(s, a, s->now + 20 + rng_below(&s->ctl, 80));
+                actor_tick_at(s, a, s->now + 20 + kq_prng_below(&s->ctl, 80));
         } else if (env.error == KQ_ERR_STALE_BROKER_EPOCH && !a->admin) {
             a->epoch = -1; /* register again (same incarnation) */
             if (chan == CHAN_MAIN)
@@ -2959,7 +2902,7 @@ static void actor_timeout(sim *s, sim_actor *a, uint64_t req_id)
         a->req_id[c] = 0;
         trace(s, "%s%d: #%" PRIu64 " %s timed out at n%d", a->admin ? "admin" : "b", a->id, req_id,
               api_name(a->req_api[c]), s->nodes[a->ctl].id);
-        if (rng_permille(&s->ctl, 500))
+        if (kq_prng_permille(&s->ctl, 500))
             actor_other_ctl(s, a);
     }
 }
@@ -2972,16 +2915,16 @@ static void broker_start(sim *s, sim_actor *a)
     a->inc++;
     do
         for (int i = 0; i < 16; i += 8) {
-            uint64_t v = rng_next(&s->ctl);
+            uint64_t v = kq_prng_next(&s->ctl);
             memcpy(a->incarnation + i, &v, 8);
         }
     while (a->incarnation[0] == 0);
     a->epoch = -1;
     a->fenced = true;
     a->req_id[0] = a->req_id[1] = 0;
-    a->ctl = (int)rng_below(&s->ctl, (uint64_t)s->n_nodes);
+    a->ctl = (int)kq_prng_below(&s->ctl, (uint64_t)s->n_nodes);
     trace(s, "%s%d > start #%" PRIu64, a->admin ? "admin" : "b", a->id, a->inc);
-    actor_tick_at(s, a, s->now + rng_below(&s->ctl, 200));
+    actor_tick_at(s, a, s->now + kq_prng_below(&s->ctl, 200));
     if (!a->admin)
         sched_ev(s, s->now + actor_ms(a, a->ap_every_ms), EV_ACTOR_AP, -1, a->inc, 0, NULL, NULL,
                  a->idx);
@@ -2993,7 +2936,7 @@ static void broker_crash(sim *s, sim_actor *a)
         return;
     a->up = false;
     a->inc++;
-    uint64_t down = rng_range(&s->fault, 500, 15000);
+    uint64_t down = kq_prng_range(&s->fault, 500, 15000);
     trace(s, "b%d > CRASH (back in %" PRIu64 "ms)", a->id, down);
     sched_ev(s, s->now + down, EV_ACTOR_START, -1, 0, 0, NULL, NULL, a->idx);
 }
@@ -3005,14 +2948,14 @@ static void ctl_heal(sim *s)
 
 static void ctl_faults(sim *s)
 {
-    uint32_t r = (uint32_t)rng_below(&s->fault, 1000);
-    int b = (int)rng_below(&s->fault, (uint64_t)s->n_brokers);
+    uint32_t r = (uint32_t)kq_prng_below(&s->fault, 1000);
+    int b = (int)kq_prng_below(&s->fault, (uint64_t)s->n_brokers);
     if (r < s->p_bcrash) {
         broker_crash(s, &s->actors[b]);
     } else if ((r -= s->p_bcrash) < s->p_bisolate) {
         int k = 0;
         for (int n = 0; n < s->n_nodes; n++) {
-            s->bblocked[b][n] = rng_permille(&s->fault, 700);
+            s->bblocked[b][n] = kq_prng_permille(&s->fault, 700);
             k += s->bblocked[b][n];
         }
         trace(s, "net isolate b%d from %d of %d controllers", s->actors[b].id, k, s->n_nodes);
@@ -3065,20 +3008,21 @@ static void ctl_final_check(sim *s)
           c.brokers, c.fenced_brokers, c.topics, c.partitions, s->n_acks);
 }
 
-static void ctl_setup(sim *s, rng *master)
+static void ctl_setup(sim *s, kq_prng *master)
 {
-    s->ctl.s = rng_next(master);
+    s->ctl.s = kq_prng_next(master);
     kq_decide_settings_default(&s->settings);
     s->settings.session_timeout_ms = SESSION_TIMEOUT_MS;
-    s->settings.elr_enabled = rng_permille(&s->ctl, 800);
-    s->settings.unclean_leader_election = rng_permille(&s->ctl, 200);
-    s->settings.min_insync_replicas = rng_permille(&s->ctl, 300) ? 2 : 1;
-    s->n_brokers = s->o.brokers ? s->o.brokers : (int)rng_range(&s->ctl, 3, KQ_SIM_MAX_BROKERS);
+    s->settings.elr_enabled = kq_prng_permille(&s->ctl, 800);
+    s->settings.unclean_leader_election = kq_prng_permille(&s->ctl, 200);
+    s->settings.min_insync_replicas = kq_prng_permille(&s->ctl, 300) ? 2 : 1;
+    s->n_brokers = s->o.brokers ? s->o.brokers : (int)kq_prng_range(&s->ctl, 3, KQ_SIM_MAX_BROKERS);
     s->n_actors = s->n_brokers + 1;
-    s->p_bcrash = (uint32_t)rng_range(&s->ctl, 20, 120);
-    s->p_bisolate = rng_permille(&s->ctl, 600) ? (uint32_t)rng_range(&s->ctl, 10, 80) : 0;
-    s->n_topics_target = (uint32_t)rng_range(&s->ctl, 1, 4);
-    s->ctl_max_batch = rng_permille(&s->ctl, 300) ? (size_t)rng_range(&s->ctl, 64, 512) : 1u << 20;
+    s->p_bcrash = (uint32_t)kq_prng_range(&s->ctl, 20, 120);
+    s->p_bisolate = kq_prng_permille(&s->ctl, 600) ? (uint32_t)kq_prng_range(&s->ctl, 10, 80) : 0;
+    s->n_topics_target = (uint32_t)kq_prng_range(&s->ctl, 1, 4);
+    s->ctl_max_batch =
+        kq_prng_permille(&s->ctl, 300) ? (size_t)kq_prng_range(&s->ctl, 64, 512) : 1u << 20;
     s->res->brokers = s->n_brokers;
     s->actors = xcalloc(s, KQ_SIM_MAX_BROKERS + 1, sizeof(sim_actor));
     s->ref = kq_image_new();
@@ -3088,17 +3032,17 @@ static void ctl_setup(sim *s, rng *master)
         return;
     }
     static const char *racks[] = {"r0", "r1", "r2"};
-    bool use_racks = rng_permille(&s->ctl, 500);
+    bool use_racks = kq_prng_permille(&s->ctl, 500);
     for (int i = 0; i < s->n_actors; i++) {
         sim_actor *a = &s->actors[i];
         a->idx = i;
         a->admin = i == s->n_brokers;
         a->id = a->admin ? 0 : i + 1;
         a->epoch = -1;
-        a->drift_pm = (int32_t)rng_range(&s->ctl, 0, 100) - 50;
-        a->ap_every_ms = (uint32_t)rng_range(&s->ctl, 100, 1500);
+        a->drift_pm = (int32_t)kq_prng_range(&s->ctl, 0, 100) - 50;
+        a->ap_every_ms = (uint32_t)kq_prng_range(&s->ctl, 100, 1500);
         a->rack = use_racks ? racks[i % 3] : NULL;
-        sched_ev(s, rng_below(&s->ctl, 1500), EV_ACTOR_START, -1, 0, 0, NULL, NULL, i);
+        sched_ev(s, kq_prng_below(&s->ctl, 1500), EV_ACTOR_START, -1, 0, 0, NULL, NULL, i);
     }
     trace(s,
           "controller: %d brokers, %u topics, elr %d, unclean %d, min isr %d, batch cap %zu, "
@@ -3172,27 +3116,27 @@ int kq_sim_bug_from_name(const char *name)
     return -1;
 }
 
-static uint32_t vary(rng *r, uint32_t base, uint32_t pct)
+static uint32_t vary(kq_prng *r, uint32_t base, uint32_t pct)
 {
     uint32_t d = base * pct / 100;
-    return base - d + (uint32_t)rng_below(r, 2 * (uint64_t)d + 1);
+    return base - d + (uint32_t)kq_prng_below(r, 2 * (uint64_t)d + 1);
 }
 
 static void setup(sim *s)
 {
-    rng master = {s->o.seed};
-    rng cfg = {rng_next(&master)};
-    s->net.s = rng_next(&master);
-    s->disk.s = rng_next(&master);
-    s->work.s = rng_next(&master);
-    s->fault.s = rng_next(&master);
-    s->core.s = rng_next(&master);
+    kq_prng master = {s->o.seed};
+    kq_prng cfg = {kq_prng_next(&master)};
+    s->net.s = kq_prng_next(&master);
+    s->disk.s = kq_prng_next(&master);
+    s->work.s = kq_prng_next(&master);
+    s->fault.s = kq_prng_next(&master);
+    s->core.s = kq_prng_next(&master);
 
-    s->n_voters = s->o.voters ? s->o.voters : (int)rng_range(&cfg, 1, KQ_SIM_MAX_VOTERS);
+    s->n_voters = s->o.voters ? s->o.voters : (int)kq_prng_range(&cfg, 1, KQ_SIM_MAX_VOTERS);
     s->n_observers =
-        s->o.observers >= 0 ? s->o.observers : (int)rng_range(&cfg, 0, KQ_SIM_MAX_OBSERVERS);
+        s->o.observers >= 0 ? s->o.observers : (int)kq_prng_range(&cfg, 0, KQ_SIM_MAX_OBSERVERS);
     s->n_nodes = s->n_voters + s->n_observers;
-    s->safety_ms = s->o.safety_ms ? s->o.safety_ms : rng_range(&cfg, 10000, 25000);
+    s->safety_ms = s->o.safety_ms ? s->o.safety_ms : kq_prng_range(&cfg, 10000, 25000);
     if (s->o.controller && !s->o.safety_ms)
         s->safety_ms *= 2; /* brokers need a few commits to register and unfence */
     s->liveness_ms = s->o.liveness_ms ? s->o.liveness_ms : 60000;
@@ -3210,28 +3154,28 @@ static void setup(sim *s)
         base.voters[i] = i + 1;
 
     /* swarm: which faults this seed uses, and how hard */
-    bool net_faults = rng_permille(&cfg, 800);
-    s->base_loss_pm = net_faults ? (uint32_t)rng_below(&cfg, 150) : 0;
-    s->base_dup_pm = net_faults ? (uint32_t)rng_below(&cfg, 50) : 0;
-    s->base_reorder_pm = net_faults ? (uint32_t)rng_below(&cfg, 100) : 0;
-    uint32_t lat_min = (uint32_t)rng_range(&cfg, 1, 10);
-    uint32_t lat_spread = (uint32_t)rng_range(&cfg, 0, 60);
+    bool net_faults = kq_prng_permille(&cfg, 800);
+    s->base_loss_pm = net_faults ? (uint32_t)kq_prng_below(&cfg, 150) : 0;
+    s->base_dup_pm = net_faults ? (uint32_t)kq_prng_below(&cfg, 50) : 0;
+    s->base_reorder_pm = net_faults ? (uint32_t)kq_prng_below(&cfg, 100) : 0;
+    uint32_t lat_min = (uint32_t)kq_prng_range(&cfg, 1, 10);
+    uint32_t lat_spread = (uint32_t)kq_prng_range(&cfg, 0, 60);
     s->lat_min = lat_min;
     s->lat_spread = lat_spread;
-    s->disk_lat_min = (uint32_t)rng_range(&cfg, 0, 5);
-    s->disk_lat_spread = (uint32_t)rng_range(&cfg, 0, 40);
-    s->fault_every_ms = (uint32_t)rng_range(&cfg, 200, 2000);
+    s->disk_lat_min = (uint32_t)kq_prng_range(&cfg, 0, 5);
+    s->disk_lat_spread = (uint32_t)kq_prng_range(&cfg, 0, 40);
+    s->fault_every_ms = (uint32_t)kq_prng_range(&cfg, 200, 2000);
     if (s->o.controller)
         s->fault_every_ms *= 2; /* leave the active controller some time between failovers */
-    s->p_crash = rng_permille(&cfg, 700) ? (uint32_t)rng_range(&cfg, 20, 150) : 0;
-    s->p_restart = (uint32_t)rng_range(&cfg, 20, 150);
-    s->p_graceful = rng_permille(&cfg, 500) ? (uint32_t)rng_range(&cfg, 10, 100) : 0;
-    s->p_partition = rng_permille(&cfg, 700) ? (uint32_t)rng_range(&cfg, 20, 150) : 0;
-    s->p_heal = (uint32_t)rng_range(&cfg, 20, 150);
-    s->p_clog = rng_permille(&cfg, 500) ? (uint32_t)rng_range(&cfg, 10, 100) : 0;
-    s->workload_every_ms = (uint32_t)rng_range(&cfg, 20, 400);
-    s->fetch_cap_batches = rng_permille(&cfg, 300) ? 1 : (uint32_t)rng_range(&cfg, 1, 64);
-    s->fetch_cap_bytes = (uint32_t)rng_range(&cfg, 64, 4096);
+    s->p_crash = kq_prng_permille(&cfg, 700) ? (uint32_t)kq_prng_range(&cfg, 20, 150) : 0;
+    s->p_restart = (uint32_t)kq_prng_range(&cfg, 20, 150);
+    s->p_graceful = kq_prng_permille(&cfg, 500) ? (uint32_t)kq_prng_range(&cfg, 10, 100) : 0;
+    s->p_partition = kq_prng_permille(&cfg, 700) ? (uint32_t)kq_prng_range(&cfg, 20, 150) : 0;
+    s->p_heal = (uint32_t)kq_prng_range(&cfg, 20, 150);
+    s->p_clog = kq_prng_permille(&cfg, 500) ? (uint32_t)kq_prng_range(&cfg, 10, 100) : 0;
+    s->workload_every_ms = (uint32_t)kq_prng_range(&cfg, 20, 400);
+    s->fetch_cap_batches = kq_prng_permille(&cfg, 300) ? 1 : (uint32_t)kq_prng_range(&cfg, 1, 64);
+    s->fetch_cap_bytes = (uint32_t)kq_prng_range(&cfg, 64, 4096);
 
     for (int a = 0; a < s->n_nodes; a++)
         for (int b = 0; b < s->n_nodes; b++)
@@ -3248,7 +3192,7 @@ static void setup(sim *s)
         n->voter = i < s->n_voters;
         n->cfg = base;
         n->cfg.node_id = n->id;
-        n->core_seed = rng_next(&s->core);
+        n->core_seed = kq_prng_next(&s->core);
         n->dq = (kq_raft_qstate){.epoch = 0, .voted_id = -1, .leader_id = -1};
         n->max_hw = -1;
     }
@@ -3272,7 +3216,7 @@ static void setup(sim *s)
     if (s->o.controller)
         ctl_setup(s, &master);
     for (int i = 0; i < s->n_nodes; i++)
-        sched(s, rng_below(&s->fault, 100), EV_START, i, 0, 0, NULL);
+        sched(s, kq_prng_below(&s->fault, 100), EV_START, i, 0, 0, NULL);
     sched(s, 100, EV_WORKLOAD, -1, 0, 0, NULL);
     sched(s, 1000, EV_FAULT, -1, 0, 0, NULL);
     sched(s, s->safety_ms, EV_PHASE_LIVENESS, -1, 0, 0, NULL);
@@ -3355,12 +3299,12 @@ static void dispatch(sim *s, sim_ev *ev)
 
 static void sim_free(sim *s)
 {
-    while (s->n_heap) {
-        sim_ev ev = heap_pop(s);
+    sim_ev ev;
+    while (kq_evheap_pop(&s->heap, &ev)) {
         pkt_free(ev.pkt);
         ctl_pkt_free(ev.cp);
     }
-    free(s->heap);
+    kq_evheap_free(&s->heap);
     for (int i = 0; i < s->n_nodes; i++) {
         sim_node *n = &s->nodes[i];
         node_clear_volatile(n);
@@ -3405,9 +3349,10 @@ int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res)
     s->res = res;
     s->out = o->out ? o->out : stderr;
     s->hash = 0xCBF29CE484222325ull;
+    kq_evheap_init(&s->heap, sizeof(sim_ev));
     setup(s);
-    while (!s->failed && !s->done && s->n_heap) {
-        sim_ev ev = heap_pop(s);
+    sim_ev ev;
+    while (!s->failed && !s->done && kq_evheap_pop(&s->heap, &ev)) {
         s->now = ev.t;
         if (++s->events > MAX_EVENTS) {
             fail(s, "event budget of %llu exhausted", MAX_EVENTS);

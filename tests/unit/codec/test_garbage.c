@@ -8,19 +8,16 @@
 #include <stdio.h>
 
 #include "codec_testutil.h"
+#include "kq/util.h"
 
 #define GARBAGE_ITERATIONS 200000
 
-/* splitmix64: the test's own PRNG so the sequence never changes under it. */
-static uint64_t rng_state = 0x6b71636f64656331ull;
+/* The project's splitmix64 (kq/util.h), seeded here: the same sequence every run. */
+static kq_prng rng_state = {0x6b71636f64656331ull};
 
 static uint64_t rng(void)
 {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return kq_prng_next(&rng_state);
 }
 
 static size_t rng_below(size_t n)

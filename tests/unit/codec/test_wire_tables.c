@@ -24,14 +24,11 @@
 #define ROUNDS 200
 #define AT(base, off) ((void *)((char *)(base) + (off)))
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static kq_prng rng = {0x9e3779b97f4a7c15ull}; /* kq/util.h: the same sequence every run */
 
 static uint64_t next(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return kq_prng_next(&rng);
 }
 
 /* Uniform in [lo, hi], with the ends and the middle often. */

@@ -10,20 +10,18 @@
 #include <stdlib.h>
 
 #include "datacodec_testutil.h"
+#include "kq/util.h"
 
 #define MUTATED_ITERATIONS 100000
 #define RANDOM_ITERATIONS 20000
 #define N_DECODERS 5 /* request, Produce, Fetch, ListOffsets, Metadata responses */
 
-static uint64_t rng_state = 0x646174617072746full;
+/* The project's splitmix64 (kq/util.h), seeded here: the same sequence every run. */
+static kq_prng rng_state = {0x646174617072746full};
 
 static uint64_t rng(void)
 {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return kq_prng_next(&rng_state);
 }
 
 static size_t rng_below(size_t n)

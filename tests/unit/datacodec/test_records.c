@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "datacodec_testutil.h"
+#include "kq/util.h"
 
 typedef struct seen {
     int n;
@@ -130,15 +131,12 @@ static void test_walk_errors(void **state)
     assert_int_equal(kq_data_records_pack(NULL, NULL, 1, &b), KQ_ERR_INVALID_REQUEST);
 }
 
-static uint64_t rng_state = 0x7265636f72647321ull;
+/* The project's splitmix64 (kq/util.h), seeded here: the same sequence every run. */
+static kq_prng rng_state = {0x7265636f72647321ull};
 
 static uint64_t rng(void)
 {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return kq_prng_next(&rng_state);
 }
 
 static int sum_cb(void *arg, int64_t offset, const uint8_t *value, size_t len)

@@ -66,6 +66,30 @@ static void test_below_range_and_spread(void **state)
                          kq_prng_below(&b, 1000 + (uint64_t)i));
 }
 
+/* kq_prng_range covers [lo, hi] and only it; kq_prng_permille hits about permille / 1000. */
+static void test_range_and_permille(void **state)
+{
+    kq_prng p;
+    int seen[5] = {0}, hits = 0;
+    (void)state;
+    kq_prng_seed(&p, 99);
+    for (int i = 0; i < 5000; i++) {
+        uint64_t v = kq_prng_range(&p, 10, 14);
+        assert_true(v >= 10 && v <= 14);
+        seen[v - 10]++;
+    }
+    for (int i = 0; i < 5; i++)
+        assert_true(seen[i] > 800 && seen[i] < 1200);
+    assert_int_equal(kq_prng_range(&p, 7, 7), 7);
+    for (int i = 0; i < 10000; i++)
+        hits += kq_prng_permille(&p, 250);
+    assert_true(hits > 2300 && hits < 2700);
+    for (int i = 0; i < 100; i++) {
+        assert_false(kq_prng_permille(&p, 0));
+        assert_true(kq_prng_permille(&p, 1000));
+    }
+}
+
 static void test_clocks(void **state)
 {
     uint64_t prev = kq_now_ns();
@@ -92,6 +116,7 @@ int main(void)
         cmocka_unit_test(test_reference_sequence),
         cmocka_unit_test(test_same_seed_same_sequence),
         cmocka_unit_test(test_below_range_and_spread),
+        cmocka_unit_test(test_range_and_permille),
         cmocka_unit_test(test_clocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
