@@ -1,8 +1,8 @@
 /*
  * Deterministic data-plane simulator (see dsim.h for the model and the invariants). Layout:
- * PRNG, trace, event heap, messages and network, simulated disk, controller, broker host
- * (applies kq_replica updates in the header's order), checkers, producer, faults, phases and
- * kq_dsim_run.
+ * trace, event scheduling (evheap.h, kq_prng), messages and network, simulated disk, controller,
+ * broker host (applies kq_replica updates in the header's order), checkers, producer, faults,
+ * phases and kq_dsim_run.
  *
  * Host choices worth knowing (they are what the real broker agent must do too):
  * - a follower sends its next Fetch only once what it appended is durable, so the fetch offset

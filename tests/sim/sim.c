@@ -1,7 +1,8 @@
 /*
  * Deterministic simulator for kq_raft. See sim.h for the model; this file is organised as:
- * PRNG, trace, event heap, logs, packets (wire round trip), host (one per node: applies core
- * updates, simulated disk), network, checkers, faults and workload, phases, kq_sim_run.
+ * trace, event scheduling (the queue is evheap.h, the PRNG kq_prng), logs, packets (wire round
+ * trip), host (one per node: applies core updates, simulated disk), network, checkers, faults
+ * and workload, phases, kq_sim_run.
  */
 #include "sim.h"
 
