@@ -1,0 +1,447 @@
+/*
+ * The Raft core's replication: Fetch on the leader (parking, high watermark, check-quorum
+ * marks) and on a follower (append, truncation, back-off), and the Fetch it sends. See
+ * raft_internal.h.
+ */
+#include "raft_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- Fetch (leader side) */
+
+observer *raft_observer_slot(kq_raft *r, int32_t id)
+{
+    observer *free_slot = NULL, *oldest = NULL;
+    for (int i = 0; i < KQ_RAFT_MAX_OBSERVERS; i++) {
+        observer *o = &r->observers[i];
+        if (o->used && o->id == id)
+            return o;
+        if (!o->used) {
+            if (!free_slot)
+                free_slot = o;
+        } else if (!oldest || o->last_fetch_ms < oldest->last_fetch_ms) {
+            oldest = o;
+        }
+    }
+    observer *o = free_slot ? free_slot : oldest;
+    memset(o, 0, sizeof(*o));
+    o->used = true;
+    o->id = id;
+    o->end_offset = -1;
+    o->prev_fetch_leo = -1;
+    o->hw_sent = -1;
+    return o;
+}
+
+static void record_fetch(kq_raft *r, int64_t *end, uint64_t *last_fetch, uint64_t *caught_up,
+                         uint64_t *prev_fetch, int64_t *prev_leo, int64_t fetch_offset)
+{
+    *end = fetch_offset;
+    if (fetch_offset >= r->leo)
+        *caught_up = r->now;
+    else if (*prev_leo >= 0 && fetch_offset >= *prev_leo && *prev_fetch > *caught_up)
+        *caught_up = *prev_fetch;
+    *last_fetch = r->now;
+    *prev_fetch = r->now;
+    *prev_leo = r->leo;
+}
+
+void raft_check_quorum_mark(kq_raft *r, int i)
+{
+    r->peers[i].cq_fetched = true;
+    int n = 1;
+    for (int j = 0; j < r->cfg.n_voters; j++)
+        if (j != r->self_idx && r->peers[j].cq_fetched)
+            n++;
+    if (kq_quorum_heard(n, r->cfg.n_voters)) {
+        for (int j = 0; j < r->cfg.n_voters; j++)
+            r->peers[j].cq_fetched = false;
+        r->cq_deadline = r->now + (uint64_t)r->cfg.fetch_timeout_ms * 3 / 2;
+    }
+}
+
+void raft_on_fetch_req(kq_raft *r, const kq_raft_msg *m)
+{
+    const __typeof__(m->u.fetch_req) *f = &m->u.fetch_req;
+    if (f->max_wait_ms < 0 || f->fetch_offset < 0 || f->last_fetched_epoch < 0 ||
+        f->last_fetched_epoch > m->epoch) {
+        raft_send_fetch_error(r, m->from, m->token, KQ_ERR_INVALID_REQUEST);
+        return;
+    }
+    if (m->epoch < r->epoch) {
+        raft_send_fetch_error(r, m->from, m->token, KQ_ERR_FENCED_LEADER_EPOCH);
+        return;
+    }
+    if (m->epoch > r->epoch) {
+        raft_send_fetch_error(r, m->from, m->token, KQ_ERR_UNKNOWN_LEADER_EPOCH);
+        return;
+    }
+    if (r->role != KQ_RAFT_LEADER) {
+        raft_send_fetch_error(r, m->from, m->token, KQ_ERR_NOT_LEADER_OR_FOLLOWER);
+        return;
+    }
+    if (r->shutdown) {
+        raft_send_fetch_error(r, m->from, m->token, KQ_ERR_BROKER_NOT_AVAILABLE);
+        return;
+    }
+    /* A new Fetch from a replica supersedes one it left parked. */
+    for (int i = 0; i < KQ_RAFT_MAX_PARKED && r->n_parked > 0; i++) {
+        parked *p = &r->parked[i];
+        if (p->used && p->from == m->from) {
+            raft_send_fetch_resp_records(r, p->from, p->token, p->fetch_offset, false);
+            p->used = false;
+            r->n_parked--;
+        }
+    }
+
+    int vi = raft_voter_index(r, m->from);
+    if (vi >= 0)
+        raft_check_quorum_mark(r, vi);
+
+    /* validateOffsetAndEpoch (kraft-semantics.md 1.5). Item 5 (KAFKA-15078): a fetch from
+     * offset 0 gets the snapshot whenever one exists. Item 2: with a snapshot at the log start
+     * (log_start > 0, epoch start_epoch), an offset below it, at it with another epoch, or a
+     * last fetched epoch older than it gets the latest snapshot. */
+    if (r->snaps[0].end_offset > 0 &&
+        (f->fetch_offset == 0 || (r->log_start > 0 && (f->fetch_offset < r->log_start ||
+                                                       (f->fetch_offset == r->log_start &&
+                                                        f->last_fetched_epoch != r->start_epoch) ||
+                                                       f->last_fetched_epoch < r->start_epoch)))) {
+        kq_raft_msg *resp = raft_emit_resp(r, m, KQ_RAFT_FETCH_RESP, KQ_ERR_NONE);
+        if (resp) {
+            resp->u.fetch_resp.high_watermark = r->hw;
+            resp->u.fetch_resp.log_start_offset = r->log_start;
+            resp->u.fetch_resp.snapshot = true;
+            resp->u.fetch_resp.snapshot_id = r->snaps[0];
+            resp->u.fetch_resp.records_from = f->fetch_offset;
+            resp->u.fetch_resp.records_to = f->fetch_offset;
+        }
+        return;
+    }
+    bool valid;
+    int32_t div_epoch = 0;
+    int64_t div_end = r->log_start;
+    if (f->fetch_offset == 0 && r->log_start == 0) {
+        valid = true;
+    } else if (f->fetch_offset < r->log_start) {
+        raft_send_fetch_error(r, m->from, m->token, KQ_ERR_OFFSET_OUT_OF_RANGE);
+        return;
+    } else if (!raft_end_offset_for_epoch(r, f->last_fetched_epoch, &div_epoch, &div_end)) {
+        valid = false;
+        div_epoch = 0;
+        div_end = r->log_start;
+    } else {
+        valid = div_epoch == f->last_fetched_epoch && div_end >= f->fetch_offset;
+    }
+    if (!valid) {
+        kq_raft_msg *resp = raft_emit_resp(r, m, KQ_RAFT_FETCH_RESP, KQ_ERR_NONE);
+        if (resp) {
+            resp->u.fetch_resp.high_watermark = r->hw;
+            resp->u.fetch_resp.log_start_offset = r->log_start;
+            resp->u.fetch_resp.diverging = true;
+            resp->u.fetch_resp.diverging_epoch = div_epoch;
+            resp->u.fetch_resp.diverging_end_offset = div_end;
+            resp->u.fetch_resp.records_from = f->fetch_offset;
+            resp->u.fetch_resp.records_to = f->fetch_offset;
+        }
+        return;
+    }
+
+    int64_t old_hw = r->hw;
+    if (vi >= 0 && vi != r->self_idx) {
+        peer *p = &r->peers[vi];
+        record_fetch(r, &p->end_offset, &p->last_fetch_ms, &p->last_caught_up_ms, &p->prev_fetch_ms,
+                     &p->prev_fetch_leo, f->fetch_offset);
+        raft_leader_update_hw(r);
+    } else if (vi < 0) {
+        observer *o = raft_observer_slot(r, m->from);
+        record_fetch(r, &o->end_offset, &o->last_fetch_ms, &o->last_caught_up_ms, &o->prev_fetch_ms,
+                     &o->prev_fetch_leo, f->fetch_offset);
+    }
+
+    const int64_t *sent = raft_hw_sent_of(r, m->from);
+    bool knows_hw = sent == NULL || *sent == r->hw;
+    if (f->fetch_offset >= r->leo && f->max_wait_ms > 0 && r->hw == old_hw && knows_hw &&
+        r->n_parked < KQ_RAFT_MAX_PARKED) {
+        for (int i = 0; i < KQ_RAFT_MAX_PARKED; i++) {
+            parked *p = &r->parked[i];
+            if (p->used)
+                continue;
+            uint64_t wait = (uint64_t)f->max_wait_ms;
+            uint64_t cap = r->cfg.fetch_timeout_ms / 2 ? r->cfg.fetch_timeout_ms / 2 : 1;
+            p->used = true;
+            p->token = m->token;
+            p->from = m->from;
+            p->fetch_offset = f->fetch_offset;
+            p->hw_at_park = r->hw;
+            p->deadline = r->now + (wait < cap ? wait : cap);
+            r->n_parked++;
+            return;
+        }
+    }
+    raft_send_fetch_resp_records(r, m->from, m->token, f->fetch_offset, true);
+}
+
+/* ---------------------------------------------------------------- Fetch (follower side) */
+
+void raft_follower_update_hw(kq_raft *r)
+{
+    if (r->role != KQ_RAFT_FOLLOWER || r->leader_hw < 0)
+        return;
+    int64_t h = r->leader_hw < r->durable_end ? r->leader_hw : r->durable_end;
+    if (h > r->hw)
+        r->hw = h;
+    if (r->hw > r->committed)
+        r->committed = r->hw;
+}
+
+/* Is `t` an offset this node knows is a batch boundary of its own log: its LEO, its log start,
+ * a start offset in its epoch cache, or its high watermark (a committed boundary; the highest
+ * HW it has known since it started, which it keeps when a new leader's HW is unknown again)? */
+static bool known_boundary(const kq_raft *r, int64_t t)
+{
+    if (t == r->leo || t == r->log_start || (r->hw >= 0 && t == r->hw) ||
+        (r->committed >= 0 && t == r->committed))
+        return true;
+    for (size_t i = 0; i < r->n_epochs; i++)
+        if (r->epochs[i].start_offset == t)
+            return true;
+    return false;
+}
+
+/*
+ * Where a follower truncates on DivergingEpoch(epoch, end): T = min(end, own end for epoch,
+ * LEO), where the own end is per the epoch cache (the largest own epoch E' <= epoch, ending at
+ * the start of its next epoch or the LEO) or, when no cached epoch is <= epoch, the start of
+ * its first cached epoch (its log start: nothing it holds belongs to `epoch` or earlier).
+ *
+ * The store truncates only at batch boundaries, so the result is always a boundary:
+ * - T in the known set (known_boundary) is used as is;
+ * - E' == epoch: T is a boundary of both logs. Every replica's epoch-E' entries are a prefix
+ *   of the one sequence of batches that epoch's leader wrote, so the leader's end of E' (its
+ *   next epoch's start or its LEO, both its batch boundaries) and ours are boundaries of it;
+ * - E' < epoch: T (the leader's end of `epoch`) may fall inside one of our epoch-E' batches.
+ *   We truncate to our own end of E' instead, the start of our next epoch: a known boundary,
+ *   and every entry above it is of an epoch in (epoch, last fetched epoch] that the leader does
+ *   not hold (its largest epoch <= our last fetched epoch is `epoch`), so none is committed.
+ *   The next Fetch carries last epoch E' and the leader answers the exact end of E'.
+ * Truncating deeper than T to the start of our epoch segment would not be safe: entries there
+ * may be committed by the leader although this node has not learnt the HW yet.
+ */
+static int64_t truncation_point(const kq_raft *r, int32_t epoch, int64_t leader_end)
+{
+    int32_t own_epoch = -1;
+    int64_t own_end;
+    bool holds = raft_end_offset_for_epoch(r, epoch, &own_epoch, &own_end);
+    if (!holds) {
+        own_end = r->n_epochs > 0 ? r->epochs[0].start_offset : r->log_start;
+        if (own_end < r->log_start)
+            own_end = r->log_start;
+    }
+    int64_t t = leader_end < own_end ? leader_end : own_end;
+    if (t > r->leo)
+        t = r->leo;
+    if (t < r->log_start)
+        t = r->log_start;
+    if (known_boundary(r, t) || (holds && own_epoch == epoch))
+        return t;
+    return own_end < r->leo ? own_end : r->leo; /* E' < epoch: own end of E', see above */
+}
+
+bool raft_is_transport_error(int err)
+{
+    return err == KQ_ERR_REQUEST_TIMED_OUT || err == KQ_ERR_NETWORK_EXCEPTION ||
+           err == KQ_ERR_BROKER_NOT_AVAILABLE;
+}
+
+void raft_fetch_backoff(kq_raft *r)
+{
+    r->fetch_retry_at = r->now + r->cfg.retry_backoff_ms;
+}
+
+static void follower_append(kq_raft *r, const kq_raft_msg *m)
+{
+    const __typeof__(m->u.fetch_resp) *f = &m->u.fetch_resp;
+    size_t n = f->n_batches < KQ_RAFT_MAX_BATCHES ? f->n_batches : KQ_RAFT_MAX_BATCHES;
+    int64_t next = r->leo;
+    int32_t ep = raft_last_epoch(r);
+    /* validate all first: a bad response changes nothing */
+    for (size_t i = 0; i < n; i++) {
+        const kq_raft_batch *b = &f->batches[i];
+        if (b->base_offset != next || b->count <= 0 || b->epoch < ep || b->epoch > m->epoch ||
+            b->epoch <= 0) {
+            raft_fetch_backoff(r);
+            return;
+        }
+        next = b->base_offset + b->count;
+        ep = b->epoch;
+    }
+    kq_raft_update *u = r->u;
+    for (size_t i = 0; i < n && u->n_append < KQ_RAFT_MAX_BATCHES; i++) {
+        const kq_raft_batch *b = &f->batches[i];
+        if (b->epoch > raft_last_epoch(r) || r->n_epochs == 0)
+            raft_add_epoch(r, b->epoch, b->base_offset);
+        kq_raft_batch *a = &u->append[u->n_append++];
+        *a = *b;
+        a->kind = KQ_RAFT_BATCH_FETCHED;
+        r->leo = b->base_offset + b->count;
+    }
+}
+
+void raft_on_fetch_resp(kq_raft *r, const kq_raft_msg *m)
+{
+    int i = raft_voter_index(r, m->from);
+    if (i < 0 || i == r->self_idx || !r->peers[i].fetch_inflight)
+        return;
+    r->peers[i].fetch_inflight = false;
+    const __typeof__(m->u.fetch_resp) *f = &m->u.fetch_resp;
+
+    if (raft_is_transport_error(m->error)) {
+        raft_fetch_backoff(r);
+        if (r->role == KQ_RAFT_FOLLOWER && m->from == r->leader_id)
+            r->fetch_failing = true;
+        if (r->role == KQ_RAFT_UNATTACHED)
+            r->discovery_idx = -1; /* try another voter */
+        return;
+    }
+    if (m->epoch > r->epoch) {
+        raft_on_higher_epoch(r, m->epoch, m->leader_id);
+        return;
+    }
+    if (m->epoch < r->epoch) {
+        raft_fetch_backoff(r);
+        return;
+    }
+    /* same epoch */
+    if (r->role != KQ_RAFT_FOLLOWER) {
+        if ((r->role == KQ_RAFT_UNATTACHED || r->role == KQ_RAFT_PROSPECTIVE ||
+             r->role == KQ_RAFT_CANDIDATE) &&
+            raft_can_follow_in_epoch(r, m->leader_id))
+            raft_become_follower(r, r->epoch, m->leader_id);
+        else
+            raft_fetch_backoff(r);
+        return;
+    }
+    if (m->from != r->leader_id) {
+        raft_fetch_backoff(r);
+        return;
+    }
+    if (m->error != KQ_ERR_NONE) {
+        /* NOT_LEADER_OR_FOLLOWER from our leader at our epoch (it resigned), UNKNOWN_LEADER_EPOCH,
+         * or an error that should not happen: back off and retry. */
+        raft_fetch_backoff(r);
+        return;
+    }
+    if (f->n_batches > 0 && !f->batches) {
+        raft_fetch_backoff(r);
+        return;
+    }
+    r->fetched_ok = true;
+    r->fetch_failing = false;
+    r->last_fetch_ok_ms = r->now;
+    r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
+
+    if (f->snapshot) {
+        raft_begin_snapshot_fetch(r, f->snapshot_id, m->epoch);
+        return;
+    }
+    if (f->diverging) {
+        int64_t t = truncation_point(r, f->diverging_epoch, f->diverging_end_offset);
+        if (t < r->hw || t < r->committed) {
+            raft_set_fatal(r, "leader asked to truncate the log below the high watermark");
+            return;
+        }
+        if (t < r->leo) {
+            r->u->truncate_to = t;
+            r->leo = t;
+            if (r->durable_end > t)
+                r->durable_end = t;
+            raft_truncate_epochs(r, t);
+        }
+        return; /* refetch at once (pump) */
+    }
+    if (f->high_watermark >= 0 && f->high_watermark > r->leader_hw)
+        r->leader_hw = f->high_watermark;
+    if (f->n_batches > 0)
+        follower_append(r, m);
+    raft_follower_update_hw(r);
+}
+
+void raft_pump_leader(kq_raft *r)
+{
+    if (r->role != KQ_RAFT_LEADER)
+        return;
+    if (r->now >= r->begin_resend_at) {
+        for (int i = 0; i < r->cfg.n_voters; i++) {
+            peer *p = &r->peers[i];
+            if (i == r->self_idx || p->begin_inflight)
+                continue;
+            kq_raft_msg *m = raft_emit(r, KQ_RAFT_BEGIN_EPOCH_REQ, p->id);
+            if (!m)
+                break;
+            p->begin_inflight = true;
+        }
+        uint64_t period = r->cfg.fetch_timeout_ms / 2 ? r->cfg.fetch_timeout_ms / 2 : 1;
+        r->begin_resend_at = r->now + period;
+    }
+    for (int i = 0; i < KQ_RAFT_MAX_PARKED && r->n_parked > 0; i++) {
+        parked *p = &r->parked[i];
+        if (!p->used)
+            continue;
+        if (r->leo > p->fetch_offset || r->hw != p->hw_at_park || r->now >= p->deadline) {
+            if (r->u->n_msgs >= KQ_RAFT_MAX_MSGS)
+                return;
+            raft_send_fetch_resp_records(r, p->from, p->token, p->fetch_offset, true);
+            p->used = false;
+            r->n_parked--;
+        }
+    }
+}
+
+static int fetch_target(kq_raft *r)
+{
+    if (r->role == KQ_RAFT_FOLLOWER)
+        return raft_voter_index(r, r->leader_id);
+    if (r->role == KQ_RAFT_UNATTACHED && !raft_is_voter(r)) {
+        if (r->discovery_idx < 0 || r->peers[r->discovery_idx].fetch_inflight) {
+            int cand[KQ_RAFT_MAX_VOTERS], n = 0;
+            for (int i = 0; i < r->cfg.n_voters; i++)
+                if (!r->peers[i].fetch_inflight)
+                    cand[n++] = i;
+            if (n == 0)
+                return -1;
+            r->discovery_idx = cand[raft_prng_below(r, (uint64_t)n)];
+        }
+        return r->discovery_idx;
+    }
+    return -1;
+}
+
+void raft_pump_fetch(kq_raft *r)
+{
+    if (r->snap_installing)
+        return; /* the host is installing a snapshot: nothing to fetch from until it is done */
+    if (r->now < r->fetch_retry_at || r->durable_end < r->leo)
+        return; /* back-off, or the offset we would report is not durable yet */
+    int t = fetch_target(r);
+    if (t < 0 || t == r->self_idx)
+        return;
+    if (r->snap_fetching) {
+        if (r->role == KQ_RAFT_FOLLOWER)
+            raft_pump_fetch_snapshot(r, t);
+        return;
+    }
+    if (r->peers[t].fetch_inflight)
+        return;
+    kq_raft_msg *m = raft_emit(r, KQ_RAFT_FETCH_REQ, r->peers[t].id);
+    if (!m)
+        return;
+    int32_t wait =
+        r->cfg.fetch_max_wait_ms > INT32_MAX ? INT32_MAX : (int32_t)r->cfg.fetch_max_wait_ms;
+    m->u.fetch_req.fetch_offset = r->leo;
+    m->u.fetch_req.last_fetched_epoch = raft_last_epoch(r);
+    m->u.fetch_req.max_wait_ms = wait;
+    r->peers[t].fetch_inflight = true;
+}

@@ -1,0 +1,215 @@
+/*
+ * Internal to the Raft core (common/raft): the state behind kq_raft and the functions its
+ * files share. raft.c holds the helpers, the role transitions, start-up and the API;
+ * raft_election.c the Vote and Begin/EndQuorumEpoch handlers and the election's sending;
+ * raft_fetch.c replication (Fetch on both sides); raft_snapshot.c FetchSnapshot and the
+ * snapshot events; raft_timers.c the timers and the next deadline. Pure, like the core: no I/O,
+ * no clock.
+ *
+ * Ownership: as in raft.c (struct kq_raft owns its epoch cache and its message buffer).
+ */
+#ifndef KQ_RAFT_INTERNAL_H
+#define KQ_RAFT_INTERNAL_H
+
+#include "kq/raft.h"
+#include "kq/error.h"
+#include "kq/quorum.h"
+#include "kq/util.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IDLE_DEADLINE_MS 60000u
+#define OBSERVER_EXPIRY_MS 300000u
+#define BACKOFF_UNIT_MS 100u
+#define MAX_TIMER_ROUNDS 16
+
+typedef struct peer {
+    int32_t id;
+    /* requests this node emitted to the peer and not yet answered */
+    bool vote_inflight;
+    bool vote_inflight_pre;
+    uint32_t vote_inflight_round;
+    bool begin_inflight;
+    bool end_inflight;
+    bool fetch_inflight;
+    bool snap_inflight; /* FETCH_SNAPSHOT_REQ */
+    /* election round */
+    int8_t vote; /* 0 unrecorded, 1 granted, -1 rejected */
+    /* resigned: END_EPOCH answered */
+    bool end_acked;
+    /* leader-side replica state */
+    int64_t end_offset;
+    uint64_t last_fetch_ms;
+    uint64_t last_caught_up_ms;
+    uint64_t prev_fetch_ms;
+    int64_t prev_fetch_leo;
+    int64_t hw_sent; /* high watermark in the last records answer sent to it (-1: none) */
+    bool cq_fetched;
+} peer;
+
+typedef struct observer {
+    bool used;
+    int32_t id;
+    int64_t end_offset;
+    uint64_t last_fetch_ms;
+    uint64_t last_caught_up_ms;
+    uint64_t prev_fetch_ms;
+    int64_t prev_fetch_leo;
+    int64_t hw_sent; /* as peer.hw_sent */
+} observer;
+
+typedef struct parked {
+    bool used;
+    uint64_t token;
+    int32_t from;
+    int64_t fetch_offset;
+    int64_t hw_at_park;
+    uint64_t deadline;
+} parked;
+
+struct kq_raft {
+    kq_raft_config cfg;
+    int self_idx; /* index in cfg.voters, -1 for an observer */
+    bool started;
+    bool shutdown; /* EV_RESIGN seen: never campaign, never grant */
+    kq_prng prng;
+    uint64_t now;
+
+    kq_raft_role role;
+    int32_t epoch;
+    int32_t voted_id;
+    int32_t leader_id;
+
+    /* log */
+    int64_t log_start;
+    int32_t start_epoch; /* epoch of the record at log_start - 1 (0 when log_start is 0) */
+    int64_t leo;
+    int64_t durable_end;
+    kq_raft_epoch_entry *epochs;
+    size_t n_epochs;
+    size_t cap_epochs;
+    int64_t hw;
+    /* Highest HW this node has known since it started, kept when a new leader's HW goes back
+     * to unknown: committed, so never truncated and a batch boundary. -1 unknown. */
+    int64_t committed;
+
+    /* elections */
+    uint32_t round;
+    int retries;
+    uint64_t election_deadline;
+    uint64_t backoff_deadline; /* 0: not backing off */
+    uint64_t vote_retry_at;
+
+    /* follower / observer */
+    uint64_t fetch_deadline;
+    uint64_t fetch_retry_at;
+    bool fetched_ok; /* a successful Fetch response since becoming follower */
+    /* The latest Fetch to the leader failed in transport (refused, reset, timed out): the
+     * leader may be gone, so a pre-vote need not be refused on its behalf. */
+    bool fetch_failing;
+    uint64_t last_fetch_ok_ms;
+    int64_t leader_hw; /* latest HW the leader reported, -1 unknown */
+    int discovery_idx; /* observer without leader: voter index fetched from */
+
+    /* leader */
+    int64_t epoch_start;
+    uint64_t cq_deadline;
+    uint64_t begin_resend_at;
+    observer observers[KQ_RAFT_MAX_OBSERVERS];
+    parked parked[KQ_RAFT_MAX_PARKED];
+    size_t n_parked;
+
+    /* snapshots: [0] latest, [1] the one before (end_offset 0: none) */
+    kq_raft_snapshot_id snaps[2];
+    int64_t snap_sizes[2];
+    uint32_t chunk_bytes;
+    /* follower snapshot transfer */
+    bool snap_fetching;   /* sending FETCH_SNAPSHOT_REQ for snap_fetch_id */
+    bool snap_installing; /* install_snapshot emitted, waiting for SNAPSHOT_INSTALLED */
+    kq_raft_snapshot_id snap_fetch_id;
+    int64_t snap_fetch_pos;
+    int64_t snap_fetch_size; /* -1 until the first answer */
+
+    /* resigned */
+    uint64_t end_retry_at;
+    int32_t preferred[KQ_RAFT_MAX_VOTERS];
+    int n_preferred;
+
+    peer peers[KQ_RAFT_MAX_VOTERS];
+
+    /* the current step */
+    kq_raft_update *u;
+    kq_raft_msg msgs[KQ_RAFT_MAX_MSGS];
+};
+
+/* ---- shared between the core's files */
+
+/* raft.c: helpers, role transitions */
+uint64_t raft_prng_below(kq_raft *r, uint64_t n);
+bool raft_is_voter(const kq_raft *r);
+int raft_voter_index(const kq_raft *r, int32_t id);
+int32_t raft_last_epoch(const kq_raft *r);
+bool raft_log_up_to_date(const kq_raft *r, int32_t cand_epoch, int64_t cand_end);
+bool raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epoch,
+                               int64_t *out_end);
+int32_t raft_epoch_at(const kq_raft *r, int64_t off);
+bool raft_snap_id_eq(kq_raft_snapshot_id a, kq_raft_snapshot_id b);
+void raft_set_fatal(kq_raft *r, const char *reason);
+void raft_add_epoch(kq_raft *r, int32_t epoch, int64_t start);
+void raft_truncate_epochs(kq_raft *r, int64_t end);
+bool raft_can_follow_in_epoch(const kq_raft *r, int32_t leader);
+kq_raft_msg *raft_emit(kq_raft *r, kq_raft_msg_type type, int32_t to);
+kq_raft_msg *raft_emit_resp(kq_raft *r, const kq_raft_msg *req, kq_raft_msg_type type, int err);
+int64_t *raft_hw_sent_of(kq_raft *r, int32_t id);
+void raft_send_fetch_resp_records(kq_raft *r, int32_t to, uint64_t token, int64_t from_off,
+                                  bool delivered);
+void raft_send_fetch_error(kq_raft *r, int32_t to, uint64_t token, int err);
+void raft_abort_snapshot_fetch(kq_raft *r);
+void raft_leader_update_hw(kq_raft *r);
+void raft_start_backoff(kq_raft *r);
+void raft_check_votes(kq_raft *r);
+void raft_become_unattached(kq_raft *r, int32_t epoch, int32_t voted);
+void raft_become_follower(kq_raft *r, int32_t epoch, int32_t leader);
+void raft_become_prospective(kq_raft *r);
+void raft_become_resigned(kq_raft *r);
+void raft_on_higher_epoch(kq_raft *r, int32_t epoch, int32_t leader);
+
+/* raft_election.c: elections */
+void raft_on_vote_req(kq_raft *r, const kq_raft_msg *m);
+void raft_on_vote_resp(kq_raft *r, const kq_raft_msg *m);
+void raft_on_begin_req(kq_raft *r, const kq_raft_msg *m);
+void raft_on_begin_resp(kq_raft *r, const kq_raft_msg *m);
+void raft_on_end_req(kq_raft *r, const kq_raft_msg *m);
+void raft_on_end_resp(kq_raft *r, const kq_raft_msg *m);
+void raft_pump_votes(kq_raft *r);
+void raft_pump_resigned(kq_raft *r);
+void raft_stop_campaign(kq_raft *r);
+
+/* raft_fetch.c: replication */
+observer *raft_observer_slot(kq_raft *r, int32_t id);
+void raft_check_quorum_mark(kq_raft *r, int i);
+void raft_on_fetch_req(kq_raft *r, const kq_raft_msg *m);
+void raft_follower_update_hw(kq_raft *r);
+bool raft_is_transport_error(int err);
+void raft_fetch_backoff(kq_raft *r);
+void raft_on_fetch_resp(kq_raft *r, const kq_raft_msg *m);
+void raft_pump_leader(kq_raft *r);
+void raft_pump_fetch(kq_raft *r);
+
+/* raft_snapshot.c: snapshots */
+void raft_on_fetch_snapshot_req(kq_raft *r, const kq_raft_msg *m);
+void raft_begin_snapshot_fetch(kq_raft *r, kq_raft_snapshot_id id, int32_t leader_epoch);
+void raft_on_fetch_snapshot_resp(kq_raft *r, const kq_raft_msg *m);
+void raft_pump_fetch_snapshot(kq_raft *r, int t);
+void raft_compact(kq_raft *r, int64_t end, int32_t epoch);
+bool raft_snapshot_taken_ok(const kq_raft *r, const kq_raft_snapshot_event *e);
+void raft_on_snapshot_taken(kq_raft *r, const kq_raft_snapshot_event *e);
+void raft_on_snapshot_installed(kq_raft *r, const kq_raft_snapshot_event *e);
+
+/* raft_timers.c: timers */
+void raft_resign(kq_raft *r);
+bool raft_fire_timers(kq_raft *r);
+uint64_t raft_next_deadline(kq_raft *r);
+
+#endif
