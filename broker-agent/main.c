@@ -185,6 +185,16 @@ static int send_request(void *arg, const kq_raft_msg *m)
     return kq_raft_net_send(b->net, m, b->cluster_id, b->cfg.raft.request_timeout_ms);
 }
 
+/* kq_raft_disk.remove_prefix of an observer: it never takes a snapshot, so the core never asks
+ * it to drop a log prefix; if it did, the broker stops (host_fatal) instead of losing its log. */
+static int refuse_compaction(void *ctx, int64_t log_start)
+{
+    (void)ctx;
+    KQ_ERROR("metadata", "an observer was asked to compact its metadata log", "log_start=%lld",
+             (long long)log_start);
+    return KQ_ERR_INTERNAL;
+}
+
 static void host_fatal(void *arg, const char *what, const char *detail)
 {
     (void)arg;
@@ -736,6 +746,7 @@ static int start(broker *b, char *err, size_t errlen)
         goto out;
     }
     kq_raft_disk disk = kq_store_raft_disk(b->store);
+    disk.remove_prefix = refuse_compaction; /* an observer takes no snapshots */
     kq_raft_host_ops ops = {.ctx = b,
                             .send_request = send_request,
                             .after_step = after_step,
@@ -830,6 +841,10 @@ static int start(broker *b, char *err, size_t errlen)
     ev.u.start.log_end_offset = rec.log_end_offset;
     ev.u.start.epochs = rec.epochs;
     ev.u.start.n_epochs = rec.n_epochs;
+    /* A log that starts at an installed snapshot: its epoch, and the snapshot itself. */
+    ev.u.start.log_start_epoch = rec.log_start_epoch;
+    ev.u.start.snapshot = rec.snapshot;
+    ev.u.start.snapshot_size = rec.snapshot_size;
     if (step(b, &ev) != 0) {
         snprintf(err, errlen,
                  "the Raft core rejected the metadata log recovered from %.900s; the directory "
@@ -863,6 +878,7 @@ static int run(broker *b)
             deadline = 0;
         size_t n = kq_loopq_pop(b->q, items, 256, deadline);
         b->now = kq_now_ms();
+        b->host.now = b->now; /* the host steps PERSISTED at this time */
         for (size_t i = 0; i < n; i++) {
             switch (items[i].type) {
             case EV_RAFT:

@@ -1543,6 +1543,7 @@ static void run(ctl *c)
             deadline = timers_deadline(c);
         size_t n = kq_loopq_pop(c->q, items, 256, deadline);
         c->now = kq_now_ms();
+        c->host.now = c->now; /* the host steps PERSISTED at this time */
         for (size_t i = 0; i < n; i++) {
             switch (items[i].type) {
             case EV_REQUEST:

@@ -175,11 +175,12 @@ void kq_raft_host_flush(kq_raft_host *h)
         size_t n;
 
         kq_raft_host_commit(h);
+        /* Only the messages queued so far: the install below and the sends may step the core,
+         * which may queue more that depend on writes not committed yet; they go in the next
+         * round, after its commit. */
+        n = h->n_outbox;
         if (h->pending_install)
             install(h);
-        /* Only the messages queued so far: sending may step the core, which may queue more
-         * that depend on writes not committed yet; they go in the next round. */
-        n = h->n_outbox;
         for (size_t i = 0; i < n; i++) {
             kq_raft_msg m = h->outbox[i];
 

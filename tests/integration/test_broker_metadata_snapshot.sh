@@ -4,9 +4,9 @@
 # metadata.log.max.record.bytes.between.snapshots=1024 on the controllers; broker 3 is killed,
 # 40 topics are created (the controllers write snapshots and drop the log below them), a topic
 # `late` is created with replicas 1,2,3 and written to; broker 3 restarts, installs the
-# snapshot ("installed a metadata snapshot fetched from the leader"), is unfenced, sees every
-# topic, joins the ISR of `late` and holds its records (a consumer reads them through it once
-# it leads).
+# snapshot ("installed a metadata snapshot fetched from the leader"), is unfenced, joins the ISR
+# of `late`, restarts on the installed snapshot (killed and started again), sees every topic and
+# holds its records (a consumer reads them through it once it leads).
 # usage: test_broker_metadata_snapshot.sh BIN_DIR
 # shellcheck source=SCRIPTDIR/../lib/kqdata.sh
 source "$(dirname "$0")/../lib/kqdata.sh"
@@ -35,6 +35,11 @@ line=$(kd_wait_log 3 30 "installed a metadata snapshot fetched from the leader")
 kt_log "broker 3: $line"
 kd_wait_line late 60 'Isr: 1,2,3' >/dev/null
 kt_log "broker 3 joined the ISR of late"
+# Its metadata log now starts at the snapshot: it must start on it again (killed, restarted).
+kd_kill 3
+kd_start 3
+kt_log "broker 3 restarted on the snapshot it installed"
+kd_wait_line late 60 'Isr: 1,2,3' >/dev/null
 kd_kq topics --list
 n=$(grep -c '^filler-' <<<"$KD_OUT" || true)
 kt_assert_eq "filler topics the cluster lists" 40 "$n"

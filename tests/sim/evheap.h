@@ -22,8 +22,10 @@ typedef struct kq_ev_key {
 /* In an event type's file: its first members are t and seq, as in kq_ev_key. */
 #define KQ_EV_KEY_FIRST(type)                                                                      \
     _Static_assert(offsetof(type, t) == offsetof(kq_ev_key, t) &&                                  \
-                       offsetof(type, seq) == offsetof(kq_ev_key, seq),                            \
-                   #type " must start with t and seq")
+                       offsetof(type, seq) == offsetof(kq_ev_key, seq) &&                          \
+                       sizeof(((type *)0)->t) == sizeof(uint64_t) &&                               \
+                       sizeof(((type *)0)->seq) == sizeof(uint64_t),                               \
+                   #type " must start with uint64_t t and seq")
 
 typedef struct kq_evheap {
     unsigned char *v;
