@@ -28,30 +28,10 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-base=$((24000 + RANDOM % 500 * 10))
-cid=$("$bin/kq" storage random-uuid)
-voters="" boot=""
-for i in 1 2 3; do
-  voters+="${voters:+,}$i@127.0.0.1:$((base + i))"
-  boot+="${boot:+,}127.0.0.1:$((base + i))"
-done
-for i in 1 2 3; do
-  cat > "$work/node-$i.properties" <<CFG
-node.id=$i
-process.roles=controller
-controller.quorum.voters=$voters
-listeners=CONTROLLER://127.0.0.1:$((base + i))
-metadata.log.dir=$work/node-$i
-log.level=warn
-CFG
-  "$bin/kq" storage format --config "$work/node-$i.properties" --cluster-id "$cid" >/dev/null
-  "$bin/kq-controller" --config "$work/node-$i.properties" 2>"$work/node-$i.log" &
-  pids+=($!)
-done
-for _ in $(seq 1 100); do
-  "$bin/kq" metadata-quorum --bootstrap-controller "$boot" describe --status >/dev/null 2>&1 && break
-  sleep 0.2
-done
+# shellcheck source=tests/bench/quorum.sh
+source "$here/quorum.sh"
+bench_quorum "$bin" "$work" 3 $((24000 + RANDOM % 500 * 10))
+boot=$bench_boot
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nproc) cores, $(uname -r), build $build"
 "$bin/kq-bench" --fsync-probe "$work"
 
@@ -77,8 +57,10 @@ perf record -q -e cpu-clock -F 2000 -a -o "$work/perf.data" -- sleep "$secs" 2>/
 wait "$bench"
 echo "sampled: $(cat "$work/bench128.txt")"
 echo "CPU share by thread kind (all CPUs, whole machine):"
-perf report -i "$work/perf.data" --no-children --sort comm -g none --stdio 2>/dev/null |
+# perf report reads stdin when it is not a terminal it owns (under timeout, say) and then
+# prints no samples: give it /dev/null.
+perf report -i "$work/perf.data" --no-children --sort comm -g none --stdio </dev/null 2>/dev/null |
   grep -v '^#' | grep -v '^$' | head -6
 echo "hottest symbols:"
-perf report -i "$work/perf.data" --no-children --sort dso,sym -g none --stdio 2>/dev/null |
+perf report -i "$work/perf.data" --no-children --sort dso,sym -g none --stdio </dev/null 2>/dev/null |
   grep -v '^#' | grep -v '^$' | head -12

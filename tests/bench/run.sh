@@ -18,34 +18,14 @@ work=$(mktemp -d /tmp/kq-bench.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]:-}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
+# shellcheck source=tests/bench/quorum.sh
+source "$here/quorum.sh"
 
 run_quorum() {
-  local n=$1 base=$2 voters="" boot="" cid
-  cid=$("$bin/kq" storage random-uuid)
-  for i in $(seq 1 "$n"); do
-    voters+="${voters:+,}$i@127.0.0.1:$((base + i))"
-    boot+="${boot:+,}127.0.0.1:$((base + i))"
-  done
+  local n=$1 base=$2 boot
   pids=()
-  for i in $(seq 1 "$n"); do
-    local d=$work/q$n/node-$i
-    mkdir -p "$work/q$n"
-    cat > "$work/q$n/node-$i.properties" <<CFG
-node.id=$i
-process.roles=controller
-controller.quorum.voters=$voters
-listeners=CONTROLLER://127.0.0.1:$((base + i))
-metadata.log.dir=$d
-log.level=warn
-CFG
-    "$bin/kq" storage format --config "$work/q$n/node-$i.properties" --cluster-id "$cid" >/dev/null
-    "$bin/kq-controller" --config "$work/q$n/node-$i.properties" 2>"$work/q$n/node-$i.log" &
-    pids+=($!)
-  done
-  for _ in $(seq 1 100); do
-    "$bin/kq" metadata-quorum --bootstrap-controller "$boot" describe --status >/dev/null 2>&1 && break
-    sleep 0.2
-  done
+  bench_quorum "$bin" "$work/q$n" "$n" "$base"
+  boot=$bench_boot
   for w in 1 16 128; do
     printf 'voters=%d ' "$n"
     "$bin/kq-bench" --bootstrap-controller "$boot" --writers "$w" --seconds "$secs"

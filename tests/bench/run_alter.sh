@@ -31,34 +31,14 @@ stop_quorum() {
 }
 cleanup() { stop_quorum; rm -rf "$work"; }
 trap cleanup EXIT
+# shellcheck source=tests/bench/quorum.sh
+source "$here/quorum.sh"
 
 # run_one CLIENTS BASE_PORT: a fresh 3-voter quorum, then one kq-bench --alter-partition run.
 run_one() {
-  local clients=$1 base=$2 voters="" boot="" cid dir i
-  dir=$work/c$clients
-  mkdir -p "$dir"
-  cid=$("$bin/kq" storage random-uuid)
-  for i in 1 2 3; do
-    voters+="${voters:+,}$i@127.0.0.1:$((base + i))"
-    boot+="${boot:+,}127.0.0.1:$((base + i))"
-  done
-  for i in 1 2 3; do
-    cat >"$dir/node-$i.properties" <<CFG
-node.id=$i
-process.roles=controller
-controller.quorum.voters=$voters
-listeners=CONTROLLER://127.0.0.1:$((base + i))
-metadata.log.dir=$dir/node-$i
-log.level=warn
-CFG
-    "$bin/kq" storage format --config "$dir/node-$i.properties" --cluster-id "$cid" >/dev/null
-    "$bin/kq-controller" --config "$dir/node-$i.properties" 2>"$dir/node-$i.log" &
-    pids+=($!)
-  done
-  for _ in $(seq 1 100); do
-    "$bin/kq" metadata-quorum --bootstrap-controller "$boot" describe --status >/dev/null 2>&1 && break
-    sleep 0.2
-  done
+  local clients=$1 base=$2 boot cid
+  bench_quorum "$bin" "$work/c$clients" 3 "$base"
+  boot=$bench_boot cid=$bench_cid
   printf 'voters=3 '
   "$bin/kq-bench" --alter-partition --bootstrap-controller "$boot" --cluster-id "$cid" \
     --writers "$clients" --brokers 3 --partitions "$clients" --seconds "$secs" || true
