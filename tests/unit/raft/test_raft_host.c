@@ -17,7 +17,18 @@
 #include "kq/error.h"
 #include "kq/raft_host.h"
 
-enum { J_QSTATE = 1, J_TRUNCATE, J_APPEND, J_OWN, J_COMMIT, J_PERSISTED, J_REQUEST, J_RESPONSE };
+enum {
+    J_QSTATE = 1,
+    J_TRUNCATE,
+    J_APPEND,
+    J_OWN,
+    J_COMMIT,
+    J_PERSISTED,
+    J_REQUEST,
+    J_RESPONSE,
+    J_CHUNK,
+    J_INSTALL
+};
 
 typedef struct entry {
     int kind;
@@ -79,7 +90,15 @@ static int remove_prefix(void *ctx, int64_t start)
 
 static int chunk(void *ctx, kq_raft_snapshot_id id, int64_t pos, const uint8_t *d, size_t n)
 {
-    (void)ctx, (void)id, (void)pos, (void)d, (void)n;
+    (void)id, (void)d, (void)n;
+    note(ctx, J_CHUNK, 0, pos);
+    return 0;
+}
+
+static int install(void *ctx, kq_raft_snapshot_id id, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    note(ctx, J_INSTALL, 0, id.end_offset);
     return 0;
 }
 
@@ -156,6 +175,7 @@ static void setup(fake *f, bool observer)
                             .send_response = observer ? NULL : send_response,
                             .append_own = observer ? NULL : append_own,
                             .persisted = persisted,
+                            .install_snapshot = install,
                             .fatal = host_fatal};
     assert_int_equal(kq_raft_host_init(&f->h, f->r, &disk, &ops), 0);
     kq_raft_event ev = {.type = KQ_RAFT_EV_START};
@@ -361,6 +381,78 @@ static void test_an_observer_drops_the_answers_it_is_asked_for(void **state)
     teardown(&f);
 }
 
+/* An observer behind the leader's log start fetches its snapshot, installs it between commits,
+ * and fetches the log from the snapshot's end. */
+static void test_a_fetched_snapshot_is_installed_then_the_log_follows(void **state)
+{
+    fake f;
+    (void)state;
+    setup(&f, true);
+    kq_raft_msg fetch = {0};
+    for (int i = 0; i < 100 && fetch.type != KQ_RAFT_FETCH_REQ; i++) {
+        f.n = 0;
+        f.h.now = f.h.deadline > f.h.now ? f.h.deadline : f.h.now + 1;
+        kq_raft_event ev = {.type = KQ_RAFT_EV_TICK};
+        assert_int_equal(kq_raft_host_step(&f.h, &ev, NULL), 0);
+        for (size_t k = 0; k < f.h.n_outbox; k++)
+            if (f.h.outbox[k].type == KQ_RAFT_FETCH_REQ)
+                fetch = f.h.outbox[k];
+        kq_raft_host_flush(&f.h);
+    }
+    assert_int_equal(fetch.type, KQ_RAFT_FETCH_REQ);
+    /* The leader (fetch.to) answers: the log starts above you, fetch snapshot (10, 1). */
+    kq_raft_snapshot_id id = {.end_offset = 10, .epoch = 1};
+    kq_raft_msg fr = {
+        .type = KQ_RAFT_FETCH_RESP, .from = fetch.to, .to = 9, .epoch = 1, .leader_id = fetch.to};
+    fr.u.fetch_resp.high_watermark = 10;
+    fr.u.fetch_resp.log_start_offset = 10;
+    fr.u.fetch_resp.diverging_epoch = -1;
+    fr.u.fetch_resp.diverging_end_offset = -1;
+    fr.u.fetch_resp.snapshot = true;
+    fr.u.fetch_resp.snapshot_id = id;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &fr};
+    /* The first answer, from a new epoch, makes it a follower of fetch.to that fetches again
+     * in that epoch; the answer to that one sends it to the snapshot. */
+    for (int round = 0; round < 3 && !has(&f, KQ_RAFT_FETCH_SNAPSHOT_REQ); round++) {
+        kq_raft_host_flush(&f.h);
+        assert_int_equal(kq_raft_host_step(&f.h, &ev, NULL), 0);
+    }
+    assert_true(has(&f, KQ_RAFT_FETCH_SNAPSHOT_REQ));
+    kq_raft_host_flush(&f.h);
+    /* The whole file in one chunk. */
+    static const uint8_t file[32] = {1, 2, 3};
+    kq_raft_msg sr = {.type = KQ_RAFT_FETCH_SNAPSHOT_RESP,
+                      .from = fetch.to,
+                      .to = 9,
+                      .epoch = 1,
+                      .leader_id = fetch.to};
+    sr.u.fetch_snapshot_resp.snapshot_id = id;
+    sr.u.fetch_snapshot_resp.size = sizeof file;
+    sr.u.fetch_snapshot_resp.position = 0;
+    sr.u.fetch_snapshot_resp.data = file;
+    sr.u.fetch_snapshot_resp.len = sizeof file;
+    f.n = 0;
+    ev.u.msg = &sr;
+    assert_int_equal(kq_raft_host_step(&f.h, &ev, NULL), 0);
+    assert_int_not_equal(first(&f, J_CHUNK), SIZE_MAX);
+    assert_true(f.h.pending_install);
+    assert_int_equal(first(&f, J_INSTALL), SIZE_MAX); /* not inside the step */
+    kq_raft_host_flush(&f.h);
+    size_t in = first(&f, J_INSTALL);
+    assert_int_not_equal(in, SIZE_MAX);
+    assert_int_equal(f.j[in].offset, 10);
+    assert_false(f.h.pending_install);
+    assert_int_equal(f.h.durable_end, 10);
+    /* Then it fetches the log from the snapshot's end. */
+    bool fetched = false;
+    for (size_t i = in + 1; i < f.n; i++)
+        fetched |= f.j[i].kind == J_REQUEST && f.j[i].type == KQ_RAFT_FETCH_REQ;
+    for (size_t k = 0; k < f.h.n_outbox; k++)
+        fetched |= f.h.outbox[k].type == KQ_RAFT_FETCH_REQ;
+    assert_true(fetched);
+    teardown(&f);
+}
+
 static void test_a_failed_commit_stops_the_node(void **state)
 {
     fake f;
@@ -387,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_fetch_answers_leave_before_the_leaders_commit),
         cmocka_unit_test(test_a_node_that_does_not_lead_sends_nothing_early),
         cmocka_unit_test(test_an_observer_drops_the_answers_it_is_asked_for),
+        cmocka_unit_test(test_a_fetched_snapshot_is_installed_then_the_log_follows),
         cmocka_unit_test(test_a_failed_commit_stops_the_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
