@@ -34,6 +34,12 @@ const char *kq_raft_role_name(kq_raft_role role)
     return "unknown";
 }
 
+bool kq_raft_msg_is_request(kq_raft_msg_type t)
+{
+    return t == KQ_RAFT_VOTE_REQ || t == KQ_RAFT_BEGIN_EPOCH_REQ || t == KQ_RAFT_END_EPOCH_REQ ||
+           t == KQ_RAFT_FETCH_REQ || t == KQ_RAFT_FETCH_SNAPSHOT_REQ;
+}
+
 void kq_raft_config_defaults(kq_raft_config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));

@@ -102,15 +102,9 @@ int kq_raft_host_step(kq_raft_host *h, kq_raft_event *ev, kq_raft_update *u)
     return 0;
 }
 
-static bool is_request(kq_raft_msg_type t)
-{
-    return t == KQ_RAFT_VOTE_REQ || t == KQ_RAFT_BEGIN_EPOCH_REQ || t == KQ_RAFT_END_EPOCH_REQ ||
-           t == KQ_RAFT_FETCH_REQ || t == KQ_RAFT_FETCH_SNAPSHOT_REQ;
-}
-
 static void send(kq_raft_host *h, const kq_raft_msg *m)
 {
-    if (is_request(m->type)) {
+    if (kq_raft_msg_is_request(m->type)) {
         if (h->ops.send_request(h->ops.ctx, m) != 0)
             h->ops.fatal(h->ops.ctx, "sending", "a Raft request could not even be failed");
     } else if (h->ops.send_response) {

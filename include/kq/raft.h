@@ -173,6 +173,8 @@ typedef enum kq_raft_msg_type {
  * type is its request's + 1, as for the other pairs. */
 #define KQ_RAFT_FETCH_SNAPSHOT_REQ ((kq_raft_msg_type)9)
 #define KQ_RAFT_FETCH_SNAPSHOT_RESP ((kq_raft_msg_type)10)
+/* Vote, Begin/EndQuorumEpoch, Fetch or FetchSnapshot request (else an answer). */
+bool kq_raft_msg_is_request(kq_raft_msg_type t);
 #define KQ_RAFT_MSG_TYPE_MAX 10
 
 /*

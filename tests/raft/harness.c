@@ -108,12 +108,6 @@ static void q_remove(harness *h, size_t idx)
     h->nq--;
 }
 
-static bool is_request(kq_raft_msg_type t)
-{
-    return t == KQ_RAFT_VOTE_REQ || t == KQ_RAFT_BEGIN_EPOCH_REQ || t == KQ_RAFT_END_EPOCH_REQ ||
-           t == KQ_RAFT_FETCH_REQ || t == KQ_RAFT_FETCH_SNAPSHOT_REQ;
-}
-
 static void queue_timeout(harness *h, int32_t requester, int32_t responder, kq_raft_msg_type req,
                           uint64_t at)
 {
@@ -355,7 +349,7 @@ static void apply_update(harness *h, h_node *nd, const kq_raft_update *u)
     for (size_t i = 0; i < u->n_msgs; i++) {
         const kq_raft_msg *m = &u->msgs[i];
         nd->sent[m->type]++;
-        if (is_request(m->type)) {
+        if (kq_raft_msg_is_request(m->type)) {
             q_push(h, m, h->now);
             continue;
         }
@@ -502,7 +496,7 @@ void h_crash(harness *h, int32_t id)
         if (m.to != id)
             continue;
         q_remove(h, i - 1); /* lost with the process */
-        if (is_request(m.type) && m.from != id)
+        if (kq_raft_msg_is_request(m.type) && m.from != id)
             queue_timeout(h, m.from, id, m.type, h->now + H_REQUEST_TIMEOUT_MS);
     }
     for (int i = 0; i < H_MAX_OUTSTANDING; i++) {
@@ -609,7 +603,7 @@ int h_inject(harness *h, int32_t to, const kq_raft_msg *m)
 {
     kq_raft_msg c = *m;
     c.to = to;
-    if (is_request(c.type)) {
+    if (kq_raft_msg_is_request(c.type)) {
         c.token = ++h->next_token;
         out_add(h, c.token, &c);
     }
@@ -654,9 +648,10 @@ void h_drop(harness *h, int idx)
         die("no such queued message");
     h_qmsg e = h->q[idx];
     q_remove(h, (size_t)idx);
-    if (e.m.error == KQ_ERR_REQUEST_TIMED_OUT && e.m.epoch == 0 && !is_request(e.m.type))
+    if (e.m.error == KQ_ERR_REQUEST_TIMED_OUT && e.m.epoch == 0 &&
+        !kq_raft_msg_is_request(e.m.type))
         return; /* a synthesized timeout is never lost */
-    if (is_request(e.m.type)) {
+    if (kq_raft_msg_is_request(e.m.type)) {
         queue_timeout(h, e.m.from, e.m.to, e.m.type, h->now + H_REQUEST_TIMEOUT_MS);
     } else {
         queue_timeout(h, e.m.to, e.m.from, (kq_raft_msg_type)(e.m.type - 1),
@@ -676,7 +671,7 @@ void h_deliver(harness *h, int idx)
     h_node *nd = h_node_of(h, to);
     bool synthesized = e.m.error == KQ_ERR_REQUEST_TIMED_OUT && e.m.epoch == 0;
     if (!synthesized && (h->cut[e.m.from][to] || !nd->up)) {
-        if (is_request(e.m.type))
+        if (kq_raft_msg_is_request(e.m.type))
             queue_timeout(h, e.m.from, to, e.m.type, h->now + H_REQUEST_TIMEOUT_MS);
         else if (nd->up)
             queue_timeout(h, to, e.m.from, (kq_raft_msg_type)(e.m.type - 1),
@@ -685,7 +680,7 @@ void h_deliver(harness *h, int idx)
     }
     if (!nd->up)
         return;
-    if (is_request(e.m.type)) {
+    if (kq_raft_msg_is_request(e.m.type)) {
         e.m.token = ++h->next_token;
         out_add(h, e.m.token, &e.m);
     }
