@@ -5,12 +5,14 @@
  * request (DESIGN.md section 3). nng callbacks only push events onto the loop queue.
  * One iteration:
  *   1. read the monotonic clock once;
- *   2. step the core with every queued event (requests, responses, timers) and fold client
- *      writes into one proposal;
+ *   2. step the core with every queued event (requests, responses, timers); Writes and
+ *      controller APIs go to the controller node (node.h), which folds their records into
+ *      one proposal and runs the active controller's timers;
  *   3. through the Raft host (kq/raft_host.h): send the leader's Fetch answers, commit
  *      everything that must be durable in one LMDB transaction (group commit), step
  *      PERSISTED, then send the messages the steps released (only now, after the commit);
- *   4. answer writes whose records committed, compute the next deadline.
+ *   4. the node answers what committed, replays committed records and activates a leader
+ *      that caught up; compute the next deadline.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,7 +25,7 @@
 
 #include "ctl_config.h"
 #include "meta.h"
-#include "ops.h"
+#include "node.h"
 #include "kq/ctl_codec.h"
 #include "kq/codec.h"
 #include "kq/daemon.h"
@@ -53,8 +55,6 @@
  * (FETCH_MAX_BYTES) and well inside a peer's receive limit. */
 #define MAX_WRITE_BYTES (1u * 1024u * 1024u)
 #define MAX_BATCH_BYTES (4u * 1024u * 1024u)
-/* The active controller checks for expired broker sessions at least this often. */
-#define FENCE_CHECK_MAX_MS 500
 
 enum { EV_REQUEST = 1, EV_RESPONSE, EV_SIGNAL };
 
@@ -64,26 +64,6 @@ typedef struct token_slot {
     uint32_t gen;
     uint64_t since_ms;
 } token_slot;
-
-/* A client write parked until its last record commits. */
-/* A response parked until its last record commits: a client write (resp empty: encoded at
- * completion from base_offset/epoch) or a controller API (resp pre-encoded). */
-typedef struct parked_write {
-    uint32_t api;
-    kq_buf resp;
-    kq_rpc_req *req;
-    int64_t base_offset;
-    int64_t last_offset;
-    int32_t epoch;
-    struct parked_write *next;
-} parked_write;
-
-/* A write received this iteration, waiting for the proposal. */
-typedef struct pending_write {
-    kq_rpc_req *req;
-    size_t first; /* index of its first record in the batch */
-    size_t count;
-} pending_write;
 
 /* kq_rpc_requests_total{api=...}: one series per quorum API of the table (kq/api.h), named by
  * its body, then one for every controller API together and one for anything else. */
@@ -114,7 +94,7 @@ typedef struct proposal_time {
 
 typedef struct ctl {
     kq_ctl_config cfg;
-    kq_meta meta; /* the metadata image (controller/meta.h) */
+    kq_ctl_node node; /* proposals, parked answers, the image (controller/node.h) */
     ctl_metrics m;
     kq_http *http;
     _Atomic int ready; /* read by the HTTP thread: a ready_code */
@@ -134,23 +114,7 @@ typedef struct ctl {
 
     token_slot tokens[MAX_TOKENS];
 
-    /* writes accumulated in this iteration */
-    kq_buf batch;
-    int32_t batch_count;
-    pending_write *pending;
-    size_t n_pending, cap_pending;
     const kq_buf *propose_payload; /* payload for the PROPOSED batch of the current step */
-
-    parked_write *parked_head, *parked_tail;
-    size_t n_parked;
-    /* Snapshots: bytes of records applied since the last one, when it was taken, the epoch of
-     * the last applied record (a snapshot's epoch), a fetched snapshot to install. */
-    int64_t bytes_since_snapshot;
-    uint64_t last_snapshot_ms;
-    int32_t last_applied_epoch;
-    int64_t snapshot_end; /* end offset of the latest snapshot on disk, 0 if none */
-    /* Active-controller timers (kq_now_ms scale). */
-    uint64_t next_fence_ms, next_leaderless_ms, next_rebalance_ms;
     int32_t inconsistent[KQ_RAFT_MAX_VOTERS]; /* peers that said INCONSISTENT_CLUSTER_ID */
     int n_inconsistent;
 
@@ -161,7 +125,6 @@ typedef struct ctl {
     size_t n_tail;
 
     uint64_t now;
-    uint64_t last_append_ms;
     int shutting_down;
     uint64_t shutdown_deadline;
     volatile sig_atomic_t stop;
@@ -295,16 +258,12 @@ static void tail_clear(ctl *c)
 static void write_leader_change(ctl *c, const kq_raft_batch *b)
 {
     kq_buf rec = {0};
-    int32_t voters[KQ_RAFT_MAX_VOTERS];
-    for (int i = 0; i < c->cfg.n_voters; i++)
-        voters[i] = c->cfg.voters[i].id;
-    if (kq_codec_append_leader_change(&rec, c->cfg.node_id, voters, c->cfg.n_voters, NULL, 0) != 0)
+    if (kq_ctl_node_leader_change(&c->node, b->base_offset, c->now, &rec) != 0)
         fatal("encode", "LeaderChange record");
     if (c->host.disk.append(c->host.disk.ctx, b->base_offset, b->epoch, b->count, rec.data,
                             rec.len) != 0)
         fatal("store append", "LeaderChange batch");
     tail_add(c, b, rec.data, rec.len);
-    kq_meta_became_leader(&c->meta, b->base_offset);
     kq_buf_free(&rec);
 }
 
@@ -313,22 +272,6 @@ static void log_role(ctl *c, const kq_raft_update *u)
     KQ_INFO("raft", "state changed", "state=%s epoch=%d leader=%d", kq_raft_role_name(u->role),
             u->epoch, u->leader_id);
 }
-
-static void fail_parked_writes(ctl *c, int err)
-{
-    parked_write *p = c->parked_head;
-    while (p != NULL) {
-        parked_write *next = p->next;
-        reply_error(c, p->req, p->api, err, "leadership changed before the change committed");
-        kq_buf_free(&p->resp);
-        free(p);
-        p = next;
-    }
-    c->parked_head = c->parked_tail = NULL;
-    c->n_parked = 0;
-}
-
-static void complete_writes(ctl *c);
 
 /* kq_raft_host_ops: this node's own batches, the LeaderChange record and the proposals. */
 static void append_own(void *arg, const kq_raft_batch *b)
@@ -344,7 +287,6 @@ static void append_own(void *arg, const kq_raft_batch *b)
             fatal("store append", "proposed batch");
         tail_add(c, b, c->propose_payload->data, c->propose_payload->len);
     }
-    c->last_append_ms = c->now;
 }
 
 static void after_step(void *arg, const kq_raft_update *u)
@@ -355,19 +297,9 @@ static void after_step(void *arg, const kq_raft_update *u)
     log_role(c, u);
     if (u->role == KQ_RAFT_CANDIDATE)
         kq_metric_inc(c->m.elections);
-    if (u->role != KQ_RAFT_LEADER) {
-        char why[512];
-        if (c->meta.active)
-            KQ_INFO("controller", "no longer the active controller", "epoch=%d", u->epoch);
-        if (kq_meta_deactivate(&c->meta, why, sizeof(why)) != 0)
-            fatal("metadata image", why);
-        /* Answer what committed before leadership was lost, fail the rest. */
-        complete_writes(c);
-        fail_parked_writes(c, KQ_ERR_NOT_CONTROLLER);
+    kq_ctl_node_after_step(&c->node, u, c->now);
+    if (u->role != KQ_RAFT_LEADER)
         c->lat_n = 0;
-    } else {
-        c->last_append_ms = c->now;
-    }
 }
 
 /* After a commit: the batches in the tail are on disk, the store serves them from now on. */
@@ -402,6 +334,88 @@ static int step(ctl *c, kq_raft_event *ev, kq_raft_update *u)
             u->propose_error = rc;
     }
     return rc;
+}
+
+/* ---------- kq_ctl_node_ops: the controller node's hands ---------- */
+
+static int node_propose(void *arg, const kq_buf *payload, int32_t count, int64_t *base,
+                        int32_t *epoch)
+{
+    ctl *c = arg;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_PROPOSE, .u.propose_count = count};
+    kq_raft_update u;
+    c->propose_payload = payload;
+    step(c, &ev, &u);
+    c->propose_payload = NULL;
+    *base = u.propose_base_offset;
+    *epoch = u.propose_epoch;
+    if (u.propose_error == 0 && c->lat_n < LATENCY_RING)
+        c->lat[(c->lat_head + c->lat_n++) % LATENCY_RING] =
+            (proposal_time){*base + count - 1, kq_now_ns()};
+    return u.propose_error;
+}
+
+static int node_read_committed(void *arg, int64_t from, int64_t to, kq_ctl_batch_fn fn,
+                               void *fn_arg)
+{
+    ctl *c = arg;
+    return kq_store_read(c->store, from, to, FETCH_MAX_BYTES, fn, fn_arg);
+}
+
+static void node_reply(void *arg, void *req, kq_buf *resp, int64_t wait_offset)
+{
+    (void)arg;
+    (void)wait_offset;
+    reply_buf(req, resp);
+}
+
+static void node_reply_error(void *arg, void *req, uint32_t api, int err, const char *msg)
+{
+    reply_error(arg, req, api, err, msg);
+}
+
+static void node_drop(void *arg, void *req)
+{
+    (void)arg;
+    kq_rpc_req_drop(req);
+}
+
+static void node_event(void *arg, kq_ctl_node_event ev, int64_t value)
+{
+    ctl *c = arg;
+    const kq_image *img = c->node.meta.img;
+    switch (ev) {
+    case KQ_CTL_NODE_ACTIVATED:
+        KQ_INFO("controller", "became the active controller", "epoch=%d applied_end=%lld",
+                c->host.st.epoch, (long long)c->node.meta.applied_end);
+        break;
+    case KQ_CTL_NODE_DEACTIVATED:
+        KQ_INFO("controller", "no longer the active controller", "epoch=%d", (int)value);
+        break;
+    case KQ_CTL_NODE_FEATURES_FINALIZED:
+        KQ_INFO("controller", "finalized the feature levels of a new cluster",
+                "metadata.version=%d eligible.leader.replicas.version=%d",
+                (int)kq_image_feature(img, "metadata.version"),
+                (int)kq_image_feature(img, "eligible.leader.replicas.version"));
+        break;
+    case KQ_CTL_NODE_ELR_OFF:
+        KQ_WARN("controller", "ELR is off: eligible.leader.replicas.version is 0",
+                "hint=\"kq features upgrade --feature eligible.leader.replicas.version=1 "
+                "turns it on; eligible.leader.replicas.enable only sets a new cluster's "
+                "level\"");
+        break;
+    case KQ_CTL_NODE_FENCED:
+        KQ_WARN("controller", "fencing broker: session expired", "broker=%d", (int)value);
+        break;
+    case KQ_CTL_NODE_APPLIED:
+        break;
+    }
+}
+
+static void node_fatal(void *arg, const char *what, const char *detail)
+{
+    (void)arg;
+    fatal(what, detail);
 }
 
 /* ---------- requests ---------- */
@@ -462,84 +476,6 @@ static void describe(ctl *c, kq_rpc_req *req)
     free(d);
 }
 
-static void flush_writes(ctl *c);
-
-/* Append r to a proposal that will start at the log end offset. On the active controller the
- * image applies it at once (so the next decision sees it); otherwise it is applied when it
- * commits. */
-static void add_to_proposal(ctl *c, kq_buf *batch, int32_t *count, const kq_record *r)
-{
-    char err[512];
-    if (c->meta.active) {
-        if (kq_meta_add(&c->meta, r, batch, c->host.st.log_end_offset, count, err, sizeof(err)) !=
-            0)
-            fatal("metadata image", err);
-        return;
-    }
-    if (kq_record_append(batch, r, err, sizeof(err)) != 0)
-        fatal("encode", err);
-    (*count)++;
-}
-
-/* ... to this iteration's proposal. */
-static void batch_add_record(ctl *c, const kq_record *r)
-{
-    add_to_proposal(c, &c->batch, &c->batch_count, r);
-}
-
-static void batch_add_opaque(ctl *c, const uint8_t *data, size_t len)
-{
-    kq_record r;
-    memset(&r, 0, sizeof(r));
-    r.type = KQ_REC_OPAQUE;
-    r.opaque.data = (uint8_t *)data;
-    r.opaque.len = len;
-    batch_add_record(c, &r);
-}
-
-static void queue_write(ctl *c, kq_rpc_req *req, const kq_request *r)
-{
-    if (!is_leader(c)) {
-        reply_error(c, req, KQ_API_WRITE, KQ_ERR_NOT_CONTROLLER, "not the active controller");
-        return;
-    }
-    if (c->n_pending + c->n_parked >= MAX_WAITING_WRITES) {
-        reply_error(c, req, KQ_API_WRITE, KQ_ERR_BROKER_NOT_AVAILABLE,
-                    "too many writes waiting for commit; retry");
-        return;
-    }
-    if (r->n_records == 0) {
-        reply_error(c, req, KQ_API_WRITE, KQ_ERR_INVALID_REQUEST, "write has no records");
-        return;
-    }
-    size_t bytes = 0;
-    for (size_t i = 0; i < r->n_records; i++)
-        bytes += r->record_lens[i] + 16;
-    if (bytes > MAX_WRITE_BYTES) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "write of %zu bytes exceeds the limit of %u bytes", bytes,
-                 MAX_WRITE_BYTES);
-        reply_error(c, req, KQ_API_WRITE, KQ_ERR_MESSAGE_TOO_LARGE, msg);
-        return;
-    }
-    if (c->batch.len + bytes > MAX_BATCH_BYTES)
-        flush_writes(c); /* close the current batch; this write starts the next one */
-    if (c->n_pending == c->cap_pending) {
-        size_t cap = c->cap_pending ? c->cap_pending * 2 : 64;
-        pending_write *p = realloc(c->pending, cap * sizeof(*p));
-        if (p == NULL) {
-            reply_error(c, req, KQ_API_WRITE, KQ_ERR_BROKER_NOT_AVAILABLE, "out of memory");
-            return;
-        }
-        c->pending = p;
-        c->cap_pending = cap;
-    }
-    size_t first = (size_t)c->batch_count;
-    for (size_t i = 0; i < r->n_records; i++)
-        batch_add_opaque(c, r->records[i], r->record_lens[i]);
-    c->pending[c->n_pending++] = (pending_write){req, first, r->n_records};
-}
-
 static void count_request(ctl *c, uint32_t api)
 {
     const kq_api_info *info = kq_api_find(api);
@@ -548,103 +484,6 @@ static void count_request(ctl *c, uint32_t api)
             : info->kind == KQ_API_KIND_CONTROLLER ? API_LABEL_CONTROLLER
                                                    : API_LABEL_OTHER;
     kq_metric_inc(c->m.requests[i]);
-}
-
-/* Keep the parked list ordered by offset: responses complete in order. */
-static void park_insert(ctl *c, parked_write *p)
-{
-    if (c->parked_tail == NULL || c->parked_tail->last_offset <= p->last_offset) {
-        if (c->parked_tail)
-            c->parked_tail->next = p;
-        else
-            c->parked_head = p;
-        c->parked_tail = p;
-    } else {
-        parked_write **pp = &c->parked_head;
-        while (*pp != NULL && (*pp)->last_offset <= p->last_offset)
-            pp = &(*pp)->next;
-        p->next = *pp;
-        *pp = p;
-    }
-    c->n_parked++;
-}
-
-/* Park a response until the high watermark passes wait_offset (or send it now). Takes resp. */
-static void park_response(ctl *c, kq_rpc_req *req, uint32_t api, int64_t wait_offset, kq_buf *resp)
-{
-    if (c->host.hw > wait_offset) {
-        reply_buf(req, resp);
-        return;
-    }
-    parked_write *p = calloc(1, sizeof(*p));
-    if (p == NULL)
-        fatal("memory", "parking a response");
-    p->req = req;
-    p->api = api;
-    p->resp = *resp;
-    p->last_offset = wait_offset;
-    park_insert(c, p);
-}
-
-static void flush_cb(void *arg)
-{
-    flush_writes(arg);
-}
-
-/* The proposal being built starts at the log end offset, which every proposal (including one
- * made by a flush in the middle of an operation) moves forward. */
-static kq_op_ctx op_ctx(ctl *c)
-{
-    return (kq_op_ctx){.meta = &c->meta,
-                       .batch = &c->batch,
-                       .batch_base = &c->host.st.log_end_offset,
-                       .batch_count = &c->batch_count,
-                       .now_ms = (int64_t)c->now,
-                       .controller_id = c->cfg.node_id,
-                       .flush = flush_cb,
-                       .flush_arg = c,
-                       .max_batch_bytes = MAX_BATCH_BYTES};
-}
-
-/* A controller API: only the active controller answers; others point at the leader. */
-static void handle_ctl(ctl *c, kq_rpc_req *req, const kq_request *env)
-{
-    kq_ctl_request cr;
-    char err[512] = "";
-    kq_buf resp = {0};
-    int64_t wait = -1;
-    memset(&cr, 0, sizeof(cr));
-    if (!c->meta.active) {
-        reply_error(c, req, env->api_key, KQ_ERR_NOT_CONTROLLER,
-                    is_leader(c) ? "this controller is still catching up; retry"
-                                 : "not the active controller");
-        return;
-    }
-    /* Overload never refuses a heartbeat: refusing it would let the sessions of live brokers
-     * expire (KAFKA-15019). */
-    if (c->n_pending + c->n_parked >= MAX_WAITING_WRITES &&
-        env->api_key != KQ_API_BROKER_HEARTBEAT) {
-        reply_error(c, req, env->api_key, KQ_ERR_BROKER_NOT_AVAILABLE,
-                    "too many requests waiting for commit; retry");
-        return;
-    }
-    int rc = kq_ctl_request_from_envelope(env, &cr, err, sizeof(err));
-    if (rc != 0) {
-        kq_metric_inc(c->m.invalid);
-        reply_error(c, req, env->api_key, rc == KQ_ERR_MALFORMED ? KQ_ERR_INVALID_REQUEST : rc,
-                    err);
-        return;
-    }
-    kq_op_ctx ctx = op_ctx(c);
-    rc = kq_op_run(&ctx, &cr, &resp, &wait, err, sizeof(err));
-    kq_ctl_request_free(&cr);
-    if (rc == KQ_ERR_FATAL)
-        fatal("metadata image", err);
-    if (rc != 0) {
-        reply_error(c, req, env->api_key, rc, err);
-        return;
-    }
-    park_response(c, req, env->api_key, wait, &resp);
 }
 
 static void handle_request(ctl *c, kq_rpc_req *req)
@@ -704,14 +543,9 @@ static void handle_request(ctl *c, kq_rpc_req *req)
     case KQ_API_DESCRIBE_QUORUM:
         describe(c, req);
         break;
-    case KQ_API_WRITE:
-        queue_write(c, req, &r);
-        break;
     default:
-        if (kq_ctl_is_controller_api(r.api_key))
-            handle_ctl(c, req, &r);
-        else
-            reply_error(c, req, r.api_key, KQ_ERR_INVALID_REQUEST, "unsupported api");
+        if (kq_ctl_node_request(&c->node, req, &r, c->now) != 0)
+            kq_metric_inc(c->m.invalid);
         break;
     }
 out:
@@ -884,180 +718,6 @@ out:
 
 /* ---------- writes ---------- */
 
-static void propose(ctl *c, const kq_buf *payload, int32_t count, int64_t *base, int32_t *epoch,
-                    int *err)
-{
-    kq_raft_event ev = {.type = KQ_RAFT_EV_PROPOSE, .u.propose_count = count};
-    kq_raft_update u;
-    c->propose_payload = payload;
-    step(c, &ev, &u);
-    c->propose_payload = NULL;
-    if (u.propose_error == 0 && c->meta.active) {
-        /* The active controller applied these records already (kq_meta_add). */
-        c->last_applied_epoch = u.propose_epoch;
-        c->bytes_since_snapshot += (int64_t)payload->len;
-    }
-    *base = u.propose_base_offset;
-    *epoch = u.propose_epoch;
-    *err = u.propose_error;
-}
-
-static void flush_writes(ctl *c)
-{
-    int64_t base = -1;
-    int32_t epoch = -1;
-    int err = 0;
-    if (c->batch_count == 0)
-        return;
-    int64_t expected = c->host.st.log_end_offset; /* where its records were applied from */
-    propose(c, &c->batch, c->batch_count, &base, &epoch, &err);
-    if (err == 0 && base != expected)
-        fatal("internal", "proposal landed at another offset than its records were applied at");
-    if (err == 0 && c->lat_n < LATENCY_RING) {
-        c->lat[(c->lat_head + c->lat_n++) % LATENCY_RING] =
-            (proposal_time){base + (int64_t)c->batch_count - 1, kq_now_ns()};
-    }
-    for (size_t i = 0; i < c->n_pending; i++) {
-        pending_write *pw = &c->pending[i];
-        if (err != 0) {
-            reply_error(c, pw->req, KQ_API_WRITE, KQ_ERR_NOT_CONTROLLER,
-                        "not the active controller");
-            continue;
-        }
-        parked_write *p = calloc(1, sizeof(*p));
-        if (p == NULL)
-            fatal("memory", "parking a write");
-        p->req = pw->req;
-        p->api = KQ_API_WRITE;
-        p->base_offset = base + (int64_t)pw->first;
-        p->last_offset = p->base_offset + (int64_t)pw->count - 1;
-        p->epoch = epoch;
-        park_insert(c, p);
-    }
-    c->n_pending = 0;
-    c->batch_count = 0;
-    c->batch.len = 0;
-}
-
-static void maybe_noop(ctl *c)
-{
-    int64_t base;
-    int32_t epoch;
-    int err;
-    kq_buf b = {0};
-    if (!is_leader(c) || c->cfg.idle_interval_ms == 0 || c->shutting_down)
-        return;
-    if (c->now < c->last_append_ms + c->cfg.idle_interval_ms)
-        return;
-    kq_record r;
-    memset(&r, 0, sizeof(r));
-    r.type = KQ_REC_NOOP;
-    int32_t n = 0;
-    add_to_proposal(c, &b, &n, &r);
-    propose(c, &b, n, &base, &epoch, &err);
-    kq_buf_free(&b);
-}
-
-static int apply_committed_batch(void *arg, int64_t base, int32_t epoch, int32_t count,
-                                 uint32_t crc, const uint8_t *records, size_t len)
-{
-    ctl *c = arg;
-    char why[512];
-    if (kq_meta_apply_batch(&c->meta, base, count, records, len, why, sizeof(why)) != 0)
-        fatal("metadata image: a committed record cannot apply", why);
-    c->last_applied_epoch = epoch;
-    c->bytes_since_snapshot += (int64_t)len;
-    return 0;
-}
-
-/* Replay committed batches into the image, then activate the leader once it has caught up. */
-static void apply_committed(ctl *c)
-{
-    while (c->host.hw > 0 && c->meta.applied_end < c->host.hw) {
-        int64_t before = c->meta.applied_end;
-        int rc =
-            kq_store_read(c->store, before, c->host.hw, FETCH_MAX_BYTES, apply_committed_batch, c);
-        if (rc != 0)
-            fatal("store read (replaying committed records)", kq_err_message(rc));
-        if (c->meta.applied_end == before)
-            fatal("internal", "no progress replaying committed records");
-    }
-    kq_meta_committed(&c->meta, c->host.hw);
-    if (kq_meta_try_activate(&c->meta, is_leader(c), c->host.hw, c->host.st.log_end_offset,
-                             (int64_t)c->now)) {
-        KQ_INFO("controller", "became the active controller", "epoch=%d applied_end=%lld",
-                c->host.st.epoch, (long long)c->meta.applied_end);
-        char err[512] = "";
-        kq_op_ctx ctx = op_ctx(c);
-        bool wrote = false;
-        if (kq_op_bootstrap_features(&ctx, &wrote, err, sizeof(err)) != 0)
-            fatal("metadata image", err);
-        if (wrote)
-            KQ_INFO("controller", "finalized the feature levels of a new cluster",
-                    "metadata.version=%d eligible.leader.replicas.version=%d",
-                    (int)kq_image_feature(c->meta.img, "metadata.version"),
-                    (int)kq_image_feature(c->meta.img, "eligible.leader.replicas.version"));
-        else if (kq_image_feature(c->meta.img, "eligible.leader.replicas.version") < 1 &&
-                 kq_decide_elr_bootstrap(&c->meta.settings, c->meta.img))
-            /* A cluster whose metadata.version was finalized by hand under an earlier kq, with
-             * ELR on by configuration then: ELR now follows its (absent) feature level. */
-            KQ_WARN("controller", "ELR is off: eligible.leader.replicas.version is 0",
-                    "hint=\"kq features upgrade --feature eligible.leader.replicas.version=1 "
-                    "turns it on; eligible.leader.replicas.enable only sets a new cluster's "
-                    "level\"");
-        /* Fresh broker sessions start now (kq_cc_activate); first checks soon. */
-        c->next_fence_ms = c->now + FENCE_CHECK_MAX_MS;
-        c->next_leaderless_ms = c->now;
-        c->next_rebalance_ms = c->now + c->cfg.rebalance_interval_ms;
-    }
-}
-
-/* Periodic work of the active controller: fence brokers whose session expired (one at a time,
- * each seeing the previous one's records), elect leaders for leaderless partitions, move
- * leadership back to preferred replicas. */
-static void run_timers(ctl *c)
-{
-    char err[512] = "";
-    kq_op_ctx ctx = op_ctx(c);
-    if (!c->meta.active || c->shutting_down)
-        return;
-    if (c->now >= c->next_fence_ms) {
-        int64_t next = -1;
-        for (int i = 0; i < 100; i++) {
-            int32_t fenced = -1;
-            if (kq_op_fence_stale(&ctx, &next, &fenced, err, sizeof(err)) != 0)
-                fatal("metadata image", err);
-            if (fenced < 0)
-                break;
-            KQ_WARN("controller", "fencing broker: session expired", "broker=%d", fenced);
-        }
-        uint64_t cap = c->now + FENCE_CHECK_MAX_MS;
-        c->next_fence_ms = next >= 0 && (uint64_t)next < cap ? (uint64_t)next : cap;
-    }
-    if (c->now >= c->next_leaderless_ms) {
-        bool more = false;
-        if (kq_op_elect_leaderless(&ctx, &more, err, sizeof(err)) != 0)
-            fatal("metadata image", err);
-        c->next_leaderless_ms = c->now + (more ? 10 : c->cfg.unclean_interval_ms);
-    }
-    if (c->now >= c->next_rebalance_ms) {
-        bool more = false;
-        if (kq_op_rebalance(&ctx, &more, err, sizeof(err)) != 0)
-            fatal("metadata image", err);
-        c->next_rebalance_ms = c->now + (more ? 10 : c->cfg.rebalance_interval_ms);
-    }
-}
-
-static uint64_t timers_deadline(const ctl *c)
-{
-    uint64_t d = c->next_fence_ms;
-    if (c->next_leaderless_ms < d)
-        d = c->next_leaderless_ms;
-    if (c->next_rebalance_ms < d)
-        d = c->next_rebalance_ms;
-    return d;
-}
-
 static void observe_commits(ctl *c)
 {
     uint64_t now = kq_now_ns();
@@ -1065,26 +725,6 @@ static void observe_commits(ctl *c)
         kq_metric_observe(c->m.commit_latency, (double)(now - c->lat[c->lat_head].at_ns) / 1e9);
         c->lat_head = (c->lat_head + 1) % LATENCY_RING;
         c->lat_n--;
-    }
-}
-
-static void complete_writes(ctl *c)
-{
-    observe_commits(c);
-    while (c->parked_head != NULL && c->host.hw > c->parked_head->last_offset) {
-        parked_write *p = c->parked_head;
-        kq_buf b = {0};
-        c->parked_head = p->next;
-        if (c->parked_head == NULL)
-            c->parked_tail = NULL;
-        c->n_parked--;
-        if (p->resp.data != NULL)
-            reply_buf(p->req, &p->resp);
-        else if (kq_codec_encode_write_response(p->base_offset, p->epoch, &b) == 0)
-            reply_buf(p->req, &b);
-        else
-            kq_rpc_req_drop(p->req);
-        free(p);
     }
 }
 
@@ -1243,7 +883,7 @@ static void metrics_update(ctl *c)
     kq_metric_set_int(c->m.leo, st->log_end_offset);
     kq_metric_set_int(c->m.active, st->role == KQ_RAFT_LEADER);
     /* Committed and applied: below both the image's applied end and the high watermark. */
-    int64_t applied = c->meta.applied_end < c->host.hw ? c->meta.applied_end : c->host.hw;
+    int64_t applied = c->node.meta.applied_end < c->host.hw ? c->node.meta.applied_end : c->host.hw;
     kq_metric_set_int(c->m.applied, applied - 1);
     if (applied != c->last_applied_seen) {
         c->last_applied_seen = applied;
@@ -1267,14 +907,14 @@ static void metrics_update(ctl *c)
         c->ready = READY_STUCK; /* behind the high watermark and not moving for 5 s */
     else
         c->ready = READY;
-    kq_metric_set_int(c->m.snapshot_end, c->snapshot_end);
+    kq_metric_set_int(c->m.snapshot_end, c->node.snapshot_end);
     /* Image gauges: only when nothing uncommitted is applied, at most once a second. */
-    if (c->meta.applied_end == c->host.hw && c->host.hw != c->m.image_updated_offset &&
+    if (c->node.meta.applied_end == c->host.hw && c->host.hw != c->m.image_updated_offset &&
         c->now >= c->m.image_updated_ms + 1000) {
         kq_image_counts n;
-        kq_image_get_counts(c->meta.img, &n);
+        kq_image_get_counts(c->node.meta.img, &n);
         kq_metric_set_int(c->m.image_hash,
-                          (int64_t)(kq_image_hash(c->meta.img) & ((UINT64_C(1) << 48) - 1)));
+                          (int64_t)(kq_image_hash(c->node.meta.img) & ((UINT64_C(1) << 48) - 1)));
         kq_metric_set_int(c->m.brokers_active, n.brokers - n.fenced_brokers);
         kq_metric_set_int(c->m.brokers_fenced, n.fenced_brokers);
         kq_metric_set_int(c->m.topics, n.topics);
@@ -1353,20 +993,41 @@ static int start(ctl *c, char *err, size_t errlen)
         return KQ_ERR_NOMEM;
     }
     c->host.hw = -1;
-    if (kq_meta_init(&c->meta, &c->cfg.decide, kq_store_identity_of(c->store)->cluster_id,
-                     kq_now_ns() ^ (uint64_t)getpid()) != 0) {
+    kq_ctl_node_config ncfg = {.node_id = c->cfg.node_id,
+                               .n_voters = c->cfg.n_voters,
+                               .cluster_id = kq_store_identity_of(c->store)->cluster_id,
+                               .decide = c->cfg.decide,
+                               .idle_interval_ms = c->cfg.idle_interval_ms,
+                               .rebalance_interval_ms = c->cfg.rebalance_interval_ms,
+                               .unclean_interval_ms = c->cfg.unclean_interval_ms,
+                               .snapshot_max_bytes = c->cfg.snapshot_max_bytes,
+                               .snapshot_interval_ms = c->cfg.snapshot_interval_ms,
+                               .max_write_bytes = MAX_WRITE_BYTES,
+                               .max_batch_bytes = MAX_BATCH_BYTES,
+                               .max_waiting = MAX_WAITING_WRITES,
+                               .seed = kq_now_ns() ^ (uint64_t)getpid()};
+    for (int i = 0; i < c->cfg.n_voters; i++)
+        ncfg.voters[i] = c->cfg.voters[i].id;
+    kq_ctl_node_ops nops = {.ctx = c,
+                            .propose = node_propose,
+                            .read_committed = node_read_committed,
+                            .reply = node_reply,
+                            .reply_error = node_reply_error,
+                            .drop = node_drop,
+                            .event = node_event,
+                            .fatal = node_fatal};
+    if (kq_ctl_node_init(&c->node, &ncfg, &c->host.st, &nops, kq_now_ms()) != 0) {
         free(rec.epochs);
         snprintf(err, errlen, "out of memory");
         return KQ_ERR_NOMEM;
     }
-    c->meta.applied_end = 0;
     if (rec.snapshot.end_offset > 0) {
         uint8_t *payload = NULL;
         size_t len = 0;
         rc = kq_store_snapshot_load(c->store, rec.snapshot, &payload, &len, err, errlen);
         if (rc == 0)
-            rc =
-                kq_meta_load_snapshot(&c->meta, payload, len, rec.snapshot.end_offset, err, errlen);
+            rc = kq_ctl_node_load_snapshot(&c->node, rec.snapshot, payload, len, kq_now_ms(), err,
+                                           errlen);
         free(payload);
         if (rc != 0) {
             free(rec.epochs);
@@ -1376,12 +1037,10 @@ static int start(ctl *c, char *err, size_t errlen)
             snprintf(err + l, errlen - l, "%s", RECOVER_HINT);
             return KQ_ERR_CORRUPT_MESSAGE;
         }
-        c->snapshot_end = rec.snapshot.end_offset;
-        c->last_applied_epoch = rec.snapshot.epoch;
         KQ_INFO("controller", "loaded snapshot", "end_offset=%lld epoch=%d",
                 (long long)rec.snapshot.end_offset, rec.snapshot.epoch);
     }
-    if (rec.log_start_offset > c->meta.applied_end) {
+    if (rec.log_start_offset > c->node.meta.applied_end) {
         snprintf(err, errlen,
                  "the log in %.600s starts at offset %lld but no snapshot covers the records "
                  "before it; stop this node, wipe the directory, re-format it with the same "
@@ -1390,7 +1049,6 @@ static int start(ctl *c, char *err, size_t errlen)
         free(rec.epochs);
         return KQ_ERR_IO;
     }
-    c->last_snapshot_ms = kq_now_ms();
     rc = metrics_init(c, err, errlen);
     if (rc != 0) {
         free(rec.epochs);
@@ -1476,12 +1134,8 @@ static int install_snapshot(void *arg, kq_raft_snapshot_id id, char *err, size_t
     if (rc == KQ_ERR_CORRUPT_MESSAGE) {
         KQ_WARN("raft", "fetched snapshot is damaged; fetching it again", "detail=\"%s\"", err);
     } else if (rc == 0) {
-        if (kq_meta_load_snapshot(&c->meta, payload, len, id.end_offset, err, errlen) != 0)
+        if (kq_ctl_node_load_snapshot(&c->node, id, payload, len, c->now, err, errlen) != 0)
             fatal("loading a fetched snapshot into the metadata image", err);
-        c->snapshot_end = id.end_offset;
-        c->last_applied_epoch = id.epoch;
-        c->bytes_since_snapshot = 0;
-        c->last_snapshot_ms = c->now;
         KQ_INFO("raft", "installed a snapshot fetched from the leader", "end_offset=%lld epoch=%d",
                 (long long)id.end_offset, id.epoch);
     }
@@ -1498,17 +1152,12 @@ static void maybe_snapshot(ctl *c)
     int32_t n_records = 0;
     char err[512];
     int64_t size = 0;
-    if (c->host.hw <= 0 || c->meta.applied_end != c->host.hw || c->host.hw <= c->snapshot_end ||
-        c->host.pending_install || c->host.st.fetching_snapshot || c->host.st.installing_snapshot)
+    kq_raft_snapshot_id id;
+    if (c->host.pending_install || c->host.st.fetching_snapshot || c->host.st.installing_snapshot ||
+        !kq_ctl_node_snapshot_due(&c->node, c->now, &id))
         return;
-    bool by_bytes = c->bytes_since_snapshot >= c->cfg.snapshot_max_bytes;
-    bool by_time = c->cfg.snapshot_interval_ms > 0 && c->bytes_since_snapshot > 0 &&
-                   c->now >= c->last_snapshot_ms + (uint64_t)c->cfg.snapshot_interval_ms;
-    if (!by_bytes && !by_time)
-        return;
-    kq_raft_snapshot_id id = {.end_offset = c->host.hw, .epoch = c->last_applied_epoch};
     uint64_t t0 = kq_now_ms();
-    if (kq_image_snapshot_write(c->meta.img, &b, &n_records) != 0)
+    if (kq_image_snapshot_write(c->node.meta.img, &b, &n_records) != 0)
         fatal("snapshot", "encoding the metadata image");
     if (kq_store_snapshot_write(c->store, id, b.data, b.len, &size, err, sizeof(err)) != 0)
         fatal("snapshot", err);
@@ -1516,9 +1165,7 @@ static void maybe_snapshot(ctl *c)
             "end_offset=%lld epoch=%d records=%d bytes=%lld ms=%llu", (long long)id.end_offset,
             id.epoch, n_records, (long long)size, (unsigned long long)(kq_now_ms() - t0));
     kq_buf_free(&b);
-    c->bytes_since_snapshot = 0;
-    c->last_snapshot_ms = c->now;
-    c->snapshot_end = id.end_offset;
+    kq_ctl_node_snapshot_taken(&c->node, id, c->now);
     kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_TAKEN};
     ev.u.snapshot.id = id;
     ev.u.snapshot.size = size;
@@ -1532,15 +1179,12 @@ static void run(ctl *c)
     int64_t last_hw = -1;
     while (1) {
         uint64_t deadline = c->host.deadline;
-        if (is_leader(c) && c->cfg.idle_interval_ms > 0 &&
-            c->last_append_ms + c->cfg.idle_interval_ms < deadline)
-            deadline = c->last_append_ms + c->cfg.idle_interval_ms;
+        if (kq_ctl_node_deadline(&c->node) < deadline)
+            deadline = kq_ctl_node_deadline(&c->node);
         if (c->shutting_down && c->shutdown_deadline < deadline)
             deadline = c->shutdown_deadline;
         if (c->host.n_outbox > 0)
             deadline = 0; /* messages left from the last iteration: do not sleep */
-        if (c->meta.active && timers_deadline(c) < deadline)
-            deadline = timers_deadline(c);
         size_t n = kq_loopq_pop(c->q, items, 256, deadline);
         c->now = kq_now_ms();
         c->host.now = c->now; /* the host steps PERSISTED at this time */
@@ -1564,23 +1208,21 @@ static void run(ctl *c)
             kq_raft_event ev = {.type = KQ_RAFT_EV_RESIGN};
             kq_raft_update u;
             step(c, &ev, &u);
-            fail_parked_writes(c, KQ_ERR_NOT_CONTROLLER);
+            kq_ctl_node_stop(&c->node);
         }
         if (c->now >= c->host.deadline) {
             kq_raft_event ev = {.type = KQ_RAFT_EV_TICK};
             kq_raft_update u;
             step(c, &ev, &u);
         }
-        run_timers(c);
-        flush_writes(c);
-        maybe_noop(c);
+        kq_ctl_node_run(&c->node, c->now); /* timers, this iteration's proposal, idle NoOp */
         kq_raft_host_send_fetch_answers(&c->host);
         kq_raft_host_flush(&c->host);
         if (c->host.hw != last_hw) {
             last_hw = c->host.hw;
-            complete_writes(c);
+            observe_commits(c);
         }
-        apply_committed(c);
+        kq_ctl_node_committed(&c->node, c->now); /* answers, replay, activation */
         maybe_snapshot(c);
         expire_tokens(c);
         metrics_update(c);
@@ -1627,6 +1269,7 @@ int main(int argc, char **argv)
     /* Give the EndQuorumEpoch requests a moment on the wire before the sockets close. */
     usleep(50 * 1000);
     kq_daemon_teardown_watchdog("controller", 0);
+    kq_ctl_node_free(&c.node); /* drops what is still parked */
     kq_raft_host_free(&c.host);
     kq_store_close(c.store); /* everything is committed; close it before the network */
     kq_http_stop(c.http);

@@ -22,7 +22,7 @@
 typedef struct kq_op_ctx {
     kq_meta *meta;
     kq_buf *batch;          /* the proposal being built this loop iteration */
-    int64_t *batch_base;    /* offset its first record will get (the log end offset) */
+    const int64_t *batch_base; /* offset its first record will get (the log end offset) */
     int32_t *batch_count;   /* records in it so far */
     int64_t now_ms;
     int32_t controller_id;  /* this node */
