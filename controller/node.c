@@ -210,7 +210,10 @@ void kq_ctl_node_flush(kq_ctl_node *n)
     if (n->failed || n->batch_count == 0)
         return;
     int64_t expected = n->st->log_end_offset; /* where its records were applied from */
-    int err = propose(n, &n->batch, n->batch_count, &base, &epoch);
+    int32_t count = n->batch_count;
+    n->batch_count = 0; /* a flush reached from inside the step finds nothing to propose */
+    int err = propose(n, &n->batch, count, &base, &epoch);
+    n->batch.len = 0;
     if (n->failed)
         return;
     if (err == 0 && base != expected) {
@@ -233,8 +236,6 @@ void kq_ctl_node_flush(kq_ctl_node *n)
         park_insert(n, p);
     }
     n->n_pending = 0;
-    n->batch_count = 0;
-    n->batch.len = 0;
 }
 
 /* Append r to a proposal that will start at the log end offset. On the active controller the
@@ -268,6 +269,7 @@ void kq_ctl_node_noop(kq_ctl_node *n, uint64_t now)
     memset(&r, 0, sizeof(r));
     r.type = KQ_REC_NOOP;
     n->now = now;
+    kq_ctl_node_flush(n); /* the NoOp's offset follows the batch being built */
     if (!n->failed && add_to_proposal(n, &b, &count, &r) == 0)
         propose(n, &b, count, &base, &epoch);
     kq_buf_free(&b);
@@ -535,8 +537,12 @@ static void run_timers(kq_ctl_node *n)
                 break;
             event(n, KQ_CTL_NODE_FENCED, fenced);
         }
+        /* A session that expires exactly now is fenced at the next check: strictly later, or
+         * the timer would fire again at the same millisecond without end. */
         uint64_t cap = n->now + FENCE_CHECK_MAX_MS;
         n->next_fence_ms = next >= 0 && (uint64_t)next < cap ? (uint64_t)next : cap;
+        if (n->next_fence_ms <= n->now)
+            n->next_fence_ms = n->now + 1;
     }
     if (!n->failed && n->now >= n->next_leaderless_ms) {
         bool more = false;

@@ -17,8 +17,7 @@
 #include "kq/raft.h"
 #include "kq/util.h"
 #include "evheap.h"
-#include "meta.h"
-#include "ops.h"
+#include "node.h"
 #include "sim_inv.h"
 
 #define MAX_NODES (KQ_SIM_MAX_VOTERS + KQ_SIM_MAX_OBSERVERS)
@@ -96,22 +95,15 @@ typedef struct sim_in { /* a request this node's core received and has not answe
     uint64_t at_ms;
 } sim_in;
 
-/* Controller mode: the controller process around one node's core (controller/main.c). */
-typedef struct ctl_parked {
-    struct ctl_pkt *p; /* the encoded response, sent once the HW passes p->wait */
-    struct ctl_parked *next;
-} ctl_parked;
-
+/* Controller mode: the controller node (controller/node.h) around one node's core. */
 typedef struct ctl_host {
     bool on;
-    kq_meta meta;
-    kq_buf batch; /* the proposal being built */
-    int32_t batch_count;
-    int64_t batch_base;
-    ctl_parked *parked; /* sorted by wait offset */
+    bool busy; /* inside a call into the node */
+    kq_ctl_node node;
+    kq_raft_status view; /* the status the node reads (ctl_view_sync) */
     kq_sim_epochs *committed_epochs, *active_epochs;
-    uint64_t timer_gen;
-    uint32_t timer_rounds;
+    uint64_t timer_gen; /* of the EV_CTL_TIMER in force */
+    uint64_t timer_at;  /* its time, 0: none */
     struct sim *s;
     struct sim_node *n;
 } ctl_host;
@@ -154,6 +146,7 @@ typedef struct sim_node {
     int64_t max_hw;            /* this incarnation, known values only */
     int64_t oracle_end;        /* offsets below this were checked against the oracle */
     int64_t last_propose_base; /* result of the last PROPOSE step */
+    int32_t last_propose_epoch;
     int last_propose_err;
     ctl_host ch;
 } sim_node;
@@ -1259,6 +1252,7 @@ static void node_step(sim *s, sim_node *n, kq_raft_event *ev)
     if (ev->type == KQ_RAFT_EV_PROPOSE) {
         bool leader = n->st.role == KQ_RAFT_LEADER;
         n->last_propose_base = u.propose_base_offset;
+        n->last_propose_epoch = u.propose_epoch;
         n->last_propose_err = u.propose_error;
         if (u.propose_error == 0) {
             bool found = false;
@@ -1887,8 +1881,6 @@ static void live_deadline(sim *s)
 #define HEARTBEAT_INTERVAL_MS 2000
 #define SESSION_TIMEOUT_MS 9000
 #define AP_MAX_ISR 16
-#define CTL_TIMER_MS 500
-#define CTL_REBALANCE_EVERY 10 /* timer rounds */
 
 enum { CHAN_MAIN = 0, CHAN_AP = 1 }; /* one request in flight per channel and actor */
 
@@ -2015,7 +2007,118 @@ static void ctl_reply_error(sim *s, sim_node *n, const ctl_pkt *req, int err, co
     ctl_reply(s, n, req, &b, -1);
 }
 
-/* ---- the controller host ---- */
+/* ---- the controller host: the controller node (controller/node.c) on the simulated node ---- */
+
+#define CTL_UNCLEAN_INTERVAL_MS 500
+#define CTL_REBALANCE_INTERVAL_MS 5000
+
+/* What the node sees of its core: n->st, except that the ctl-early-reply self-test shows the
+ * active controller its whole log as committed (it then answers before records commit). */
+static void ctl_view_sync(sim *s, sim_node *n)
+{
+    ctl_host *h = &n->ch;
+    h->view = n->st;
+    if (s->o.bug == KQ_SIM_BUG_CTL_EARLY_REPLY && n->st.role == KQ_RAFT_LEADER &&
+        h->on && h->node.meta.active)
+        h->view.high_watermark = n->st.log_end_offset;
+}
+
+static int ctl_op_propose(void *arg, const kq_buf *payload, int32_t count, int64_t *base,
+                          int32_t *epoch)
+{
+    ctl_host *h = arg;
+    sim *s = h->s;
+    sim_node *n = h->n;
+    trace(s, "n%d > propose %d controller records (%zu bytes)", n->id, count, payload->len);
+    n->propose_data = payload->data;
+    n->propose_len = payload->len;
+    n->last_propose_err = KQ_ERR_NOT_CONTROLLER; /* unless the step runs */
+    kq_raft_event ev = {.type = KQ_RAFT_EV_PROPOSE};
+    ev.u.propose_count = count;
+    node_step(s, n, &ev);
+    n->propose_data = NULL;
+    *base = n->last_propose_base;
+    *epoch = n->last_propose_epoch;
+    return n->last_propose_err;
+}
+
+/* As kq_store_read: whole batches with base offsets in [from, to), from a batch boundary. */
+static int ctl_op_read(void *arg, int64_t from, int64_t to, kq_ctl_batch_fn fn, void *fn_arg)
+{
+    ctl_host *h = arg;
+    sim_node *n = h->n;
+    long i = log_find(&n->mlog, from);
+    if (i < 0) {
+        fail(h->s, "n%d: committed offset %" PRId64 " is not in its log", n->id, from);
+        return KQ_ERR_OFFSET_OUT_OF_RANGE;
+    }
+    for (; (size_t)i < n->mlog.n && n->mlog.b[i].base < to; i++) {
+        const sim_batch *b = &n->mlog.b[i];
+        if (fn(fn_arg, b->base, b->epoch, b->count, b->crc, b->data, b->len) != 0)
+            break;
+    }
+    return 0;
+}
+
+static void ctl_op_reply(void *arg, void *req, kq_buf *resp, int64_t wait_offset)
+{
+    ctl_host *h = arg;
+    ctl_reply(h->s, h->n, req, resp, wait_offset);
+    ctl_pkt_free(req);
+}
+
+static void ctl_op_reply_error(void *arg, void *req, uint32_t api, int err, const char *msg)
+{
+    ctl_host *h = arg;
+    ctl_pkt *p = req;
+    p->api = api;
+    ctl_reply_error(h->s, h->n, p, err, msg);
+    ctl_pkt_free(p);
+}
+
+static void ctl_op_drop(void *arg, void *req)
+{
+    (void)arg;
+    ctl_pkt_free(req);
+}
+
+static void ctl_check_committed(sim *s, sim_node *n);
+
+static void ctl_op_event(void *arg, kq_ctl_node_event ev, int64_t value)
+{
+    ctl_host *h = arg;
+    sim *s = h->s;
+    sim_node *n = h->n;
+    switch (ev) {
+    case KQ_CTL_NODE_ACTIVATED:
+        s->res->activations++;
+        trace(s, "  n%d became the active controller at e%d (applied to %" PRId64 ")", n->id,
+              n->st.epoch, h->node.meta.applied_end);
+        ctl_check_committed(s, n);
+        kq_sim_epochs_free(h->active_epochs);
+        h->active_epochs = kq_sim_epochs_new();
+        break;
+    case KQ_CTL_NODE_DEACTIVATED:
+        trace(s, "  n%d no longer the active controller (image back to %" PRId64 ")", n->id,
+              h->node.meta.applied_end);
+        break;
+    case KQ_CTL_NODE_FENCED:
+        trace(s, "  n%d fences broker %d (session expired)", n->id, (int)value);
+        break;
+    case KQ_CTL_NODE_APPLIED:
+        ctl_check_committed(s, n);
+        break;
+    case KQ_CTL_NODE_FEATURES_FINALIZED:
+    case KQ_CTL_NODE_ELR_OFF:
+        break;
+    }
+}
+
+static void ctl_op_fatal(void *arg, const char *what, const char *detail)
+{
+    ctl_host *h = arg;
+    fail(h->s, "n%d: controller node: %s: %s", h->n->id, what, detail ? detail : "");
+}
 
 static bool ctl_host_start(sim *s, sim_node *n)
 {
@@ -2023,17 +2126,38 @@ static bool ctl_host_start(sim *s, sim_node *n)
     memset(h, 0, sizeof *h);
     h->s = s;
     h->n = n;
-    if (kq_meta_init(&h->meta, &s->settings, CLUSTER_ID, kq_prng_next(&s->ctl)) != 0) {
-        fail(s, "n%d: kq_meta_init failed", n->id);
+    kq_ctl_node_config cfg = {.node_id = n->id,
+                              .n_voters = s->n_voters,
+                              .cluster_id = CLUSTER_ID,
+                              .decide = s->settings,
+                              .rebalance_interval_ms = CTL_REBALANCE_INTERVAL_MS,
+                              .unclean_interval_ms = CTL_UNCLEAN_INTERVAL_MS,
+                              .snapshot_max_bytes = INT64_MAX,
+                              .max_write_bytes = s->ctl_max_batch,
+                              .max_batch_bytes = s->ctl_max_batch,
+                              .max_waiting = 1024,
+                              .seed = kq_prng_next(&s->ctl)};
+    for (int i = 0; i < s->n_voters; i++)
+        cfg.voters[i] = s->nodes[i].id;
+    kq_ctl_node_ops ops = {.ctx = h,
+                           .propose = ctl_op_propose,
+                           .read_committed = ctl_op_read,
+                           .reply = ctl_op_reply,
+                           .reply_error = ctl_op_reply_error,
+                           .drop = ctl_op_drop,
+                           .event = ctl_op_event,
+                           .fatal = ctl_op_fatal};
+    ctl_view_sync(s, n);
+    if (kq_ctl_node_init(&h->node, &cfg, &h->view, &ops, s->now) != 0) {
+        fail(s, "n%d: kq_ctl_node_init failed", n->id);
         return false;
     }
     h->committed_epochs = kq_sim_epochs_new();
     if (!h->committed_epochs) {
-        kq_meta_free(&h->meta);
+        kq_ctl_node_free(&h->node);
         fail(s, "out of memory");
         return false;
     }
-    h->meta.applied_end = 0;
     h->on = true;
     return true;
 }
@@ -2042,71 +2166,17 @@ static void ctl_host_free(ctl_host *h)
 {
     if (!h->on)
         return;
-    kq_meta_free(&h->meta);
-    kq_buf_free(&h->batch);
-    while (h->parked) {
-        ctl_parked *p = h->parked;
-        h->parked = p->next;
-        ctl_pkt_free(p->p);
-        free(p);
-    }
+    kq_ctl_node_free(&h->node);
     kq_sim_epochs_free(h->committed_epochs);
     kq_sim_epochs_free(h->active_epochs);
     memset(h, 0, sizeof *h);
 }
 
-/* host_batch: the LeaderChange record of a new leader (controller/main.c write_leader_change). */
+/* host_batch: the LeaderChange record of a new leader, from the node. */
 static void ctl_leader_change(sim *s, sim_node *n, int64_t base, kq_buf *payload)
 {
-    int32_t voters[KQ_SIM_MAX_VOTERS];
-    for (int i = 0; i < s->n_voters; i++)
-        voters[i] = s->nodes[i].id;
-    if (kq_codec_append_leader_change(payload, n->id, voters, s->n_voters, NULL, 0) != 0) {
+    if (!n->ch.on || kq_ctl_node_leader_change(&n->ch.node, base, s->now, payload) != 0)
         fail(s, "n%d: cannot encode its LeaderChange record", n->id);
-        return;
-    }
-    if (n->ch.on)
-        kq_meta_became_leader(&n->ch.meta, base);
-}
-
-/* Propose the batch being built (controller/main.c flush_writes). */
-static void ctl_flush(void *arg)
-{
-    ctl_host *h = arg;
-    sim *s = h->s;
-    sim_node *n = h->n;
-    if (h->batch_count == 0 || s->failed)
-        return;
-    int64_t expect = h->batch_base;
-    int32_t count = h->batch_count;
-    n->propose_data = h->batch.data;
-    n->propose_len = h->batch.len;
-    trace(s, "n%d > propose %d controller records (%zu bytes)", n->id, count, h->batch.len);
-    h->batch_count = 0;
-    h->batch.len = 0;
-    kq_raft_event ev = {.type = KQ_RAFT_EV_PROPOSE};
-    ev.u.propose_count = count;
-    node_step(s, n, &ev);
-    n->propose_data = NULL;
-    if (!s->failed && n->last_propose_err == 0 && n->last_propose_base != expect)
-        fail(s, "n%d: proposal landed at %" PRId64 " but its records were applied at %" PRId64,
-             n->id, n->last_propose_base, expect);
-    h->batch_base = n->st.log_end_offset;
-}
-
-static kq_op_ctx ctl_ctx(sim *s, sim_node *n)
-{
-    ctl_host *h = &n->ch;
-    h->batch_base = n->st.log_end_offset;
-    return (kq_op_ctx){.meta = &h->meta,
-                       .batch = &h->batch,
-                       .batch_base = &h->batch_base,
-                       .batch_count = &h->batch_count,
-                       .now_ms = (int64_t)s->now,
-                       .controller_id = n->id,
-                       .flush = ctl_flush,
-                       .flush_arg = h,
-                       .max_batch_bytes = s->ctl_max_batch};
 }
 
 /* The active controller's (uncommitted) image: well formed, epochs monotonic while active. */
@@ -2114,13 +2184,13 @@ static void ctl_check_active(sim *s, sim_node *n)
 {
     char why[400];
     ctl_host *h = &n->ch;
-    if (s->failed || !h->meta.active)
+    if (s->failed || !h->node.meta.active)
         return;
-    if (kq_sim_check_partitions(h->meta.img, why, sizeof why))
-        fail(s, "n%d (active controller, applied to %" PRId64 "): %s", n->id, h->meta.applied_end,
-             why);
+    if (kq_sim_check_partitions(h->node.meta.img, why, sizeof why))
+        fail(s, "n%d (active controller, applied to %" PRId64 "): %s", n->id,
+             h->node.meta.applied_end, why);
     else if (h->active_epochs &&
-             kq_sim_epochs_check(h->active_epochs, h->meta.img, why, sizeof why))
+             kq_sim_epochs_check(h->active_epochs, h->node.meta.img, why, sizeof why))
         fail(s, "n%d (active controller): %s", n->id, why);
 }
 
@@ -2158,18 +2228,18 @@ static void ctl_check_committed(sim *s, sim_node *n)
 {
     ctl_host *h = &n->ch;
     char why[400], who[64];
-    int64_t end = h->meta.applied_end;
+    int64_t end = h->node.meta.applied_end;
     snprintf(who, sizeof who, "n%d committed image at offset %" PRId64, n->id, end);
-    if (kq_sim_check_partitions(h->meta.img, why, sizeof why)) {
+    if (kq_sim_check_partitions(h->node.meta.img, why, sizeof why)) {
         fail(s, "%s: %s", who, why);
         return;
     }
-    if (kq_sim_epochs_check(h->committed_epochs, h->meta.img, why, sizeof why)) {
+    if (kq_sim_epochs_check(h->committed_epochs, h->node.meta.img, why, sizeof why)) {
         fail(s, "%s: %s", who, why);
         return;
     }
     if (end > 0 && (size_t)end < s->cap_ref_hash && s->ref_hash[end].set) {
-        uint64_t mine = kq_image_hash(h->meta.img);
+        uint64_t mine = kq_image_hash(h->node.meta.img);
         s->res->image_checks++;
         if (mine != s->ref_hash[end].hash) {
             fail(s,
@@ -2179,172 +2249,72 @@ static void ctl_check_committed(sim *s, sim_node *n)
             return;
         }
     }
-    ack_check_image(s, h->meta.img, end, who);
+    ack_check_image(s, h->node.meta.img, end, who);
 }
 
-/* Replay committed batches into the image, then activate (controller/main.c
- * apply_committed). */
-static void ctl_apply_committed(sim *s, sim_node *n)
+/* The node's deadline, as an EV_CTL_TIMER (a new one replaces the last). */
+static void ctl_arm(sim *s, sim_node *n)
 {
     ctl_host *h = &n->ch;
-    kq_meta *m = &h->meta;
-    int64_t hw = n->st.high_watermark;
-    while (hw > 0 && m->applied_end < hw && !s->failed) {
-        long i = log_find(&n->mlog, m->applied_end);
-        if (i < 0) {
-            fail(s, "n%d: committed offset %" PRId64 " is not in its log", n->id, m->applied_end);
-            return;
-        }
-        const sim_batch *b = &n->mlog.b[i];
-        if (b->base + b->count > hw)
-            break;
-        char why[512];
-        if (kq_meta_apply_batch(m, b->base, b->count, b->data, b->len, why, sizeof why) != 0) {
-            fail(s, "n%d: a committed record cannot apply: %s", n->id, why);
-            return;
-        }
-        if (!m->active)
-            ctl_check_committed(s, n);
-    }
-    kq_meta_committed(m, hw);
-    if (kq_meta_try_activate(m, n->st.role == KQ_RAFT_LEADER, hw, n->st.log_end_offset,
-                             (int64_t)s->now)) {
-        s->res->activations++;
-        trace(s, "  n%d became the active controller at e%d (applied to %" PRId64 ")", n->id,
-              n->st.epoch, m->applied_end);
-        ctl_check_committed(s, n);
-        {
-            /* as controller/main.c apply_committed: finalize a new cluster's feature levels */
-            kq_op_ctx ctx = ctl_ctx(s, n);
-            char why[512] = "";
-            bool wrote = false;
-            if (kq_op_bootstrap_features(&ctx, &wrote, why, sizeof why) != 0) {
-                fail(s, "n%d: the feature bootstrap cannot apply: %s", n->id, why);
-                return;
-            }
-            if (wrote)
-                ctl_flush(h);
-        }
-        kq_sim_epochs_free(h->active_epochs);
-        h->active_epochs = kq_sim_epochs_new();
-        h->timer_gen++;
-        sched(s, s->now + kq_prng_range(&s->ctl, 10, 200), EV_CTL_TIMER, n->idx, n->inc,
-              h->timer_gen, NULL);
-    }
-}
-
-static void ctl_park(sim *s, sim_node *n, ctl_pkt *p)
-{
-    ctl_host *h = &n->ch;
-    if (s->o.bug == KQ_SIM_BUG_CTL_EARLY_REPLY || n->st.high_watermark > p->wait) {
-        ctl_send(s, p);
+    uint64_t d = kq_ctl_node_deadline(&h->node);
+    if (s->failed || !n->up || d == h->timer_at)
         return;
-    }
-    ctl_parked *e = xcalloc(s, 1, sizeof *e);
-    if (!e) {
-        ctl_pkt_free(p);
-        return;
-    }
-    e->p = p;
-    ctl_parked **pp = &h->parked;
-    while (*pp && (*pp)->p->wait <= p->wait)
-        pp = &(*pp)->next;
-    e->next = *pp;
-    *pp = e;
+    h->timer_at = d;
+    h->timer_gen++;
+    if (d != UINT64_MAX)
+        sched(s, d > s->now ? d : s->now, EV_CTL_TIMER, n->idx, n->inc, h->timer_gen, NULL);
 }
 
-/* Send the parked answers whose records committed (controller/main.c complete_writes). */
-static void ctl_release(sim *s, sim_node *n)
+/* After a call into the node: propose what it built, check its image, arm its timer. */
+static void ctl_settle(sim *s, sim_node *n)
 {
     ctl_host *h = &n->ch;
-    while (h->parked && n->st.high_watermark > h->parked->p->wait && !s->failed) {
-        ctl_parked *e = h->parked;
-        h->parked = e->next;
-        ctl_send(s, e->p);
-        free(e);
-    }
+    kq_ctl_node_committed(&h->node, s->now);
+    kq_ctl_node_flush(&h->node);
+    ctl_check_active(s, n);
+    ctl_arm(s, n);
 }
 
-/* Leadership lost: answer everything parked with NOT_CONTROLLER (fail_parked_writes). */
-static void ctl_fail_parked(sim *s, sim_node *n)
-{
-    ctl_host *h = &n->ch;
-    while (h->parked) {
-        ctl_parked *e = h->parked;
-        h->parked = e->next;
-        ctl_reply_error(s, n, e->p, KQ_ERR_NOT_CONTROLLER,
-                        "leadership changed before the change committed");
-        ctl_pkt_free(e->p);
-        free(e);
-    }
-}
-
+/* After every core step (the host's after_step in controller/main.c, plus what its loop does
+ * next: answers, replay, activation, the proposal). */
 static void ctl_after_step(sim *s, sim_node *n, const kq_raft_update *u)
 {
     ctl_host *h = &n->ch;
     if (!n->up || !h->on)
         return;
-    if (u->role_changed && u->role != KQ_RAFT_LEADER) {
-        bool was = h->meta.active;
-        if (s->o.bug == KQ_SIM_BUG_CTL_NO_ROLLBACK) {
-            h->meta.active = false;
-            h->meta.epoch_start = -1;
-        } else {
-            char why[512];
-            if (kq_meta_deactivate(&h->meta, why, sizeof why) != 0) {
-                fail(s, "n%d: %s", n->id, why);
-                return;
-            }
-        }
-        if (was)
-            trace(s, "  n%d no longer the active controller (image back to %" PRId64 ")", n->id,
-                  h->meta.applied_end);
-        ctl_fail_parked(s, n);
-        h->batch_count = 0;
-        h->batch.len = 0;
+    ctl_view_sync(s, n);
+    bool lost = u->role_changed && u->role != KQ_RAFT_LEADER;
+    if (lost && s->o.bug == KQ_SIM_BUG_CTL_NO_ROLLBACK) {
+        h->node.meta.active = false; /* so the node's deactivation rolls nothing back */
+        h->node.meta.epoch_start = -1;
+    }
+    kq_ctl_node_after_step(&h->node, u, s->now);
+    if (lost) {
         kq_sim_epochs_free(h->active_epochs);
         h->active_epochs = NULL;
     }
-    ctl_apply_committed(s, n);
-    ctl_release(s, n);
+    if (h->busy)
+        return; /* a step the node itself made (a proposal): the outer call settles */
+    h->busy = true;
+    ctl_settle(s, n);
+    h->busy = false;
 }
 
-/* A NoOp (the liveness probe; controller/main.c maybe_noop). */
+/* A NoOp (the liveness probe; the idle NoOp of kq-controller). */
 static void ctl_noop(sim *s, sim_node *n)
 {
     ctl_host *h = &n->ch;
-    kq_record r;
-    char why[256];
-    memset(&r, 0, sizeof r);
-    r.type = KQ_REC_NOOP;
     if (!h->on)
         return;
     trace(s, "n%d > NoOp (%s)", n->id, kq_raft_role_name(n->st.role));
-    if (h->meta.active) {
-        ctl_ctx(s, n);
-        if (kq_meta_add(&h->meta, &r, &h->batch, h->batch_base, &h->batch_count, why, sizeof why) !=
-            0) {
-            fail(s, "n%d: NoOp cannot apply: %s", n->id, why);
-            return;
-        }
-        ctl_flush(h);
-        return;
-    }
-    kq_buf b = {0};
-    if (kq_record_append(&b, &r, why, sizeof why) != 0) {
-        fail(s, "NoOp does not encode: %s", why);
-        return;
-    }
-    n->propose_data = b.data;
-    n->propose_len = b.len;
-    kq_raft_event ev = {.type = KQ_RAFT_EV_PROPOSE};
-    ev.u.propose_count = 1;
-    node_step(s, n, &ev);
-    n->propose_data = NULL;
-    kq_buf_free(&b);
+    h->busy = true;
+    kq_ctl_node_noop(&h->node, s->now);
+    ctl_settle(s, n);
+    h->busy = false;
 }
 
-/* A controller-API request reached node n (controller/main.c handle_request + handle_ctl). */
+/* A controller-API request reached node n: decoded as controller/main.c handle_request does,
+ * then the node's. */
 static void ctl_on_request(sim *s, sim_node *n, const ctl_pkt *p)
 {
     ctl_host *h = &n->ch;
@@ -2357,105 +2327,42 @@ static void ctl_on_request(sim *s, sim_node *n, const ctl_pkt *p)
              kq_err_name(rc), err);
         return;
     }
-    bool api_ok = env.api_key == p->api && kq_ctl_is_controller_api(env.api_key);
-    kq_request_free(&env);
-    if (!api_ok) {
+    if (env.api_key != p->api || !kq_ctl_is_controller_api(env.api_key)) {
+        kq_request_free(&env);
         fail(s, "codec: a %s decoded as another api", api_name(p->api));
         return;
     }
-    if (!h->on || !h->meta.active) {
-        trace(s, "n%d < b%d #%" PRIu64 " %s: not the active controller", n->id,
-              s->actors[p->actor].id, p->req_id, api_name(p->api));
-        ctl_reply_error(s, n, p, KQ_ERR_NOT_CONTROLLER,
-                        n->st.role == KQ_RAFT_LEADER ? "this controller is still catching up"
-                                                     : "not the active controller");
+    ctl_pkt *req = xcalloc(s, 1, sizeof *req); /* the handle the node answers */
+    if (!req || !h->on) {
+        kq_request_free(&env);
+        free(req);
         return;
     }
-    kq_ctl_request cr;
-    memset(&cr, 0, sizeof cr);
-    rc = kq_ctl_decode_request(p->wire.data, p->wire.len, &cr, err, sizeof err);
-    if (rc) {
-        fail(s, "codec: n%d cannot decode a %s body: %s: %s", n->id, api_name(p->api),
-             kq_err_name(rc), err);
-        return;
-    }
-    s->res->ctl_requests++;
-    trace(s, "n%d < b%d #%" PRIu64 " %s", n->id, s->actors[p->actor].id, p->req_id,
-          api_name(p->api));
-    kq_op_ctx ctx = ctl_ctx(s, n);
-    kq_buf resp = {0};
-    int64_t wait = -1;
-    rc = kq_op_run(&ctx, &cr, &resp, &wait, err, sizeof err);
-    kq_ctl_request_free(&cr);
-    if (rc == KQ_ERR_FATAL) {
-        fail(s, "n%d: %s produced a record that cannot apply: %s", n->id, api_name(p->api), err);
-        kq_buf_free(&resp);
-        return;
-    }
-    if (rc) {
-        kq_buf_free(&resp);
-        ctl_reply_error(s, n, p, rc, err);
-        return;
-    }
-    ctl_flush(h);
-    ctl_check_active(s, n);
-    if (s->failed || !n->up) {
-        kq_buf_free(&resp);
-        return;
-    }
-    ctl_pkt *r = xcalloc(s, 1, sizeof *r);
-    if (!r) {
-        kq_buf_free(&resp);
-        return;
-    }
-    *r = (ctl_pkt){.actor = p->actor,
-                   .node = n->idx,
-                   .req_id = p->req_id,
-                   .api = p->api,
-                   .wait = wait,
-                   .wire = resp};
-    ctl_park(s, n, r);
+    *req = (ctl_pkt){.actor = p->actor, .node = n->idx, .req_id = p->req_id, .api = p->api};
+    if (h->node.meta.active)
+        s->res->ctl_requests++;
+    trace(s, "n%d < b%d #%" PRIu64 " %s%s", n->id, s->actors[p->actor].id, p->req_id,
+          api_name(p->api), h->node.meta.active ? "" : " (not the active controller)");
+    h->busy = true;
+    rc = kq_ctl_node_request(&h->node, req, &env, s->now);
+    kq_request_free(&env);
+    if (rc)
+        fail(s, "codec: n%d cannot decode a %s body", n->id, api_name(p->api));
+    ctl_settle(s, n);
+    h->busy = false;
 }
 
-/* Active controller timers: session expiry, leaderless partitions, preferred leaders. */
+/* The node's timers: session expiry, leaderless partitions, preferred leaders. */
 static void ctl_timer(sim *s, sim_node *n)
 {
     ctl_host *h = &n->ch;
-    char why[512] = "";
-    if (!h->on || !h->meta.active)
+    if (!h->on)
         return;
-    kq_op_ctx ctx = ctl_ctx(s, n);
-    int64_t next = -1;
-    for (int k = 0; k < 100 && !s->failed; k++) { /* as controller/main.c run_timers */
-        int32_t fenced = -1;
-        if (kq_op_fence_stale(&ctx, &next, &fenced, why, sizeof why) != 0) {
-            fail(s, "n%d: fencing produced a record that cannot apply: %s", n->id, why);
-            return;
-        }
-        if (fenced < 0)
-            break;
-        trace(s, "  n%d fences broker %d (session expired)", n->id, fenced);
-    }
-    bool more = false;
-    if (!s->failed && kq_op_elect_leaderless(&ctx, &more, why, sizeof why) != 0) {
-        fail(s, "n%d: leaderless election produced a record that cannot apply: %s", n->id, why);
-        return;
-    }
-    if (!s->failed && ++h->timer_rounds % CTL_REBALANCE_EVERY == 0 &&
-        kq_op_rebalance(&ctx, &more, why, sizeof why) != 0) {
-        fail(s, "n%d: rebalance produced a record that cannot apply: %s", n->id, why);
-        return;
-    }
-    ctl_flush(h);
-    ctl_check_active(s, n);
-    if (s->failed || !n->up || !h->meta.active)
-        return;
-    uint64_t at = s->now + CTL_TIMER_MS + kq_prng_below(&s->ctl, 100);
-    if (next > (int64_t)s->now && (uint64_t)next < at)
-        at = (uint64_t)next;
-    if (more)
-        at = s->now + 10;
-    sched(s, at, EV_CTL_TIMER, n->idx, n->inc, h->timer_gen, NULL);
+    h->timer_at = 0; /* fired */
+    h->busy = true;
+    kq_ctl_node_run(&h->node, s->now);
+    ctl_settle(s, n);
+    h->busy = false;
 }
 
 /* ---- the reference image ---- */
@@ -2976,12 +2883,12 @@ static void ctl_live_status(sim *s, char *why, size_t len)
     int active = 0;
     for (int i = 0; i < s->n_nodes; i++) {
         sim_node *n = &s->nodes[i];
-        if (!n->ch.on || n->ch.meta.applied_end != log_end(&n->mlog)) {
-            snprintf(why, len, "n%d applied %" PRId64 " of %" PRId64, n->id, n->ch.meta.applied_end,
-                     log_end(&n->mlog));
+        if (!n->ch.on || n->ch.node.meta.applied_end != log_end(&n->mlog)) {
+            snprintf(why, len, "n%d applied %" PRId64 " of %" PRId64, n->id,
+                     n->ch.node.meta.applied_end, log_end(&n->mlog));
             return;
         }
-        active += n->ch.meta.active;
+        active += n->ch.node.meta.active;
     }
     if (active != 1)
         snprintf(why, len, "%d active controllers", active);
@@ -2993,12 +2900,12 @@ static void ctl_final_check(sim *s)
     uint64_t ref = kq_image_hash(s->ref);
     for (int i = 0; i < s->n_nodes && !s->failed; i++) {
         sim_node *n = &s->nodes[i];
-        uint64_t h = kq_image_hash(n->ch.meta.img);
-        if (n->ch.meta.applied_end != s->ref_end || h != ref)
+        uint64_t h = kq_image_hash(n->ch.node.meta.img);
+        if (n->ch.node.meta.applied_end != s->ref_end || h != ref)
             fail(s,
                  "end: n%d image (applied to %" PRId64 ", hash %016" PRIx64 ") differs from the "
                  "committed state (%" PRId64 ", hash %016" PRIx64 ")",
-                 n->id, n->ch.meta.applied_end, h, s->ref_end, ref);
+                 n->id, n->ch.node.meta.applied_end, h, s->ref_end, ref);
     }
     ack_check_image(s, s->ref, s->ref_end, "end");
     kq_image_counts c;

@@ -46,7 +46,7 @@ typedef enum kq_sim_bug {
     KQ_SIM_BUG_EARLY_ACK,   /* report writes PERSISTED (and send) before they are durable */
     KQ_SIM_BUG_LOSE_SYNCED, /* a crash also loses the last durable batch (lying fsync) */
     /* controller mode */
-    KQ_SIM_BUG_CTL_EARLY_REPLY, /* answer controller requests before their records commit */
+    KQ_SIM_BUG_CTL_EARLY_REPLY, /* the active controller takes its log end for committed */
     KQ_SIM_BUG_CTL_NO_ROLLBACK, /* keep uncommitted records in the image after losing leadership */
 } kq_sim_bug;
 

@@ -172,10 +172,13 @@ static void test_controller_options(void **state)
     assert_int_equal(kq_sim_bug_from_name("ctl-no-rollback"), KQ_SIM_BUG_CTL_NO_ROLLBACK);
 }
 
-static int ctl_failures_with(kq_sim_bug bug, const char *needle1, const char *needle2,
-                             const char *needle3)
+/* Seeds 1..30 with bug: every failure names one of the needles (a NULL-terminated list);
+ * returns the failures, and in *first those that name the first needle (may be NULL). */
+static int ctl_failures_with(kq_sim_bug bug, const char *const *needles, int *first)
 {
     int failed = 0;
+    if (first)
+        *first = 0;
     for (uint64_t seed = 1; seed <= 30; seed++) {
         kq_sim_opts o = ctl_opts(seed, 3);
         o.bug = bug;
@@ -184,8 +187,12 @@ static int ctl_failures_with(kq_sim_bug bug, const char *needle1, const char *ne
         if (!r.failed)
             continue;
         failed++;
-        if (!strstr(r.reason, needle1) && !strstr(r.reason, needle2) &&
-            !strstr(r.reason, needle3)) {
+        if (first && strstr(r.reason, needles[0]))
+            (*first)++;
+        bool named = false;
+        for (const char *const *n = needles; *n && !named; n++)
+            named = strstr(r.reason, *n) != NULL;
+        if (!named) {
             print_error("seed %d: unexpected reason: %s\n", (int)seed, r.reason);
             fail();
         }
@@ -193,12 +200,19 @@ static int ctl_failures_with(kq_sim_bug bug, const char *needle1, const char *ne
     return failed;
 }
 
-/* Answering AlterPartition before its records commit is an acknowledgement that can be lost. */
+/* The active controller taking its log end for the high watermark answers AlterPartition
+ * before its records commit (an acknowledgement that can be lost) and keeps no undo for them
+ * (its image then differs from the committed one after a failover, or a record it replays
+ * later cannot apply to it). The acknowledgement
+ * check must catch some seeds on its own. */
 static void test_controller_early_reply_is_caught(void **state)
 {
     (void)state;
-    assert_true(
-        ctl_failures_with(KQ_SIM_BUG_CTL_EARLY_REPLY, "acknowledged before", "lost", "lost") > 0);
+    int acked_early = 0;
+    static const char *const why[] = {"acknowledged before", "lost", "differs", "cannot apply",
+                                      NULL};
+    assert_true(ctl_failures_with(KQ_SIM_BUG_CTL_EARLY_REPLY, why, &acked_early) > 0);
+    assert_true(acked_early > 0);
 }
 
 /* Keeping uncommitted records after losing leadership makes the image diverge. */
@@ -206,8 +220,8 @@ static void test_controller_missing_rollback_is_caught(void **state)
 {
     (void)state;
     /* (or the stale image stops the node from ever catching up: "n2 applied 20 of 18") */
-    assert_true(
-        ctl_failures_with(KQ_SIM_BUG_CTL_NO_ROLLBACK, "differs", "cannot apply", "applied") > 0);
+    static const char *const why[] = {"differs", "cannot apply", "applied", NULL};
+    assert_true(ctl_failures_with(KQ_SIM_BUG_CTL_NO_ROLLBACK, why, NULL) > 0);
 }
 
 int main(void)
