@@ -1,0 +1,438 @@
+/* The controller node (controller/node.h) against a fake Raft host: an in-memory log the test
+ * commits by moving the high watermark by hand, and a record of every answer. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kq/codec.h"
+#include "kq/ctl_codec.h"
+#include "kq/error.h"
+#include "node.h"
+
+#define CLUSTER "node-test-cluster-0001"
+#define MAX_LOG 64
+#define MAX_ANSWERS 32
+
+typedef struct batch {
+    int64_t base;
+    int32_t epoch, count;
+    kq_buf data;
+} batch;
+
+typedef struct answer {
+    int req;      /* the test's request number */
+    int err;      /* 0: a response */
+    int64_t wait; /* the offset it waited for */
+    kq_buf resp;
+} answer;
+
+typedef struct host {
+    kq_raft_status st;
+    kq_ctl_node node;
+    batch log[MAX_LOG];
+    int n_log;
+    answer answers[MAX_ANSWERS];
+    int n_answers;
+    int dropped;
+    int activations, deactivations, fatals;
+} host;
+
+static int reqs[64]; /* request handles: &reqs[i] is request i */
+
+static int req_no(void *req)
+{
+    return (int)((int *)req - reqs);
+}
+
+static void append(host *h, int32_t count, const kq_buf *payload)
+{
+    batch *b = &h->log[h->n_log++];
+    b->base = h->st.log_end_offset;
+    b->epoch = h->st.epoch;
+    b->count = count;
+    b->data = (kq_buf){malloc(payload->len ? payload->len : 1), payload->len};
+    assert_non_null(b->data.data);
+    memcpy(b->data.data, payload->data, payload->len);
+    h->st.log_end_offset += count;
+}
+
+static int op_propose(void *ctx, const kq_buf *payload, int32_t count, int64_t *base,
+                      int32_t *epoch)
+{
+    host *h = ctx;
+    if (h->st.role != KQ_RAFT_LEADER)
+        return KQ_ERR_NOT_LEADER_OR_FOLLOWER;
+    *base = h->st.log_end_offset;
+    *epoch = h->st.epoch;
+    append(h, count, payload);
+    return 0;
+}
+
+static int op_read(void *ctx, int64_t from, int64_t to, kq_ctl_batch_fn fn, void *arg)
+{
+    host *h = ctx;
+    for (int i = 0; i < h->n_log; i++)
+        if (h->log[i].base >= from && h->log[i].base < to &&
+            fn(arg, h->log[i].base, h->log[i].epoch, h->log[i].count, 0, h->log[i].data.data,
+               h->log[i].data.len) != 0)
+            break;
+    return 0;
+}
+
+static answer *new_answer(host *h, void *req, int err, int64_t wait)
+{
+    assert_true(h->n_answers < MAX_ANSWERS);
+    answer *a = &h->answers[h->n_answers++];
+    *a = (answer){.req = req_no(req), .err = err, .wait = wait};
+    return a;
+}
+
+static void op_reply(void *ctx, void *req, kq_buf *resp, int64_t wait)
+{
+    answer *a = new_answer(ctx, req, 0, wait);
+    a->resp = *resp;
+    *resp = (kq_buf){0};
+}
+
+static void op_reply_error(void *ctx, void *req, uint32_t api, int err, const char *msg)
+{
+    (void)api;
+    (void)msg;
+    new_answer(ctx, req, err, -1);
+}
+
+static void op_drop(void *ctx, void *req)
+{
+    (void)req;
+    ((host *)ctx)->dropped++;
+}
+
+static void op_event(void *ctx, kq_ctl_node_event ev, int64_t arg)
+{
+    host *h = ctx;
+    (void)arg;
+    h->activations += ev == KQ_CTL_NODE_ACTIVATED;
+    h->deactivations += ev == KQ_CTL_NODE_DEACTIVATED;
+}
+
+static void op_fatal(void *ctx, const char *what, const char *detail)
+{
+    (void)what;
+    (void)detail;
+    ((host *)ctx)->fatals++;
+}
+
+static host *host_new(size_t max_waiting)
+{
+    host *h = calloc(1, sizeof(*h));
+    assert_non_null(h);
+    h->st.role = KQ_RAFT_FOLLOWER;
+    h->st.epoch = 1;
+    h->st.high_watermark = -1;
+    kq_ctl_node_config cfg = {.node_id = 3001,
+                              .voters = {3001, 3002, 3003},
+                              .n_voters = 3,
+                              .cluster_id = CLUSTER,
+                              .rebalance_interval_ms = 300000,
+                              .unclean_interval_ms = 30000,
+                              .snapshot_max_bytes = 1 << 20,
+                              .max_write_bytes = 1 << 20,
+                              .max_batch_bytes = 4 << 20,
+                              .max_waiting = max_waiting,
+                              .seed = 7};
+    kq_decide_settings_default(&cfg.decide);
+    kq_ctl_node_ops ops = {.ctx = h,
+                           .propose = op_propose,
+                           .read_committed = op_read,
+                           .reply = op_reply,
+                           .reply_error = op_reply_error,
+                           .drop = op_drop,
+                           .event = op_event,
+                           .fatal = op_fatal};
+    assert_int_equal(kq_ctl_node_init(&h->node, &cfg, &h->st, &ops, 1000), 0);
+    return h;
+}
+
+static void host_free(host *h)
+{
+    kq_ctl_node_free(&h->node);
+    for (int i = 0; i < h->n_log; i++)
+        kq_buf_free(&h->log[i].data);
+    for (int i = 0; i < h->n_answers; i++)
+        kq_buf_free(&h->answers[i].resp);
+    free(h);
+}
+
+static void commit_to(host *h, int64_t hw, uint64_t now)
+{
+    h->st.high_watermark = hw;
+    kq_ctl_node_committed(&h->node, now);
+}
+
+/* Elected in a new epoch: the LeaderChange batch, committed: the node is active. */
+static void become_active(host *h, uint64_t now)
+{
+    kq_raft_update u = {.role_changed = true, .role = KQ_RAFT_LEADER};
+    h->st.role = KQ_RAFT_LEADER;
+    h->st.epoch++;
+    h->st.leader_id = 3001;
+    kq_ctl_node_after_step(&h->node, &u, now);
+    kq_buf rec = {0};
+    int64_t base = h->st.log_end_offset;
+    assert_int_equal(kq_ctl_node_leader_change(&h->node, base, now, &rec), 0);
+    append(h, 1, &rec);
+    kq_buf_free(&rec);
+    commit_to(h, h->st.log_end_offset, now);
+    assert_true(h->node.meta.active);
+    kq_ctl_node_run(&h->node, now); /* proposes the bootstrap feature records */
+    commit_to(h, h->st.log_end_offset, now);
+}
+
+static void lose_leadership(host *h, uint64_t now)
+{
+    kq_raft_update u = {.role_changed = true, .role = KQ_RAFT_FOLLOWER, .epoch = h->st.epoch + 1};
+    h->st.role = KQ_RAFT_FOLLOWER;
+    h->st.epoch++;
+    h->st.leader_id = 3002;
+    kq_ctl_node_after_step(&h->node, &u, now);
+}
+
+/* Decode a request as the daemon does, then hand it to the node. */
+static int send_encoded(host *h, int no, const kq_buf *wire, uint64_t now)
+{
+    kq_request env;
+    char err[256];
+    memset(&env, 0, sizeof(env));
+    assert_int_equal(kq_codec_decode_request(wire->data, wire->len, &env, err, sizeof(err)), 0);
+    int rc = kq_ctl_node_request(&h->node, &reqs[no], &env, now);
+    kq_request_free(&env);
+    return rc;
+}
+
+static void send_write(host *h, int no, int n_records, uint64_t now)
+{
+    const uint8_t *recs[4] = {(const uint8_t *)"a", (const uint8_t *)"bb", (const uint8_t *)"c",
+                              (const uint8_t *)"d"};
+    size_t lens[4] = {1, 2, 1, 1};
+    kq_buf wire = {0};
+    assert_int_equal(kq_codec_encode_write_request(CLUSTER, recs, lens, (size_t)n_records, &wire),
+                     0);
+    assert_int_equal(send_encoded(h, no, &wire, now), 0);
+    kq_buf_free(&wire);
+}
+
+static void send_registration(host *h, int no, int32_t broker, uint64_t now)
+{
+    kq_rec_endpoint ep = {.name = "PLAINTEXT", .host = "b", .port = 9092};
+    kq_ctl_request r;
+    kq_buf wire = {0};
+    memset(&r, 0, sizeof(r));
+    r.api_key = KQ_API_BROKER_REGISTRATION;
+    r.broker_registration.broker_id = broker;
+    r.broker_registration.cluster_id = CLUSTER;
+    memset(r.broker_registration.incarnation_id, broker, 16);
+    r.broker_registration.endpoints = &ep;
+    r.broker_registration.n_endpoints = 1;
+    assert_int_equal(kq_ctl_encode_request(CLUSTER, broker, &r, &wire), 0);
+    assert_int_equal(send_encoded(h, no, &wire, now), 0);
+    kq_buf_free(&wire);
+}
+
+static void send_heartbeat(host *h, int no, int32_t broker, uint64_t now)
+{
+    kq_ctl_request r;
+    kq_buf wire = {0};
+    const kq_broker *b = kq_image_broker(h->node.meta.img, broker);
+    assert_non_null(b);
+    memset(&r, 0, sizeof(r));
+    r.api_key = KQ_API_BROKER_HEARTBEAT;
+    r.broker_heartbeat.broker_id = broker;
+    r.broker_heartbeat.broker_epoch = b->epoch;
+    r.broker_heartbeat.current_metadata_offset = h->st.high_watermark;
+    assert_int_equal(kq_ctl_encode_request(CLUSTER, broker, &r, &wire), 0);
+    assert_int_equal(send_encoded(h, no, &wire, now), 0);
+    kq_buf_free(&wire);
+}
+
+static const answer *answer_for(const host *h, int no)
+{
+    for (int i = 0; i < h->n_answers; i++)
+        if (h->answers[i].req == no)
+            return &h->answers[i];
+    return NULL;
+}
+
+/* A Write is answered once its last record commits, with the offset of its first. */
+static void test_write_answered_after_its_last_record_commits(void **state)
+{
+    (void)state;
+    host *h = host_new(16);
+    become_active(h, 1000);
+    int64_t first = h->st.log_end_offset;
+    send_write(h, 1, 3, 1001);
+    assert_null(answer_for(h, 1));
+    kq_ctl_node_run(&h->node, 1001); /* proposes the batch */
+    assert_int_equal(h->st.log_end_offset, first + 3);
+    commit_to(h, first + 2, 1002); /* two of its three records */
+    assert_null(answer_for(h, 1));
+    commit_to(h, first + 3, 1003);
+    const answer *a = answer_for(h, 1);
+    assert_non_null(a);
+    assert_int_equal(a->err, 0);
+    assert_int_equal(a->wait, first + 2);
+    kq_response resp;
+    char err[256];
+    memset(&resp, 0, sizeof(resp));
+    assert_int_equal(
+        kq_codec_decode_response(a->resp.data, a->resp.len, -1, &resp, err, sizeof(err)), 0);
+    assert_int_equal(resp.write_base_offset, first);
+    kq_response_free(&resp);
+    assert_int_equal(h->fatals, 0);
+    host_free(h);
+}
+
+/* A controller API's answer waits for its records; losing leadership first fails it with
+ * NOT_CONTROLLER and rolls the image back to what committed. */
+static void test_leadership_lost_fails_parked_and_rolls_back(void **state)
+{
+    (void)state;
+    host *h = host_new(16);
+    become_active(h, 1000);
+    send_registration(h, 2, 7, 1001);
+    kq_ctl_node_run(&h->node, 1001);
+    assert_null(answer_for(h, 2));
+    assert_non_null(kq_image_broker(h->node.meta.img, 7)); /* applied, not committed */
+    lose_leadership(h, 1002);
+    const answer *a = answer_for(h, 2);
+    assert_non_null(a);
+    assert_int_equal(a->err, KQ_ERR_NOT_CONTROLLER);
+    assert_false(h->node.meta.active);
+    assert_null(kq_image_broker(h->node.meta.img, 7));
+    assert_int_equal(h->deactivations, 1);
+    assert_int_equal(kq_ctl_node_waiting(&h->node), 0);
+    host_free(h);
+}
+
+/* Not the active controller: controller APIs are refused at once, naming why. */
+static void test_standby_refuses_at_once(void **state)
+{
+    (void)state;
+    host *h = host_new(16);
+    send_registration(h, 3, 7, 1000);
+    send_write(h, 4, 1, 1000);
+    assert_int_equal(answer_for(h, 3)->err, KQ_ERR_NOT_CONTROLLER);
+    assert_int_equal(answer_for(h, 4)->err, KQ_ERR_NOT_CONTROLLER);
+    assert_int_equal(h->n_log, 0);
+    host_free(h);
+}
+
+/* A standby replays committed batches; the leader becomes active only once everything in its
+ * log has committed and applied. */
+static void test_activation_waits_for_the_leader_change_to_commit(void **state)
+{
+    (void)state;
+    host *h = host_new(16);
+    kq_raft_update u = {.role_changed = true, .role = KQ_RAFT_LEADER};
+    h->st.role = KQ_RAFT_LEADER;
+    kq_ctl_node_after_step(&h->node, &u, 1000);
+    kq_buf rec = {0};
+    assert_int_equal(kq_ctl_node_leader_change(&h->node, 0, 1000, &rec), 0);
+    append(h, 1, &rec);
+    kq_buf_free(&rec);
+    commit_to(h, 0, 1000);
+    assert_false(h->node.meta.active);
+    assert_int_equal(h->activations, 0);
+    commit_to(h, 1, 1001);
+    assert_true(h->node.meta.active);
+    assert_int_equal(h->activations, 1);
+    /* A new cluster: activation finalizes the feature levels, records applied and waiting in
+     * the batch (the next run proposes them). */
+    assert_true(h->node.batch_count > 0);
+    assert_int_equal(h->node.meta.applied_end, 1 + h->node.batch_count);
+    assert_int_equal(kq_ctl_node_deadline(&h->node), 0);
+    host_free(h);
+}
+
+/* Overload refuses writes and controller APIs, but never a heartbeat. */
+static void test_overload_refuses_writes(void **state)
+{
+    (void)state;
+    host *h = host_new(1);
+    become_active(h, 1000);
+    send_write(h, 5, 1, 1001);
+    send_write(h, 6, 1, 1001);
+    assert_null(answer_for(h, 5));
+    assert_int_equal(answer_for(h, 6)->err, KQ_ERR_BROKER_NOT_AVAILABLE);
+    send_registration(h, 7, 8, 1001);
+    assert_int_equal(answer_for(h, 7)->err, KQ_ERR_BROKER_NOT_AVAILABLE);
+    host_free(h);
+}
+
+/* A broker whose session expires exactly now: the fence timer's next deadline is strictly
+ * later (it once re-fired at the same millisecond without end), and the broker is fenced at
+ * the following check. */
+static void test_fence_timer_moves_forward(void **state)
+{
+    (void)state;
+    host *h = host_new(16);
+    become_active(h, 1000);
+    send_registration(h, 8, 7, 1000);
+    kq_ctl_node_run(&h->node, 1000);
+    commit_to(h, h->st.log_end_offset, 1000);
+    send_heartbeat(h, 10, 7, 1000); /* caught up: unfenced */
+    kq_ctl_node_run(&h->node, 1000);
+    commit_to(h, h->st.log_end_offset, 1000);
+    assert_false(kq_image_broker(h->node.meta.img, 7)->fenced);
+    uint64_t expiry = 1000 + h->node.meta.settings.session_timeout_ms;
+    for (uint64_t now = 1000; now <= expiry; now += 100)
+        kq_ctl_node_run(&h->node, now);
+    kq_ctl_node_run(&h->node, expiry);
+    assert_true(kq_ctl_node_deadline(&h->node) > expiry);
+    kq_ctl_node_run(&h->node, kq_ctl_node_deadline(&h->node));
+    commit_to(h, h->st.log_end_offset, expiry + 1);
+    const kq_broker *b = kq_image_broker(h->node.meta.img, 7);
+    assert_non_null(b);
+    assert_true(b->fenced);
+    host_free(h);
+}
+
+/* A snapshot is due after snapshot_max_bytes of applied records, only while nothing in the
+ * image is uncommitted. */
+static void test_snapshot_due_by_bytes(void **state)
+{
+    (void)state;
+    host *h = host_new(64);
+    kq_raft_snapshot_id id;
+    become_active(h, 1000);
+    assert_false(kq_ctl_node_snapshot_due(&h->node, 1000, &id)); /* 1 MiB not reached */
+    h->node.cfg.snapshot_max_bytes = h->node.bytes_since_snapshot + 1;
+    assert_false(kq_ctl_node_snapshot_due(&h->node, 1000, &id));
+    send_write(h, 9, 4, 1001);
+    kq_ctl_node_run(&h->node, 1001);
+    assert_false(kq_ctl_node_snapshot_due(&h->node, 1001, &id)); /* not committed yet */
+    commit_to(h, h->st.log_end_offset, 1002);
+    assert_true(kq_ctl_node_snapshot_due(&h->node, 1002, &id));
+    assert_int_equal(id.end_offset, h->st.log_end_offset);
+    kq_ctl_node_snapshot_taken(&h->node, id, 1002);
+    assert_false(kq_ctl_node_snapshot_due(&h->node, 1003, &id));
+    host_free(h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_write_answered_after_its_last_record_commits),
+        cmocka_unit_test(test_leadership_lost_fails_parked_and_rolls_back),
+        cmocka_unit_test(test_standby_refuses_at_once),
+        cmocka_unit_test(test_activation_waits_for_the_leader_change_to_commit),
+        cmocka_unit_test(test_overload_refuses_writes),
+        cmocka_unit_test(test_fence_timer_moves_forward),
+        cmocka_unit_test(test_snapshot_due_by_bytes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
