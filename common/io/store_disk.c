@@ -67,7 +67,13 @@ static int commit(void *ctx)
 
 kq_raft_disk kq_store_raft_disk(kq_store *s)
 {
-    return (kq_raft_disk){
-        s,       put_qstate, truncate_log, append, remove_prefix, snapshot_chunk, snapshot_abort,
-        pending, commit};
+    return (kq_raft_disk){.ctx = s,
+                          .put_qstate = put_qstate,
+                          .truncate = truncate_log,
+                          .append = append,
+                          .remove_prefix = remove_prefix,
+                          .snapshot_chunk = snapshot_chunk,
+                          .snapshot_abort = snapshot_abort,
+                          .pending = pending,
+                          .commit = commit}; /* synchronous: no commit_start */
 }

@@ -13,8 +13,12 @@ int kq_raft_host_init(kq_raft_host *h, kq_raft *r, const kq_raft_disk *disk,
 {
     memset(h, 0, sizeof *h);
     h->outbox = calloc(KQ_RAFT_HOST_MAX_OUTBOX, sizeof *h->outbox);
-    if (!h->outbox)
+    h->outbox_dep = calloc(KQ_RAFT_HOST_MAX_OUTBOX, sizeof *h->outbox_dep);
+    if (!h->outbox || !h->outbox_dep) {
+        free(h->outbox);
+        free(h->outbox_dep);
         return KQ_ERR_NOMEM;
+    }
     h->raft = r;
     h->disk = *disk;
     h->ops = *ops;
@@ -29,7 +33,9 @@ void kq_raft_host_free(kq_raft_host *h)
     if (!h)
         return;
     free(h->outbox);
+    free(h->outbox_dep);
     h->outbox = NULL;
+    h->outbox_dep = NULL;
     h->n_outbox = 0;
 }
 
@@ -51,6 +57,9 @@ static void apply(kq_raft_host *h, const kq_raft_update *u)
         must(h, d->truncate(d->ctx, u->truncate_to), "truncating the log");
         if (h->durable_end > u->truncate_to)
             h->durable_end = u->truncate_to;
+        for (size_t i = 0; i < h->n_inflight; i++) /* their entries above it are gone */
+            if (h->inflight[i].end > u->truncate_to)
+                h->inflight[i].end = u->truncate_to;
     }
     for (size_t i = 0; i < u->n_append; i++) {
         const kq_raft_batch *b = &u->append[i];
@@ -76,9 +85,12 @@ static void apply(kq_raft_host *h, const kq_raft_update *u)
         h->pending_install = true;
         h->install_id = u->snapshot_id;
     }
+    /* This update's messages wait for its writes, or for the last batch started before. */
+    uint64_t dep = h->commits_started + (d->pending(d->ctx) ? 1 : 0);
     for (size_t i = 0; i < u->n_msgs; i++) {
         if (h->n_outbox == KQ_RAFT_HOST_MAX_OUTBOX)
             h->ops.fatal(h->ops.ctx, "internal", "outbox full");
+        h->outbox_dep[h->n_outbox] = dep;
         h->outbox[h->n_outbox++] = u->msgs[i];
     }
     h->hw = u->high_watermark;
@@ -121,26 +133,62 @@ void kq_raft_host_send_fetch_answers(kq_raft_host *h)
     for (size_t i = 0; i < h->n_outbox; i++) {
         kq_raft_msg m = h->outbox[i];
 
-        if (m.type == KQ_RAFT_FETCH_RESP)
+        if (m.type == KQ_RAFT_FETCH_RESP) {
             send(h, &m);
-        else
+        } else {
+            h->outbox_dep[keep] = h->outbox_dep[i];
             h->outbox[keep++] = m;
+        }
     }
     h->n_outbox = keep;
+}
+
+/* Batch seq is durable, and the log below end with it. */
+static void durable(kq_raft_host *h, uint64_t seq, int64_t end)
+{
+    kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
+
+    h->commits_durable = seq;
+    h->durable_end = end;
+    if (h->ops.persisted)
+        h->ops.persisted(h->ops.ctx, h->durable_end);
+    ev.u.persisted_end = h->durable_end;
+    kq_raft_host_step(h, &ev, NULL);
 }
 
 void kq_raft_host_commit(kq_raft_host *h)
 {
     while (h->disk.pending(h->disk.ctx)) {
-        kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
+        uint64_t seq = ++h->commits_started;
 
+        if (h->disk.commit_start) {
+            if (h->n_inflight == KQ_RAFT_HOST_MAX_INFLIGHT)
+                h->ops.fatal(h->ops.ctx, "internal", "too many batches committing");
+            must(h, h->disk.commit_start(h->disk.ctx, seq), "committing the log");
+            h->inflight[h->n_inflight++] =
+                (kq_raft_host_commit_inflight){seq, h->st.log_end_offset};
+            return; /* kq_raft_host_durable follows */
+        }
         must(h, h->disk.commit(h->disk.ctx), "committing the log (fsync)");
-        h->durable_end = h->st.log_end_offset;
-        if (h->ops.persisted)
-            h->ops.persisted(h->ops.ctx, h->durable_end);
-        ev.u.persisted_end = h->durable_end;
-        kq_raft_host_step(h, &ev, NULL);
+        durable(h, seq, h->st.log_end_offset);
     }
+}
+
+void kq_raft_host_durable(kq_raft_host *h, uint64_t seq)
+{
+    while (h->n_inflight > 0 && h->inflight[0].seq <= seq) {
+        kq_raft_host_commit_inflight c = h->inflight[0];
+
+        memmove(h->inflight, h->inflight + 1, (h->n_inflight - 1) * sizeof h->inflight[0]);
+        h->n_inflight--;
+        durable(h, c.seq, c.end);
+    }
+}
+
+/* Everything written is durable (an asynchronous disk may still be syncing). */
+static bool all_durable(kq_raft_host *h)
+{
+    return !h->disk.pending(h->disk.ctx) && h->n_inflight == 0;
 }
 
 static void install(kq_raft_host *h)
@@ -150,7 +198,6 @@ static void install(kq_raft_host *h)
     int rc;
 
     h->pending_install = false;
-    kq_raft_host_commit(h);
     if (!h->ops.install_snapshot)
         h->ops.fatal(h->ops.ctx, "internal", "no way to install a fetched snapshot");
     rc = h->ops.install_snapshot(h->ops.ctx, h->install_id, err, sizeof err);
@@ -166,22 +213,35 @@ static void install(kq_raft_host *h)
 void kq_raft_host_flush(kq_raft_host *h)
 {
     for (int round = 0; round < 8; round++) {
-        size_t n;
+        size_t n, keep = 0;
+        bool progress = false;
 
         kq_raft_host_commit(h);
-        /* Only the messages queued so far: the install below and the sends may step the core,
-         * which may queue more that depend on writes not committed yet; they go in the next
-         * round, after its commit. */
+        /* Only the messages queued so far, and only those whose writes are durable: the
+         * install below and the sends may step the core, which may queue more that depend on
+         * writes not committed yet; they go in a later round, after their commit. */
         n = h->n_outbox;
-        if (h->pending_install)
-            install(h);
+        if (h->pending_install && all_durable(h)) {
+            install(h); /* after the writes before it are durable */
+            progress = true;
+        }
         for (size_t i = 0; i < n; i++) {
             kq_raft_msg m = h->outbox[i];
 
-            send(h, &m);
+            if (h->outbox_dep[i] <= h->commits_durable) {
+                send(h, &m);
+                progress = true;
+            } else {
+                h->outbox_dep[keep] = h->outbox_dep[i];
+                h->outbox[keep++] = m;
+            }
         }
-        memmove(h->outbox, h->outbox + n, (h->n_outbox - n) * sizeof h->outbox[0]);
-        h->n_outbox -= n;
+        memmove(h->outbox + keep, h->outbox + n, (h->n_outbox - n) * sizeof h->outbox[0]);
+        memmove(h->outbox_dep + keep, h->outbox_dep + n,
+                (h->n_outbox - n) * sizeof h->outbox_dep[0]);
+        h->n_outbox = keep + (h->n_outbox - n);
+        if (!progress && !h->disk.pending(h->disk.ctx))
+            break; /* what is left waits for an asynchronous commit */
         if (h->n_outbox == 0 && !h->disk.pending(h->disk.ctx) && !h->pending_install)
             break;
     }

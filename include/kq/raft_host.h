@@ -15,6 +15,10 @@
  * Pure: no I/O and no clock of its own; the disk, the network and the node's own reactions are
  * the caller's callbacks, and the time is the caller's (`now`, set before each step).
  *
+ * A disk is synchronous (commit returns once the batch is durable: the LMDB store) or
+ * asynchronous (commit_start, then kq_raft_host_durable: the simulator's disk, whose syncs
+ * take simulated time); every message waits for the batches written before it was released.
+ *
  * Ownership: the host borrows the core, and owns its outbox (kq_raft_host_init allocates it,
  * kq_raft_host_free frees it). Callbacks receive borrowed pointers valid for the call. One
  * thread (the node's loop) uses a host.
@@ -43,6 +47,10 @@ typedef struct kq_raft_disk {
     void (*snapshot_abort)(void *ctx, kq_raft_snapshot_id id);
     bool (*pending)(void *ctx); /* a batch is open */
     int (*commit)(void *ctx);   /* the open batch, synced; 0 only once durable */
+    /* Optional: an asynchronous disk (the simulator's). Closes the open batch as number seq
+     * and makes it durable later, in order, telling the host with kq_raft_host_durable; then
+     * commit is not used. Messages that depend on a batch wait for it. */
+    int (*commit_start)(void *ctx, uint64_t seq);
 } kq_raft_disk;
 
 /* What differs between the nodes that host a core. Required: send_request, fatal. */
@@ -72,6 +80,13 @@ typedef struct kq_raft_host_ops {
 } kq_raft_host_ops;
 
 #define KQ_RAFT_HOST_MAX_OUTBOX 4096
+#define KQ_RAFT_HOST_MAX_INFLIGHT 64 /* batches committing at once (commit_start) */
+
+/* A batch being made durable by an asynchronous disk: the log below end is durable with it. */
+typedef struct kq_raft_host_commit_inflight {
+    uint64_t seq;
+    int64_t end;
+} kq_raft_host_commit_inflight;
 
 typedef struct kq_raft_host {
     kq_raft *raft;
@@ -84,8 +99,12 @@ typedef struct kq_raft_host {
     uint64_t deadline;    /* step TICK at this time at the latest */
     bool pending_install; /* a fetched snapshot waits for kq_raft_host_flush */
     kq_raft_snapshot_id install_id;
-    kq_raft_msg *outbox; /* released by the core, not sent yet */
+    kq_raft_msg *outbox;  /* released by the core, not sent yet */
+    uint64_t *outbox_dep; /* each waits until batch number outbox_dep[i] is durable */
     size_t n_outbox;
+    uint64_t commits_started, commits_durable; /* batch numbers, from 1 */
+    kq_raft_host_commit_inflight inflight[KQ_RAFT_HOST_MAX_INFLIGHT];
+    size_t n_inflight;
 } kq_raft_host;
 
 /* Fills h for core r (its status read now), copying disk and ops. 0 or KQ_ERR_NOMEM. */
@@ -103,8 +122,12 @@ int kq_raft_host_step(kq_raft_host *h, kq_raft_event *ev, kq_raft_update *u);
 void kq_raft_host_send_fetch_answers(kq_raft_host *h);
 
 /* Commits while a batch is open: ops.persisted, then PERSISTED to the core (whose update may
- * open another batch). */
+ * open another batch). An asynchronous disk: starts committing the open batch. */
 void kq_raft_host_commit(kq_raft_host *h);
+
+/* An asynchronous disk made batch seq (and every one before it) durable: ops.persisted and
+ * PERSISTED for each; then call kq_raft_host_flush to send what waited for them. */
+void kq_raft_host_durable(kq_raft_host *h, uint64_t seq);
 
 /* Commit, install a fetched snapshot, send the outbox, and again while something is left
  * (a failed send steps the core, which may release more), at most 8 rounds per call: the
