@@ -1,8 +1,10 @@
 /*
  * Deterministic simulator for kq_raft. See sim.h for the model; this file is organised as:
  * trace, event scheduling (the queue is evheap.h, the PRNG kq_prng), logs, packets (wire round
- * trip), host (one per node: applies core updates, simulated disk), network, checkers, faults
- * and workload, phases, kq_sim_run.
+ * trip), host (one per node: the production Raft host, kq/raft_host.h, over a simulated
+ * asynchronous disk and network, with checks on everything it writes and sends), network,
+ * checkers, faults and workload, phases, kq_sim_run. Controller mode runs the production
+ * controller node (controller/node.h) on every voter.
  */
 #include "sim.h"
 
@@ -15,6 +17,7 @@
 #include "kq/ctl_codec.h"
 #include "kq/error.h"
 #include "kq/raft.h"
+#include "kq/raft_host.h"
 #include "kq/util.h"
 #include "evheap.h"
 #include "node.h"
@@ -70,14 +73,12 @@ typedef struct sim_op {
     sim_batch b; /* owned payload */
 } sim_op;
 
-/* All writes of one core step, plus the messages waiting for them (and earlier writes). */
+/* One batch of the Raft host's writes (kq_raft_disk): open while a step writes, then syncing
+ * (its number is the host's commit number) until EV_DISK makes it durable. */
 typedef struct sim_group {
     uint64_t id;
     sim_op *ops;
-    size_t n_ops;
-    sim_packet **pkts;
-    size_t n_pkts;
-    size_t cap_pkts;
+    size_t n_ops, cap_ops;
     struct sim_group *next;
 } sim_group;
 
@@ -124,8 +125,14 @@ typedef struct sim_node {
     sim_log dlog;
     kq_raft_qstate mq; /* written (durable or pending) */
     sim_log mlog;
-    sim_group *gh, *gt;
+    sim_group *open;       /* the batch being written */
+    sim_group *gh, *gt;    /* batches syncing, in order */
     uint64_t disk_free_ms; /* the simulated disk completes writes in order */
+    kq_raft_host host;     /* the production Raft host (kq/raft_host.h) over this disk */
+    struct sim *s;
+    int depth;               /* nested node_step calls */
+    kq_raft_event_type step; /* the event being stepped */
+    int32_t step_count;      /* its propose count */
 
     sim_out *outs;
     size_t n_outs, cap_outs;
@@ -235,7 +242,6 @@ typedef struct sim {
     uint64_t seq;
     uint64_t now;
     uint64_t next_req_id;
-    uint64_t next_group_id;
     uint64_t events;
 
     char ring[KQ_SIM_TRACE_KEEP][TRACE_LINE];
@@ -701,6 +707,8 @@ static bool pkt_decode(sim *s, const sim_packet *p, sim_decoded *d)
 /* ---------------------------------------------------------------- forward declarations */
 
 static void node_step(sim *s, sim_node *n, kq_raft_event *ev);
+static void host_flush(sim *s, sim_node *n);
+static void host_timer(sim *s, sim_node *n, uint64_t deadline);
 static void net_send(sim *s, sim_packet *p);
 static void check_node(sim *s, sim_node *n);
 static void check_leaders(sim *s);
@@ -732,9 +740,6 @@ static void group_free(sim_group *g)
     for (size_t i = 0; i < g->n_ops; i++)
         free(g->ops[i].b.data);
     free(g->ops);
-    for (size_t i = 0; i < g->n_pkts; i++)
-        pkt_free(g->pkts[i]);
-    free(g->pkts);
     free(g);
 }
 
@@ -769,6 +774,8 @@ static int64_t durable_prefix(const sim_node *n)
     return end;
 }
 
+/* Batch gid reached the disk: apply it to the durable state, then tell the host (which steps
+ * PERSISTED). The host never claims more durable than the disk holds. */
 static void disk_done(sim *s, sim_node *n, uint64_t gid)
 {
     sim_group *g = n->gh;
@@ -781,27 +788,27 @@ static void disk_done(sim *s, sim_node *n, uint64_t gid)
         n->gt = NULL;
     for (size_t i = 0; i < g->n_ops; i++)
         apply_op(s, n, &g->ops[i]);
-    for (size_t i = 0; i < g->n_pkts; i++) {
-        net_send(s, g->pkts[i]);
-        g->pkts[i] = NULL;
-    }
-    g->n_pkts = 0;
     group_free(g);
     if (s->o.bug == KQ_SIM_BUG_EARLY_ACK)
         return; /* already acknowledged by fake_persisted */
-    kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
-    ev.u.persisted_end = durable_prefix(n);
-    trace(s, "n%d > persisted end=%" PRId64, n->id, ev.u.persisted_end);
-    node_step(s, n, &ev);
+    n->depth++;
+    kq_raft_host_durable(&n->host, gid);
+    n->depth--;
+    trace(s, "n%d > persisted end=%" PRId64, n->id, n->host.durable_end);
+    if (n->host.durable_end > durable_prefix(n))
+        fail(s, "n%d: the Raft host claims %" PRId64 " durable, the disk holds %" PRId64, n->id,
+             n->host.durable_end, durable_prefix(n));
+    host_flush(s, n);
 }
 
-/* KQ_SIM_BUG_EARLY_ACK: claim the whole written log is durable right away. */
-static void fake_persisted(sim *s, sim_node *n)
+/* KQ_SIM_BUG_EARLY_ACK: a disk whose sync reports batch gid durable before it is. */
+static void fake_persisted(sim *s, sim_node *n, uint64_t gid)
 {
-    kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
-    ev.u.persisted_end = log_end(&n->mlog);
-    trace(s, "n%d > persisted end=%" PRId64 " (early ack)", n->id, ev.u.persisted_end);
-    node_step(s, n, &ev);
+    n->depth++;
+    kq_raft_host_durable(&n->host, gid);
+    n->depth--;
+    trace(s, "n%d > persisted end=%" PRId64 " (early ack)", n->id, n->host.durable_end);
+    host_flush(s, n);
 }
 
 /* ---------------------------------------------------------------- host: requests */
@@ -964,25 +971,13 @@ static void ins_answer(sim *s, sim_node *n, const kq_raft_msg *m)
          msg_name(m->type), m->token);
 }
 
-/* Queue packet p behind the node's pending writes, or send it now if there are none. */
-static void hold_or_send(sim *s, sim_node *n, sim_packet *p)
+/* A message the Raft host sends (after the writes it depends on are durable, or a leader's
+ * Fetch answer): checked, encoded, onto the network. */
+static void host_emit(sim *s, sim_node *n, const kq_raft_msg *m)
 {
-    sim_group *g = n->gt;
-    if (!g || s->o.bug == KQ_SIM_BUG_EARLY_ACK) {
-        net_send(s, p);
-        return;
-    }
-    if (!grow(s, (void **)&g->pkts, &g->cap_pkts, g->n_pkts + 1, sizeof(sim_packet *))) {
-        pkt_free(p);
-        return;
-    }
-    g->pkts[g->n_pkts++] = p;
-}
-
-static void host_msgs(sim *s, sim_node *n, const kq_raft_update *u)
-{
-    for (size_t i = 0; i < u->n_msgs && !s->failed; i++) {
-        const kq_raft_msg *m = &u->msgs[i];
+    {
+        if (s->failed)
+            return;
         sim_node *peer = node_by_id(s, m->to);
         if (!peer || peer == n) {
             fail(s, "n%d emitted a %s to unknown or own id %d", n->id, msg_name(m->type), m->to);
@@ -1039,78 +1034,8 @@ static void host_msgs(sim *s, sim_node *n, const kq_raft_update *u)
             return;
         }
 #endif
-        hold_or_send(s, n, p);
+        net_send(s, p);
     }
-}
-
-/* Validate a batch the core asks to append and build its payload into op->b. */
-static bool host_batch(sim *s, sim_node *n, const kq_raft_batch *b, int64_t expect_base, sim_op *op)
-{
-    uint8_t lc[64];
-    kq_buf lcb = {0};
-    const uint8_t *data = NULL;
-    size_t len = 0;
-    if (b->base_offset != expect_base) {
-        fail(s, "n%d: append at %" PRId64 " but the log ends at %" PRId64, n->id, b->base_offset,
-             expect_base);
-        return false;
-    }
-    if (b->count < 1) {
-        fail(s, "n%d: append of a batch with count %d", n->id, b->count);
-        return false;
-    }
-    int32_t last = n->mlog.n ? n->mlog.b[n->mlog.n - 1].epoch : 0;
-    if (b->epoch < last) {
-        fail(s, "n%d: append of epoch %d after epoch %d", n->id, b->epoch, last);
-        return false;
-    }
-    switch (b->kind) {
-    case KQ_RAFT_BATCH_PROPOSED:
-        if (!n->propose_data) {
-            fail(s, "n%d: PROPOSED batch outside a PROPOSE step", n->id);
-            return false;
-        }
-        data = n->propose_data;
-        len = n->propose_len;
-        n->propose_data = NULL;
-        break;
-    case KQ_RAFT_BATCH_LEADER_CHANGE:
-        if (s->o.controller) { /* a real LeaderChange record, as controller/main.c writes */
-            ctl_leader_change(s, n, b->base_offset, &lcb);
-            data = lcb.data;
-            len = lcb.len;
-            break;
-        }
-        payload_leader_change(n, b->epoch, lc, &len);
-        data = lc;
-        break;
-    case KQ_RAFT_BATCH_FETCHED:
-        data = b->data;
-        len = b->len;
-        break;
-    default:
-        fail(s, "n%d: append of unknown batch kind %d", n->id, (int)b->kind);
-        return false;
-    }
-    op->kind = OP_APPEND;
-    op->b.base = b->base_offset;
-    op->b.epoch = b->epoch;
-    op->b.count = b->count;
-    op->b.len = len;
-    op->b.crc = b->kind == KQ_RAFT_BATCH_FETCHED ? b->crc32c : 0;
-#ifdef KQ_SIM_CODEC
-    if (b->kind != KQ_RAFT_BATCH_FETCHED)
-        op->b.crc = kq_crc32c(0, data, len);
-#endif
-    if (s->failed) {
-        kq_buf_free(&lcb);
-        return false;
-    }
-    op->b.data = xcalloc(s, len, 1);
-    if (op->b.data && len)
-        memcpy(op->b.data, data, len);
-    kq_buf_free(&lcb);
-    return op->b.data != NULL;
 }
 
 /* Log-matching oracle: the same (offset, epoch) must always carry the same durable batch. */
@@ -1143,67 +1068,160 @@ static void lm_record(sim *s, sim_node *n, const sim_batch *b)
     }
 }
 
-static void host_writes(sim *s, sim_node *n, const kq_raft_update *u)
+static void host_timer(sim *s, sim_node *n, uint64_t deadline)
 {
-    size_t n_ops = (u->persist_qstate ? 1 : 0) + (u->truncate_to >= 0 ? 1 : 0) + u->n_append;
-    if (!n_ops)
+    if (deadline == 0 || deadline == UINT64_MAX || deadline == n->timer_at)
         return;
-    sim_group *g = xcalloc(s, 1, sizeof *g);
-    if (!g)
-        return;
-    g->ops = xcalloc(s, n_ops, sizeof(sim_op));
-    if (!g->ops) {
-        free(g);
-        return;
-    }
-    g->id = ++s->next_group_id;
-    if (u->persist_qstate) {
-        const kq_raft_qstate *q = &u->qstate;
-        if (q->epoch < n->mq.epoch)
-            fail(s, "n%d: persists epoch %d below the written epoch %d", n->id, q->epoch,
-                 n->mq.epoch);
-        if (q->epoch == n->mq.epoch && n->mq.voted_id >= 0 && q->voted_id >= 0 &&
-            q->voted_id != n->mq.voted_id)
-            fail(s, "n%d: changes its vote in epoch %d from n%d to n%d", n->id, q->epoch,
-                 n->mq.voted_id, q->voted_id);
-        if (q->epoch == n->mq.epoch && n->mq.leader_id >= 0 && q->leader_id >= 0 &&
-            q->leader_id != n->mq.leader_id)
-            fail(s, "n%d: changes the leader of epoch %d from n%d to n%d", n->id, q->epoch,
-                 n->mq.leader_id, q->leader_id);
-        /* KRaft leaves a known leader's epoch only for a higher epoch (observers excepted:
-         * they may drop the leader to rediscover it) */
-        if (n->voter && q->epoch == n->mq.epoch && n->mq.leader_id >= 0 && q->leader_id < 0)
-            fail(s,
-                 "n%d: persists epoch %d without its leader n%d (a voter may leave a known "
-                 "leader only for a higher epoch)",
-                 n->id, q->epoch, n->mq.leader_id);
-        trace(s, "  n%d write qstate e%d vote=%d leader=%d", n->id, q->epoch, q->voted_id,
-              q->leader_id);
-        n->mq = *q;
-        g->ops[g->n_ops++] = (sim_op){.kind = OP_QSTATE, .q = *q};
-    }
-    if (u->truncate_to >= 0) {
-        int64_t t = u->truncate_to;
-        if (n->max_hw >= 0 && t < n->max_hw)
-            fail(s, "n%d: truncates to %" PRId64 ", below its high watermark %" PRId64, n->id, t,
-                 n->max_hw);
-        trace(s, "  n%d write truncate to %" PRId64 " (LEO %" PRId64 ")", n->id, t,
-              log_end(&n->mlog));
-        if (!log_truncate(&n->mlog, t))
-            fail(s, "n%d: truncation to %" PRId64 " falls inside a batch", n->id, t);
-        if (n->oracle_end > t)
-            n->oracle_end = t;
-        g->ops[g->n_ops++] = (sim_op){.kind = OP_TRUNCATE, .off = t};
-    }
-    for (size_t i = 0; i < u->n_append && !s->failed; i++) {
-        sim_op *op = &g->ops[g->n_ops];
-        if (!host_batch(s, n, &u->append[i], log_end(&n->mlog), op))
-            break;
-        g->n_ops++;
-        trace(s, "  n%d write batch %" PRId64 "+%d e%d %.*s", n->id, op->b.base, op->b.count,
-              op->b.epoch, (int)(op->b.len < 24 ? op->b.len : 24), (const char *)op->b.data);
-        log_append(s, &n->mlog, &op->b);
-    }
+    n->timer_at = deadline;
+    n->timer_gen++;
+    sched(s, deadline, EV_TIMER, n->idx, n->inc, n->timer_gen, NULL);
+}
+
+/* ---------------------------------------------------------------- host: the simulated disk */
+
+/* The simulated disk under the Raft host (kq_raft_disk): writes go to the written state (mq,
+ * mlog) and into the open batch; commit_start queues the batch, which EV_DISK makes durable
+ * (dq, dlog) after the disk's latency, in order. A crash loses what is not durable. */
+
+static sim_op *disk_op(sim *s, sim_node *n)
+{
+    if (!n->open && !(n->open = xcalloc(s, 1, sizeof *n->open)))
+        return NULL;
+    sim_group *g = n->open;
+    if (!grow(s, (void **)&g->ops, &g->cap_ops, g->n_ops + 1, sizeof(sim_op)))
+        return NULL;
+    sim_op *op = &g->ops[g->n_ops++];
+    memset(op, 0, sizeof *op);
+    return op;
+}
+
+static int disk_put_qstate(void *ctx, const kq_raft_qstate *q)
+{
+    sim_node *n = ctx;
+    sim *s = n->s;
+    if (q->epoch < n->mq.epoch)
+        fail(s, "n%d: persists epoch %d below the written epoch %d", n->id, q->epoch, n->mq.epoch);
+    if (q->epoch == n->mq.epoch && n->mq.voted_id >= 0 && q->voted_id >= 0 &&
+        q->voted_id != n->mq.voted_id)
+        fail(s, "n%d: changes its vote in epoch %d from n%d to n%d", n->id, q->epoch,
+             n->mq.voted_id, q->voted_id);
+    if (q->epoch == n->mq.epoch && n->mq.leader_id >= 0 && q->leader_id >= 0 &&
+        q->leader_id != n->mq.leader_id)
+        fail(s, "n%d: changes the leader of epoch %d from n%d to n%d", n->id, q->epoch,
+             n->mq.leader_id, q->leader_id);
+    /* KRaft leaves a known leader's epoch only for a higher epoch (observers excepted: they
+     * may drop the leader to rediscover it) */
+    if (n->voter && q->epoch == n->mq.epoch && n->mq.leader_id >= 0 && q->leader_id < 0)
+        fail(s,
+             "n%d: persists epoch %d without its leader n%d (a voter may leave a known leader "
+             "only for a higher epoch)",
+             n->id, q->epoch, n->mq.leader_id);
+    trace(s, "  n%d write qstate e%d vote=%d leader=%d", n->id, q->epoch, q->voted_id,
+          q->leader_id);
+    n->mq = *q;
+    sim_op *op = disk_op(s, n);
+    if (!op)
+        return KQ_ERR_NOMEM;
+    *op = (sim_op){.kind = OP_QSTATE, .q = *q};
+    return 0;
+}
+
+static int disk_truncate(void *ctx, int64_t t)
+{
+    sim_node *n = ctx;
+    sim *s = n->s;
+    if (n->max_hw >= 0 && t < n->max_hw)
+        fail(s, "n%d: truncates to %" PRId64 ", below its high watermark %" PRId64, n->id, t,
+             n->max_hw);
+    trace(s, "  n%d write truncate to %" PRId64 " (LEO %" PRId64 ")", n->id, t, log_end(&n->mlog));
+    if (!log_truncate(&n->mlog, t))
+        fail(s, "n%d: truncation to %" PRId64 " falls inside a batch", n->id, t);
+    if (n->oracle_end > t)
+        n->oracle_end = t;
+    sim_op *op = disk_op(s, n);
+    if (!op)
+        return KQ_ERR_NOMEM;
+    *op = (sim_op){.kind = OP_TRUNCATE, .off = t};
+    return 0;
+}
+
+static int disk_append(void *ctx, int64_t base, int32_t epoch, int32_t count, const uint8_t *data,
+                       size_t len)
+{
+    sim_node *n = ctx;
+    sim *s = n->s;
+    int32_t last = n->mlog.n ? n->mlog.b[n->mlog.n - 1].epoch : 0;
+    if (base != log_end(&n->mlog))
+        fail(s, "n%d: append at %" PRId64 " but the log ends at %" PRId64, n->id, base,
+             log_end(&n->mlog));
+    else if (count < 1)
+        fail(s, "n%d: append of a batch with count %d", n->id, count);
+    else if (epoch < last)
+        fail(s, "n%d: append of epoch %d after epoch %d", n->id, epoch, last);
+    if (s->failed)
+        return 0;
+    sim_op *op = disk_op(s, n);
+    if (!op)
+        return KQ_ERR_NOMEM;
+    op->kind = OP_APPEND;
+    op->b = (sim_batch){.base = base,
+                        .epoch = epoch,
+                        .count = count,
+                        .crc = kq_crc32c(0, data, len),
+                        .len = len,
+                        .data = xcalloc(s, len ? len : 1, 1)};
+    if (!op->b.data)
+        return KQ_ERR_NOMEM;
+    if (len)
+        memcpy(op->b.data, data, len);
+    trace(s, "  n%d write batch %" PRId64 "+%d e%d %.*s", n->id, base, count, epoch,
+          (int)(len < 24 ? len : 24), (const char *)op->b.data);
+    log_append(s, &n->mlog, &op->b);
+    return 0;
+}
+
+static int disk_remove_prefix(void *ctx, int64_t start)
+{
+    (void)ctx;
+    (void)start;
+    return 0; /* the simulated nodes take no snapshots: the core never compacts */
+}
+
+static int disk_snapshot_chunk(void *ctx, kq_raft_snapshot_id id, int64_t pos, const uint8_t *data,
+                               size_t len)
+{
+    sim_node *n = ctx;
+    (void)id, (void)pos, (void)data, (void)len;
+    fail(n->s, "n%d: fetches a snapshot, but no node took one", n->id);
+    return KQ_ERR_IO;
+}
+
+static void disk_snapshot_abort(void *ctx, kq_raft_snapshot_id id)
+{
+    (void)ctx;
+    (void)id;
+}
+
+static bool disk_pending(void *ctx)
+{
+    return ((sim_node *)ctx)->open != NULL;
+}
+
+static int disk_commit(void *ctx)
+{
+    sim_node *n = ctx;
+    fail(n->s, "n%d: a synchronous commit on the asynchronous disk", n->id);
+    return KQ_ERR_IO;
+}
+
+/* The open batch, number seq, starts syncing: durable after the disk's latency, in order. */
+static int disk_commit_start(void *ctx, uint64_t seq)
+{
+    sim_node *n = ctx;
+    sim *s = n->s;
+    sim_group *g = n->open;
+    n->open = NULL;
+    g->id = seq;
     uint64_t lat = s->disk_lat_min + kq_prng_below(&s->disk, s->disk_lat_spread + 1);
     uint64_t at = s->now + lat;
     if (at < n->disk_free_ms)
@@ -1214,75 +1232,171 @@ static void host_writes(sim *s, sim_node *n, const kq_raft_update *u)
     else
         n->gh = g;
     n->gt = g;
-    sched(s, at, EV_DISK, n->idx, n->inc, g->id, NULL);
+    sched(s, at, EV_DISK, n->idx, n->inc, seq, NULL);
     if (s->o.bug == KQ_SIM_BUG_EARLY_ACK)
-        sched(s, s->now, EV_FAKE_PERSIST, n->idx, n->inc, 0, NULL);
+        sched(s, s->now, EV_FAKE_PERSIST, n->idx, n->inc, seq, NULL);
+    return 0;
 }
 
-static void host_timer(sim *s, sim_node *n, uint64_t deadline)
+/* ---------------------------------------------------------------- host: the Raft host's ops */
+
+static int host_send_request(void *ctx, const kq_raft_msg *m)
 {
-    if (deadline == 0 || deadline == UINT64_MAX || deadline == n->timer_at)
+    sim_node *n = ctx;
+    host_emit(n->s, n, m);
+    return 0;
+}
+
+static void host_send_response(void *ctx, const kq_raft_msg *m)
+{
+    sim_node *n = ctx;
+    host_emit(n->s, n, m);
+}
+
+/* This node's own batch: a proposal's payload, or its LeaderChange record. */
+static void host_append_own(void *ctx, const kq_raft_batch *b)
+{
+    sim_node *n = ctx;
+    sim *s = n->s;
+    uint8_t lc[64];
+    kq_buf lcb = {0};
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    switch (b->kind) {
+    case KQ_RAFT_BATCH_PROPOSED:
+        if (!n->propose_data) {
+            fail(s, "n%d: PROPOSED batch outside a PROPOSE step", n->id);
+            return;
+        }
+        data = n->propose_data;
+        len = n->propose_len;
+        n->propose_data = NULL;
+        break;
+    case KQ_RAFT_BATCH_LEADER_CHANGE:
+        if (s->o.controller) { /* the controller node's LeaderChange record */
+            ctl_leader_change(s, n, b->base_offset, &lcb);
+            data = lcb.data;
+            len = lcb.len;
+        } else {
+            payload_leader_change(n, b->epoch, lc, &len);
+            data = lc;
+        }
+        break;
+    default:
+        fail(s, "n%d: asked to write its own batch of kind %d", n->id, (int)b->kind);
         return;
-    n->timer_at = deadline;
-    n->timer_gen++;
-    sched(s, deadline, EV_TIMER, n->idx, n->inc, n->timer_gen, NULL);
+    }
+    if (!s->failed)
+        n->host.disk.append(n->host.disk.ctx, b->base_offset, b->epoch, b->count, data, len);
+    kq_buf_free(&lcb);
+}
+
+static void host_fatal(void *ctx, const char *what, const char *detail)
+{
+    sim_node *n = ctx;
+    fail(n->s, "n%d: %s: %s", n->id, what, detail ? detail : "(no reason)");
+}
+
+static void host_after_step(void *ctx, const kq_raft_update *u);
+
+static kq_raft_disk sim_disk(sim_node *n)
+{
+    return (kq_raft_disk){.ctx = n,
+                          .put_qstate = disk_put_qstate,
+                          .truncate = disk_truncate,
+                          .append = disk_append,
+                          .remove_prefix = disk_remove_prefix,
+                          .snapshot_chunk = disk_snapshot_chunk,
+                          .snapshot_abort = disk_snapshot_abort,
+                          .pending = disk_pending,
+                          .commit = disk_commit,
+                          .commit_start = disk_commit_start};
+}
+
+static kq_raft_host_ops sim_host_ops(sim_node *n)
+{
+    return (kq_raft_host_ops){.ctx = n,
+                              .send_request = host_send_request,
+                              .send_response = host_send_response,
+                              .append_own = host_append_own,
+                              .after_step = host_after_step,
+                              .fatal = host_fatal};
+}
+
+/* After every step of the core, with its update applied by the host: the checks. */
+static void host_after_step(void *ctx, const kq_raft_update *u)
+{
+    sim_node *n = ctx;
+    sim *s = n->s;
+    if (s->failed)
+        return;
+    if (u->role_changed)
+        trace(s, "  n%d role %s e%d leader=%d", n->id, kq_raft_role_name(u->role), u->epoch,
+              u->leader_id);
+    if (u->hw_changed)
+        trace(s, "  n%d hw %" PRId64, n->id, u->high_watermark);
+    if (n->step == KQ_RAFT_EV_PROPOSE) {
+        bool leader = n->st.role == KQ_RAFT_LEADER; /* before the step (check_node follows) */
+        n->step = KQ_RAFT_EV_TICK;                  /* checked once */
+        n->last_propose_base = u->propose_base_offset;
+        n->last_propose_epoch = u->propose_epoch;
+        n->last_propose_err = u->propose_error;
+        if (u->propose_error == 0) {
+            bool found = false;
+            for (size_t i = 0; i < u->n_append; i++)
+                found |= u->append[i].kind == KQ_RAFT_BATCH_PROPOSED &&
+                         u->append[i].base_offset == u->propose_base_offset &&
+                         u->append[i].epoch == u->propose_epoch &&
+                         u->append[i].count == n->step_count;
+            if (!found)
+                fail(s, "n%d: PROPOSE accepted at %" PRId64 " e%d without appending the batch",
+                     n->id, u->propose_base_offset, u->propose_epoch);
+            else
+                trace(s, "  n%d proposed at %" PRId64 " e%d", n->id, u->propose_base_offset,
+                      u->propose_epoch);
+        } else {
+            trace(s, "  n%d propose refused: %s", n->id, kq_err_name(u->propose_error));
+        }
+        if (!leader && u->propose_error == 0)
+            fail(s, "n%d: accepted a proposal as %s", n->id, kq_raft_role_name(n->st.role));
+        if (leader && u->propose_error != 0)
+            fail(s, "n%d: leader refused a proposal: %s", n->id, kq_err_name(u->propose_error));
+    }
+    host_timer(s, n, u->next_deadline_ms);
+    check_node(s, n);
+    check_leaders(s);
+    if (s->o.controller && !s->failed)
+        ctl_after_step(s, n, u);
+}
+
+/* After an event: the leader's Fetch answers, then commit and send what is durable (the
+ * order of controller/main.c's loop). Not inside a step. */
+static void host_flush(sim *s, sim_node *n)
+{
+    if (n->depth > 0 || s->failed || !n->up)
+        return;
+    n->depth++;
+    kq_raft_host_send_fetch_answers(&n->host);
+    kq_raft_host_flush(&n->host);
+    n->depth--;
 }
 
 static void node_step(sim *s, sim_node *n, kq_raft_event *ev)
 {
     if (s->failed || !n->up)
         return;
-    ev->now_ms = s->now;
-    kq_raft_update u;
-    int rc = kq_raft_step(n->r, ev, &u);
+    n->host.now = s->now;
+    n->step = ev->type;
+    n->step_count = ev->type == KQ_RAFT_EV_PROPOSE ? ev->u.propose_count : 0;
+    n->depth++;
+    int rc = kq_raft_host_step(&n->host, ev, NULL);
+    n->depth--;
+    n->propose_data = NULL;
     if (rc) {
         fail(s, "n%d: kq_raft_step rejected event %d: %s", n->id, (int)ev->type, kq_err_name(rc));
         return;
     }
-    if (u.fatal) {
-        fail(s, "n%d: core reported a fatal safety violation: %s", n->id,
-             u.fatal_reason ? u.fatal_reason : "(no reason)");
-        return;
-    }
-    if (u.role_changed)
-        trace(s, "  n%d role %s e%d leader=%d", n->id, kq_raft_role_name(u.role), u.epoch,
-              u.leader_id);
-    if (u.hw_changed)
-        trace(s, "  n%d hw %" PRId64, n->id, u.high_watermark);
-    if (ev->type == KQ_RAFT_EV_PROPOSE) {
-        bool leader = n->st.role == KQ_RAFT_LEADER;
-        n->last_propose_base = u.propose_base_offset;
-        n->last_propose_epoch = u.propose_epoch;
-        n->last_propose_err = u.propose_error;
-        if (u.propose_error == 0) {
-            bool found = false;
-            for (size_t i = 0; i < u.n_append; i++)
-                found |= u.append[i].kind == KQ_RAFT_BATCH_PROPOSED &&
-                         u.append[i].base_offset == u.propose_base_offset &&
-                         u.append[i].epoch == u.propose_epoch &&
-                         u.append[i].count == ev->u.propose_count;
-            if (!found)
-                fail(s, "n%d: PROPOSE accepted at %" PRId64 " e%d without appending the batch",
-                     n->id, u.propose_base_offset, u.propose_epoch);
-            else
-                trace(s, "  n%d proposed at %" PRId64 " e%d", n->id, u.propose_base_offset,
-                      u.propose_epoch);
-        } else {
-            trace(s, "  n%d propose refused: %s", n->id, kq_err_name(u.propose_error));
-        }
-        if (!leader && u.propose_error == 0)
-            fail(s, "n%d: accepted a proposal as %s", n->id, kq_raft_role_name(n->st.role));
-        if (leader && u.propose_error != 0)
-            fail(s, "n%d: leader refused a proposal: %s", n->id, kq_err_name(u.propose_error));
-    }
-    host_writes(s, n, &u);
-    host_msgs(s, n, &u);
-    host_timer(s, n, u.next_deadline_ms);
-    n->propose_data = NULL;
-    check_node(s, n);
-    check_leaders(s);
-    if (s->o.controller && !s->failed)
-        ctl_after_step(s, n, &u);
+    host_flush(s, n);
 }
 
 /* ---------------------------------------------------------------- network */
@@ -1504,6 +1618,9 @@ static void check_unanswered(sim *s)
 
 static void node_clear_volatile(sim_node *n)
 {
+    if (n->open)
+        group_free(n->open);
+    n->open = NULL;
     while (n->gh) {
         sim_group *g = n->gh;
         n->gh = g->next;
@@ -1512,8 +1629,10 @@ static void node_clear_volatile(sim_node *n)
     n->gt = NULL;
     n->n_outs = 0;
     n->n_ins = 0;
-    if (n->r)
+    if (n->r) {
+        kq_raft_host_free(&n->host);
         kq_raft_free(n->r);
+    }
     n->r = NULL;
     ctl_host_free(&n->ch);
     n->up = false;
@@ -1533,6 +1652,15 @@ static void node_start(sim *s, sim_node *n)
         fail(s, "n%d: kq_raft_new failed: %s", n->id, err);
         return;
     }
+    kq_raft_disk disk = sim_disk(n);
+    kq_raft_host_ops ops = sim_host_ops(n);
+    if (kq_raft_host_init(&n->host, n->r, &disk, &ops) != 0) {
+        kq_raft_free(n->r);
+        n->r = NULL;
+        fail(s, "n%d: out of memory", n->id);
+        return;
+    }
+    n->host.durable_end = log_end(&n->dlog);
     n->up = true;
     n->mq = n->dq;
     if (!log_copy(s, &n->mlog, &n->dlog))
@@ -1575,7 +1703,15 @@ static void node_crash(sim *s, sim_node *n, bool graceful)
 {
     if (!n->up)
         return;
-    if (graceful) { /* a clean shutdown lets the disk finish */
+    if (graceful) { /* a clean shutdown lets the disk finish, the open batch too */
+        if (n->open) {
+            if (n->gt)
+                n->gt->next = n->open;
+            else
+                n->gh = n->open;
+            n->gt = n->open;
+            n->open = NULL;
+        }
         while (n->gh) {
             sim_group *g = n->gh;
             n->gh = g->next;
@@ -2018,8 +2154,8 @@ static void ctl_view_sync(sim *s, sim_node *n)
 {
     ctl_host *h = &n->ch;
     h->view = n->st;
-    if (s->o.bug == KQ_SIM_BUG_CTL_EARLY_REPLY && n->st.role == KQ_RAFT_LEADER &&
-        h->on && h->node.meta.active)
+    if (s->o.bug == KQ_SIM_BUG_CTL_EARLY_REPLY && n->st.role == KQ_RAFT_LEADER && h->on &&
+        h->node.meta.active)
         h->view.high_watermark = n->st.log_end_offset;
 }
 
@@ -3096,6 +3232,7 @@ static void setup(sim *s)
     for (int i = 0; i < s->n_nodes; i++) {
         sim_node *n = &s->nodes[i];
         n->idx = i;
+        n->s = s;
         n->id = i + 1;
         n->voter = i < s->n_voters;
         n->cfg = base;
@@ -3162,7 +3299,7 @@ static void dispatch(sim *s, sim_ev *ev)
         break;
     case EV_FAKE_PERSIST:
         if (n->up && ev->inc == n->inc)
-            fake_persisted(s, n);
+            fake_persisted(s, n, ev->a);
         break;
     case EV_NET:
         net_deliver(s, ev->pkt);

@@ -1,8 +1,8 @@
 /*
  * kq_sim: deterministic simulator for the KRaft core (include/kq/raft.h).
  *
- * One process runs 1-5 voters and 0-3 observers, each a real kq_raft core driven by a
- * simulated host: a virtual clock, a simulated network (latency, loss, duplication,
+ * One process runs 1-5 voters and 0-3 observers, each a real kq_raft core driven by the
+ * production Raft host (kq/raft_host.h) over simulated parts: a virtual clock, a simulated network (latency, loss, duplication,
  * reordering, clogging, partitions) and simulated disks (durable image + pending writes that
  * become durable after a sampled latency; a crash drops the pending tail). Everything is drawn
  * from one 64-bit seed, so a run is reproducible from (seed, options, commit).
