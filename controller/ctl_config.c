@@ -116,8 +116,8 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
     } else {
         out->advertised = out->listener;
     }
-    if ((rc = kq_config_string(c, "controller.listener.names", "CONTROLLER", &s, errbuf,
-                               errlen)) != 0)
+    if ((rc = kq_config_string(c, "controller.listener.names", "CONTROLLER", &s, errbuf, errlen)) !=
+        0)
         goto out;
 
     if ((rc = metadata_log_dir(c, out->log_dir, sizeof(out->log_dir), errbuf, errlen)) != 0)
@@ -125,18 +125,18 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
 
     if ((rc = get_ms(c, "controller.quorum.election.timeout.ms", 1000, 1,
                      &out->raft.election_timeout_ms, errbuf, errlen)) != 0 ||
-        (rc = get_ms(c, "controller.quorum.fetch.timeout.ms", 2000, 1,
-                     &out->raft.fetch_timeout_ms, errbuf, errlen)) != 0 ||
+        (rc = get_ms(c, "controller.quorum.fetch.timeout.ms", 2000, 1, &out->raft.fetch_timeout_ms,
+                     errbuf, errlen)) != 0 ||
         (rc = get_ms(c, "controller.quorum.election.backoff.max.ms", 1000, 1,
                      &out->raft.election_backoff_max_ms, errbuf, errlen)) != 0 ||
         (rc = get_ms(c, "controller.quorum.request.timeout.ms", 2000, 1,
                      &out->raft.request_timeout_ms, errbuf, errlen)) != 0 ||
-        (rc = get_ms(c, "controller.quorum.retry.backoff.ms", 20, 0,
-                     &out->raft.retry_backoff_ms, errbuf, errlen)) != 0 ||
-        (rc = get_ms(c, "controller.quorum.append.linger.ms", 25, 0, &out->append_linger_ms,
+        (rc = get_ms(c, "controller.quorum.retry.backoff.ms", 20, 0, &out->raft.retry_backoff_ms,
                      errbuf, errlen)) != 0 ||
-        (rc = get_ms(c, "metadata.max.idle.interval.ms", 500, 0, &out->idle_interval_ms,
-                     errbuf, errlen)) != 0)
+        (rc = get_ms(c, "controller.quorum.append.linger.ms", 25, 0, &out->append_linger_ms, errbuf,
+                     errlen)) != 0 ||
+        (rc = get_ms(c, "metadata.max.idle.interval.ms", 500, 0, &out->idle_interval_ms, errbuf,
+                     errlen)) != 0)
         goto out;
     if ((rc = kq_config_int(c, "socket.request.max.bytes", 16777216, 16777216, 1073741824, &v,
                             errbuf, errlen)) != 0)
@@ -161,8 +161,7 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
     if ((rc = kq_config_int(c, "num.partitions", 1, 1, 100000, &v, errbuf, errlen)) != 0)
         goto out;
     out->decide.num_partitions = (int32_t)v;
-    if ((rc = kq_config_int(c, "default.replication.factor", 1, 1, 32767, &v, errbuf,
-                            errlen)) != 0)
+    if ((rc = kq_config_int(c, "default.replication.factor", 1, 1, 32767, &v, errbuf, errlen)) != 0)
         goto out;
     out->decide.default_replication_factor = (int32_t)v;
     if ((rc = kq_config_int(c, "min.insync.replicas", 1, 1, 32767, &v, errbuf, errlen)) != 0)
@@ -177,12 +176,12 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
     if ((rc = kq_config_bool(c, "auto.leader.rebalance.enable", 1, &b, errbuf, errlen)) != 0)
         goto out;
     out->decide.auto_leader_rebalance = b;
-    if ((rc = kq_config_int(c, "leader.imbalance.check.interval.seconds", 300, 1, 86400, &v,
-                            errbuf, errlen)) != 0)
+    if ((rc = kq_config_int(c, "leader.imbalance.check.interval.seconds", 300, 1, 86400, &v, errbuf,
+                            errlen)) != 0)
         goto out;
     out->rebalance_interval_ms = (uint32_t)v * 1000u;
-    if ((rc = get_ms(c, "unclean.leader.election.interval.ms", 300000, 1,
-                     &out->unclean_interval_ms, errbuf, errlen)) != 0)
+    if ((rc = get_ms(c, "unclean.leader.election.interval.ms", 300000, 1, &out->unclean_interval_ms,
+                     errbuf, errlen)) != 0)
         goto out;
 
     if ((rc = kq_config_int(c, "metadata.log.max.record.bytes.between.snapshots", 20971520, 1024,

@@ -22,13 +22,13 @@ typedef struct kq_ctl_config {
     kq_listener advertised; /* advertised.listeners (defaults to listeners) */
     char log_dir[4096];     /* metadata.log.dir */
     kq_raft_config raft;
-    uint32_t append_linger_ms;   /* controller.quorum.append.linger.ms */
-    uint32_t idle_interval_ms;   /* metadata.max.idle.interval.ms (0: no NoOps) */
-    uint32_t max_request_bytes;  /* socket.request.max.bytes */
+    uint32_t append_linger_ms;      /* controller.quorum.append.linger.ms */
+    uint32_t idle_interval_ms;      /* metadata.max.idle.interval.ms (0: no NoOps) */
+    uint32_t max_request_bytes;     /* socket.request.max.bytes */
     kq_rpc_conn_limits conn_limits; /* max.connections, max.connections.per.ip */
-    kq_log_level log_level;      /* log.level */
-    char metrics_host[256];      /* metrics.listener host ("" = no HTTP endpoint) */
-    kq_decide_settings decide;   /* broker.session.timeout.ms, num.partitions, ... */
+    kq_log_level log_level;         /* log.level */
+    char metrics_host[256];         /* metrics.listener host ("" = no HTTP endpoint) */
+    kq_decide_settings decide;      /* broker.session.timeout.ms, num.partitions, ... */
     uint32_t rebalance_interval_ms; /* leader.imbalance.check.interval.seconds * 1000 */
     uint32_t unclean_interval_ms;   /* unclean.leader.election.interval.ms */
     int64_t snapshot_max_bytes;     /* metadata.log.max.record.bytes.between.snapshots */

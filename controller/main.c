@@ -349,7 +349,7 @@ static int node_propose(void *arg, const kq_buf *payload, int32_t count, int64_t
     c->propose_payload = NULL;
     *base = u.propose_base_offset;
     *epoch = u.propose_epoch;
-    if (u.propose_error == 0 && c->lat_n < LATENCY_RING)
+    if (u.propose_error == 0 && is_leader(c) && c->lat_n < LATENCY_RING)
         c->lat[(c->lat_head + c->lat_n++) % LATENCY_RING] =
             (proposal_time){*base + count - 1, kq_now_ns()};
     return u.propose_error;

@@ -137,6 +137,10 @@ int kq_meta_add(kq_meta *m, const kq_record *r, kq_buf *batch, int64_t batch_bas
 {
     size_t len0 = batch->len;
     int64_t offset = batch_base + *batch_count;
+    if (!m->active) { /* leadership was lost: the image is back at the committed offset */
+        snprintf(errbuf, errlen, "this controller is no longer the active controller");
+        return KQ_ERR_NOT_CONTROLLER;
+    }
     int rc = kq_record_append(batch, r, errbuf, errlen);
     if (rc != 0)
         return rc;

@@ -65,7 +65,8 @@ int kq_meta_deactivate(kq_meta *m, char *errbuf, size_t errlen);
 
 /* Active controller: append `r` to the proposal being built in `batch` (which will be
  * proposed at `batch_base`, holding `*batch_count` records so far), applying it to the image at
- * offset batch_base + *batch_count. On an apply error nothing is appended. */
+ * offset batch_base + *batch_count. On an apply error nothing is appended; not active (the
+ * leadership was lost, the image rolled back): KQ_ERR_NOT_CONTROLLER, nothing appended. */
 int kq_meta_add(kq_meta *m, const kq_record *r, kq_buf *batch, int64_t batch_base,
                 int32_t *batch_count, char *errbuf, size_t errlen);
 #endif

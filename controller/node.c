@@ -314,8 +314,14 @@ static void queue_write(kq_ctl_node *n, void *req, const kq_request *r)
         n->ops.reply_error(n->ops.ctx, req, KQ_API_WRITE, err, refusal);
         return;
     }
-    if (n->batch.len + bytes > n->cfg.max_batch_bytes)
+    if (n->batch.len + bytes > n->cfg.max_batch_bytes) {
         kq_ctl_node_flush(n); /* close the current batch; this write starts the next one */
+        if (!is_leader(n) && !n->failed) { /* the step resigned */
+            n->ops.reply_error(n->ops.ctx, req, KQ_API_WRITE, KQ_ERR_NOT_CONTROLLER,
+                               "not the active controller");
+            return;
+        }
+    }
     size_t first = (size_t)n->batch_count;
     for (size_t i = 0; i < r->n_records && !n->failed; i++) {
         kq_record rec;
@@ -475,7 +481,10 @@ static void activate(kq_ctl_node *n)
     event(n, KQ_CTL_NODE_ACTIVATED, n->st->epoch);
     if (n->failed)
         return;
-    if (kq_op_bootstrap_features(&ctx, &wrote, err, sizeof(err)) != 0) {
+    int rc = kq_op_bootstrap_features(&ctx, &wrote, err, sizeof(err));
+    if (rc == KQ_ERR_NOT_CONTROLLER)
+        return; /* lost the leadership in a flush */
+    if (rc != 0) {
         die(n, "metadata image", err);
         return;
     }
@@ -519,6 +528,15 @@ void kq_ctl_node_committed(kq_ctl_node *n, uint64_t now)
 
 /* ---------- timers ---------- */
 
+/* A timer's result: stop on an error (NOT_CONTROLLER: leadership was lost in a flush, the
+ * node is no longer active; anything else: a record that cannot apply). */
+static bool timer_failed(kq_ctl_node *n, int rc, const char *err)
+{
+    if (rc != 0 && rc != KQ_ERR_NOT_CONTROLLER)
+        die(n, "metadata image", err);
+    return rc != 0;
+}
+
 /* Fence brokers whose session expired (one at a time, each seeing the previous one's records),
  * elect leaders for leaderless partitions, move leadership back to preferred replicas. */
 static void run_timers(kq_ctl_node *n)
@@ -529,10 +547,8 @@ static void run_timers(kq_ctl_node *n)
         int64_t next = -1;
         for (int i = 0; i < 100 && !n->failed; i++) {
             int32_t fenced = -1;
-            if (kq_op_fence_stale(&ctx, &next, &fenced, err, sizeof(err)) != 0) {
-                die(n, "metadata image", err);
+            if (timer_failed(n, kq_op_fence_stale(&ctx, &next, &fenced, err, sizeof(err)), err))
                 return;
-            }
             if (fenced < 0)
                 break;
             event(n, KQ_CTL_NODE_FENCED, fenced);
@@ -544,20 +560,16 @@ static void run_timers(kq_ctl_node *n)
         if (n->next_fence_ms <= n->now)
             n->next_fence_ms = n->now + 1;
     }
-    if (!n->failed && n->now >= n->next_leaderless_ms) {
+    if (!n->failed && n->meta.active && n->now >= n->next_leaderless_ms) {
         bool more = false;
-        if (kq_op_elect_leaderless(&ctx, &more, err, sizeof(err)) != 0) {
-            die(n, "metadata image", err);
+        if (timer_failed(n, kq_op_elect_leaderless(&ctx, &more, err, sizeof(err)), err))
             return;
-        }
         n->next_leaderless_ms = n->now + (more ? MORE_WORK_MS : n->cfg.unclean_interval_ms);
     }
-    if (!n->failed && n->now >= n->next_rebalance_ms) {
+    if (!n->failed && n->meta.active && n->now >= n->next_rebalance_ms) {
         bool more = false;
-        if (kq_op_rebalance(&ctx, &more, err, sizeof(err)) != 0) {
-            die(n, "metadata image", err);
+        if (timer_failed(n, kq_op_rebalance(&ctx, &more, err, sizeof(err)), err))
             return;
-        }
         n->next_rebalance_ms = n->now + (more ? MORE_WORK_MS : n->cfg.rebalance_interval_ms);
     }
 }

@@ -133,7 +133,8 @@ void kq_ctl_node_after_step(kq_ctl_node *n, const kq_raft_update *u, uint64_t no
 int kq_ctl_node_leader_change(kq_ctl_node *n, int64_t base, uint64_t now, kq_buf *record);
 
 /* Answer what committed, replay committed batches into the image, activate once caught up.
- * Call after the high watermark may have moved. Activation may add records: flush after. */
+ * Call after the high watermark may have moved. Activation may add records (a new cluster's
+ * feature levels): kq_ctl_node_deadline is then 0 until a flush or run proposes them. */
 void kq_ctl_node_committed(kq_ctl_node *n, uint64_t now);
 /* The active controller's timers when due, then flush, then the idle NoOp when due. */
 void kq_ctl_node_run(kq_ctl_node *n, uint64_t now);

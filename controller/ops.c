@@ -17,13 +17,25 @@ static const kq_ctl_feature_range SUPPORTED_FEATURES[] = {
 };
 #define N_SUPPORTED_FEATURES ((int32_t)(sizeof(SUPPORTED_FEATURES) / sizeof(SUPPORTED_FEATURES[0])))
 
+/* KQ_ERR_NOT_CONTROLLER when leadership is lost in the middle of an operation (a flush of a
+ * full batch steps the core, which may resign): the records after it are not written, and
+ * the answer is NOT_CONTROLLER (those already proposed may or may not commit). */
 static int add_record(const kq_op_ctx *ctx, const kq_record *r, char *errbuf, size_t errlen)
 {
-    if (kq_meta_add(ctx->meta, r, ctx->batch, *ctx->batch_base, ctx->batch_count, errbuf, errlen) !=
-        0)
+    int rc =
+        kq_meta_add(ctx->meta, r, ctx->batch, *ctx->batch_base, ctx->batch_count, errbuf, errlen);
+    if (rc == KQ_ERR_NOT_CONTROLLER)
+        return rc;
+    if (rc != 0)
         return KQ_ERR_FATAL;
-    if (ctx->flush != NULL && ctx->batch->len >= ctx->max_batch_bytes)
+    if (ctx->flush != NULL && ctx->batch->len >= ctx->max_batch_bytes) {
         ctx->flush(ctx->flush_arg);
+        if (!ctx->meta->active) {
+            snprintf(errbuf, errlen,
+                     "leadership was lost while the operation's records were proposed");
+            return KQ_ERR_NOT_CONTROLLER;
+        }
+    }
     return 0;
 }
 
@@ -61,7 +73,7 @@ static int add_list(const kq_op_ctx *ctx, kq_reclist *l, bool capped, char *errb
 static int timer_records(const kq_op_ctx *ctx, kq_reclist *l, char *errbuf, size_t errlen)
 {
     int rc = add_list(ctx, l, false, errbuf, errlen);
-    return rc == 0 ? 0 : KQ_ERR_FATAL;
+    return rc == 0 || rc == KQ_ERR_NOT_CONTROLLER ? rc : KQ_ERR_FATAL;
 }
 
 /* Records of a client operation. */
@@ -388,8 +400,9 @@ int kq_op_bootstrap_features(const kq_op_ctx *ctx, bool *wrote, char *errbuf, si
         r.type = KQ_REC_FEATURE_LEVEL;
         r.feature_level.name = (char *)f->name;
         r.feature_level.level = level;
-        if (add_record(ctx, &r, errbuf, errlen) != 0)
-            return KQ_ERR_FATAL;
+        int rc = add_record(ctx, &r, errbuf, errlen);
+        if (rc != 0)
+            return rc == KQ_ERR_NOT_CONTROLLER ? rc : KQ_ERR_FATAL;
         *wrote = true;
     }
     return 0;

@@ -21,11 +21,11 @@
 
 typedef struct kq_op_ctx {
     kq_meta *meta;
-    kq_buf *batch;          /* the proposal being built this loop iteration */
+    kq_buf *batch;             /* the proposal being built this loop iteration */
     const int64_t *batch_base; /* offset its first record will get (the log end offset) */
-    int32_t *batch_count;   /* records in it so far */
+    int32_t *batch_count;      /* records in it so far */
     int64_t now_ms;
-    int32_t controller_id;  /* this node */
+    int32_t controller_id; /* this node */
     /* Called when the proposal reaches max_batch_bytes: the daemon proposes it and starts a
      * new one (updating *batch_base and *batch_count). One operation's records may so span
      * several batches. */
@@ -36,10 +36,12 @@ typedef struct kq_op_ctx {
 
 /* Run one controller API (the caller checked that this node is the active controller).
  * Returns 0 with *resp and *wait_offset set (-1: nothing to wait for), or a top-level error
- * code with errbuf set (nothing appended, *resp empty). A record that cannot apply to the
- * image is a bug: KQ_ERR_FATAL, the daemon stops. */
-int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp,
-              int64_t *wait_offset, char *errbuf, size_t errlen);
+ * code with errbuf set (nothing appended, *resp empty). KQ_ERR_NOT_CONTROLLER: leadership was
+ * lost in a flush in the middle of the operation (what was proposed before may commit; the
+ * rest was not written). A record that cannot apply to the image is a bug: KQ_ERR_FATAL, the
+ * daemon stops. */
+int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int64_t *wait_offset,
+              char *errbuf, size_t errlen);
 
 /* On activation: a cluster whose feature levels are not finalized yet (a new cluster, or one
  * made by a kq that did not finalize them) gets a FeatureLevel record for each level it runs at
@@ -49,7 +51,8 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp,
 int kq_op_bootstrap_features(const kq_op_ctx *ctx, bool *wrote, char *errbuf, size_t errlen);
 
 /* Timers of the active controller. Each appends records (if any) like kq_op_run and returns
- * KQ_ERR_FATAL only when a record cannot apply. */
+ * KQ_ERR_FATAL only when a record cannot apply, KQ_ERR_NOT_CONTROLLER when leadership was
+ * lost in a flush (stop: the node is no longer active). kq_op_bootstrap_features too. */
 /* Fence brokers whose session expired, one per call; *next_ms: when to call again. */
 int kq_op_fence_stale(const kq_op_ctx *ctx, int64_t *next_ms, int32_t *fenced_id, char *errbuf,
                       size_t errlen);

@@ -229,8 +229,8 @@ int kq_rc_alter_configs(const kq_image *img, int8_t resource_type, const char *r
             canonical = *d >= '0' && *d <= '9';
         /* "" (the cluster default) or a broker id written as the record stores it: "-0" or
          * "007" would name no broker. */
-        if (*resource_name && (!canonical || !kq_decide_parse_i64(resource_name, &id) ||
-                               id < 0 || id > INT32_MAX)) {
+        if (*resource_name &&
+            (!canonical || !kq_decide_parse_i64(resource_name, &id) || id < 0 || id > INT32_MAX)) {
             rc = seterr(res->message, sizeof res->message, KQ_ERR_INVALID_REQUEST,
                         "broker resource name %s is not \"\" or a broker id", resource_name);
             goto out;

@@ -40,6 +40,7 @@ typedef struct host {
     int n_answers;
     int dropped;
     int activations, deactivations, fatals;
+    bool resign_on_propose; /* the next proposal's step resigns (as check-quorum may) */
 } host;
 
 static int reqs[64]; /* request handles: &reqs[i] is request i */
@@ -70,6 +71,12 @@ static int op_propose(void *ctx, const kq_buf *payload, int32_t count, int64_t *
     *base = h->st.log_end_offset;
     *epoch = h->st.epoch;
     append(h, count, payload);
+    if (h->resign_on_propose) { /* the host calls after_step inside the step, as kq_raft_host */
+        kq_raft_update u = {.role_changed = true, .role = KQ_RAFT_RESIGNED, .epoch = h->st.epoch};
+        h->resign_on_propose = false;
+        h->st.role = KQ_RAFT_RESIGNED;
+        kq_ctl_node_after_step(&h->node, &u, h->node.now);
+    }
     return 0;
 }
 
@@ -423,6 +430,87 @@ static void test_snapshot_due_by_bytes(void **state)
     host_free(h);
 }
 
+/* Overloaded, the node still takes a heartbeat (refusing it would let live brokers'
+ * sessions expire, KAFKA-15019). */
+static void test_overload_never_refuses_a_heartbeat(void **state)
+{
+    (void)state;
+    host *h = host_new(2);
+    become_active(h, 1000);
+    send_registration(h, 11, 7, 1000);
+    kq_ctl_node_run(&h->node, 1000);
+    commit_to(h, h->st.log_end_offset, 1000);
+    send_write(h, 12, 1, 1001);
+    send_write(h, 13, 1, 1001); /* two waiting: the limit */
+    send_registration(h, 14, 8, 1001);
+    assert_int_equal(answer_for(h, 14)->err, KQ_ERR_BROKER_NOT_AVAILABLE);
+    send_heartbeat(h, 15, 7, 1001);
+    kq_ctl_node_run(&h->node, 1001);
+    commit_to(h, h->st.log_end_offset, 1002);
+    const answer *a = answer_for(h, 15);
+    assert_non_null(a);
+    assert_int_equal(a->err, 0);
+    host_free(h);
+}
+
+/* Leadership lost: a write whose record committed is answered with its offset, one still
+ * waiting for the proposal fails with NOT_CONTROLLER. */
+static void test_leadership_lost_answers_what_committed(void **state)
+{
+    (void)state;
+    host *h = host_new(16);
+    become_active(h, 1000);
+    send_write(h, 16, 1, 1001);
+    kq_ctl_node_run(&h->node, 1001);             /* proposed */
+    send_write(h, 17, 1, 1001);                  /* not proposed yet */
+    h->st.high_watermark = h->st.log_end_offset; /* the first committed in this step */
+    lose_leadership(h, 1002);
+    assert_int_equal(answer_for(h, 16)->err, 0);
+    assert_int_equal(answer_for(h, 17)->err, KQ_ERR_NOT_CONTROLLER);
+    assert_int_equal(kq_ctl_node_waiting(&h->node), 0);
+    assert_int_equal(h->node.batch_count, 0);
+    host_free(h);
+}
+
+/* Shutting down fails what waits, and stops the timers and NoOps. */
+static void test_stop_fails_waiting(void **state)
+{
+    (void)state;
+    host *h = host_new(16);
+    become_active(h, 1000);
+    send_write(h, 18, 1, 1001);
+    kq_ctl_node_run(&h->node, 1001);
+    send_registration(h, 19, 7, 1001);
+    kq_ctl_node_stop(&h->node);
+    assert_int_equal(answer_for(h, 18)->err, KQ_ERR_NOT_CONTROLLER);
+    assert_int_equal(answer_for(h, 19)->err, KQ_ERR_NOT_CONTROLLER);
+    assert_int_equal(kq_ctl_node_deadline(&h->node), UINT64_MAX); /* no timers, no NoOps */
+    host_free(h);
+}
+
+/* A full batch flushed in the middle of an operation, in a step that resigns: the operation
+ * stops there and is answered NOT_CONTROLLER at once (never parked on a follower to be
+ * answered as a success later), and the image is the committed one. */
+static void test_leadership_lost_in_a_flush_mid_operation(void **state)
+{
+    (void)state;
+    host *h = host_new(16);
+    become_active(h, 1000);
+    int64_t committed = h->st.high_watermark;
+    h->node.cfg.max_batch_bytes = 1; /* every record fills the batch */
+    h->resign_on_propose = true;
+    send_registration(h, 20, 7, 1001);
+    const answer *a = answer_for(h, 20);
+    assert_non_null(a);
+    assert_int_equal(a->err, KQ_ERR_NOT_CONTROLLER);
+    assert_false(h->node.meta.active);
+    assert_null(kq_image_broker(h->node.meta.img, 7));
+    assert_int_equal(h->node.meta.applied_end, committed);
+    assert_int_equal(kq_ctl_node_waiting(&h->node), 0);
+    assert_int_equal(h->fatals, 0);
+    host_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -433,6 +521,10 @@ int main(void)
         cmocka_unit_test(test_overload_refuses_writes),
         cmocka_unit_test(test_fence_timer_moves_forward),
         cmocka_unit_test(test_snapshot_due_by_bytes),
+        cmocka_unit_test(test_overload_never_refuses_a_heartbeat),
+        cmocka_unit_test(test_leadership_lost_answers_what_committed),
+        cmocka_unit_test(test_stop_fails_waiting),
+        cmocka_unit_test(test_leadership_lost_in_a_flush_mid_operation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
