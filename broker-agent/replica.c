@@ -78,9 +78,7 @@ struct kq_replica {
     int64_t durable;
     int64_t hw;
 
-    kq_replica_epoch_entry *epochs;
-    size_t n_epochs;
-    size_t cap_epochs;
+    kq_epoch_cache epochs; /* kq/epoch_cache.h */
 
     follower_state fol[MAX_IDS];
     int n_fol;
@@ -215,80 +213,30 @@ static void set_hw(kq_replica *r, int64_t hw)
     }
 }
 
-/* ---- epoch cache ------------------------------------------------------------------------ */
+/* ---- epoch cache (kq/epoch_cache.h, with this core's bound and log end) ---------------- */
 
 static int epochs_reserve(kq_replica *r, size_t extra)
 {
-    size_t want = r->n_epochs + extra;
-
-    if (want > KQ_REPLICA_MAX_EPOCHS) {
-        return KQ_ERR_FULL;
-    }
-    if (want > r->cap_epochs) {
-        size_t cap = r->cap_epochs ? r->cap_epochs : 8;
-        while (cap < want) {
-            cap *= 2;
-        }
-        kq_replica_epoch_entry *e = realloc(r->epochs, cap * sizeof(*e));
-        if (!e) {
-            return KQ_ERR_NOMEM;
-        }
-        r->epochs = e;
-        r->cap_epochs = cap;
-    }
-    return 0;
+    return kq_epoch_cache_reserve(&r->epochs, extra, KQ_REPLICA_MAX_EPOCHS);
 }
 
 /* Largest cached epoch <= epoch, and its end (start of the next cached epoch, or the LEO). */
 static bool end_offset_for(const kq_replica *r, int32_t epoch, int32_t *out_epoch, int64_t *out_end)
 {
-    for (size_t i = r->n_epochs; i-- > 0;) {
-        if (r->epochs[i].epoch <= epoch) {
-            *out_epoch = r->epochs[i].epoch;
-            *out_end = i + 1 < r->n_epochs ? r->epochs[i + 1].start_offset : r->leo;
-            return true;
-        }
-    }
-    return false;
+    return kq_epoch_cache_end_offset_for(&r->epochs, epoch, r->leo, out_epoch, out_end);
 }
 
 /* Epoch of the last record in the log (cached epochs that start at the LEO hold no record). */
 static int32_t last_record_epoch(const kq_replica *r)
 {
-    for (size_t i = r->n_epochs; i-- > 0;) {
-        if (r->epochs[i].start_offset < r->leo) {
-            return r->epochs[i].epoch;
-        }
-    }
-    return -1;
-}
-
-/* Drop every cached epoch that starts at or after `offset`. True if one was dropped. */
-static bool epochs_truncate_from(kq_replica *r, int64_t offset)
-{
-    bool changed = false;
-
-    while (r->n_epochs > 0 && r->epochs[r->n_epochs - 1].start_offset >= offset) {
-        r->n_epochs--;
-        changed = true;
-    }
-    return changed;
+    return kq_epoch_cache_last_epoch(&r->epochs, r->leo);
 }
 
 /* Leader: assign `epoch` starting at the LEO (capacity reserved by the caller). */
 static void epochs_assign_leader(kq_replica *r, int32_t epoch)
 {
-    if (r->n_epochs > 0 && r->epochs[r->n_epochs - 1].epoch == epoch) {
-        return;
-    }
-    while (r->n_epochs > 0 && (r->epochs[r->n_epochs - 1].epoch >= epoch ||
-                               r->epochs[r->n_epochs - 1].start_offset >= r->leo)) {
-        r->n_epochs--;
-    }
-    r->epochs[r->n_epochs].epoch = epoch;
-    r->epochs[r->n_epochs].start_offset = r->leo;
-    r->n_epochs++;
-    r->u->epochs_changed = true;
+    if (kq_epoch_cache_assign(&r->epochs, epoch, r->leo))
+        r->u->epochs_changed = true;
 }
 
 /* ---- produce completions ---------------------------------------------------------------- */
@@ -477,9 +425,9 @@ static void maybe_expand(kq_replica *r, const follower_state *f)
         !is_eligible(r, f) || f->leo < r->hw) {
         return;
     }
-    for (size_t i = 0; i < r->n_epochs; i++) {
-        if (r->epochs[i].epoch == r->leader_epoch) {
-            epoch_start = r->epochs[i].start_offset;
+    for (size_t i = 0; i < r->epochs.n; i++) {
+        if (r->epochs.e[i].epoch == r->leader_epoch) {
+            epoch_start = r->epochs.e[i].start_offset;
             found = true;
         }
     }
@@ -566,26 +514,16 @@ static int on_start(kq_replica *r, const kq_replica_start *s)
     if (s->n_epochs > KQ_REPLICA_MAX_EPOCHS) {
         return reject(r, "START: %zu epochs, limit %d", s->n_epochs, KQ_REPLICA_MAX_EPOCHS);
     }
-    for (size_t i = 0; i < s->n_epochs; i++) {
-        const kq_replica_epoch_entry *e = &s->epochs[i];
-        if (e->epoch < 0 || e->start_offset < 0 || e->start_offset > s->log_end_offset ||
-            (i > 0 && (e->epoch <= s->epochs[i - 1].epoch ||
-                       e->start_offset < s->epochs[i - 1].start_offset))) {
-            return reject(r,
-                          "START: epoch entry %zu (epoch %d at %lld) is not ascending or "
-                          "lies past the log end %lld",
-                          i, (int)e->epoch, (long long)e->start_offset,
-                          (long long)s->log_end_offset);
-        }
+    if (!kq_epoch_entries_valid(s->epochs, s->n_epochs) ||
+        (s->n_epochs > 0 && s->epochs[s->n_epochs - 1].start_offset > s->log_end_offset)) {
+        return reject(r,
+                      "START: the %zu epoch entries are not ascending or lie past the log end %lld",
+                      s->n_epochs, (long long)s->log_end_offset);
     }
-    int rc = epochs_reserve(r, s->n_epochs + 1);
+    int rc = kq_epoch_cache_load(&r->epochs, s->epochs, s->n_epochs, 1);
     if (rc) {
         return rc;
     }
-    if (s->n_epochs) {
-        memcpy(r->epochs, s->epochs, s->n_epochs * sizeof(*s->epochs));
-    }
-    r->n_epochs = s->n_epochs;
     r->log_start = s->log_start_offset;
     r->leo = s->log_end_offset;
     r->durable = s->log_end_offset;
@@ -950,7 +888,7 @@ static int follower_truncate(kq_replica *r, int64_t target, const char *why)
     if (target < r->log_start) {
         target = r->log_start;
     }
-    bool dropped = epochs_truncate_from(r, target);
+    bool dropped = kq_epoch_cache_truncate_from(&r->epochs, target);
     if (dropped) {
         r->u->epochs_changed = true;
     }
@@ -983,7 +921,7 @@ static int on_fetch_response(kq_replica *r, const kq_replica_fetch_response *p)
             logline(r, "Log end %lld is below the leader's log start %lld: restarting the log",
                     (long long)r->leo, (long long)p->log_start_offset);
             r->log_start = r->leo = r->durable = p->log_start_offset;
-            r->n_epochs = 0;
+            r->epochs.n = 0;
             r->u->epochs_changed = true;
             set_hw(r, p->log_start_offset);
         }
@@ -1004,7 +942,7 @@ static int on_fetch_response(kq_replica *r, const kq_replica_fetch_response *p)
                     target = local_end;
                 }
             } else {
-                local_end = r->n_epochs ? r->epochs[0].start_offset : r->log_start;
+                local_end = r->epochs.n ? r->epochs.e[0].start_offset : r->log_start;
                 if (local_end < target) {
                     target = local_end;
                 }
@@ -1055,13 +993,10 @@ static int on_fetch_response(kq_replica *r, const kq_replica_fetch_response *p)
     }
     for (size_t i = 0; i < p->n_batches; i++) {
         const kq_replica_batch *b = &p->batches[i];
-        if (epochs_truncate_from(r, b->base_offset)) {
+        if (kq_epoch_cache_truncate_from(&r->epochs, b->base_offset)) {
             r->u->epochs_changed = true; /* empty epochs of our own past leadership */
         }
-        if (r->n_epochs == 0 || r->epochs[r->n_epochs - 1].epoch < b->epoch) {
-            r->epochs[r->n_epochs].epoch = b->epoch;
-            r->epochs[r->n_epochs].start_offset = b->base_offset;
-            r->n_epochs++;
+        if (kq_epoch_cache_assign(&r->epochs, b->epoch, b->base_offset)) {
             r->u->epochs_changed = true;
         }
         r->u->append[r->u->n_append++] = *b;
@@ -1231,7 +1166,7 @@ void kq_replica_free(kq_replica *r)
     if (!r) {
         return;
     }
-    free(r->epochs);
+    kq_epoch_cache_free(&r->epochs);
     free(r->parked);
     free(r->done);
     free(r);
@@ -1365,10 +1300,10 @@ bool kq_replica_next_fetch(const kq_replica *r, kq_replica_fetch_request *req)
     return true;
 }
 
-const kq_replica_epoch_entry *kq_replica_epochs(const kq_replica *r, size_t *n)
+const kq_epoch_entry *kq_replica_epochs(const kq_replica *r, size_t *n)
 {
-    *n = r->n_epochs;
-    return r->epochs;
+    *n = r->epochs.n;
+    return r->epochs.e;
 }
 
 bool kq_replica_end_offset_for_epoch(const kq_replica *r, int32_t epoch, int32_t *out_epoch,

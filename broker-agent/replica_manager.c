@@ -303,7 +303,7 @@ static int log_finish(kq_rm *rm, const kq_rm_partition *p, const kq_replica *r,
     int rc = 0;
     if (u->epochs_changed) {
         size_t n = 0;
-        const kq_replica_epoch_entry *e = kq_replica_epochs(r, &n);
+        const kq_epoch_entry *e = kq_replica_epochs(r, &n);
         kq_plog_state st;
         if ((rc = kq_plog_state_of(rm->plog, &tp, &st)) != 0) {
             snprintf(errbuf, errlen, "%s-%d: %s", p->topic, p->partition, kq_err_message(rc));
@@ -335,8 +335,8 @@ static int start_replica(kq_rm *rm, const kq_image *img, const kq_rm_partition *
 {
     kq_plog_tp tp = tp_of(p);
     kq_plog_state st;
-    kq_raft_epoch_entry *pe = NULL;
-    kq_replica_epoch_entry *re = NULL;
+    kq_epoch_entry *pe = NULL;
+    kq_epoch_entry *re = NULL;
     size_t n_epochs = 0;
     kq_replica *r = NULL;
     kq_replica_update u;

@@ -371,7 +371,7 @@ static int dump_partition(kq_plog *p, const char *dir, const kq_plog_tp *tp,
                           const topic_names *names, kq_tools_dump *d)
 {
     kq_tools_plog_partition part = {.tp = *tp, .topic = names_find(names, tp->topic_id)};
-    kq_raft_epoch_entry *eps = NULL;
+    kq_epoch_entry *eps = NULL;
     char id[KQ_UUID_STR_LEN + 1];
     int rc;
 

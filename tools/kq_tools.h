@@ -294,7 +294,7 @@ typedef struct kq_tools_plog_partition {
     kq_plog_tp tp;
     const char *topic; /* its name from the broker's metadata, NULL when unknown */
     kq_plog_state state;
-    const kq_raft_epoch_entry *epochs; /* the leader-epoch cache, ascending (borrowed) */
+    const kq_epoch_entry *epochs; /* the leader-epoch cache, ascending (borrowed) */
     size_t n_epochs;
 } kq_tools_plog_partition;
 

@@ -807,11 +807,11 @@ int kq_plog_state_of(kq_plog *p, const kq_plog_tp *tp, kq_plog_state *out)
 
 /* Loads the epoch cache of an existing partition (pi filled). */
 static int load_epochs(kq_plog *p, MDB_txn *txn, const kq_plog_tp *tp, pinfo *pi,
-                       kq_raft_epoch_entry **out, size_t *n)
+                       kq_epoch_entry **out, size_t *n)
 {
     MDB_cursor *c = NULL;
     MDB_val k, v;
-    kq_raft_epoch_entry *eps = NULL;
+    kq_epoch_entry *eps = NULL;
     size_t cnt = 0, cap = 0;
     int rc, ret = 0;
 
@@ -831,7 +831,7 @@ static int load_epochs(kq_plog *p, MDB_txn *txn, const kq_plog_tp *tp, pinfo *pi
         }
         if (cnt == cap) {
             size_t ncap = cap ? cap * 2 : 8;
-            kq_raft_epoch_entry *ne = realloc(eps, ncap * sizeof(*ne));
+            kq_epoch_entry *ne = realloc(eps, ncap * sizeof(*ne));
             if (ne == NULL) {
                 ret = KQ_ERR_NOMEM;
                 goto out;
@@ -864,7 +864,7 @@ out:
     return ret;
 }
 
-int kq_plog_epochs(kq_plog *p, const kq_plog_tp *tp, kq_raft_epoch_entry **out, size_t *n)
+int kq_plog_epochs(kq_plog *p, const kq_plog_tp *tp, kq_epoch_entry **out, size_t *n)
 {
     MDB_txn *txn = NULL;
     pinfo pi;
@@ -884,7 +884,7 @@ int kq_plog_end_offset_for_epoch(kq_plog *p, const kq_plog_tp *tp, int32_t epoch
                                  int32_t *out_epoch, int64_t *out_end)
 {
     MDB_txn *txn = NULL;
-    kq_raft_epoch_entry *eps = NULL;
+    kq_epoch_entry *eps = NULL;
     size_t n = 0;
     pinfo pi;
     int own, ret;

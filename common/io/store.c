@@ -599,7 +599,7 @@ int kq_store_recover(kq_store *s, kq_store_recovered *out)
     MDB_txn *txn = NULL;
     MDB_cursor *c = NULL;
     MDB_val k, v;
-    kq_raft_epoch_entry *eps = NULL;
+    kq_epoch_entry *eps = NULL;
     size_t n = 0, cap = 0;
     int rc, ret = 0;
 
@@ -671,7 +671,7 @@ int kq_store_recover(kq_store *s, kq_store_recovered *out)
             goto corrupt;
         if (n == cap) {
             size_t ncap = cap ? cap * 2 : 16;
-            kq_raft_epoch_entry *ne = realloc(eps, ncap * sizeof(*ne));
+            kq_epoch_entry *ne = realloc(eps, ncap * sizeof(*ne));
             if (ne == NULL) {
                 ret = KQ_ERR_NOMEM;
                 goto out;

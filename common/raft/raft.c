@@ -78,9 +78,9 @@ int raft_voter_index(const kq_raft *r, int32_t id)
  * nothing above it. */
 int32_t raft_last_epoch(const kq_raft *r)
 {
-    for (size_t i = r->n_epochs; i > 0; i--)
-        if (r->epochs[i - 1].start_offset < r->leo)
-            return r->epochs[i - 1].epoch;
+    int32_t e = kq_epoch_cache_last_epoch(&r->epochs, r->leo);
+    if (e >= 0)
+        return e;
     return r->log_start > 0 ? r->start_epoch : 0;
 }
 
@@ -97,16 +97,11 @@ bool raft_log_up_to_date(const kq_raft *r, int32_t cand_epoch, int64_t cand_end)
 bool raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epoch,
                                int64_t *out_end)
 {
-    for (size_t i = r->n_epochs; i > 0; i--) {
-        if (r->epochs[i - 1].epoch <= epoch) {
-            *out_epoch = r->epochs[i - 1].epoch;
-            *out_end = i < r->n_epochs ? r->epochs[i].start_offset : r->leo;
-            return true;
-        }
-    }
+    if (kq_epoch_cache_end_offset_for(&r->epochs, epoch, r->leo, out_epoch, out_end))
+        return true;
     if (r->log_start > 0 && r->start_epoch > 0 && r->start_epoch <= epoch) {
         *out_epoch = r->start_epoch;
-        *out_end = r->n_epochs > 0 ? r->epochs[0].start_offset : r->leo;
+        *out_end = r->epochs.n > 0 ? r->epochs.e[0].start_offset : r->leo;
         return true;
     }
     return false;
@@ -115,9 +110,9 @@ bool raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epo
 /* Epoch of the record at `off` (log_start - 1 <= off < leo), -1 if unknown. */
 int32_t raft_epoch_at(const kq_raft *r, int64_t off)
 {
-    for (size_t i = r->n_epochs; i > 0; i--)
-        if (r->epochs[i - 1].start_offset <= off)
-            return r->epochs[i - 1].epoch;
+    int32_t e = kq_epoch_cache_epoch_at(&r->epochs, off);
+    if (e >= 0)
+        return e;
     if (r->log_start > 0 && off >= r->log_start - 1)
         return r->start_epoch; /* below the first cached epoch: the snapshot's epoch */
     return -1;
@@ -142,33 +137,19 @@ void raft_set_fatal(kq_raft *r, const char *reason)
     }
 }
 
-/* Record that `epoch` starts at `start`. Entries at or after `start` are dropped first. */
+/* Record that `epoch` starts at `start` (Kafka's assign rule, kq/epoch_cache.h). */
 void raft_add_epoch(kq_raft *r, int32_t epoch, int64_t start)
 {
-    while (r->n_epochs > 0 && r->epochs[r->n_epochs - 1].start_offset >= start &&
-           r->epochs[r->n_epochs - 1].epoch <= epoch)
-        r->n_epochs--;
-    if (r->n_epochs > 0 && r->epochs[r->n_epochs - 1].epoch >= epoch)
-        return; /* already covered */
-    if (r->n_epochs == r->cap_epochs) {
-        size_t cap = r->cap_epochs ? r->cap_epochs * 2 : 16;
-        kq_raft_epoch_entry *e = realloc(r->epochs, cap * sizeof(*e));
-        if (!e) {
-            raft_set_fatal(r, "out of memory growing the epoch cache");
-            return;
-        }
-        r->epochs = e;
-        r->cap_epochs = cap;
+    if (kq_epoch_cache_reserve(&r->epochs, 1, 0) != 0) {
+        raft_set_fatal(r, "out of memory growing the epoch cache");
+        return;
     }
-    r->epochs[r->n_epochs].epoch = epoch;
-    r->epochs[r->n_epochs].start_offset = start;
-    r->n_epochs++;
+    kq_epoch_cache_assign(&r->epochs, epoch, start);
 }
 
 void raft_truncate_epochs(kq_raft *r, int64_t end)
 {
-    while (r->n_epochs > 0 && r->epochs[r->n_epochs - 1].start_offset >= end)
-        r->n_epochs--;
+    kq_epoch_cache_truncate_from(&r->epochs, end);
 }
 
 static uint64_t random_election_timeout(kq_raft *r)
@@ -546,20 +527,10 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
                                         p->snapshot.end_offset > p->log_end_offset ||
                                         p->snapshot.end_offset < p->log_start_offset)))
         return KQ_ERR_INVALID_REQUEST;
-    for (size_t i = 0; i < p->n_epochs; i++) {
-        if (p->epochs[i].epoch < 0 || p->epochs[i].start_offset < 0 ||
-            (i > 0 && (p->epochs[i].epoch <= p->epochs[i - 1].epoch ||
-                       p->epochs[i].start_offset < p->epochs[i - 1].start_offset)))
-            return KQ_ERR_INVALID_REQUEST;
-    }
-    if (p->n_epochs > 0) {
-        r->epochs = malloc(p->n_epochs * sizeof(*r->epochs) + 16 * sizeof(*r->epochs));
-        if (!r->epochs)
-            return KQ_ERR_NOMEM;
-        r->cap_epochs = p->n_epochs + 16;
-        memcpy(r->epochs, p->epochs, p->n_epochs * sizeof(*r->epochs));
-        r->n_epochs = p->n_epochs;
-    }
+    if (!kq_epoch_entries_valid(p->epochs, p->n_epochs))
+        return KQ_ERR_INVALID_REQUEST;
+    if (kq_epoch_cache_load(&r->epochs, p->epochs, p->n_epochs, 16) != 0)
+        return KQ_ERR_NOMEM;
     r->started = true;
     r->log_start = p->log_start_offset;
     r->start_epoch = p->log_start_epoch;
@@ -700,7 +671,7 @@ void kq_raft_free(kq_raft *r)
 {
     if (!r)
         return;
-    free(r->epochs);
+    kq_epoch_cache_free(&r->epochs);
     free(r);
 }
 

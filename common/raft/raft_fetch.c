@@ -205,10 +205,7 @@ static bool known_boundary(const kq_raft *r, int64_t t)
     if (t == r->leo || t == r->log_start || (r->hw >= 0 && t == r->hw) ||
         (r->committed >= 0 && t == r->committed))
         return true;
-    for (size_t i = 0; i < r->n_epochs; i++)
-        if (r->epochs[i].start_offset == t)
-            return true;
-    return false;
+    return kq_epoch_cache_starts_at(&r->epochs, t);
 }
 
 /*
@@ -236,7 +233,7 @@ static int64_t truncation_point(const kq_raft *r, int32_t epoch, int64_t leader_
     int64_t own_end;
     bool holds = raft_end_offset_for_epoch(r, epoch, &own_epoch, &own_end);
     if (!holds) {
-        own_end = r->n_epochs > 0 ? r->epochs[0].start_offset : r->log_start;
+        own_end = r->epochs.n > 0 ? r->epochs.e[0].start_offset : r->log_start;
         if (own_end < r->log_start)
             own_end = r->log_start;
     }
@@ -281,7 +278,7 @@ static void follower_append(kq_raft *r, const kq_raft_msg *m)
     kq_raft_update *u = r->u;
     for (size_t i = 0; i < n && u->n_append < KQ_RAFT_MAX_BATCHES; i++) {
         const kq_raft_batch *b = &f->batches[i];
-        if (b->epoch > raft_last_epoch(r) || r->n_epochs == 0)
+        if (b->epoch > raft_last_epoch(r) || r->epochs.n == 0)
             raft_add_epoch(r, b->epoch, b->base_offset);
         kq_raft_batch *a = &u->append[u->n_append++];
         *a = *b;

@@ -86,9 +86,7 @@ struct kq_raft {
     int32_t start_epoch; /* epoch of the record at log_start - 1 (0 when log_start is 0) */
     int64_t leo;
     int64_t durable_end;
-    kq_raft_epoch_entry *epochs;
-    size_t n_epochs;
-    size_t cap_epochs;
+    kq_epoch_cache epochs; /* kq/epoch_cache.h */
     int64_t hw;
     /* Highest HW this node has known since it started, kept when a new leader's HW goes back
      * to unknown: committed, so never truncated and a batch boundary. -1 unknown. */

@@ -182,15 +182,7 @@ void raft_compact(kq_raft *r, int64_t end, int32_t epoch)
 {
     if (end <= r->log_start)
         return;
-    size_t first = 0;
-    for (size_t i = 0; i < r->n_epochs; i++)
-        if (r->epochs[i].start_offset < end)
-            first = i;
-    if (r->n_epochs > 0 && r->epochs[first].start_offset < end) {
-        r->epochs[first].start_offset = end;
-        memmove(r->epochs, r->epochs + first, (r->n_epochs - first) * sizeof(*r->epochs));
-        r->n_epochs -= first;
-    }
+    kq_epoch_cache_compact(&r->epochs, end);
     r->log_start = end;
     r->start_epoch = epoch;
     if (r->committed < end)
@@ -249,7 +241,7 @@ void raft_on_snapshot_installed(kq_raft *r, const kq_raft_snapshot_event *e)
     r->start_epoch = r->snap_fetch_id.epoch;
     r->leo = end;
     r->durable_end = end;
-    r->n_epochs = 0;
+    r->epochs.n = 0;
     raft_add_epoch(r, r->snap_fetch_id.epoch, end);
     if (r->hw < end)
         r->hw = end; /* the snapshot is committed state */

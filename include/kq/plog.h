@@ -150,7 +150,7 @@ void kq_plog_view_end(kq_plog *p);
 /* ---- queries ---- */
 int kq_plog_state_of(kq_plog *p, const kq_plog_tp *tp, kq_plog_state *out);
 /* The epoch cache, ascending. *out is malloc'd (caller frees; NULL when *n == 0). */
-int kq_plog_epochs(kq_plog *p, const kq_plog_tp *tp, kq_raft_epoch_entry **out, size_t *n);
+int kq_plog_epochs(kq_plog *p, const kq_plog_tp *tp, kq_epoch_entry **out, size_t *n);
 /* kraft-semantics 4.6: the largest cached epoch <= epoch, and its end offset (the start of the
  * next cached epoch, or the LEO for the last one). If no cached epoch is <= epoch (or the
  * cache is empty, or epoch < 0): KQ_PLOG_UNDEFINED_EPOCH and KQ_PLOG_UNDEFINED_OFFSET.

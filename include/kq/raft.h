@@ -62,6 +62,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kq/epoch_cache.h"
+
 #define KQ_RAFT_MAX_VOTERS 16
 #define KQ_RAFT_MAX_OBSERVERS 64
 #define KQ_RAFT_MAX_BATCHES 64 /* batches per Fetch response / per append */
@@ -92,11 +94,6 @@ typedef struct kq_raft_qstate {
     int32_t leader_id; /* -1 none */
 } kq_raft_qstate;
 
-typedef struct kq_raft_epoch_entry {
-    int32_t epoch;
-    int64_t start_offset;
-} kq_raft_epoch_entry;
-
 /* A snapshot id: end_offset is exclusive (the snapshot holds offsets < end_offset), epoch is
  * the epoch of the record at end_offset - 1. {0, 0} means "none". */
 typedef struct kq_raft_snapshot_id {
@@ -125,9 +122,9 @@ void kq_raft_config_defaults(kq_raft_config *cfg);
 /* What the host recovered from disk, given with KQ_RAFT_EV_START. */
 typedef struct kq_raft_persisted {
     kq_raft_qstate qstate;
-    int64_t log_start_offset;          /* first offset in the log (0 unless compacted) */
-    int64_t log_end_offset;            /* durable LEO */
-    const kq_raft_epoch_entry *epochs; /* epoch cache, ascending; borrowed */
+    int64_t log_start_offset;     /* first offset in the log (0 unless compacted) */
+    int64_t log_end_offset;       /* durable LEO */
+    const kq_epoch_entry *epochs; /* epoch cache, ascending; borrowed */
     size_t n_epochs;
     /* Snapshots (all zero when there are none; the zero-initialised struct of a host that
      * does not snapshot stays valid). log_start_epoch: the epoch of the record at

@@ -66,6 +66,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kq/epoch_cache.h"
+
 #define KQ_REPLICA_MAX_REPLICAS 16  /* replication factor limit */
 #define KQ_REPLICA_MAX_BATCHES 64   /* batches per FETCH_RESPONSE */
 #define KQ_REPLICA_MAX_PARKED 4096  /* acks=all produces waiting for the HW */
@@ -99,11 +101,6 @@ typedef struct kq_replica_config {
 /* Fill cfg with Kafka's defaults (node_id -1, topic "", partition 0). */
 void kq_replica_config_defaults(kq_replica_config *cfg);
 
-typedef struct kq_replica_epoch_entry {
-    int32_t epoch;
-    int64_t start_offset;
-} kq_replica_epoch_entry;
-
 /* Registration state of a broker as the metadata image knows it (ISR eligibility, 4.2). */
 typedef struct kq_replica_broker {
     int32_t id;
@@ -135,9 +132,9 @@ typedef enum kq_replica_event_type {
 
 typedef struct kq_replica_start {
     int64_t log_start_offset;
-    int64_t log_end_offset;               /* durable LEO */
-    int64_t high_watermark;               /* checkpointed HW (clamped to the LEO), 0 if none */
-    const kq_replica_epoch_entry *epochs; /* leader-epoch checkpoint, ascending; borrowed */
+    int64_t log_end_offset;       /* durable LEO */
+    int64_t high_watermark;       /* checkpointed HW (clamped to the LEO), 0 if none */
+    const kq_epoch_entry *epochs; /* leader-epoch checkpoint, ascending; borrowed */
     size_t n_epochs;
 } kq_replica_start;
 
@@ -358,7 +355,7 @@ int kq_replica_consumer_read(const kq_replica *r, int64_t offset, int64_t *from,
 bool kq_replica_next_fetch(const kq_replica *r, kq_replica_fetch_request *req);
 
 /* The epoch cache (ascending), valid until the next step; *n = its length. */
-const kq_replica_epoch_entry *kq_replica_epochs(const kq_replica *r, size_t *n);
+const kq_epoch_entry *kq_replica_epochs(const kq_replica *r, size_t *n);
 
 /* endOffsetFor(epoch) (4.6): the largest cached epoch <= epoch and its end (start of the next
  * one, or the LEO). False when no cached epoch is <= epoch. */

@@ -69,7 +69,7 @@ typedef struct kq_store_recovered {
     int64_t log_start_offset;
     int64_t log_end_offset;
     int32_t last_epoch; /* epoch of the last batch, 0 if empty */
-    kq_raft_epoch_entry *epochs;
+    kq_epoch_entry *epochs;
     size_t n_epochs;
     int32_t log_start_epoch;      /* epoch of the record at log_start_offset - 1, 0 if none */
     kq_raft_snapshot_id snapshot; /* latest snapshot file, {0, 0} if none */

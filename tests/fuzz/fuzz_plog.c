@@ -140,7 +140,7 @@ static void read_from(kq_plog *p, const kq_plog_tp *tp, const kq_plog_state *st,
 static void partition(kq_plog *p, const kq_plog_tp *tp, uint8_t pick)
 {
     kq_plog_state st;
-    kq_raft_epoch_entry *eps = NULL;
+    kq_epoch_entry *eps = NULL;
     size_t n = 0;
     int32_t ep;
     int64_t end, span;

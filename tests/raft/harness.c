@@ -452,7 +452,7 @@ void h_start(harness *h, int32_t id)
     nd->fatal = false;
     nd->hw = -1;
     /* rebuild the epoch cache from the log, as a store would */
-    kq_raft_epoch_entry epochs[256];
+    kq_epoch_entry epochs[256];
     size_t ne = 0;
     for (size_t i = 0; i < nd->n_log; i++) {
         if (ne == 0 || epochs[ne - 1].epoch != nd->log[i].epoch) {

@@ -58,7 +58,7 @@ typedef struct dlog {
     uint32_t gen; /* bumped by truncation and crash: older persist events are void */
     uint64_t persist_at;
     int64_t hw_ckpt;
-    kq_replica_epoch_entry *ep; /* leader-epoch checkpoint */
+    kq_epoch_entry *ep; /* leader-epoch checkpoint */
     size_t n_ep, cap_ep;
 } dlog;
 
@@ -474,11 +474,11 @@ static void log_truncate(ds *s, broker *b, int p, int64_t to)
 static void ckpt_epochs(ds *s, brep *br)
 {
     size_t n = 0;
-    const kq_replica_epoch_entry *e = kq_replica_epochs(br->r, &n);
+    const kq_epoch_entry *e = kq_replica_epochs(br->r, &n);
     dlog *l = &br->log;
     if (n > l->cap_ep) {
         size_t cap = n * 2;
-        kq_replica_epoch_entry *v = realloc(l->ep, cap * sizeof(*v));
+        kq_epoch_entry *v = realloc(l->ep, cap * sizeof(*v));
         if (!v) {
             s->nomem = 1;
             return;

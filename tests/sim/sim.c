@@ -1675,13 +1675,13 @@ static void node_start(sim *s, sim_node *n)
     memset(&n->st, 0, sizeof n->st);
     n->st.role = KQ_RAFT_UNATTACHED;
 
-    kq_raft_epoch_entry *epochs = xcalloc(s, n->dlog.n, sizeof *epochs);
+    kq_epoch_entry *epochs = xcalloc(s, n->dlog.n, sizeof *epochs);
     if (!epochs)
         return;
     size_t ne = 0;
     for (size_t i = 0; i < n->dlog.n; i++)
         if (ne == 0 || epochs[ne - 1].epoch != n->dlog.b[i].epoch)
-            epochs[ne++] = (kq_raft_epoch_entry){.epoch = n->dlog.b[i].epoch,
+            epochs[ne++] = (kq_epoch_entry){.epoch = n->dlog.b[i].epoch,
                                                  .start_offset = n->dlog.b[i].base};
     if (s->o.controller && !ctl_host_start(s, n)) {
         free(epochs);

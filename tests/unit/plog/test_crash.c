@@ -249,7 +249,7 @@ static int compare(kq_plog *p, const model *m, char *why, size_t whylen)
             goto out;
         }
         /* the epoch cache is exactly the epoch changes of the batches */
-        kq_raft_epoch_entry *eps = NULL;
+        kq_epoch_entry *eps = NULL;
         size_t ne = 0;
         if (kq_plog_epochs(p, &tp, &eps, &ne) != 0 || ne != nent) {
             free(eps);

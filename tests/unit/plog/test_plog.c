@@ -220,7 +220,7 @@ static void test_roundtrip_and_reopen(void **state)
         assert_int_equal(sn.b[0].base_offset, 50);
         assert_int_equal(sn.b[0].producer_id, 1001);
 
-        kq_raft_epoch_entry *eps = NULL;
+        kq_epoch_entry *eps = NULL;
         size_t n = 0;
         assert_int_equal(kq_plog_epochs(f->p, &a, &eps, &n), 0);
         assert_int_equal(n, 3);
@@ -296,7 +296,7 @@ static void test_append_rejects(void **state)
     assert_int_equal(kq_plog_state_of(f->p, &missing, &st), KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION);
     seen sn;
     read_into(f->p, &missing, 0, INT64_MAX, SIZE_MAX, &sn, KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION);
-    kq_raft_epoch_entry *eps = NULL;
+    kq_epoch_entry *eps = NULL;
     size_t n = 0;
     assert_int_equal(kq_plog_epochs(f->p, &missing, &eps, &n), KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION);
     assert_null(eps);
@@ -363,10 +363,10 @@ static void test_read_boundaries(void **state)
 
 /* ---- truncation and the epoch cache ------------------------------------------------------ */
 
-static void expect_epochs(kq_plog *p, const kq_plog_tp *tp, const kq_raft_epoch_entry *want,
+static void expect_epochs(kq_plog *p, const kq_plog_tp *tp, const kq_epoch_entry *want,
                           size_t nwant)
 {
-    kq_raft_epoch_entry *eps = NULL;
+    kq_epoch_entry *eps = NULL;
     size_t n = 0;
     assert_int_equal(kq_plog_epochs(p, tp, &eps, &n), 0);
     assert_int_equal(n, nwant);
@@ -391,7 +391,7 @@ static void test_truncate_with_epochs(void **state)
     append_epochs(f->p, &other, 0, ep, 7);
     assert_int_equal(kq_plog_set_hw(f->p, &a, 12), 0);
     assert_int_equal(kq_plog_commit(f->p), 0);
-    const kq_raft_epoch_entry all[] = {{1, 0}, {3, 3}, {5, 7}, {6, 12}};
+    const kq_epoch_entry all[] = {{1, 0}, {3, 3}, {5, 7}, {6, 12}};
     expect_epochs(f->p, &a, all, 4);
 
     assert_int_equal(kq_plog_begin(f->p), 0);
@@ -404,7 +404,7 @@ static void test_truncate_with_epochs(void **state)
     /* to 7: epochs 5 and 6 started at >= 7 and go; HW lowered to 7 */
     assert_int_equal(kq_plog_truncate(f->p, &a, 7), 0);
     assert_int_equal(kq_plog_commit(f->p), 0);
-    const kq_raft_epoch_entry after7[] = {{1, 0}, {3, 3}};
+    const kq_epoch_entry after7[] = {{1, 0}, {3, 3}};
     expect_epochs(f->p, &a, after7, 2);
     kq_plog_state st;
     assert_int_equal(kq_plog_state_of(f->p, &a, &st), 0);
@@ -424,10 +424,10 @@ static void test_truncate_with_epochs(void **state)
     assert_int_equal(plog_test_append(f->p, &a, 7, 4, 2), 0);
     /* truncating to a boundary inside epoch 3 keeps epoch 3's entry (it starts at 3) */
     assert_int_equal(kq_plog_truncate(f->p, &a, 6), 0);
-    const kq_raft_epoch_entry after6[] = {{1, 0}, {3, 3}};
+    const kq_epoch_entry after6[] = {{1, 0}, {3, 3}};
     expect_epochs(f->p, &a, after6, 2); /* the open txn's view */
     assert_int_equal(kq_plog_truncate(f->p, &a, 3), 0);
-    const kq_raft_epoch_entry after3[] = {{1, 0}};
+    const kq_epoch_entry after3[] = {{1, 0}};
     expect_epochs(f->p, &a, after3, 1);
     assert_int_equal(kq_plog_commit(f->p), 0);
     reopen(f);
@@ -529,7 +529,7 @@ static void test_end_offset_for_epoch(void **state)
     assert_int_equal(kq_plog_begin(f->p), 0);
     assert_int_equal(plog_test_append(f->p, &a, 12, 10, 2), 0);
     assert_int_equal(kq_plog_commit(f->p), 0);
-    const kq_raft_epoch_entry want[] = {{2, 0}, {4, 3}, {7, 7}, {10, 12}};
+    const kq_epoch_entry want[] = {{2, 0}, {4, 3}, {7, 7}, {10, 12}};
     expect_epochs(f->p, &a, want, 4);
     expect_eofe(f->p, &a, 9, 7, 12);
     expect_eofe(f->p, &a, 10, 10, 14);
@@ -694,7 +694,7 @@ static void verify_many(kq_plog *p)
             }
         }
         assert_int_equal(batches, MANY_B);
-        const kq_raft_epoch_entry want[] = {{1, j}, {2, j + 50}, {3, j + 100}, {4, j + 150}};
+        const kq_epoch_entry want[] = {{1, j}, {2, j + 50}, {3, j + 100}, {4, j + 150}};
         expect_epochs(p, &tp, want, 4);
     }
     free(tps);
@@ -775,7 +775,7 @@ static void test_readonly_open_reads_and_changes_nothing(void **state)
     kq_plog *ro = NULL;
     kq_plog_tp *tps = NULL, tp = test_tp(1, 0), tp2 = test_tp(2, 3);
     kq_plog_state st;
-    kq_raft_epoch_entry *eps = NULL;
+    kq_epoch_entry *eps = NULL;
     size_t n = 0;
     struct stat s0, s1;
     int32_t ep[] = {1, 1, 2};
@@ -1012,7 +1012,7 @@ static void test_damaged_epoch_cache_detected(void **state)
     kq_plog_tp a = test_tp(1, 0), b = test_tp(1, 1);
     const int32_t ep[] = {1, 2, 2}; /* bases 0, 1, 3 (LEO 6); entries 1 -> 0, 2 -> 1 */
     kq_plog_state st;
-    kq_raft_epoch_entry *eps = NULL;
+    kq_epoch_entry *eps = NULL;
     size_t n = 0;
     format_and_open(f);
     assert_int_equal(kq_plog_begin(f->p), 0);

@@ -157,7 +157,7 @@ static void test_start_rejects_inconsistent_disk_state(void **state)
 {
     kq_raft_config c = cfg3(1);
     kq_raft_update u;
-    kq_raft_epoch_entry bad_order[2] = {{.epoch = 3, .start_offset = 0},
+    kq_epoch_entry bad_order[2] = {{.epoch = 3, .start_offset = 0},
                                         {.epoch = 2, .start_offset = 5}};
     kq_raft_persisted p = empty_disk();
     p.log_end_offset = 10;
@@ -183,7 +183,7 @@ static void test_end_offset_for_epoch_uses_next_epoch_start_or_leo(void **state)
     kq_raft_config c = cfg3(1);
     kq_raft *r = kq_raft_new(&c, NULL, 0);
     kq_raft_update u;
-    kq_raft_epoch_entry e[3] = {{.epoch = 1, .start_offset = 0},
+    kq_epoch_entry e[3] = {{.epoch = 1, .start_offset = 0},
                                 {.epoch = 3, .start_offset = 4},
                                 {.epoch = 6, .start_offset = 9}};
     kq_raft_persisted p = empty_disk();
@@ -218,7 +218,7 @@ static void test_epoch_entries_past_the_log_end_are_dropped_at_start(void **stat
     kq_raft *r = kq_raft_new(&c, NULL, 0);
     kq_raft_update u;
     /* epoch 4 was cached but its LeaderChange batch never became durable */
-    kq_raft_epoch_entry e[2] = {{.epoch = 2, .start_offset = 0}, {.epoch = 4, .start_offset = 5}};
+    kq_epoch_entry e[2] = {{.epoch = 2, .start_offset = 0}, {.epoch = 4, .start_offset = 5}};
     kq_raft_persisted p = empty_disk();
     p.qstate.epoch = 4;
     p.log_end_offset = 5;

@@ -35,7 +35,7 @@ typedef struct h_broker {
     int value[H_LOG];
     int64_t len; /* model log end */
     int64_t hw;  /* last HW the replica reported (the checkpoint) */
-    kq_replica_epoch_entry ckpt[64];
+    kq_epoch_entry ckpt[64];
     size_t n_ckpt;
     bool has_alter;
     kq_replica_alter_request alter;
@@ -140,7 +140,7 @@ static inline int h_step(h_cluster *h, int id, kq_replica_event *ev)
     }
     if (u->epochs_changed) {
         size_t n;
-        const kq_replica_epoch_entry *e = kq_replica_epochs(b->r, &n);
+        const kq_epoch_entry *e = kq_replica_epochs(b->r, &n);
         assert_true(n <= 64);
         memcpy(b->ckpt, e, n * sizeof(*e));
         b->n_ckpt = n;

@@ -222,7 +222,7 @@ static void test_4_6_unknown_old_epoch_refetches_from_log_start(void **state)
     H.b[2].len = 2;
     H.b[2].epoch_at[0] = H.b[2].epoch_at[1] = 0;
     H.b[2].value[0] = H.b[2].value[1] = -7;
-    H.b[2].ckpt[0] = (kq_replica_epoch_entry){.epoch = 0, .start_offset = 0};
+    H.b[2].ckpt[0] = (kq_epoch_entry){.epoch = 0, .start_offset = 0};
     H.b[2].n_ckpt = 1;
     h_crash(&H, 2);
     h_boot(&H, 2);

@@ -638,7 +638,7 @@ static void test_snapshot_dump_numbers_records_by_index(void **state)
 
 /* ---- partition logs ---------------------------------------------------------------------- */
 
-static void plog_fixture(kq_buf *vals, kq_tools_plog_partition *p, kq_raft_epoch_entry *eps)
+static void plog_fixture(kq_buf *vals, kq_tools_plog_partition *p, kq_epoch_entry *eps)
 {
     static const uint8_t v0[] = "deposit 100";
     static const uint8_t v1[] = "caf\xc3\xa9 \\ \"q\"\t";
@@ -656,8 +656,8 @@ static void plog_fixture(kq_buf *vals, kq_tools_plog_partition *p, kq_raft_epoch
                                .high_watermark = 7,
                                .partition_epoch = 3,
                                .last_epoch = 4};
-    eps[0] = (kq_raft_epoch_entry){.epoch = 0, .start_offset = 0};
-    eps[1] = (kq_raft_epoch_entry){.epoch = 4, .start_offset = 6};
+    eps[0] = (kq_epoch_entry){.epoch = 0, .start_offset = 0};
+    eps[1] = (kq_epoch_entry){.epoch = 4, .start_offset = 6};
     p->epochs = eps;
     p->n_epochs = 2;
 }
@@ -666,7 +666,7 @@ static void dump_plog(kq_tools_dump_format fmt, bool values, capture *c)
 {
     kq_buf vals = {0};
     kq_tools_plog_partition p;
-    kq_raft_epoch_entry eps[2];
+    kq_epoch_entry eps[2];
     kq_tools_dump *d = malloc(sizeof *d);
 
     plog_fixture(&vals, &p, eps);
