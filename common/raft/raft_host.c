@@ -176,38 +176,53 @@ void kq_raft_host_commit(kq_raft_host *h)
 
 void kq_raft_host_durable(kq_raft_host *h, uint64_t seq)
 {
-    while (h->n_inflight > 0 && h->inflight[0].seq <= seq) {
-        kq_raft_host_commit_inflight c = h->inflight[0];
+    size_t k = 0; /* batches up to seq: one PERSISTED, with the end of the last of them */
 
-        memmove(h->inflight, h->inflight + 1, (h->n_inflight - 1) * sizeof h->inflight[0]);
-        h->n_inflight--;
-        durable(h, c.seq, c.end);
-    }
+    while (k < h->n_inflight && h->inflight[k].seq <= seq)
+        k++;
+    if (k == 0)
+        return;
+    kq_raft_host_commit_inflight c = h->inflight[k - 1];
+    memmove(h->inflight, h->inflight + k, (h->n_inflight - k) * sizeof h->inflight[0]);
+    h->n_inflight -= k;
+    durable(h, c.seq, c.end);
 }
-
 /* Everything written is durable (an asynchronous disk may still be syncing). */
 static bool all_durable(kq_raft_host *h)
 {
     return !h->disk.pending(h->disk.ctx) && h->n_inflight == 0;
 }
 
+void kq_raft_host_installed(kq_raft_host *h, int rc)
+{
+    kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_INSTALLED};
+
+    h->installing = false;
+    if (rc != 0 && rc != KQ_ERR_CORRUPT_MESSAGE)
+        h->ops.fatal(h->ops.ctx, "installing a fetched snapshot", kq_err_message(rc));
+    if (rc == 0)
+        h->durable_end = h->install_id.end_offset;
+    ev.u.snapshot.id = h->install_id;
+    ev.u.snapshot.error = rc;
+    kq_raft_host_step(h, &ev, NULL);
+}
+
 static void install(kq_raft_host *h)
 {
     char err[512] = "";
-    kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_INSTALLED};
     int rc;
 
     h->pending_install = false;
     if (!h->ops.install_snapshot)
         h->ops.fatal(h->ops.ctx, "internal", "no way to install a fetched snapshot");
     rc = h->ops.install_snapshot(h->ops.ctx, h->install_id, err, sizeof err);
+    if (rc == KQ_RAFT_HOST_LATER) {
+        h->installing = true;
+        return;
+    }
     if (rc != 0 && rc != KQ_ERR_CORRUPT_MESSAGE)
         h->ops.fatal(h->ops.ctx, "installing a fetched snapshot", err);
-    if (rc == 0)
-        h->durable_end = h->install_id.end_offset;
-    ev.u.snapshot.id = h->install_id;
-    ev.u.snapshot.error = rc;
-    kq_raft_host_step(h, &ev, NULL);
+    kq_raft_host_installed(h, rc);
 }
 
 void kq_raft_host_flush(kq_raft_host *h)

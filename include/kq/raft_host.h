@@ -73,13 +73,15 @@ typedef struct kq_raft_host_ops {
     void (*persisted)(void *ctx, int64_t durable_end);
     /* Install the fetched snapshot id (complete on disk): make it the log start and load the
      * node's state from it. 0, KQ_ERR_CORRUPT_MESSAGE (damaged: the core fetches it again) or
-     * any other error (then fatal). NULL: never (fatal if asked). */
+     * any other error (then fatal); KQ_RAFT_HOST_LATER: it goes on in the background, and the
+     * caller reports its result with kq_raft_host_installed. NULL: never (fatal if asked). */
     int (*install_snapshot)(void *ctx, kq_raft_snapshot_id id, char *err, size_t errlen);
     /* Stop the node: a safety violation or a failed write. Must not return. */
     void (*fatal)(void *ctx, const char *what, const char *detail);
 } kq_raft_host_ops;
 
 #define KQ_RAFT_HOST_MAX_OUTBOX 4096
+#define KQ_RAFT_HOST_LATER 1         /* install_snapshot: finishing in the background */
 #define KQ_RAFT_HOST_MAX_INFLIGHT 64 /* batches committing at once (commit_start) */
 
 /* A batch being made durable by an asynchronous disk: the log below end is durable with it. */
@@ -98,6 +100,7 @@ typedef struct kq_raft_host {
     int64_t durable_end;  /* the log is on disk below this offset */
     uint64_t deadline;    /* step TICK at this time at the latest */
     bool pending_install; /* a fetched snapshot waits for kq_raft_host_flush */
+    bool installing;      /* install_snapshot answered KQ_RAFT_HOST_LATER */
     kq_raft_snapshot_id install_id;
     kq_raft_msg *outbox;  /* released by the core, not sent yet */
     uint64_t *outbox_dep; /* each waits until batch number outbox_dep[i] is durable */
@@ -125,8 +128,12 @@ void kq_raft_host_send_fetch_answers(kq_raft_host *h);
  * open another batch). An asynchronous disk: starts committing the open batch. */
 void kq_raft_host_commit(kq_raft_host *h);
 
+/* The background install of h->install_id finished with rc (0, KQ_ERR_CORRUPT_MESSAGE, or
+ * another error: fatal); the core hears SNAPSHOT_INSTALLED. */
+void kq_raft_host_installed(kq_raft_host *h, int rc);
+
 /* An asynchronous disk made batch seq (and every one before it) durable: ops.persisted and
- * PERSISTED for each; then call kq_raft_host_flush to send what waited for them. */
+ * one PERSISTED with the end of the last; then call kq_raft_host_flush to send what waited. */
 void kq_raft_host_durable(kq_raft_host *h, uint64_t seq);
 
 /* Commit, install a fetched snapshot, send the outbox, and again while something is left

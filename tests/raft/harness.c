@@ -44,6 +44,7 @@ void h_init(harness *h, int n_voters, int n_observers, uint64_t seed)
     for (int i = 0; i < h->n; i++) {
         h_node *nd = &h->nodes[i];
         nd->id = i + 1;
+        nd->owner = h;
         nd->voter = i < n_voters;
         kq_raft_config_defaults(&nd->cfg);
         nd->cfg.node_id = nd->id;
@@ -62,6 +63,8 @@ void h_init(harness *h, int n_voters, int n_observers, uint64_t seed)
 void h_free(harness *h)
 {
     for (int i = 0; i < h->n; i++) {
+        if (h->nodes[i].r)
+            kq_raft_host_free(&h->nodes[i].host);
         kq_raft_free(h->nodes[i].r);
         free(h->nodes[i].log);
         free(h->nodes[i].snap_bytes);
@@ -184,62 +187,6 @@ static void fill_snapshot_resp(const h_node *leader, h_qmsg *e)
     memcpy(e->chunk, leader->snap_bytes + f->position, f->len);
 }
 
-/* Follower host: the snapshot part of an update (abort, chunk, install). Returns whether an
- * install happened (the caller then steps SNAPSHOT_INSTALLED). */
-static bool apply_snapshot(h_node *nd, const kq_raft_update *u, int *install_err)
-{
-    if (u->snapshot_abort) {
-        free(nd->part);
-        nd->part = NULL;
-        nd->part_len = 0;
-        nd->aborts++;
-    }
-    if (u->snapshot_chunk) {
-        if (u->chunk_position == 0) {
-            free(nd->part);
-            nd->part = NULL;
-            nd->part_len = 0;
-            nd->part_id = u->snapshot_id;
-        }
-        if (u->chunk_position != (int64_t)nd->part_len ||
-            !snap_id_same(u->snapshot_id, nd->part_id)) {
-            nd->chunk_errors++;
-        } else {
-            uint8_t *p = realloc(nd->part, nd->part_len + u->chunk_len + 1);
-            if (!p)
-                die("out of memory");
-            memcpy(p + nd->part_len, u->chunk_data, u->chunk_len);
-            nd->part = p;
-            nd->part_len += u->chunk_len;
-            nd->chunks_written++;
-        }
-    }
-    if (!u->install_snapshot)
-        return false;
-    if ((int64_t)nd->part_len != u->snapshot_size || nd->corrupt_next_install) {
-        nd->corrupt_next_install = false;
-        nd->install_failures++;
-        free(nd->part);
-        nd->part = NULL;
-        nd->part_len = 0;
-        *install_err = KQ_ERR_CORRUPT_MESSAGE;
-        return true;
-    }
-    free(nd->snap_bytes);
-    nd->snap_bytes = nd->part;
-    nd->snap_len = nd->part_len;
-    nd->snap = u->snapshot_id;
-    nd->part = NULL;
-    nd->part_len = 0;
-    nd->n_log = 0;
-    nd->n_durable = 0;
-    nd->log_start = u->snapshot_id.end_offset;
-    nd->log_start_epoch = u->snapshot_id.epoch;
-    nd->installs++;
-    *install_err = 0;
-    return true;
-}
-
 static void apply_compaction(h_node *nd, int64_t to)
 {
     size_t k = 0;
@@ -260,11 +207,204 @@ static void apply_compaction(h_node *nd, int64_t to)
     nd->compactions++;
 }
 
-static void apply_update(harness *h, h_node *nd, const kq_raft_update *u)
+/* ------------------------------------------------------------ host: the production Raft host */
+
+/* Each node's host is kq_raft_host (kq/raft_host.h) over this in-memory disk, asynchronous:
+ * a batch becomes durable when the harness says so (at once, or with h_persist when
+ * hold_persist is set), and what the host sends goes onto the queue. The disk counts what a
+ * store would refuse (appends that do not continue the log, truncations inside a batch)
+ * instead of stopping, so tests can assert the core never asks for them. */
+
+static int disk_put_qstate(void *ctx, const kq_raft_qstate *qs)
 {
+    h_node *nd = ctx;
+    nd->qs = *qs;
+    nd->n_qstate_writes++;
+    nd->open = true;
+    return 0;
+}
+
+static int disk_truncate(void *ctx, int64_t end)
+{
+    h_node *nd = ctx;
+    /* The store (kq_store_truncate) rejects a truncation inside a batch: count it (the
+     * harness still splits the batch so the core and the log stay comparable). */
+    while (nd->n_log > 0 && nd->log[nd->n_log - 1].base >= end)
+        nd->n_log--;
+    if (nd->n_log > 0 && log_end(nd) > end) {
+        nd->truncate_errors++;
+        nd->log[nd->n_log - 1].count = (int32_t)(end - nd->log[nd->n_log - 1].base);
+    }
+    if (nd->n_durable > nd->n_log)
+        nd->n_durable = nd->n_log;
+    nd->open = true;
+    return 0;
+}
+
+/* Records are one payload id (8 bytes): the harness's own for this node's batches. */
+static int disk_append(void *ctx, int64_t base, int32_t epoch, int32_t count, const uint8_t *data,
+                       size_t len)
+{
+    h_node *nd = ctx;
+    if (base != log_end(nd) || count <= 0) {
+        nd->append_errors++;
+        return 0;
+    }
+    if (!data || len != sizeof(uint64_t))
+        die("fetched batch without its payload");
+    if (nd->n_log == nd->cap_log) {
+        size_t cap = nd->cap_log ? nd->cap_log * 2 : 64;
+        h_batch *l = realloc(nd->log, cap * sizeof(*l));
+        if (!l)
+            die("out of memory");
+        nd->log = l;
+        nd->cap_log = cap;
+    }
+    h_batch *x = &nd->log[nd->n_log++];
+    x->base = base;
+    x->epoch = epoch;
+    x->count = count;
+    memcpy(&x->payload, data, sizeof(uint64_t));
+    nd->open = true;
+    return 0;
+}
+
+static int disk_remove_prefix(void *ctx, int64_t to)
+{
+    apply_compaction(ctx, to);
+    return 0;
+}
+
+static int disk_snapshot_chunk(void *ctx, kq_raft_snapshot_id id, int64_t pos, const uint8_t *data,
+                               size_t len)
+{
+    h_node *nd = ctx;
+    if (pos == 0) {
+        free(nd->part);
+        nd->part = NULL;
+        nd->part_len = 0;
+        nd->part_id = id;
+    }
+    if (pos != (int64_t)nd->part_len || !snap_id_same(id, nd->part_id)) {
+        nd->chunk_errors++;
+        return 0;
+    }
+    uint8_t *p = realloc(nd->part, nd->part_len + len + 1);
+    if (!p)
+        die("out of memory");
+    memcpy(p + nd->part_len, data, len);
+    nd->part = p;
+    nd->part_len += len;
+    nd->chunks_written++;
+    return 0;
+}
+
+static void disk_snapshot_abort(void *ctx, kq_raft_snapshot_id id)
+{
+    h_node *nd = ctx;
+    (void)id;
+    free(nd->part);
+    nd->part = NULL;
+    nd->part_len = 0;
+    nd->aborts++;
+}
+
+static bool disk_pending(void *ctx)
+{
+    return ((h_node *)ctx)->open;
+}
+
+static int disk_commit(void *ctx)
+{
+    (void)ctx;
+    die("synchronous commit on the harness's asynchronous disk");
+    return KQ_ERR_INTERNAL;
+}
+
+static int disk_commit_start(void *ctx, uint64_t seq)
+{
+    h_node *nd = ctx;
+    nd->open = false;
+    nd->commit_started = seq;
+    return 0;
+}
+
+/* The fetched snapshot replaces the log (or, damaged, is dropped). hold_install: it finishes
+ * when the test calls h_finish_install. */
+static int host_install(void *ctx, kq_raft_snapshot_id id, char *err, size_t errlen)
+{
+    h_node *nd = ctx;
+    int rc = 0;
+    (void)err, (void)errlen;
+    if ((int64_t)nd->part_len != nd->part_size || nd->corrupt_next_install) {
+        nd->corrupt_next_install = false;
+        nd->install_failures++;
+        free(nd->part);
+        nd->part = NULL;
+        nd->part_len = 0;
+        rc = KQ_ERR_CORRUPT_MESSAGE;
+    } else {
+        free(nd->snap_bytes);
+        nd->snap_bytes = nd->part;
+        nd->snap_len = nd->part_len;
+        nd->snap = id;
+        nd->part = NULL;
+        nd->part_len = 0;
+        nd->n_log = 0;
+        nd->n_durable = 0;
+        nd->log_start = id.end_offset;
+        nd->log_start_epoch = id.epoch;
+        nd->installs++;
+    }
+    if (nd->hold_install) {
+        nd->install_pending = true;
+        nd->pending_id = id;
+        nd->pending_err = rc;
+        return KQ_RAFT_HOST_LATER;
+    }
+    return rc;
+}
+
+static void host_append_own(void *ctx, const kq_raft_batch *b)
+{
+    h_node *nd = ctx;
+    uint64_t payload = b->kind == KQ_RAFT_BATCH_LEADER_CHANGE
+                           ? H_LEADER_CHANGE_PAYLOAD | (uint32_t)b->epoch
+                           : nd->owner->next_payload++;
+    nd->host.disk.append(nd->host.disk.ctx, b->base_offset, b->epoch, b->count,
+                         (const uint8_t *)&payload, sizeof payload);
+}
+
+static int host_send_request(void *ctx, const kq_raft_msg *m)
+{
+    h_node *nd = ctx;
+    nd->sent[m->type]++;
+    q_push(nd->owner, m, nd->owner->now);
+    return 0;
+}
+
+static void host_send_response(void *ctx, const kq_raft_msg *m)
+{
+    h_node *nd = ctx;
+    harness *h = nd->owner;
+    nd->sent[m->type]++;
+    h_outstanding *o = out_find(h, m->token);
+    if (!o)
+        return; /* already timed out: the host drops a late answer */
+    o->used = false;
+    h_qmsg *e = q_push(h, m, h->now);
+    if (m->type == KQ_RAFT_FETCH_RESP)
+        fill_fetch_resp(h, nd, e);
+    if (m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP)
+        fill_snapshot_resp(nd, e);
+}
+
+/* After every step: the update a test sees (h_last) is the one of the event it stepped, with
+ * what the host stepped on its own for it (PERSISTED, SNAPSHOT_INSTALLED) folded in. */
+static void host_after_step(void *ctx, const kq_raft_update *u)
+{
+    h_node *nd = ctx;
     if (nd->merging) {
-        /* the PERSISTED step the harness took on its own: fold it into the last update so a
-         * test sees everything the host did for the event it stepped */
         size_t room = KQ_RAFT_MAX_MSGS - nd->last.n_msgs;
         size_t n = u->n_msgs < room ? u->n_msgs : room;
         memcpy(nd->last_msgs + nd->last.n_msgs, u->msgs, n * sizeof(kq_raft_msg));
@@ -289,113 +429,65 @@ static void apply_update(harness *h, h_node *nd, const kq_raft_update *u)
         memcpy(nd->last_msgs, u->msgs, u->n_msgs * sizeof(kq_raft_msg));
         nd->last.msgs = nd->last_msgs;
     }
-
-    if (u->persist_qstate) {
-        nd->qs = u->qstate;
-        nd->n_qstate_writes++;
-    }
-    bool changed = false;
-    if (u->truncate_to >= 0) {
-        /* The store (kq_store_truncate) rejects a truncation inside a batch: count it (the
-         * harness still splits the batch so the core and the log stay comparable). */
-        while (nd->n_log > 0 && nd->log[nd->n_log - 1].base >= u->truncate_to)
-            nd->n_log--;
-        if (nd->n_log > 0 && log_end(nd) > u->truncate_to) {
-            nd->truncate_errors++;
-            nd->log[nd->n_log - 1].count = (int32_t)(u->truncate_to - nd->log[nd->n_log - 1].base);
-        }
-        if (nd->n_durable > nd->n_log)
-            nd->n_durable = nd->n_log;
-        changed = true;
-    }
-    if (u->compact_to >= 0)
-        apply_compaction(nd, u->compact_to);
-    int install_err = 0;
-    bool installed = apply_snapshot(nd, u, &install_err);
-    kq_raft_snapshot_id installed_id = u->snapshot_id;
-    for (size_t i = 0; i < u->n_append; i++) {
-        const kq_raft_batch *b = &u->append[i];
-        if (b->base_offset != log_end(nd) || b->count <= 0) {
-            nd->append_errors++;
-            continue;
-        }
-        if (nd->n_log == nd->cap_log) {
-            size_t cap = nd->cap_log ? nd->cap_log * 2 : 64;
-            h_batch *l = realloc(nd->log, cap * sizeof(*l));
-            if (!l)
-                die("out of memory");
-            nd->log = l;
-            nd->cap_log = cap;
-        }
-        h_batch *x = &nd->log[nd->n_log++];
-        x->base = b->base_offset;
-        x->epoch = b->epoch;
-        x->count = b->count;
-        switch (b->kind) {
-        case KQ_RAFT_BATCH_PROPOSED:
-            x->payload = h->next_payload++;
-            break;
-        case KQ_RAFT_BATCH_LEADER_CHANGE:
-            x->payload = H_LEADER_CHANGE_PAYLOAD | (uint32_t)b->epoch;
-            break;
-        case KQ_RAFT_BATCH_FETCHED:
-            if (!b->data || b->len != sizeof(uint64_t))
-                die("fetched batch without its payload");
-            memcpy(&x->payload, b->data, sizeof(uint64_t));
-            break;
-        }
-        changed = true;
-    }
-    for (size_t i = 0; i < u->n_msgs; i++) {
-        const kq_raft_msg *m = &u->msgs[i];
-        nd->sent[m->type]++;
-        if (kq_raft_msg_is_request(m->type)) {
-            q_push(h, m, h->now);
-            continue;
-        }
-        h_outstanding *o = out_find(h, m->token);
-        if (!o)
-            continue; /* already timed out: the host drops a late answer */
-        o->used = false;
-        h_qmsg *e = q_push(h, m, h->now);
-        if (m->type == KQ_RAFT_FETCH_RESP) {
-            e->m = *m;
-            e->m.u.fetch_resp.batches = NULL;
-            e->m.u.fetch_resp.n_batches = 0;
-            fill_fetch_resp(h, nd, e);
-        }
-        if (m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP)
-            fill_snapshot_resp(nd, e);
-    }
+    if (u->install_snapshot)
+        nd->part_size = u->snapshot_size;
     if (u->hw_changed) {
         nd->hw = u->high_watermark;
         if (nd->hw > nd->max_hw)
             nd->max_hw = nd->hw;
     }
-    if (u->fatal) {
-        nd->fatal = true;
-        nd->fatal_reason = u->fatal_reason;
-    }
     nd->deadline = u->next_deadline_ms;
-    if (changed && !nd->hold_persist && !u->fatal) {
-        bool was = nd->merging;
-        nd->merging = true;
-        h_persist(h, nd->id);
-        nd->merging = was;
+}
+
+static void host_fatal(void *ctx, const char *what, const char *detail)
+{
+    h_node *nd = ctx;
+    (void)what;
+    nd->fatal = true;
+    nd->fatal_reason = detail;
+}
+
+/* What the host does after an event: the leader's Fetch answers, commit, the durable report
+ * (unless held), the sends; all of it folded into the event's update. */
+static void host_settle(h_node *nd)
+{
+    bool was = nd->merging;
+    nd->merging = true;
+    for (int round = 0; round < 8 && !nd->fatal; round++) {
+        kq_raft_host_send_fetch_answers(&nd->host);
+        kq_raft_host_flush(&nd->host);
+        if (nd->hold_persist || nd->fatal || nd->commit_started <= nd->host.commits_durable)
+            break;
+        nd->n_durable = nd->n_log;
+        kq_raft_host_durable(&nd->host, nd->commit_started);
     }
-    if (installed && !u->fatal && nd->hold_install) {
-        nd->install_pending = true;
-        nd->pending_id = installed_id;
-        nd->pending_err = install_err;
-    } else if (installed && !u->fatal) {
-        bool was = nd->merging;
-        nd->merging = true;
-        kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_INSTALLED};
-        ev.u.snapshot.id = installed_id;
-        ev.u.snapshot.error = install_err;
-        h_step(h, nd->id, &ev);
-        nd->merging = was;
-    }
+    nd->merging = was;
+}
+
+static void host_open(h_node *nd)
+{
+    kq_raft_disk disk = {.ctx = nd,
+                         .put_qstate = disk_put_qstate,
+                         .truncate = disk_truncate,
+                         .append = disk_append,
+                         .remove_prefix = disk_remove_prefix,
+                         .snapshot_chunk = disk_snapshot_chunk,
+                         .snapshot_abort = disk_snapshot_abort,
+                         .pending = disk_pending,
+                         .commit = disk_commit,
+                         .commit_start = disk_commit_start};
+    kq_raft_host_ops ops = {.ctx = nd,
+                            .send_request = host_send_request,
+                            .send_response = host_send_response,
+                            .append_own = host_append_own,
+                            .after_step = host_after_step,
+                            .install_snapshot = host_install,
+                            .fatal = host_fatal};
+    if (kq_raft_host_init(&nd->host, nd->r, &disk, &ops) != 0)
+        die("out of memory");
+    nd->host.durable_end = log_end(nd);
+    nd->open = false;
+    nd->commit_started = 0;
 }
 
 int h_step(harness *h, int32_t id, kq_raft_event *ev)
@@ -404,21 +496,41 @@ int h_step(harness *h, int32_t id, kq_raft_event *ev)
     if (!nd->up || nd->fatal)
         return 0;
     kq_raft_update u;
-    ev->now_ms = h->now;
-    int rc = kq_raft_step(nd->r, ev, &u);
-    if (rc)
+    nd->host.now = h->now;
+    nd->merging = false;
+    int rc = kq_raft_host_step(&nd->host, ev, &u);
+    if (rc) {
         nd->step_errors++;
-    apply_update(h, nd, &u);
-    return rc;
+        nd->last = u; /* what the core answered the rejected event with */
+        nd->last.msgs = nd->last_msgs;
+        nd->last.n_msgs = 0;
+        return rc;
+    }
+    if (u.fatal)
+        return 0;
+    host_settle(nd);
+    return 0;
 }
 
 int h_persist(harness *h, int32_t id)
 {
     h_node *nd = h_node_of(h, id);
+    if (!nd->up || nd->fatal)
+        return 0;
+    nd->host.now = h->now;
+    kq_raft_host_commit(&nd->host); /* the open batch too */
     nd->n_durable = nd->n_log;
-    kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
-    ev.u.persisted_end = log_end(nd);
-    return h_step(h, id, &ev);
+    if (nd->commit_started > nd->host.commits_durable) {
+        nd->merging = false;
+        kq_raft_host_durable(&nd->host, nd->commit_started);
+    } else {
+        nd->merging = false; /* nothing to sync: the core hears PERSISTED anyway, as before */
+        kq_raft_event ev = {.type = KQ_RAFT_EV_PERSISTED};
+        ev.u.persisted_end = log_end(nd);
+        kq_raft_host_step(&nd->host, &ev, NULL);
+    }
+    host_settle(nd);
+    return 0;
 }
 
 int h_tick(harness *h, int32_t id)
@@ -444,10 +556,13 @@ void h_start(harness *h, int32_t id)
 {
     h_node *nd = h_node_of(h, id);
     char err[128];
+    if (nd->r)
+        kq_raft_host_free(&nd->host);
     kq_raft_free(nd->r);
     nd->r = kq_raft_new(&nd->cfg, err, sizeof(err));
     if (!nd->r)
         die(err);
+    host_open(nd);
     nd->up = true;
     nd->fatal = false;
     nd->hw = -1;
@@ -485,8 +600,13 @@ void h_crash(harness *h, int32_t id)
 {
     h_node *nd = h_node_of(h, id);
     nd->up = false;
+    if (nd->r)
+        kq_raft_host_free(&nd->host);
     kq_raft_free(nd->r);
     nd->r = NULL;
+    nd->open = false;
+    nd->commit_started = 0;
+    nd->install_pending = false;
     nd->n_log = nd->n_durable;
     free(nd->part); /* a .part never survives: the store removes it at open */
     nd->part = NULL;
@@ -593,10 +713,12 @@ int h_finish_install(harness *h, int32_t id)
     if (!nd->install_pending)
         die("no install pending");
     nd->install_pending = false;
-    kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_INSTALLED};
-    ev.u.snapshot.id = nd->pending_id;
-    ev.u.snapshot.error = nd->pending_err;
-    return h_step(h, id, &ev);
+    nd->host.now = h->now;
+    nd->merging = false;
+    kq_raft_host_installed(&nd->host, nd->pending_err);
+    if (!nd->fatal)
+        host_settle(nd);
+    return 0;
 }
 
 int h_inject(harness *h, int32_t to, const kq_raft_msg *m)

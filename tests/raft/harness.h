@@ -1,10 +1,10 @@
 /*
  * Scripted harness for the pure Raft core (tests/raft only).
  *
- * It owns N cores (node ids 1..N, voters first, then observers) and plays the host for each:
- * an in-memory log of batches (base offset, epoch, count, payload id), a durable quorum state,
- * and the host sequence of include/kq/raft.h (persist qstate, truncate, append, queue messages,
- * then step PERSISTED). Messages wait in one queue until the test delivers, drops or lets
+ * It owns N cores (node ids 1..N, voters first, then observers), each driven by the
+ * production Raft host (kq/raft_host.h) over an in-memory disk: a log of batches (base
+ * offset, epoch, count, payload id), a durable quorum state and snapshots; the host's sends go
+ * onto the harness's queue. Messages wait in one queue until the test delivers, drops or lets
  * h_run deliver them; every request gets exactly one response (the peer's, or a synthesized
  * REQUEST_TIMED_OUT when the request or its response was lost or the peer is down).
  *
@@ -15,6 +15,7 @@
 #define KQ_RAFT_HARNESS_H
 
 #include "kq/raft.h"
+#include "kq/raft_host.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -71,9 +72,14 @@ typedef struct h_node {
     bool install_pending;
     kq_raft_snapshot_id pending_id;
     int pending_err;
-    /* host */
-    bool hold_persist; /* do not step PERSISTED automatically */
-    bool merging;      /* inside the automatic PERSISTED step */
+    /* host: the production Raft host over this node's disk (harness.c) */
+    struct harness *owner;
+    kq_raft_host host;
+    bool open;               /* a batch is being written */
+    uint64_t commit_started; /* the host's last batch number */
+    int64_t part_size;       /* the fetched snapshot's size, from the install update */
+    bool hold_persist;       /* do not report batches durable automatically (h_persist does) */
+    bool merging;            /* inside the automatic PERSISTED step */
     int64_t hw;
     int64_t max_hw; /* highest HW ever reported */
     uint64_t deadline;
