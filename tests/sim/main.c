@@ -1,18 +1,22 @@
 /*
  * kq-sim: run the deterministic simulator over one seed or a range of seeds.
  *
- *   kq-sim --seed S [--seeds N] [--voters K] [--observers M] [--trace] [--max-time-ms T]
- *          [--liveness-ms L] [--check-determinism] [--bug NAME] [--quiet]
+ *   kq-sim --seed S [--seeds N | --hours H] [--voters K] [--observers M] [--trace]
+ *          [--max-time-ms T] [--liveness-ms L] [--check-determinism] [--bug NAME] [--quiet]
  *          [--controller [--brokers B]]
+ *   kq-sim --list-bugs
  *
  * Prints one line per failing seed (and its last trace lines on stderr) and a summary line
- * "sim: N seeds, F failed". Exit status: 0 all passed, 1 some failed, 2 usage error.
+ * "sim: N seeds, F failed". --hours runs seeds from S on until the time is up or one fails
+ * (a soak: the first failing seed, with its trace, is the report). Exit status: 0 all passed,
+ * 1 some failed, 2 usage error.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "kq/error.h"
@@ -21,19 +25,23 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: kq-sim --seed S [--seeds N] [--voters K] [--observers M] [--trace]\n"
-            "              [--max-time-ms T] [--liveness-ms L] [--check-determinism]\n"
+            "usage: kq-sim --seed S [--seeds N | --hours H] [--voters K] [--observers M]\n"
+            "              [--trace] [--max-time-ms T] [--liveness-ms L] [--check-determinism]\n"
             "              [--bug NAME] [--quiet] [--controller [--brokers B]]\n"
+            "       kq-sim --list-bugs\n"
             "  --seed S             first seed (required)\n"
             "  --seeds N            run seeds S..S+N-1 (default 1)\n"
+            "  --hours H            run seeds S, S+1, ... for H hours (fractions allowed), stop\n"
+            "                       at the first that fails\n"
+            "  --list-bugs          print the checker self-tests (--bug names), one per line\n"
             "  --voters K           1..%d voters (default: drawn from each seed)\n"
             "  --observers M        0..%d observers (default: drawn from each seed)\n"
             "  --trace              print every trace line\n"
             "  --max-time-ms T      virtual length of the fault phase (default: drawn)\n"
             "  --liveness-ms L      convergence budget after healing (default 60000)\n"
             "  --check-determinism  run every seed twice and compare trace hashes\n"
-            "  --bug NAME           run a deliberately broken host (checker self-test): none,\n"
-            "                       early-ack, lose-synced, ctl-early-reply, ctl-no-rollback\n"
+            "  --bug NAME           run a deliberately broken host (checker self-test; see\n"
+            "                       --list-bugs; a controller bug implies --controller)\n"
             "  --quiet              no trace dump for failing seeds\n"
             "  --controller         also run the controller (metadata image, controller APIs)\n"
             "                       with simulated brokers and check its invariants\n"
@@ -52,10 +60,24 @@ int main(int argc, char **argv)
     kq_sim_opts_defaults(&o);
     uint64_t seed = 0, nseeds = 1, v;
     bool have_seed = false, determinism = false;
+    double hours = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        if (!strcmp(a, "--list-bugs")) {
+            for (int b = KQ_SIM_BUG_NONE + 1; b < KQ_SIM_BUG_COUNT; b++)
+                printf("%s\n", kq_sim_bug_name((kq_sim_bug)b));
+            return 0;
+        } else if (!strcmp(a, "--hours")) {
+            char *end = NULL;
+            hours = val ? strtod(val, &end) : -1;
+            if (!val || end == val || *end != '\0' || !(hours > 0 && hours <= 10000)) {
+                fprintf(stderr, "kq-sim: --hours: '%s' is not a number of hours in (0, 10000]\n",
+                        val ? val : "");
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--seed")) {
@@ -101,11 +123,13 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--bug")) {
             int b = val ? kq_sim_bug_from_name(val) : -1;
             if (b < 0) {
-                fprintf(stderr, "kq-sim: --bug needs none, early-ack, lose-synced, "
-                                "ctl-early-reply or ctl-no-rollback\n");
+                fprintf(stderr, "kq-sim: --bug: '%s' is not a self-test (kq-sim --list-bugs)\n",
+                        val ? val : "");
                 return 2;
             }
             o.bug = (kq_sim_bug)b;
+            if (kq_sim_bug_needs_controller(o.bug))
+                o.controller = true;
             i++;
         } else {
             fprintf(stderr, "kq-sim: unknown option '%s'\n", a);
@@ -124,8 +148,11 @@ int main(int argc, char **argv)
     }
     o.out = o.trace ? stdout : stderr;
 
-    uint64_t failed = 0;
-    for (uint64_t k = 0; k < nseeds; k++) {
+    uint64_t failed = 0, k;
+    time_t stop_at = hours > 0 ? time(NULL) + (time_t)(hours * 3600) : 0;
+    if (hours > 0)
+        nseeds = UINT64_MAX - seed;
+    for (k = 0; k < nseeds && !(hours > 0 && (failed > 0 || time(NULL) >= stop_at)); k++) {
         kq_sim_result r;
         o.seed = seed + k;
         int rc = kq_sim_run(&o, &r);
@@ -171,6 +198,6 @@ int main(int argc, char **argv)
         }
         fflush(stdout);
     }
-    printf("sim: %" PRIu64 " seeds, %" PRIu64 " failed\n", nseeds, failed);
+    printf("sim: %" PRIu64 " seeds, %" PRIu64 " failed\n", k, failed);
     return failed ? 1 : 0;
 }

@@ -1681,8 +1681,8 @@ static void node_start(sim *s, sim_node *n)
     size_t ne = 0;
     for (size_t i = 0; i < n->dlog.n; i++)
         if (ne == 0 || epochs[ne - 1].epoch != n->dlog.b[i].epoch)
-            epochs[ne++] = (kq_epoch_entry){.epoch = n->dlog.b[i].epoch,
-                                                 .start_offset = n->dlog.b[i].base};
+            epochs[ne++] =
+                (kq_epoch_entry){.epoch = n->dlog.b[i].epoch, .start_offset = n->dlog.b[i].base};
     if (s->o.controller && !ctl_host_start(s, n)) {
         free(epochs);
         return;
@@ -3145,19 +3145,31 @@ void kq_sim_opts_defaults(kq_sim_opts *o)
     o->dump_on_failure = true;
 }
 
+static const struct {
+    const char *name;
+    bool controller;
+} bug_table[KQ_SIM_BUG_COUNT] = {[KQ_SIM_BUG_NONE] = {"none", false},
+#define KQ_SIM_BUG_ROW(e, n, ctl, what) [KQ_SIM_BUG_##e] = {n, ctl},
+                                 KQ_SIM_BUGS(KQ_SIM_BUG_ROW)
+#undef KQ_SIM_BUG_ROW
+};
+
 int kq_sim_bug_from_name(const char *name)
 {
-    if (!strcmp(name, "none"))
-        return KQ_SIM_BUG_NONE;
-    if (!strcmp(name, "early-ack"))
-        return KQ_SIM_BUG_EARLY_ACK;
-    if (!strcmp(name, "lose-synced"))
-        return KQ_SIM_BUG_LOSE_SYNCED;
-    if (!strcmp(name, "ctl-early-reply"))
-        return KQ_SIM_BUG_CTL_EARLY_REPLY;
-    if (!strcmp(name, "ctl-no-rollback"))
-        return KQ_SIM_BUG_CTL_NO_ROLLBACK;
+    for (int b = 0; b < KQ_SIM_BUG_COUNT; b++)
+        if (!strcmp(name, bug_table[b].name))
+            return b;
     return -1;
+}
+
+const char *kq_sim_bug_name(kq_sim_bug b)
+{
+    return (int)b >= 0 && b < KQ_SIM_BUG_COUNT ? bug_table[b].name : NULL;
+}
+
+bool kq_sim_bug_needs_controller(kq_sim_bug b)
+{
+    return (int)b >= 0 && b < KQ_SIM_BUG_COUNT && bug_table[b].controller;
 }
 
 static uint32_t vary(kq_prng *r, uint32_t base, uint32_t pct)

@@ -2,10 +2,10 @@
  * kq_sim: deterministic simulator for the KRaft core (include/kq/raft.h).
  *
  * One process runs 1-5 voters and 0-3 observers, each a real kq_raft core driven by the
- * production Raft host (kq/raft_host.h) over simulated parts: a virtual clock, a simulated network (latency, loss, duplication,
- * reordering, clogging, partitions) and simulated disks (durable image + pending writes that
- * become durable after a sampled latency; a crash drops the pending tail). Everything is drawn
- * from one 64-bit seed, so a run is reproducible from (seed, options, commit).
+ * production Raft host (kq/raft_host.h) over simulated parts: a virtual clock, a simulated network
+ * (latency, loss, duplication, reordering, clogging, partitions) and simulated disks (durable image
+ * + pending writes that become durable after a sampled latency; a crash drops the pending tail).
+ * Everything is drawn from one 64-bit seed, so a run is reproducible from (seed, options, commit).
  *
  * A run has a safety phase (random faults) and a liveness phase (faults stop, the network
  * heals, crashed nodes restart; a single leader, a new commit and identical logs on every node
@@ -40,14 +40,22 @@
 #define KQ_SIM_TRACE_KEEP 200 /* trace lines dumped on failure */
 #define KQ_SIM_MAX_BROKERS 6
 
-/* Deliberately broken hosts, to prove the checkers catch what they claim to catch. */
+/* Deliberately broken hosts, to prove the checkers catch what they claim to catch: one row
+ * per self-test (enum, name, needs controller mode, what it breaks). */
+#define KQ_SIM_BUGS(X)                                                                             \
+    X(EARLY_ACK, "early-ack", false, "a disk that reports batches durable before they are")        \
+    X(LOSE_SYNCED, "lose-synced", false, "a crash also loses the last durable batch")              \
+    X(CTL_EARLY_REPLY, "ctl-early-reply", true,                                                    \
+      "the active controller takes its log end for committed")                                     \
+    X(CTL_NO_ROLLBACK, "ctl-no-rollback", true,                                                    \
+      "uncommitted records stay in the image after leadership is lost")
+
 typedef enum kq_sim_bug {
     KQ_SIM_BUG_NONE = 0,
-    KQ_SIM_BUG_EARLY_ACK,   /* report writes PERSISTED (and send) before they are durable */
-    KQ_SIM_BUG_LOSE_SYNCED, /* a crash also loses the last durable batch (lying fsync) */
-    /* controller mode */
-    KQ_SIM_BUG_CTL_EARLY_REPLY, /* the active controller takes its log end for committed */
-    KQ_SIM_BUG_CTL_NO_ROLLBACK, /* keep uncommitted records in the image after losing leadership */
+#define KQ_SIM_BUG_ENUM(e, name, ctl, what) KQ_SIM_BUG_##e,
+    KQ_SIM_BUGS(KQ_SIM_BUG_ENUM)
+#undef KQ_SIM_BUG_ENUM
+        KQ_SIM_BUG_COUNT
 } kq_sim_bug;
 
 typedef struct kq_sim_opts {
@@ -95,8 +103,11 @@ void kq_sim_opts_defaults(kq_sim_opts *o);
  * names the option), or KQ_ERR_NOMEM. */
 int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res);
 
-/* "none", "early-ack", "lose-synced", "ctl-early-reply", "ctl-no-rollback"; returns -1 for an
- * unknown name. */
+/* "none" or a name of KQ_SIM_BUGS; returns -1 for an unknown name. */
 int kq_sim_bug_from_name(const char *name);
+/* The name of bug b ("none" for KQ_SIM_BUG_NONE), NULL outside the table. */
+const char *kq_sim_bug_name(kq_sim_bug b);
+/* Bug b is in the controller (it needs controller mode to run). */
+bool kq_sim_bug_needs_controller(kq_sim_bug b);
 
 #endif
