@@ -148,7 +148,9 @@ int main(int argc, char **argv)
     }
     o.out = o.trace ? stdout : stderr;
 
-    uint64_t failed = 0, k;
+    uint64_t failed = 0, k, events = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     time_t stop_at = hours > 0 ? time(NULL) + (time_t)(hours * 3600) : 0;
     if (hours > 0)
         nseeds = UINT64_MAX - seed;
@@ -165,6 +167,7 @@ int main(int argc, char **argv)
             failed++;
             continue;
         }
+        events += r.events;
         if (!r.failed && determinism) {
             kq_sim_result r2;
             kq_sim_opts o2 = o;
@@ -198,6 +201,10 @@ int main(int argc, char **argv)
         }
         fflush(stdout);
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    printf("sim: %" PRIu64 " events in %.1f s (%.0f events/s, %.0f seeds/s)\n", events, secs,
+           secs > 0 ? (double)events / secs : 0, secs > 0 ? (double)k / secs : 0);
     printf("sim: %" PRIu64 " seeds, %" PRIu64 " failed\n", k, failed);
     return failed ? 1 : 0;
 }

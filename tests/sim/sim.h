@@ -12,9 +12,10 @@
  * are required within a time budget). Invariants are checked after every core step; the first
  * violation stops the run.
  *
- * Controller mode (opts.controller): every node hosts a kq_meta replaying the committed log
- * (the same calls as controller/main.c); the leader activates and runs the controller APIs
- * (kq_op_run) and timers (fencing, leaderless scan, rebalance). 3-6 simulated brokers, each
+ * Controller mode (opts.controller): every voter runs the production controller node
+ * (controller/node.h, as kq-controller does): it replays the committed log, the leader
+ * activates and runs the controller APIs (kq_op_run) and timers (fencing, leaderless scan,
+ * rebalance), and answers wait for their records to commit. 3-6 simulated brokers, each
  * with its own drifting clock, register, heartbeat every 2 s, crash and restart as new
  * incarnations, and send AlterPartition (ISR shrink/expand, sometimes with stale epochs) for
  * the partitions they lead; an admin client creates topics. All of it is encoded with the
