@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kq_cli.h"
 #include "kq/codec.h"
 #include "kq/ctl_codec.h"
 #include "kq/error.h"
@@ -866,7 +867,26 @@ int main(int argc, char **argv)
                                          {"poll-us", required_argument, NULL, 'p'},
                                          {NULL, 0, NULL, 0}};
     int o;
-    while ((o = getopt_long(argc, argv, "b:w:s:W:z:f:Ac:k:P:Lm:n:i:p:", opts, NULL)) != -1) {
+    uint64_t v = 0;
+    /* Numbers through kq_cli (tests/lib/kq_cli.h): a bad value is named, never read as 0. */
+#define NUM(lo, hi, dst)                                                                           \
+    do {                                                                                           \
+        if (kq_cli_u64("kq-bench", optname, optarg, (lo), (hi), &v))                               \
+            return 2;                                                                              \
+        (dst) = v;                                                                                 \
+    } while (0)
+#define REAL(lo, hi, dst)                                                                          \
+    do {                                                                                           \
+        if (kq_cli_double("kq-bench", optname, optarg, (lo), (hi), &(dst)))                        \
+            return 2;                                                                              \
+    } while (0)
+    int optidx = 0;
+    while ((o = getopt_long(argc, argv, "b:w:s:W:z:f:Ac:k:P:Lm:n:i:p:", opts, &optidx)) != -1) {
+        for (int k = 0; opts[k].name; k++) /* the short form too names its long option */
+            if (opts[k].val == o)
+                optidx = k;
+        char optname[40];
+        snprintf(optname, sizeof optname, "--%s", opts[optidx].name);
         switch (o) {
         case 'f':
             return fsync_probe(optarg);
@@ -880,42 +900,44 @@ int main(int argc, char **argv)
             broker_metrics = optarg;
             break;
         case 'n':
-            requests = atoi(optarg);
+            NUM(1, 1000000, requests);
             break;
         case 'i':
-            interval_ms = atoi(optarg);
+            NUM(0, 3600000, interval_ms);
             break;
         case 'p':
-            poll_us = atol(optarg);
+            NUM(0, 10000000, poll_us);
             break;
         case 'c':
             cluster_id = optarg;
             break;
         case 'k':
-            brokers = atoi(optarg);
+            NUM(1, 64, brokers);
             break;
         case 'P':
-            partitions = atoi(optarg);
+            NUM(0, 1000000, partitions);
             break;
         case 'b':
             bootstrap = optarg;
             break;
         case 'w':
-            writers = atoi(optarg);
+            NUM(1, 4096, writers);
             break;
         case 's':
-            seconds = atof(optarg);
+            REAL(0.001, 86400, seconds);
             break;
         case 'W':
-            warmup = atof(optarg);
+            REAL(0, 3600, warmup);
             break;
         case 'z':
-            size = (size_t)atol(optarg);
+            NUM(0, 1024 * 1024, size);
             break;
         default:
             goto usage;
         }
     }
+#undef NUM
+#undef REAL
     if (bootstrap == NULL || writers < 1 || writers > 4096 || seconds <= 0)
         goto usage;
     if (lag) {

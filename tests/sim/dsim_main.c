@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "kq_cli.h"
 #include "dsim.h"
 #include "kq/error.h"
 
@@ -40,7 +40,7 @@ static void usage(FILE *f)
 
 static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    return kq_sim_parse_u64("kq-dsim", opt, s, lo, hi, out);
+    return kq_cli_u64("kq-dsim", opt, s, lo, hi, out);
 }
 
 int main(int argc, char **argv)

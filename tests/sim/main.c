@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "kq_cli.h"
 #include "kq/error.h"
 #include "sim.h"
 
@@ -51,7 +51,7 @@ static void usage(FILE *f)
 
 static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    return kq_sim_parse_u64("kq-sim", opt, s, lo, hi, out);
+    return kq_cli_u64("kq-sim", opt, s, lo, hi, out);
 }
 
 int main(int argc, char **argv)
@@ -69,13 +69,8 @@ int main(int argc, char **argv)
                 printf("%s\n", kq_sim_bug_name((kq_sim_bug)b));
             return 0;
         } else if (!strcmp(a, "--hours")) {
-            char *end = NULL;
-            hours = val ? strtod(val, &end) : -1;
-            if (!val || end == val || *end != '\0' || !(hours > 0 && hours <= 10000)) {
-                fprintf(stderr, "kq-sim: --hours: '%s' is not a number of hours in (0, 10000]\n",
-                        val ? val : "");
+            if (kq_cli_double("kq-sim", a, val, 1e-6, 10000, &hours))
                 return 2;
-            }
             i++;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
