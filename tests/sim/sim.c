@@ -20,6 +20,7 @@
 #include "kq/raft_host.h"
 #include "kq/util.h"
 #include "evheap.h"
+#include "lifecycle.h"
 #include "node.h"
 #include "sim_inv.h"
 
@@ -2055,6 +2056,8 @@ typedef struct sim_actor {
     /* admin */
     uint32_t topics_done;
     uint32_t admin_rounds;
+    /* a broker: the production lifecycle (broker-agent/lifecycle.h) on the actor's clock */
+    kq_bl bl;
 } sim_actor;
 
 /* An AlterPartition result a broker saw acknowledged: it must stay in the committed state. */
@@ -2624,15 +2627,76 @@ static void broker_register(sim *s, sim_actor *a)
     actor_send(s, a, CHAN_MAIN, &r);
 }
 
-static void broker_heartbeat(sim *s, sim_actor *a)
+static void broker_heartbeat(sim *s, sim_actor *a, const kq_heartbeat *hb)
 {
     kq_ctl_request r;
     memset(&r, 0, sizeof r);
     r.api_key = KQ_API_BROKER_HEARTBEAT;
-    r.broker_heartbeat.broker_id = a->id;
-    r.broker_heartbeat.broker_epoch = a->epoch;
-    r.broker_heartbeat.current_metadata_offset = a->meta_offset;
+    r.broker_heartbeat = *hb;
     actor_send(s, a, CHAN_MAIN, &r);
+}
+
+/* The broker's own clock (it drifts), and the simulated time a reading of it falls on. */
+static uint64_t broker_clock(const sim *s, const sim_actor *a)
+{
+    return actor_ms(a, s->now);
+}
+
+static uint64_t broker_sim_time(const sim *s, const sim_actor *a, uint64_t local)
+{
+    uint64_t t = local * 1000 / (uint64_t)(1000 + a->drift_pm);
+    return t > s->now ? t : s->now + 1;
+}
+
+static void broker_sync(sim_actor *a)
+{
+    a->epoch = a->bl.broker_epoch;
+    a->fenced = a->bl.fenced;
+}
+
+/* The lifecycle's next step: register or heartbeat to the controller it picks (the leader hint
+ * of the last NOT_CONTROLLER, else the voters in turn), on its own schedule. It is ready to be
+ * unfenced once registered: a simulated broker applies committed metadata as it commits. */
+static void broker_tick(sim *s, sim_actor *a)
+{
+    kq_bl_action act;
+    if (a->bl.broker_epoch >= 0 && !a->bl.ready_to_unfence)
+        kq_bl_set_ready(&a->bl);
+    kq_bl_poll(&a->bl, broker_clock(s, a), a->meta_offset, &act);
+    if (act.exit) {
+        fail(s, "b%d: its lifecycle stopped it (exit %d): %s", a->id, act.exit_code,
+             act.exit_reason ? act.exit_reason : "");
+        return;
+    }
+    if (act.send != KQ_BL_SEND_NONE) {
+        sim_node *n = node_by_id(s, act.target);
+        if (!n) {
+            fail(s, "b%d: its lifecycle picked controller %d, not a voter", a->id, act.target);
+            return;
+        }
+        a->ctl = n->idx;
+        if (act.send == KQ_BL_SEND_REGISTRATION)
+            broker_register(s, a);
+        else
+            broker_heartbeat(s, a, &act.hb);
+    }
+    actor_tick_at(s, a, broker_sim_time(s, a, act.next_ms));
+}
+
+/* The answer (or the timeout, error REQUEST_TIMED_OUT) of the lifecycle's request. */
+static void broker_answer(sim *s, sim_actor *a, uint32_t api, int error, int64_t epoch,
+                          const kq_heartbeat_result *hr, int32_t hint)
+{
+    bool was_fenced = a->fenced;
+    if (api == KQ_API_BROKER_REGISTRATION)
+        kq_bl_on_registration(&a->bl, broker_clock(s, a), error, epoch, hint);
+    else
+        kq_bl_on_heartbeat(&a->bl, broker_clock(s, a), error, hr, hint);
+    broker_sync(a);
+    if (a->fenced != was_fenced)
+        trace(s, "b%d: now %s (%s)", a->id, a->fenced ? "fenced" : "unfenced",
+              kq_bl_state_name(a->bl.state));
+    actor_tick_at(s, a, s->now + 1);
 }
 
 static void admin_tick(sim *s, sim_actor *a)
@@ -2671,13 +2735,9 @@ static void actor_tick(sim *s, sim_actor *a)
         if (!s->liveness && a->req_id[CHAN_MAIN] == 0)
             admin_tick(s, a);
         next = 1000 + kq_prng_below(&s->ctl, 1000);
-    } else if (a->req_id[CHAN_MAIN] == 0) {
-        if (a->epoch < 0) {
-            broker_register(s, a);
-            next = 500;
-        } else {
-            broker_heartbeat(s, a);
-        }
+    } else {
+        broker_tick(s, a);
+        return;
     }
     actor_tick_at(s, a, s->now + actor_ms(a, next));
 }
@@ -2845,18 +2905,14 @@ static void on_main_response(sim *s, sim_actor *a, const kq_response *env)
         rc = kq_ctl_decode_broker_registration_response(env, &epoch, err, sizeof err);
         if (!rc) {
             trace(s, "b%d < registered with epoch %" PRId64, a->id, epoch);
-            a->epoch = epoch;
-            a->fenced = true;
-            actor_tick_at(s, a, s->now + 1);
+            broker_answer(s, a, KQ_API_BROKER_REGISTRATION, 0, epoch, NULL, -1);
         }
     } else if (a->req_api[CHAN_MAIN] == KQ_API_BROKER_HEARTBEAT) {
         kq_heartbeat_result hr;
         memset(&hr, 0, sizeof hr);
         rc = kq_ctl_decode_broker_heartbeat_response(env, &hr, err, sizeof err);
-        if (!rc && hr.is_fenced != a->fenced)
-            trace(s, "b%d < heartbeat: now %s", a->id, hr.is_fenced ? "fenced" : "unfenced");
         if (!rc)
-            a->fenced = hr.is_fenced;
+            broker_answer(s, a, KQ_API_BROKER_HEARTBEAT, 0, -1, &hr, -1);
     } else {
         kq_ctl_item_results ir;
         memset(&ir, 0, sizeof ir);
@@ -2902,16 +2958,15 @@ static void ctl_on_response(sim *s, sim_actor *a, const ctl_pkt *p)
     } else if (env.error) {
         trace(s, "b%d < n%d #%" PRIu64 " %s: %s (leader hint %d)", a->id, s->nodes[p->node].id,
               p->req_id, api_name(p->api), kq_err_name(env.error), env.leader_id);
-        if (env.error == KQ_ERR_NOT_CONTROLLER) {
+        if (env.error == KQ_ERR_INCONSISTENT_CLUSTER_ID) {
+            fail(s, "b%d: controller rejected the cluster id: %s", a->id, env.error_message);
+        } else if (chan == CHAN_MAIN && !a->admin) {
+            a->meta_offset = kq_image_offset(s->ref);
+            broker_answer(s, a, p->api, env.error, -1, NULL, env.leader_id);
+        } else if (env.error == KQ_ERR_NOT_CONTROLLER) {
             actor_follow(s, a, &env);
             if (chan == CHAN_MAIN)
                 actor_tick_at(s, a, s->now + 20 + kq_prng_below(&s->ctl, 80));
-        } else if (env.error == KQ_ERR_STALE_BROKER_EPOCH && !a->admin) {
-            a->epoch = -1; /* register again (same incarnation) */
-            if (chan == CHAN_MAIN)
-                actor_tick_at(s, a, s->now + 20);
-        } else if (env.error == KQ_ERR_INCONSISTENT_CLUSTER_ID) {
-            fail(s, "b%d: controller rejected the cluster id: %s", a->id, env.error_message);
         }
     } else {
         a->meta_offset = kq_image_offset(s->ref);
@@ -2946,7 +3001,9 @@ static void actor_timeout(sim *s, sim_actor *a, uint64_t req_id)
         a->req_id[c] = 0;
         trace(s, "%s%d: #%" PRIu64 " %s timed out at n%d", a->admin ? "admin" : "b", a->id, req_id,
               api_name(a->req_api[c]), s->nodes[a->ctl].id);
-        if (kq_prng_permille(&s->ctl, 500))
+        if (c == CHAN_MAIN && !a->admin)
+            broker_answer(s, a, a->req_api[c], KQ_ERR_REQUEST_TIMED_OUT, -1, NULL, -1);
+        else if (kq_prng_permille(&s->ctl, 500))
             actor_other_ctl(s, a);
     }
 }
@@ -2967,6 +3024,18 @@ static void broker_start(sim *s, sim_actor *a)
     a->fenced = true;
     a->req_id[0] = a->req_id[1] = 0;
     a->ctl = (int)kq_prng_below(&s->ctl, (uint64_t)s->n_nodes);
+    if (!a->admin) { /* a new process: a new lifecycle (and incarnation) */
+        kq_bl_config bc = {.broker_id = a->id,
+                           .n_controllers = s->n_voters,
+                           .heartbeat_interval_ms = HEARTBEAT_INTERVAL_MS,
+                           .session_timeout_ms = SESSION_TIMEOUT_MS,
+                           .registration_timeout_ms = 3600u * 1000u,
+                           .shutdown_timeout_ms = 30000,
+                           .seed = kq_prng_next(&s->ctl)};
+        for (int i = 0; i < s->n_voters; i++)
+            bc.controllers[i] = s->nodes[i].id;
+        kq_bl_init(&a->bl, &bc, broker_clock(s, a));
+    }
     trace(s, "%s%d > start #%" PRIu64, a->admin ? "admin" : "b", a->id, a->inc);
     actor_tick_at(s, a, s->now + kq_prng_below(&s->ctl, 200));
     if (!a->admin)

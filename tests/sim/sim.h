@@ -16,8 +16,9 @@
  * (controller/node.h, as kq-controller does): it replays the committed log, the leader
  * activates and runs the controller APIs (kq_op_run) and timers (fencing, leaderless scan,
  * rebalance), and answers wait for their records to commit. 3-6 simulated brokers, each
- * with its own drifting clock, register, heartbeat every 2 s, crash and restart as new
- * incarnations, and send AlterPartition (ISR shrink/expand, sometimes with stale epochs) for
+ * with its own drifting clock, run the production broker lifecycle (broker-agent/lifecycle.h:
+ * registration, heartbeats, back-off, controller choice, fencing state), crash and restart as
+ * new incarnations, and send AlterPartition (ISR shrink/expand, sometimes with stale epochs) for
  * the partitions they lead; an admin client creates topics. All of it is encoded with the
  * controller codec (include/kq/ctl_codec.h) and travels over the lossy, partitionable
  * network, following NOT_CONTROLLER hints. A reference image replays the committed log with
