@@ -104,8 +104,10 @@ typedef struct ctl_host {
     kq_ctl_node node;
     kq_raft_status view; /* the status the node reads (ctl_view_sync) */
     kq_sim_epochs *committed_epochs, *active_epochs;
-    uint64_t timer_gen; /* of the EV_CTL_TIMER in force */
-    uint64_t timer_at;  /* its time, 0: none */
+    uint64_t timer_gen;    /* of the EV_CTL_TIMER in force */
+    uint64_t timer_at;     /* its time, 0: none */
+    uint64_t activated_at; /* when it last became the active controller, 0: never */
+    uint64_t last_hb[KQ_SIM_MAX_BROKERS + 1]; /* a heartbeat it answered, by broker id */
     struct sim *s;
     struct sim_node *n;
 } ctl_host;
@@ -2029,6 +2031,7 @@ typedef struct ctl_pkt {
     uint64_t req_id;
     uint32_t api;
     int64_t wait; /* bookkeeping only (not on the wire): the offset the answer waited for */
+    uint64_t at;  /* a request handle: when the controller node took the request */
     kq_buf wire;
 } ctl_pkt;
 
@@ -2151,6 +2154,23 @@ static void ctl_reply_error(sim *s, sim_node *n, const ctl_pkt *req, int err, co
 #define CTL_UNCLEAN_INTERVAL_MS 500
 #define CTL_REBALANCE_INTERVAL_MS 5000
 
+/* The clock the controller node reads: the simulated one, except that the ctl-clock-jump
+ * self-test makes it jump forward by a session timeout one second after activation (as a
+ * wall clock can; kq-controller reads the monotonic clock). */
+static uint64_t ctl_jump(const sim *s, const sim_node *n)
+{
+    const ctl_host *h = &n->ch;
+    if (s->o.bug != KQ_SIM_BUG_CTL_CLOCK_JUMP || h->activated_at == 0 ||
+        s->now < h->activated_at + 1000)
+        return 0;
+    return SESSION_TIMEOUT_MS;
+}
+
+static uint64_t ctl_now(const sim *s, const sim_node *n)
+{
+    return s->now + ctl_jump(s, n);
+}
+
 /* What the node sees of its core: n->st, except that the ctl-early-reply self-test shows the
  * active controller its whole log as committed (it then answers before records commit). */
 static void ctl_view_sync(sim *s, sim_node *n)
@@ -2199,9 +2219,26 @@ static int ctl_op_read(void *arg, int64_t from, int64_t to, kq_ctl_batch_fn fn, 
     return 0;
 }
 
+/* The error code of an encoded answer (0: success). */
+static int answer_error(const kq_buf *b, int32_t from)
+{
+    kq_response env;
+    char err[64];
+    memset(&env, 0, sizeof env);
+    int rc = kq_codec_decode_response(b->data, b->len, from, &env, err, sizeof err);
+    int e = rc ? rc : env.error;
+    kq_response_free(&env);
+    return e;
+}
+
 static void ctl_op_reply(void *arg, void *req, kq_buf *resp, int64_t wait_offset)
 {
     ctl_host *h = arg;
+    ctl_pkt *q = req;
+    int32_t broker = h->s->actors[q->actor].id;
+    if (q->api == KQ_API_BROKER_HEARTBEAT && broker > 0 && broker <= KQ_SIM_MAX_BROKERS &&
+        q->at > h->last_hb[broker] && answer_error(resp, h->n->id) == 0)
+        h->last_hb[broker] = q->at;
     ctl_reply(h->s, h->n, req, resp, wait_offset);
     ctl_pkt_free(req);
 }
@@ -2231,6 +2268,7 @@ static void ctl_op_event(void *arg, kq_ctl_node_event ev, int64_t value)
     switch (ev) {
     case KQ_CTL_NODE_ACTIVATED:
         s->res->activations++;
+        h->activated_at = s->now;
         trace(s, "  n%d became the active controller at e%d (applied to %" PRId64 ")", n->id,
               n->st.epoch, h->node.meta.applied_end);
         ctl_check_committed(s, n);
@@ -2241,9 +2279,21 @@ static void ctl_op_event(void *arg, kq_ctl_node_event ev, int64_t value)
         trace(s, "  n%d no longer the active controller (image back to %" PRId64 ")", n->id,
               h->node.meta.applied_end);
         break;
-    case KQ_CTL_NODE_FENCED:
+    case KQ_CTL_NODE_FENCED: {
+        /* A broker that heartbeats to the active controller is never fenced: a fence needs a
+         * whole session timeout (simulated time) since this node's activation, which starts
+         * every session afresh, and since the last heartbeat it answered for that broker. */
+        uint64_t since = h->activated_at;
+        if (value > 0 && value <= KQ_SIM_MAX_BROKERS && h->last_hb[value] > since)
+            since = h->last_hb[value];
         trace(s, "  n%d fences broker %d (session expired)", n->id, (int)value);
+        if (s->now < since + SESSION_TIMEOUT_MS)
+            fail(s,
+                 "n%d fenced broker %d only %" PRIu64 " ms after its activation or the last "
+                 "heartbeat it answered (session timeout %d ms)",
+                 n->id, (int)value, s->now - since, SESSION_TIMEOUT_MS);
         break;
+    }
     case KQ_CTL_NODE_APPLIED:
         ctl_check_committed(s, n);
         break;
@@ -2314,7 +2364,7 @@ static void ctl_host_free(ctl_host *h)
 /* host_batch: the LeaderChange record of a new leader, from the node. */
 static void ctl_leader_change(sim *s, sim_node *n, int64_t base, kq_buf *payload)
 {
-    if (!n->ch.on || kq_ctl_node_leader_change(&n->ch.node, base, s->now, payload) != 0)
+    if (!n->ch.on || kq_ctl_node_leader_change(&n->ch.node, base, ctl_now(s, n), payload) != 0)
         fail(s, "n%d: cannot encode its LeaderChange record", n->id);
 }
 
@@ -2395,7 +2445,9 @@ static void ctl_check_committed(sim *s, sim_node *n)
 static void ctl_arm(sim *s, sim_node *n)
 {
     ctl_host *h = &n->ch;
-    uint64_t d = kq_ctl_node_deadline(&h->node);
+    uint64_t d = kq_ctl_node_deadline(&h->node), jump = ctl_jump(s, n);
+    if (d != UINT64_MAX)
+        d = d > jump ? d - jump : 0; /* the node's clock to simulated time */
     if (s->failed || !n->up || d == h->timer_at)
         return;
     h->timer_at = d;
@@ -2408,7 +2460,7 @@ static void ctl_arm(sim *s, sim_node *n)
 static void ctl_settle(sim *s, sim_node *n)
 {
     ctl_host *h = &n->ch;
-    kq_ctl_node_committed(&h->node, s->now);
+    kq_ctl_node_committed(&h->node, ctl_now(s, n));
     kq_ctl_node_flush(&h->node);
     ctl_check_active(s, n);
     ctl_arm(s, n);
@@ -2427,7 +2479,7 @@ static void ctl_after_step(sim *s, sim_node *n, const kq_raft_update *u)
         h->node.meta.active = false; /* so the node's deactivation rolls nothing back */
         h->node.meta.epoch_start = -1;
     }
-    kq_ctl_node_after_step(&h->node, u, s->now);
+    kq_ctl_node_after_step(&h->node, u, ctl_now(s, n));
     if (lost) {
         kq_sim_epochs_free(h->active_epochs);
         h->active_epochs = NULL;
@@ -2447,7 +2499,7 @@ static void ctl_noop(sim *s, sim_node *n)
         return;
     trace(s, "n%d > NoOp (%s)", n->id, kq_raft_role_name(n->st.role));
     h->busy = true;
-    kq_ctl_node_noop(&h->node, s->now);
+    kq_ctl_node_noop(&h->node, ctl_now(s, n));
     ctl_settle(s, n);
     h->busy = false;
 }
@@ -2477,13 +2529,14 @@ static void ctl_on_request(sim *s, sim_node *n, const ctl_pkt *p)
         free(req);
         return;
     }
-    *req = (ctl_pkt){.actor = p->actor, .node = n->idx, .req_id = p->req_id, .api = p->api};
+    *req = (ctl_pkt){
+        .actor = p->actor, .node = n->idx, .req_id = p->req_id, .api = p->api, .at = s->now};
     if (h->node.meta.active)
         s->res->ctl_requests++;
     trace(s, "n%d < b%d #%" PRIu64 " %s%s", n->id, s->actors[p->actor].id, p->req_id,
           api_name(p->api), h->node.meta.active ? "" : " (not the active controller)");
     h->busy = true;
-    rc = kq_ctl_node_request(&h->node, req, &env, s->now);
+    rc = kq_ctl_node_request(&h->node, req, &env, ctl_now(s, n));
     kq_request_free(&env);
     if (rc)
         fail(s, "codec: n%d cannot decode a %s body", n->id, api_name(p->api));
@@ -2499,7 +2552,7 @@ static void ctl_timer(sim *s, sim_node *n)
         return;
     h->timer_at = 0; /* fired */
     h->busy = true;
-    kq_ctl_node_run(&h->node, s->now);
+    kq_ctl_node_run(&h->node, ctl_now(s, n));
     ctl_settle(s, n);
     h->busy = false;
 }

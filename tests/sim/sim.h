@@ -50,7 +50,9 @@
     X(CTL_EARLY_REPLY, "ctl-early-reply", true,                                                    \
       "the active controller takes its log end for committed")                                     \
     X(CTL_NO_ROLLBACK, "ctl-no-rollback", true,                                                    \
-      "uncommitted records stay in the image after leadership is lost")
+      "uncommitted records stay in the image after leadership is lost")                            \
+    X(CTL_CLOCK_JUMP, "ctl-clock-jump", true,                                                      \
+      "the active controller's clock jumps a session timeout forward")
 
 typedef enum kq_sim_bug {
     KQ_SIM_BUG_NONE = 0,
