@@ -159,11 +159,11 @@ static void durable(kq_raft_host *h, uint64_t seq, int64_t end)
 void kq_raft_host_commit(kq_raft_host *h)
 {
     while (h->disk.pending(h->disk.ctx)) {
+        if (h->disk.commit_start && h->n_inflight == KQ_RAFT_HOST_MAX_INFLIGHT)
+            return; /* the batch stays open until a sync finishes */
         uint64_t seq = ++h->commits_started;
 
         if (h->disk.commit_start) {
-            if (h->n_inflight == KQ_RAFT_HOST_MAX_INFLIGHT)
-                h->ops.fatal(h->ops.ctx, "internal", "too many batches committing");
             must(h, h->disk.commit_start(h->disk.ctx, seq), "committing the log");
             h->inflight[h->n_inflight++] =
                 (kq_raft_host_commit_inflight){seq, h->st.log_end_offset};
@@ -193,18 +193,32 @@ static bool all_durable(kq_raft_host *h)
     return !h->disk.pending(h->disk.ctx) && h->n_inflight == 0;
 }
 
-void kq_raft_host_installed(kq_raft_host *h, int rc)
+/* The install of h->install_id finished with rc: the log is the snapshot's (rc 0), and the
+ * core hears SNAPSHOT_INSTALLED. Returns the core's answer to it. */
+static int finish_install(kq_raft_host *h, int rc)
 {
     kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_INSTALLED};
 
     h->installing = false;
     if (rc != 0 && rc != KQ_ERR_CORRUPT_MESSAGE)
         h->ops.fatal(h->ops.ctx, "installing a fetched snapshot", kq_err_message(rc));
-    if (rc == 0)
+    if (rc == 0) {
         h->durable_end = h->install_id.end_offset;
+        /* batches written during a background install (quorum state only) end there too */
+        for (size_t i = 0; i < h->n_inflight; i++)
+            if (h->inflight[i].end < h->durable_end)
+                h->inflight[i].end = h->durable_end;
+    }
     ev.u.snapshot.id = h->install_id;
     ev.u.snapshot.error = rc;
-    kq_raft_host_step(h, &ev, NULL);
+    return kq_raft_host_step(h, &ev, NULL);
+}
+
+int kq_raft_host_installed(kq_raft_host *h, int rc)
+{
+    if (!h->installing)
+        return KQ_ERR_INVALID_REQUEST; /* no background install in progress */
+    return finish_install(h, rc);
 }
 
 static void install(kq_raft_host *h)
@@ -222,7 +236,7 @@ static void install(kq_raft_host *h)
     }
     if (rc != 0 && rc != KQ_ERR_CORRUPT_MESSAGE)
         h->ops.fatal(h->ops.ctx, "installing a fetched snapshot", err);
-    kq_raft_host_installed(h, rc);
+    finish_install(h, rc);
 }
 
 void kq_raft_host_flush(kq_raft_host *h)

@@ -49,7 +49,8 @@ typedef struct kq_raft_disk {
     int (*commit)(void *ctx);   /* the open batch, synced; 0 only once durable */
     /* Optional: an asynchronous disk (the simulator's). Closes the open batch as number seq
      * and makes it durable later, in order, telling the host with kq_raft_host_durable; then
-     * commit is not used. Messages that depend on a batch wait for it. */
+     * commit is not used. Messages that depend on a batch wait for it. With
+     * KQ_RAFT_HOST_MAX_INFLIGHT batches syncing, the next stays open until one is durable. */
     int (*commit_start)(void *ctx, uint64_t seq);
 } kq_raft_disk;
 
@@ -129,8 +130,9 @@ void kq_raft_host_send_fetch_answers(kq_raft_host *h);
 void kq_raft_host_commit(kq_raft_host *h);
 
 /* The background install of h->install_id finished with rc (0, KQ_ERR_CORRUPT_MESSAGE, or
- * another error: fatal); the core hears SNAPSHOT_INSTALLED. */
-void kq_raft_host_installed(kq_raft_host *h, int rc);
+ * another error: fatal); the core hears SNAPSHOT_INSTALLED. Returns the core's answer, or
+ * KQ_ERR_INVALID_REQUEST when no background install was in progress. */
+int kq_raft_host_installed(kq_raft_host *h, int rc);
 
 /* An asynchronous disk made batch seq (and every one before it) durable: ops.persisted and
  * one PERSISTED with the end of the last; then call kq_raft_host_flush to send what waited. */

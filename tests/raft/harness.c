@@ -326,6 +326,7 @@ static int disk_commit_start(void *ctx, uint64_t seq)
     h_node *nd = ctx;
     nd->open = false;
     nd->commit_started = seq;
+    nd->n_log_started = nd->n_log; /* what this batch makes crash-safe */
     return 0;
 }
 
@@ -352,6 +353,7 @@ static int host_install(void *ctx, kq_raft_snapshot_id id, char *err, size_t err
         nd->part_len = 0;
         nd->n_log = 0;
         nd->n_durable = 0;
+        nd->n_log_started = 0;
         nd->log_start = id.end_offset;
         nd->log_start_epoch = id.epoch;
         nd->installs++;
@@ -458,8 +460,12 @@ static void host_settle(h_node *nd)
         kq_raft_host_flush(&nd->host);
         if (nd->hold_persist || nd->fatal || nd->commit_started <= nd->host.commits_durable)
             break;
-        nd->n_durable = nd->n_log;
+        nd->n_durable = nd->n_log_started < nd->n_log ? nd->n_log_started : nd->n_log;
         kq_raft_host_durable(&nd->host, nd->commit_started);
+        if (round == 7) { /* send what the last PERSISTED released */
+            kq_raft_host_send_fetch_answers(&nd->host);
+            kq_raft_host_flush(&nd->host);
+        }
     }
     nd->merging = was;
 }
@@ -488,6 +494,7 @@ static void host_open(h_node *nd)
     nd->host.durable_end = log_end(nd);
     nd->open = false;
     nd->commit_started = 0;
+    nd->n_log_started = nd->n_log;
 }
 
 int h_step(harness *h, int32_t id, kq_raft_event *ev)
@@ -519,7 +526,7 @@ int h_persist(harness *h, int32_t id)
         return 0;
     nd->host.now = h->now;
     kq_raft_host_commit(&nd->host); /* the open batch too */
-    nd->n_durable = nd->n_log;
+    nd->n_durable = nd->n_log_started < nd->n_log ? nd->n_log_started : nd->n_log;
     if (nd->commit_started > nd->host.commits_durable) {
         nd->merging = false;
         kq_raft_host_durable(&nd->host, nd->commit_started);
@@ -715,10 +722,12 @@ int h_finish_install(harness *h, int32_t id)
     nd->install_pending = false;
     nd->host.now = h->now;
     nd->merging = false;
-    kq_raft_host_installed(&nd->host, nd->pending_err);
+    int rc = kq_raft_host_installed(&nd->host, nd->pending_err);
+    if (rc)
+        nd->step_errors++;
     if (!nd->fatal)
         host_settle(nd);
-    return 0;
+    return rc;
 }
 
 int h_inject(harness *h, int32_t to, const kq_raft_msg *m)

@@ -77,6 +77,7 @@ typedef struct h_node {
     kq_raft_host host;
     bool open;               /* a batch is being written */
     uint64_t commit_started; /* the host's last batch number */
+    size_t n_log_started;    /* log batches written when that batch started syncing */
     int64_t part_size;       /* the fetched snapshot's size, from the install update */
     bool hold_persist;       /* do not report batches durable automatically (h_persist does) */
     bool merging;            /* inside the automatic PERSISTED step */

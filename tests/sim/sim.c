@@ -767,13 +767,21 @@ static void apply_op(sim *s, sim_node *n, const sim_op *op)
 
 /* Length of the prefix of the host's current log that is durable: the durable end, capped by
  * any truncation still pending (whose old entries are durable but no longer in the log). */
+static void cap_by_truncations(const sim_group *g, int64_t *end)
+{
+    for (size_t i = 0; g && i < g->n_ops; i++)
+        if (g->ops[i].kind == OP_TRUNCATE && g->ops[i].off < *end)
+            *end = g->ops[i].off;
+}
+
 static int64_t durable_prefix(const sim_node *n)
 {
     int64_t end = log_end(&n->dlog);
     for (const sim_group *g = n->gh; g; g = g->next)
-        for (size_t i = 0; i < g->n_ops; i++)
-            if (g->ops[i].kind == OP_TRUNCATE && g->ops[i].off < end)
-                end = g->ops[i].off;
+        cap_by_truncations(g, &end);
+    cap_by_truncations(n->open, &end); /* written since, not synced yet */
+    if (end > log_end(&n->mlog))
+        end = log_end(&n->mlog);
     return end;
 }
 
@@ -793,7 +801,8 @@ static void disk_done(sim *s, sim_node *n, uint64_t gid)
         apply_op(s, n, &g->ops[i]);
     group_free(g);
     if (s->o.bug == KQ_SIM_BUG_EARLY_ACK)
-        return; /* already acknowledged by fake_persisted */
+        return;           /* already acknowledged by fake_persisted */
+    n->host.now = s->now; /* the host steps PERSISTED now */
     n->depth++;
     kq_raft_host_durable(&n->host, gid);
     n->depth--;
@@ -807,6 +816,7 @@ static void disk_done(sim *s, sim_node *n, uint64_t gid)
 /* KQ_SIM_BUG_EARLY_ACK: a disk whose sync reports batch gid durable before it is. */
 static void fake_persisted(sim *s, sim_node *n, uint64_t gid)
 {
+    n->host.now = s->now;
     n->depth++;
     kq_raft_host_durable(&n->host, gid);
     n->depth--;

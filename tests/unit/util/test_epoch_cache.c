@@ -141,8 +141,14 @@ static void test_truncate_and_compact(void **state)
     load(&c, e, 3);
     kq_epoch_cache_compact(&c, 12); /* the entry covering offset 11 now starts at 12 */
     expect(&c, (kq_epoch_entry[]){E(3, 12), E(6, 25)}, 2);
-    kq_epoch_cache_compact(&c, 25);
+    kq_epoch_cache_compact(&c, 25); /* an entry starts exactly there: it alone stays */
     expect(&c, (kq_epoch_entry[]){E(6, 25)}, 1);
+    load(&c, e, 3);
+    kq_epoch_cache_compact(&c, 10); /* exactly at the second entry's start */
+    expect(&c, (kq_epoch_entry[]){E(3, 10), E(6, 25)}, 2);
+    load(&c, (kq_epoch_entry[]){E(3, 10), E(6, 25)}, 2);
+    kq_epoch_cache_compact(&c, 5); /* below the first entry: nothing changes */
+    expect(&c, (kq_epoch_entry[]){E(3, 10), E(6, 25)}, 2);
     kq_epoch_cache_free(&c);
 }
 
