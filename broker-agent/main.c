@@ -32,6 +32,7 @@
 #include "broker_config.h"
 #include "data_plane.h"
 #include "lifecycle.h"
+#include "metadata.h"
 #include "replica_manager.h"
 #include "kq/codec.h"
 #include "kq/ctl_codec.h"
@@ -102,15 +103,13 @@ typedef struct broker {
     kq_rpc_client *ctl[KQ_RAFT_MAX_VOTERS]; /* controller RPC clients, as cfg.voters */
     kq_rpc_server *server;
     kq_loopq *q;
-    kq_image *img;
+    kq_bmeta meta; /* the metadata image, replayed from the observer's log (metadata.h) */
     kq_bl lc;
     broker_metrics m;
     kq_http *http;
     _Atomic int ready;
 
-    kq_raft_host host;   /* drives b->raft against the store and the controllers (kq/raft_host.h) */
-    int64_t applied_end; /* next offset the image has not applied */
-    int64_t ready_target; /* first high watermark seen: replayed up to it = ready to unfence */
+    kq_raft_host host; /* drives b->raft against the store and the controllers (kq/raft_host.h) */
     int32_t inconsistent[KQ_RAFT_MAX_VOTERS];
     int n_inconsistent;
     int32_t last_leader;
@@ -243,17 +242,9 @@ static int apply_batch(void *arg, int64_t base, int32_t epoch, int32_t count, ui
 {
     broker *b = arg;
     char why[512];
-    if (base + count <= b->applied_end)
-        return 0;
-    if (base != b->applied_end) {
-        snprintf(why, sizeof(why), "batch at %lld does not start at the next offset %lld",
-                 (long long)base, (long long)b->applied_end);
-        fatal("metadata image", why);
-    }
-    if (kq_image_replay(b->img, records, len, base, count, why, sizeof(why)) != 0)
-        fatal("metadata image: a committed record cannot apply", why);
-    b->applied_end = base + count;
-    kq_image_commit(b->img, b->applied_end - 1);
+    (void)epoch, (void)crc;
+    if (kq_bmeta_apply_batch(&b->meta, base, count, records, len, why, sizeof(why)) != 0)
+        fatal("metadata image: a committed batch cannot apply", why);
     return 0;
 }
 
@@ -261,26 +252,24 @@ static int apply_batch(void *arg, int64_t base, int32_t epoch, int32_t count, ui
 static void apply_committed(broker *b)
 {
     int64_t upto = b->host.hw < b->host.durable_end ? b->host.hw : b->host.durable_end;
-    while (upto > 0 && b->applied_end < upto) {
-        int64_t before = b->applied_end;
+    while (upto > 0 && b->meta.applied_end < upto) {
+        int64_t before = b->meta.applied_end;
         int rc = kq_store_read(b->store, before, upto, READ_MAX_BYTES, apply_batch, b);
         if (rc != 0)
             fatal("store read (replaying committed metadata)", kq_err_message(rc));
-        if (b->applied_end == before)
+        if (b->meta.applied_end == before)
             fatal("internal", "no progress replaying committed metadata");
     }
-    if (b->applied_end != b->rm_applied_end) {
+    if (b->meta.applied_end != b->rm_applied_end) {
         char why[1024];
-        b->rm_applied_end = b->applied_end;
-        if (kq_rm_on_metadata(b->rm, b->img, b->now, why, sizeof(why)) != 0)
+        b->rm_applied_end = b->meta.applied_end;
+        if (kq_rm_on_metadata(b->rm, b->meta.img, b->now, why, sizeof(why)) != 0)
             fatal("replica manager", why);
         b->metadata_changed = true;
     }
-    if (b->ready_target < 0 && b->host.hw >= 0)
-        b->ready_target = b->host.hw;
-    if (b->ready_target >= 0 && b->applied_end >= b->ready_target && !b->lc.ready_to_unfence) {
+    if (kq_bmeta_caught_up(&b->meta, b->host.hw) && !b->lc.ready_to_unfence) {
         KQ_INFO("broker", "metadata replayed up to the high watermark; ready to unfence",
-                "applied_offset=%lld", (long long)(b->applied_end - 1));
+                "applied_offset=%lld", (long long)(b->meta.applied_end - 1));
         kq_bl_set_ready(&b->lc);
     }
 }
@@ -291,13 +280,9 @@ static int load_snapshot_image(broker *b, kq_raft_snapshot_id id, char *err, siz
     uint8_t *payload = NULL;
     size_t len = 0;
     int rc = kq_store_snapshot_load(b->store, id, &payload, &len, err, errlen);
-    if (rc == 0) {
-        kq_image_clear(b->img);
-        rc = kq_image_snapshot_load(b->img, payload, len, id.end_offset, err, errlen);
-    }
-    free(payload);
     if (rc == 0)
-        b->applied_end = id.end_offset;
+        rc = kq_bmeta_load_snapshot(&b->meta, payload, len, id.end_offset, err, errlen);
+    free(payload);
     return rc;
 }
 
@@ -459,7 +444,7 @@ static void handle_ctl_answer(broker *b, ctl_ev *ev)
  * it with an error, never leave a client hanging. */
 static void handle_request(broker *b, kq_rpc_req *req)
 {
-    if (kq_dp_on_request(b->dp, req, b->img, b->now))
+    if (kq_dp_on_request(b->dp, req, b->meta.img, b->now))
         return;
     kq_request r;
     kq_buf out = {0};
@@ -588,7 +573,7 @@ static void metrics_update(broker *b)
     kq_metric_set(b->m.leader_fetch_age, age < 0 ? -1.0 : (double)age / 1000.0);
     kq_metric_set_int(b->m.hw, b->host.st.high_watermark);
     kq_metric_set_int(b->m.leo, b->host.st.log_end_offset);
-    kq_metric_set_int(b->m.applied, b->applied_end - 1);
+    kq_metric_set_int(b->m.applied, b->meta.applied_end - 1);
     kq_rm_counts rc;
     kq_rm_get_counts(b->rm, &rc);
     kq_metric_set_int(b->m.rm_leaders, (int64_t)rc.leaders);
@@ -661,7 +646,6 @@ static int start(broker *b, char *err, size_t errlen)
     kq_store_recovered rec;
     int rc;
     memset(&rec, 0, sizeof(rec));
-    b->ready_target = -1;
     b->last_fenced = true;
 
     kq_store_guard_reads(b->cfg.log_dir);
@@ -708,13 +692,11 @@ static int start(broker *b, char *err, size_t errlen)
                                               : "");
         return rc;
     }
-    b->img = kq_image_new();
-    if (b->img == NULL) {
+    if (kq_bmeta_init(&b->meta) != 0) {
         rc = KQ_ERR_NOMEM;
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    b->applied_end = 0;
     if (rec.snapshot.end_offset > 0) {
         rc = load_snapshot_image(b, rec.snapshot, err, errlen);
         if (rc != 0) {
@@ -724,7 +706,7 @@ static int start(broker *b, char *err, size_t errlen)
         KQ_INFO("metadata", "loaded metadata snapshot", "end_offset=%lld epoch=%d",
                 (long long)rec.snapshot.end_offset, rec.snapshot.epoch);
     }
-    if (rec.log_start_offset > b->applied_end) {
+    if (rec.log_start_offset > b->meta.applied_end) {
         snprintf(err, errlen,
                  "the metadata log in %.600s starts at offset %lld but no snapshot covers the "
                  "records before it; stop the broker, delete that directory (the broker "
@@ -910,15 +892,15 @@ static int run(broker *b)
             step(b, &ev);
         }
         kq_raft_host_flush(&b->host);
-        kq_dp_tick(b->dp, b->img, b->now);
-        kq_dp_commit(b->dp, b->img, b->now);
+        kq_dp_tick(b->dp, b->meta.img, b->now);
+        kq_dp_commit(b->dp, b->meta.img, b->now);
         b->metadata_changed = false;
         apply_committed(b);
         if (b->metadata_changed)
-            kq_dp_after_metadata(b->dp, b->img, b->now);
+            kq_dp_after_metadata(b->dp, b->meta.img, b->now);
         {
             int vi = voter_index(b, b->host.st.leader_id);
-            kq_dp_pump(b->dp, b->img, vi >= 0 ? b->ctl[vi] : NULL, b->lc.broker_epoch, b->now);
+            kq_dp_pump(b->dp, b->meta.img, vi >= 0 ? b->ctl[vi] : NULL, b->lc.broker_epoch, b->now);
         }
         if (b->host.st.leader_id != b->last_leader) {
             b->last_leader = b->host.st.leader_id;
@@ -927,7 +909,7 @@ static int run(broker *b)
                         b->host.st.leader_id, b->host.st.epoch);
         }
         kq_bl_set_leader(&b->lc, b->host.st.leader_id);
-        kq_bl_poll(&b->lc, b->now, b->applied_end - 1, &a);
+        kq_bl_poll(&b->lc, b->now, b->meta.applied_end - 1, &a);
         if (a.exit) {
             metrics_update(b);
             if (a.exit_code == EXIT_CONFIG)

@@ -1,0 +1,46 @@
+/*
+ * kq_bmeta: a broker's copy of the metadata image, replayed from the committed metadata log
+ * that its observer (the Raft host on the broker's metadata store) follows. The image is what
+ * the replica manager, the data plane and the broker's answers read.
+ *
+ * - Committed batches are applied in order, each once: a batch wholly below the applied end
+ *   is skipped (a read that started earlier), a gap or a record that cannot apply is an error
+ *   (the daemon stops: a broker must never act on a partial image).
+ * - A fetched (or recovered) snapshot replaces the image, applied up to its end offset.
+ * - Ready to be unfenced: the image has replayed up to the first high watermark the observer
+ *   learnt after start (kraft-semantics 3.3: a broker asks to stay fenced until then).
+ *
+ * Pure: no I/O, no clock. Ownership: kq_bmeta owns its image (kq_bmeta_free); records and
+ * payloads passed in are borrowed for the call.
+ */
+#ifndef KQ_BROKER_METADATA_H
+#define KQ_BROKER_METADATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kq/image.h"
+
+typedef struct kq_bmeta {
+    kq_image *img;
+    int64_t applied_end;  /* the next offset the image has not applied */
+    int64_t ready_target; /* the first high watermark seen, -1 none yet */
+} kq_bmeta;
+
+/* 0 or KQ_ERR_NOMEM. */
+int kq_bmeta_init(kq_bmeta *m);
+void kq_bmeta_free(kq_bmeta *m);
+
+/* One committed batch at base (count records). 0, or an error with errbuf set. */
+int kq_bmeta_apply_batch(kq_bmeta *m, int64_t base, int32_t count, const uint8_t *records,
+                         size_t len, char *errbuf, size_t errlen);
+/* Replace the image with a snapshot's (everything below end_offset). 0, or an error with
+ * errbuf set (the image is then empty, applied end 0). */
+int kq_bmeta_load_snapshot(kq_bmeta *m, const uint8_t *payload, size_t len, int64_t end_offset,
+                           char *errbuf, size_t errlen);
+/* hw: the high watermark the observer knows (-1 unknown). True once the image has replayed
+ * up to the first one seen. */
+bool kq_bmeta_caught_up(kq_bmeta *m, int64_t hw);
+
+#endif
