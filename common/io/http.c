@@ -42,8 +42,8 @@ typedef enum { SLOT_FREE = 0, SLOT_READ, SLOT_WRITE } slot_state;
 typedef struct http_slot {
     kq_http *h;
     nng_aio *aio;
-    bool in_use;   /* under h->mu: handed out by accept_cb, given back by slot_finish */
-    nng_stream *s; /* owned while the slot is in use */
+    bool in_use;      /* under h->mu: handed out by accept_cb, given back by slot_finish */
+    nng_stream *s;    /* owned while the slot is in use */
     slot_state state; /* the slot's own: its callback's, and accept_cb's before it starts */
     bool answered;    /* at least one answer sent on this connection */
     char in[KQ_HTTP_HEAD_MAX];
@@ -105,19 +105,25 @@ static void shed(kq_http *h, kq_metric *counter, const char *why)
         KQ_WARN("http", "closed a metrics connection", "listener=%s reason=\"%s\"", h->addr, why);
 }
 
-/* Closes the slot's connection and frees the slot (its own callback, or stop). */
+/* Closes the slot's connection and frees the slot (its own callback, or stop). The stream
+ * and the answer are taken under h->mu, so a second call (a callback nng still ran for a
+ * stopped aio, and stop itself) finds nothing left to close. */
 static void slot_finish(http_slot *c)
 {
     kq_http *h = c->h;
 
-    if (c->s != NULL) {
-        nng_stream_close(c->s);
-        nng_stream_free(c->s);
-    }
-    free(c->out);
     pthread_mutex_lock(&h->mu);
+    nng_stream *s = c->s;
+    char *out = c->out;
     c->s = NULL;
     c->out = NULL;
+    pthread_mutex_unlock(&h->mu);
+    if (s != NULL) {
+        nng_stream_close(s);
+        nng_stream_free(s);
+    }
+    free(out);
+    pthread_mutex_lock(&h->mu);
     c->out_len = c->out_sent = c->in_len = 0;
     c->close_after = false;
     c->answered = false;
@@ -493,7 +499,10 @@ static void http_free(kq_http *h)
 
         if (c->aio != NULL)
             nng_aio_stop(c->aio);
-        if (c->in_use) /* its callback did not run to the end */
+        pthread_mutex_lock(&h->mu);
+        bool in_use = c->in_use;
+        pthread_mutex_unlock(&h->mu);
+        if (in_use) /* its callback did not run to the end */
             slot_finish(c);
         if (c->aio != NULL)
             nng_aio_free(c->aio);
