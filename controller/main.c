@@ -1178,9 +1178,9 @@ static void run(ctl *c)
     kq_loopq_item items[256];
     int64_t last_hw = -1;
     while (1) {
-        uint64_t deadline = c->host.deadline;
-        if (kq_ctl_node_deadline(&c->node) < deadline)
-            deadline = kq_ctl_node_deadline(&c->node);
+        uint64_t deadline = c->host.deadline, node_deadline = kq_ctl_node_deadline(&c->node);
+        if (node_deadline < deadline)
+            deadline = node_deadline;
         if (c->shutting_down && c->shutdown_deadline < deadline)
             deadline = c->shutdown_deadline;
         if (c->host.n_outbox > 0)

@@ -82,6 +82,20 @@ static int64_t log_end(const h_node *nd)
     return b->base + b->count;
 }
 
+/* A new batch at the end of the node's log (fields for the caller to fill). */
+static h_batch *log_push(h_node *nd)
+{
+    if (nd->n_log == nd->cap_log) {
+        size_t cap = nd->cap_log ? nd->cap_log * 2 : 64;
+        h_batch *l = realloc(nd->log, cap * sizeof(*l));
+        if (!l)
+            die("out of memory");
+        nd->log = l;
+        nd->cap_log = cap;
+    }
+    return &nd->log[nd->n_log++];
+}
+
 /* ------------------------------------------------------------ queue */
 
 static h_qmsg *q_push(harness *h, const kq_raft_msg *m, uint64_t at)
@@ -252,15 +266,7 @@ static int disk_append(void *ctx, int64_t base, int32_t epoch, int32_t count, co
     }
     if (!data || len != sizeof(uint64_t))
         die("fetched batch without its payload");
-    if (nd->n_log == nd->cap_log) {
-        size_t cap = nd->cap_log ? nd->cap_log * 2 : 64;
-        h_batch *l = realloc(nd->log, cap * sizeof(*l));
-        if (!l)
-            die("out of memory");
-        nd->log = l;
-        nd->cap_log = cap;
-    }
-    h_batch *x = &nd->log[nd->n_log++];
+    h_batch *x = log_push(nd);
     x->base = base;
     x->epoch = epoch;
     x->count = count;
@@ -1095,15 +1101,7 @@ void h_disk_append(harness *h, int32_t id, int32_t epoch, int32_t count)
 {
     h_node *nd = h_node_of(h, id);
     int64_t base = nd->n_log ? nd->log[nd->n_log - 1].base + nd->log[nd->n_log - 1].count : 0;
-    if (nd->n_log == nd->cap_log) {
-        size_t cap = nd->cap_log ? nd->cap_log * 2 : 64;
-        h_batch *l = realloc(nd->log, cap * sizeof(*l));
-        if (!l)
-            die("out of memory");
-        nd->log = l;
-        nd->cap_log = cap;
-    }
-    h_batch *b = &nd->log[nd->n_log++];
+    h_batch *b = log_push(nd);
     b->base = base;
     b->epoch = epoch;
     b->count = count;
