@@ -251,7 +251,7 @@ static int apply_batch(void *arg, int64_t base, int32_t epoch, int32_t count, ui
 /* Replay committed (and durable) batches into the image. */
 static void apply_committed(broker *b)
 {
-    int64_t upto = b->host.hw < b->host.durable_end ? b->host.hw : b->host.durable_end;
+    int64_t upto = kq_raft_host_applicable_end(&b->host);
     while (upto > 0 && b->meta.applied_end < upto) {
         int64_t before = b->meta.applied_end;
         int rc = kq_store_read(b->store, before, upto, READ_MAX_BYTES, apply_batch, b);
@@ -267,7 +267,7 @@ static void apply_committed(broker *b)
             fatal("replica manager", why);
         b->metadata_changed = true;
     }
-    if (kq_bmeta_caught_up(&b->meta, b->host.hw) && !b->lc.ready_to_unfence) {
+    if (kq_bmeta_caught_up(&b->meta, b->host.st.leader_high_watermark) && !b->lc.ready_to_unfence) {
         KQ_INFO("broker", "metadata replayed up to the high watermark; ready to unfence",
                 "applied_offset=%lld", (long long)(b->meta.applied_end - 1));
         kq_bl_set_ready(&b->lc);

@@ -8,7 +8,9 @@
  *   (the daemon stops: a broker must never act on a partial image).
  * - A fetched (or recovered) snapshot replaces the image, applied up to its end offset.
  * - Ready to be unfenced: the image has replayed up to the first high watermark the observer
- *   learnt after start (kraft-semantics 3.3: a broker asks to stay fenced until then).
+ *   learnt from the leader after start (kraft-semantics 3.3: a broker asks to stay fenced
+ *   until then). The leader's, not the observer's own: that one is capped by what this node
+ *   has made durable, so right after a restart it is the old log end, not the cluster's.
  *
  * Pure: no I/O, no clock. Ownership: kq_bmeta owns its image (kq_bmeta_free); records and
  * payloads passed in are borrowed for the call.
@@ -39,8 +41,9 @@ int kq_bmeta_apply_batch(kq_bmeta *m, int64_t base, int32_t count, const uint8_t
  * errbuf set (the image is then empty, applied end 0). */
 int kq_bmeta_load_snapshot(kq_bmeta *m, const uint8_t *payload, size_t len, int64_t end_offset,
                            char *errbuf, size_t errlen);
-/* hw: the high watermark the observer knows (-1 unknown). True once the image has replayed
- * up to the first one seen. */
+/* hw: the leader's high watermark as the observer knows it (kq_raft_status
+ * leader_high_watermark, -1 unknown). True once the image has replayed up to the first one
+ * seen. */
 bool kq_bmeta_caught_up(kq_bmeta *m, int64_t hw);
 
 #endif

@@ -841,6 +841,7 @@ void kq_raft_get_status(const kq_raft *r, kq_raft_status *out)
     out->leader_id = advertised_leader(r);
     out->voted_id = r->voted_id;
     out->high_watermark = r->hw;
+    out->leader_high_watermark = r->role == KQ_RAFT_FOLLOWER ? r->leader_hw : -1;
     out->log_start_offset = r->log_start;
     out->log_end_offset = r->leo;
     out->durable_end_offset = r->durable_end;

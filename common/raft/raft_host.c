@@ -28,6 +28,11 @@ int kq_raft_host_init(kq_raft_host *h, kq_raft *r, const kq_raft_disk *disk,
     return 0;
 }
 
+int64_t kq_raft_host_applicable_end(const kq_raft_host *h)
+{
+    return h->hw < h->durable_end ? h->hw : h->durable_end;
+}
+
 void kq_raft_host_free(kq_raft_host *h)
 {
     if (!h)

@@ -92,14 +92,14 @@ typedef struct kq_response {
     uint32_t api_key;
     int error; /* kq_err */
     char error_message[256];
-    int32_t leader_id;    /* -1 unless hinted */
-    int32_t leader_epoch; /* -1 unless hinted */
+    int32_t leader_id;                           /* -1 unless hinted */
+    int32_t leader_epoch;                        /* -1 unless hinted */
     char leader_endpoint[KQ_CODEC_MAX_ENDPOINT]; /* "" unless hinted */
     kq_raft_msg raft; /* raft APIs; fetch_resp.batches points into batches below */
     kq_raft_batch *batches;
     size_t n_batches;
     kq_quorum_description describe; /* DescribeQuorum */
-    int64_t write_base_offset;       /* Write */
+    int64_t write_base_offset;      /* Write */
     int32_t write_epoch;
     void *priv_;
 } kq_response;

@@ -31,15 +31,14 @@ const char *kq_config_get(kq_config *c, const char *key);
 int kq_config_set(kq_config *c, const char *key, const char *value);
 
 /* Each returns 0 (value or default stored in *out) or KQ_ERR_CONFIG with errbuf set. */
-int kq_config_string(kq_config *c, const char *key, const char *def, const char **out,
-                     char *errbuf, size_t errlen);
+int kq_config_string(kq_config *c, const char *key, const char *def, const char **out, char *errbuf,
+                     size_t errlen);
 /* Required string: KQ_ERR_CONFIG "missing required key" if absent or empty. */
 int kq_config_required(kq_config *c, const char *key, const char **out, char *errbuf,
                        size_t errlen);
 int kq_config_int(kq_config *c, const char *key, int64_t def, int64_t min, int64_t max,
                   int64_t *out, char *errbuf, size_t errlen);
-int kq_config_bool(kq_config *c, const char *key, int def, int *out, char *errbuf,
-                   size_t errlen);
+int kq_config_bool(kq_config *c, const char *key, int def, int *out, char *errbuf, size_t errlen);
 
 /* Warn (kq_log) about keys present in the file that no getter asked for. */
 void kq_config_warn_unknown(kq_config *c);
@@ -50,8 +49,8 @@ typedef struct kq_voter_addr {
     char host[256];
     int port;
 } kq_voter_addr;
-int kq_config_parse_voters(const char *value, kq_voter_addr *out, int max, int *n,
-                           char *errbuf, size_t errlen);
+int kq_config_parse_voters(const char *value, kq_voter_addr *out, int max, int *n, char *errbuf,
+                           size_t errlen);
 /* A listener "NAME://host:port" (host may be empty = 0.0.0.0, or [v6]). */
 typedef struct kq_listener {
     char name[32];
@@ -60,7 +59,7 @@ typedef struct kq_listener {
 } kq_listener;
 int kq_config_parse_listener(const char *value, kq_listener *out, char *errbuf, size_t errlen);
 /* "host:port" */
-int kq_config_parse_hostport(const char *value, char *host, size_t hostlen, int *port,
-                             char *errbuf, size_t errlen);
+int kq_config_parse_hostport(const char *value, char *host, size_t hostlen, int *port, char *errbuf,
+                             size_t errlen);
 
 #endif

@@ -19,7 +19,7 @@ typedef struct kq_loopq_item {
 } kq_loopq_item;
 
 kq_loopq *kq_loopq_new(size_t capacity);
-void kq_loopq_free(kq_loopq *q); /* items still queued are not freed */
+void kq_loopq_free(kq_loopq *q);                     /* items still queued are not freed */
 int kq_loopq_push(kq_loopq *q, int type, void *ptr); /* 0 or KQ_ERR_FULL */
 /* Wake the loop without an item (e.g. from a signal-watching thread). */
 void kq_loopq_wake(kq_loopq *q);

@@ -359,6 +359,9 @@ typedef struct kq_raft_status {
     int32_t leader_id;
     int32_t voted_id;
     int64_t high_watermark; /* -1 unknown */
+    /* Follower or observer: the highest high watermark the leader it follows reported (its
+     * own high_watermark stays at or below its durable log end), -1 none yet. */
+    int64_t leader_high_watermark;
     int64_t log_start_offset;
     int64_t log_end_offset;
     int64_t durable_end_offset;

@@ -134,6 +134,10 @@ void kq_raft_host_commit(kq_raft_host *h);
  * KQ_ERR_INVALID_REQUEST when no background install was in progress. */
 int kq_raft_host_installed(kq_raft_host *h, int rc);
 
+/* The end of what a replica of this log may apply: committed (below the high watermark) and
+ * durable here; -1 while the high watermark is unknown. */
+int64_t kq_raft_host_applicable_end(const kq_raft_host *h);
+
 /* An asynchronous disk made batch seq (and every one before it) durable: ops.persisted and
  * one PERSISTED with the end of the last; then call kq_raft_host_flush to send what waited. */
 void kq_raft_host_durable(kq_raft_host *h, uint64_t seq);

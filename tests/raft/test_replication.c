@@ -470,6 +470,9 @@ static void test_follower_hw_is_min_of_leader_hw_and_durable_end(void **state)
     kq_raft_batch b[1] = {batch(0, 1, 4, 0)};
     fetch_resp(&h, 2, 1, 10, b, 1);
     assert_int_equal(hw_of(&h, 1), 0); /* nothing durable yet */
+    kq_raft_status st;
+    kq_raft_get_status(h_node_of(&h, 1)->r, &st);
+    assert_int_equal(st.leader_high_watermark, 10); /* what a broker's readiness waits for */
     h_persist(&h, 1);
     assert_int_equal(hw_of(&h, 1), 4);
     assert_true(h_last(&h, 1)->hw_changed);

@@ -21,10 +21,13 @@
 #include "kq/util.h"
 #include "evheap.h"
 #include "lifecycle.h"
+#include "metadata.h"
 #include "node.h"
 #include "sim_inv.h"
 
-#define MAX_NODES (KQ_SIM_MAX_VOTERS + KQ_SIM_MAX_OBSERVERS)
+/* Controller mode: the observers are the brokers' metadata observers. */
+#define MAX_NODES (KQ_SIM_MAX_VOTERS + KQ_SIM_MAX_BROKERS)
+#define BROKER_ID_BASE 100 /* broker i (from 0) has id BROKER_ID_BASE + 1 + i */
 #define TRACE_LINE 240
 #define MAX_EVENTS 20000000ull
 #define MAX_SAME_MS_TICKS 2000
@@ -104,10 +107,10 @@ typedef struct ctl_host {
     kq_ctl_node node;
     kq_raft_status view; /* the status the node reads (ctl_view_sync) */
     kq_sim_epochs *committed_epochs, *active_epochs;
-    uint64_t timer_gen;    /* of the EV_CTL_TIMER in force */
-    uint64_t timer_at;     /* its time, 0: none */
-    uint64_t activated_at; /* when it last became the active controller, 0: never */
-    uint64_t last_hb[KQ_SIM_MAX_BROKERS + 1]; /* a heartbeat it answered, by broker id */
+    uint64_t timer_gen;                   /* of the EV_CTL_TIMER in force */
+    uint64_t timer_at;                    /* its time, 0: none */
+    uint64_t activated_at;                /* when it last became the active controller, 0: never */
+    uint64_t last_hb[KQ_SIM_MAX_BROKERS]; /* a heartbeat it answered, by broker index */
     struct sim *s;
     struct sim_node *n;
 } ctl_host;
@@ -159,6 +162,10 @@ typedef struct sim_node {
     int32_t last_propose_epoch;
     int last_propose_err;
     ctl_host ch;
+    /* controller mode, a broker's metadata observer: the broker agent's image (metadata.h) */
+    int actor; /* the broker (index in s->actors), -1 for a voter */
+    bool bm_on;
+    kq_bmeta bm;
 } sim_node;
 
 enum ev_type {
@@ -727,6 +734,9 @@ static void ctl_faults(sim *s);
 static void ctl_liveness_begin(sim *s);
 static void ctl_live_status(sim *s, char *why, size_t len);
 static void ctl_final_check(sim *s);
+struct sim_actor;
+static void broker_start(sim *s, struct sim_actor *a);
+static void broker_meta(sim *s, sim_node *n);
 
 static sim_node *node_by_id(sim *s, int32_t id)
 {
@@ -1380,6 +1390,8 @@ static void host_after_step(void *ctx, const kq_raft_update *u)
     check_leaders(s);
     if (s->o.controller && !s->failed)
         ctl_after_step(s, n, u);
+    if (n->actor >= 0 && !s->failed)
+        broker_meta(s, n);
 }
 
 /* After an event: the leader's Fetch answers, then commit and send what is durable (the
@@ -1648,6 +1660,9 @@ static void node_clear_volatile(sim_node *n)
     }
     n->r = NULL;
     ctl_host_free(&n->ch);
+    if (n->bm_on)
+        kq_bmeta_free(&n->bm);
+    n->bm_on = false;
     n->up = false;
     n->stopping = false;
 }
@@ -1696,9 +1711,17 @@ static void node_start(sim *s, sim_node *n)
         if (ne == 0 || epochs[ne - 1].epoch != n->dlog.b[i].epoch)
             epochs[ne++] =
                 (kq_epoch_entry){.epoch = n->dlog.b[i].epoch, .start_offset = n->dlog.b[i].base};
-    if (s->o.controller && !ctl_host_start(s, n)) {
+    if (s->o.controller && n->voter && !ctl_host_start(s, n)) {
         free(epochs);
         return;
+    }
+    if (n->actor >= 0) { /* a broker process starts with an empty image, replayed from its log */
+        if (kq_bmeta_init(&n->bm) != 0) {
+            free(epochs);
+            fail(s, "out of memory");
+            return;
+        }
+        n->bm_on = true;
     }
     kq_raft_event ev = {.type = KQ_RAFT_EV_START};
     ev.u.start.qstate = n->dq;
@@ -1740,7 +1763,7 @@ static void node_crash(sim *s, sim_node *n, bool graceful)
     node_clear_volatile(n);
     log_truncate(&n->mlog, 0);
     s->res->crashes++;
-    if (!s->liveness)
+    if (!s->liveness && n->actor < 0) /* a broker's observer restarts with the broker */
         sched(s, s->now + kq_prng_range(&s->fault, 200, 8000), EV_START, n->idx, 0, 0, NULL);
 }
 
@@ -1837,8 +1860,8 @@ static void partition(sim *s)
 static int pick_node(sim *s, bool up)
 {
     int cand[MAX_NODES], n = 0;
-    for (int i = 0; i < s->n_nodes; i++)
-        if (s->nodes[i].up == up && !s->nodes[i].stopping)
+    for (int i = 0; i < s->n_nodes; i++) /* brokers crash as processes (ctl_faults) */
+        if (s->nodes[i].up == up && !s->nodes[i].stopping && s->nodes[i].actor < 0)
             cand[n++] = i;
     return n ? cand[kq_prng_below(&s->fault, (uint64_t)n)] : -1;
 }
@@ -1856,7 +1879,7 @@ static void fault_tick(sim *s)
     } else if ((r -= s->p_restart) < s->p_graceful) {
         /* prefer the leader: graceful resignation is what EndQuorumEpoch is for */
         i = -1;
-        for (int j = 0; j < s->n_nodes; j++)
+        for (int j = 0; j < s->n_voters; j++)
             if (s->nodes[j].up && !s->nodes[j].stopping && s->nodes[j].st.role == KQ_RAFT_LEADER)
                 i = j;
         if (i < 0)
@@ -2060,7 +2083,7 @@ typedef struct sim_actor {
     uint64_t req_id[2];
     uint32_t req_api[2];
     int32_t drift_pm; /* its clock runs (1000 + drift_pm) / 1000 as fast */
-    int64_t meta_offset;
+    int node;         /* its metadata observer (index in s->nodes), -1 for the admin client */
     uint32_t ap_every_ms;
     const char *rack;
     /* the AlterPartition in flight */
@@ -2241,14 +2264,21 @@ static int answer_error(const kq_buf *b, int32_t from)
     return e;
 }
 
+/* The index of broker id in s->actors, -1 for another id. */
+static int broker_index(const sim *s, int64_t id)
+{
+    int64_t i = id - BROKER_ID_BASE - 1;
+    return i >= 0 && i < s->n_brokers ? (int)i : -1;
+}
+
 static void ctl_op_reply(void *arg, void *req, kq_buf *resp, int64_t wait_offset)
 {
     ctl_host *h = arg;
     ctl_pkt *q = req;
-    int32_t broker = h->s->actors[q->actor].id;
-    if (q->api == KQ_API_BROKER_HEARTBEAT && broker > 0 && broker <= KQ_SIM_MAX_BROKERS &&
-        q->at > h->last_hb[broker] && answer_error(resp, h->n->id) == 0)
-        h->last_hb[broker] = q->at;
+    int b = broker_index(h->s, h->s->actors[q->actor].id);
+    if (q->api == KQ_API_BROKER_HEARTBEAT && b >= 0 && q->at > h->last_hb[b] &&
+        answer_error(resp, h->n->id) == 0)
+        h->last_hb[b] = q->at;
     ctl_reply(h->s, h->n, req, resp, wait_offset);
     ctl_pkt_free(req);
 }
@@ -2294,8 +2324,9 @@ static void ctl_op_event(void *arg, kq_ctl_node_event ev, int64_t value)
          * whole session timeout (simulated time) since this node's activation, which starts
          * every session afresh, and since the last heartbeat it answered for that broker. */
         uint64_t since = h->activated_at;
-        if (value > 0 && value <= KQ_SIM_MAX_BROKERS && h->last_hb[value] > since)
-            since = h->last_hb[value];
+        int b = broker_index(s, value);
+        if (b >= 0 && h->last_hb[b] > since)
+            since = h->last_hb[b];
         trace(s, "  n%d fences broker %d (session expired)", n->id, (int)value);
         if (s->now < since + SESSION_TIMEOUT_MS)
             fail(s,
@@ -2669,8 +2700,9 @@ static void actor_send(sim *s, sim_actor *a, int chan, const kq_ctl_request *req
 
 static void actor_other_ctl(sim *s, sim_actor *a)
 {
-    if (s->n_nodes > 1)
-        a->ctl = (a->ctl + 1 + (int)kq_prng_below(&s->ctl, (uint64_t)s->n_nodes - 1)) % s->n_nodes;
+    if (s->n_voters > 1)
+        a->ctl =
+            (a->ctl + 1 + (int)kq_prng_below(&s->ctl, (uint64_t)s->n_voters - 1)) % s->n_voters;
 }
 
 static void broker_register(sim *s, sim_actor *a)
@@ -2717,15 +2749,72 @@ static void broker_sync(sim_actor *a)
     a->fenced = a->bl.fenced;
 }
 
+/* After every step of a broker's metadata observer (kq-broker-agent's apply_committed and
+ * the lifecycle calls of its loop): replay what is committed and durable into the image,
+ * compare it with the reference at the same offset, then tell the lifecycle the observer's
+ * leader and whether the image reached the first high watermark (ready to unfence). */
+static void broker_meta(sim *s, sim_node *n)
+{
+    sim_actor *a = &s->actors[n->actor];
+    char why[400];
+    if (!n->bm_on || !a->up)
+        return;
+    int64_t upto = s->o.bug == KQ_SIM_BUG_BROKER_UNCOMMITTED
+                       ? log_end(&n->mlog)
+                       : kq_raft_host_applicable_end(&n->host);
+    int64_t before = n->bm.applied_end;
+    while (n->bm.applied_end < upto && !s->failed) {
+        long i = log_find(&n->mlog, n->bm.applied_end);
+        if (i < 0) {
+            fail(s, "b%d: committed offset %" PRId64 " is not in its log", n->id,
+                 n->bm.applied_end);
+            return;
+        }
+        const sim_batch *b = &n->mlog.b[i];
+        if (kq_bmeta_apply_batch(&n->bm, b->base, b->count, b->data, b->len, why, sizeof why)) {
+            fail(s, "b%d: committed batch at %" PRId64 " cannot apply to its image: %s", n->id,
+                 b->base, why);
+            return;
+        }
+    }
+    int64_t end = n->bm.applied_end;
+    if (end != before) {
+        if (end > s->ref_end) {
+            fail(s, "b%d applied its image to %" PRId64 ", beyond the committed end %" PRId64,
+                 n->id, end, s->ref_end);
+            return;
+        }
+        if ((size_t)end >= s->cap_ref_hash || !s->ref_hash[end].set) {
+            fail(s, "b%d applied its image to %" PRId64 ", inside a committed batch", n->id, end);
+            return;
+        }
+        uint64_t mine = kq_image_hash(n->bm.img);
+        s->res->image_checks++;
+        if (mine != s->ref_hash[end].hash) {
+            fail(s,
+                 "b%d image at offset %" PRId64 ": hash %016" PRIx64 " differs from the "
+                 "committed reference %016" PRIx64,
+                 n->id, end, mine, s->ref_hash[end].hash);
+            return;
+        }
+    }
+    int32_t seen = a->bl.observed;
+    kq_bl_set_leader(&a->bl, n->st.leader_id);
+    if (kq_bmeta_caught_up(&n->bm, n->st.leader_high_watermark) && !a->bl.ready_to_unfence) {
+        trace(s, "b%d: metadata replayed to %" PRId64 "; ready to unfence", n->id, end - 1);
+        kq_bl_set_ready(&a->bl);
+    }
+    if (a->bl.observed != seen && n->st.leader_id >= 0)
+        actor_tick_at(s, a, s->now); /* the loop polls the lifecycle at once */
+}
+
 /* The lifecycle's next step: register or heartbeat to the controller it picks (the leader hint
- * of the last NOT_CONTROLLER, else the voters in turn), on its own schedule. It is ready to be
- * unfenced once registered: a simulated broker applies committed metadata as it commits. */
+ * of the last NOT_CONTROLLER, else the leader its metadata observer follows, else the voters in
+ * turn), on its own schedule, with the offset its image has applied. */
 static void broker_tick(sim *s, sim_actor *a)
 {
     kq_bl_action act;
-    if (a->bl.broker_epoch >= 0 && !a->bl.ready_to_unfence)
-        kq_bl_set_ready(&a->bl);
-    kq_bl_poll(&a->bl, broker_clock(s, a), a->meta_offset, &act);
+    kq_bl_poll(&a->bl, broker_clock(s, a), s->nodes[a->node].bm.applied_end - 1, &act);
     if (act.exit) {
         fail(s, "b%d: its lifecycle stopped it (exit %d): %s", a->id, act.exit_code,
              act.exit_reason ? act.exit_reason : "");
@@ -2826,11 +2915,12 @@ static int pick_led(void *arg, const kq_topic *t, int32_t pid, const kq_partitio
 /* A partition leader changes its ISR: shrink or expand, usually with the current epochs. */
 static void broker_alter_partition(sim *s, sim_actor *a)
 {
+    const kq_image *img = s->nodes[a->node].bm.img; /* what the broker knows */
     led_pick lp = {.s = s};
-    kq_image_foreach_broker_partition(s->ref, a->id, KQ_ROLE_LEADER, pick_led, &lp);
+    kq_image_foreach_broker_partition(img, a->id, KQ_ROLE_LEADER, pick_led, &lp);
     if (!lp.seen)
         return;
-    const kq_partition *p = kq_image_partition(s->ref, lp.topic, lp.part);
+    const kq_partition *p = kq_image_partition(img, lp.topic, lp.part);
     if (!p || p->n_isr > AP_MAX_ISR - 1)
         return;
     int32_t isr[AP_MAX_ISR];
@@ -2860,7 +2950,7 @@ static void broker_alter_partition(sim *s, sim_actor *a)
     int16_t version = kq_prng_permille(&s->ctl, 700) ? 3 : 2;
     kq_ap_isr_member members[AP_MAX_ISR];
     for (int i = 0; i < n; i++) {
-        const kq_broker *b = kq_image_broker(s->ref, isr[i]);
+        const kq_broker *b = kq_image_broker(img, isr[i]);
         members[i].broker_id = isr[i];
         members[i].broker_epoch = version >= 3 && b ? b->epoch : -1;
     }
@@ -2891,7 +2981,7 @@ static void broker_alter_partition(sim *s, sim_actor *a)
                                                .n_topics = 1};
     memcpy(a->ap_topic, lp.topic, 16);
     a->ap_part = lp.part;
-    const kq_topic *t = kq_image_topic_by_id(s->ref, lp.topic);
+    const kq_topic *t = kq_image_topic_by_id(img, lp.topic);
     trace(s, "b%d > %s ISR of %s-%d: %d -> %d members, epochs %d/%d%s", a->id,
           shrink ? "shrink" : "expand", t && t->name ? t->name : "?", lp.part, p->n_isr, n,
           part.leader_epoch, part.partition_epoch, stale);
@@ -3024,7 +3114,6 @@ static void ctl_on_response(sim *s, sim_actor *a, const ctl_pkt *p)
         if (env.error == KQ_ERR_INCONSISTENT_CLUSTER_ID) {
             fail(s, "b%d: controller rejected the cluster id: %s", a->id, env.error_message);
         } else if (chan == CHAN_MAIN && !a->admin) {
-            a->meta_offset = kq_image_offset(s->ref);
             broker_answer(s, a, p->api, env.error, -1, NULL, env.leader_id);
         } else if (env.error == KQ_ERR_NOT_CONTROLLER) {
             actor_follow(s, a, &env);
@@ -3032,7 +3121,6 @@ static void ctl_on_response(sim *s, sim_actor *a, const ctl_pkt *p)
                 actor_tick_at(s, a, s->now + 20 + kq_prng_below(&s->ctl, 80));
         }
     } else {
-        a->meta_offset = kq_image_offset(s->ref);
         if (chan == CHAN_AP)
             on_ap_response(s, a, p, &env);
         else
@@ -3086,7 +3174,7 @@ static void broker_start(sim *s, sim_actor *a)
     a->epoch = -1;
     a->fenced = true;
     a->req_id[0] = a->req_id[1] = 0;
-    a->ctl = (int)kq_prng_below(&s->ctl, (uint64_t)s->n_nodes);
+    a->ctl = (int)kq_prng_below(&s->ctl, (uint64_t)s->n_voters);
     if (!a->admin) { /* a new process: a new lifecycle (and incarnation) */
         kq_bl_config bc = {.broker_id = a->id,
                            .n_controllers = s->n_voters,
@@ -3100,6 +3188,8 @@ static void broker_start(sim *s, sim_actor *a)
         kq_bl_init(&a->bl, &bc, broker_clock(s, a));
     }
     trace(s, "%s%d > start #%" PRIu64, a->admin ? "admin" : "b", a->id, a->inc);
+    if (!a->admin)
+        node_start(s, &s->nodes[a->node]);
     actor_tick_at(s, a, s->now + kq_prng_below(&s->ctl, 200));
     if (!a->admin)
         sched_ev(s, s->now + actor_ms(a, a->ap_every_ms), EV_ACTOR_AP, -1, a->inc, 0, NULL, NULL,
@@ -3114,6 +3204,7 @@ static void broker_crash(sim *s, sim_actor *a)
     a->inc++;
     uint64_t down = kq_prng_range(&s->fault, 500, 15000);
     trace(s, "b%d > CRASH (back in %" PRIu64 "ms)", a->id, down);
+    node_crash(s, &s->nodes[a->node], false); /* its observer, unsynced writes lost */
     sched_ev(s, s->now + down, EV_ACTOR_START, -1, 0, 0, NULL, NULL, a->idx);
 }
 
@@ -3130,11 +3221,11 @@ static void ctl_faults(sim *s)
         broker_crash(s, &s->actors[b]);
     } else if ((r -= s->p_bcrash) < s->p_bisolate) {
         int k = 0;
-        for (int n = 0; n < s->n_nodes; n++) {
+        for (int n = 0; n < s->n_voters; n++) {
             s->bblocked[b][n] = kq_prng_permille(&s->fault, 700);
             k += s->bblocked[b][n];
         }
-        trace(s, "net isolate b%d from %d of %d controllers", s->actors[b].id, k, s->n_nodes);
+        trace(s, "net isolate b%d from %d of %d controllers", s->actors[b].id, k, s->n_voters);
     }
 }
 
@@ -3151,12 +3242,13 @@ static void ctl_live_status(sim *s, char *why, size_t len)
     int active = 0;
     for (int i = 0; i < s->n_nodes; i++) {
         sim_node *n = &s->nodes[i];
-        if (!n->ch.on || n->ch.node.meta.applied_end != log_end(&n->mlog)) {
-            snprintf(why, len, "n%d applied %" PRId64 " of %" PRId64, n->id,
-                     n->ch.node.meta.applied_end, log_end(&n->mlog));
+        int64_t applied = n->voter ? n->ch.node.meta.applied_end : n->bm.applied_end;
+        if ((n->voter ? !n->ch.on : !n->bm_on) || applied != log_end(&n->mlog)) {
+            snprintf(why, len, "n%d applied %" PRId64 " of %" PRId64, n->id, applied,
+                     log_end(&n->mlog));
             return;
         }
-        active += n->ch.node.meta.active;
+        active += n->voter && n->ch.node.meta.active;
     }
     if (active != 1)
         snprintf(why, len, "%d active controllers", active);
@@ -3168,12 +3260,14 @@ static void ctl_final_check(sim *s)
     uint64_t ref = kq_image_hash(s->ref);
     for (int i = 0; i < s->n_nodes && !s->failed; i++) {
         sim_node *n = &s->nodes[i];
-        uint64_t h = kq_image_hash(n->ch.node.meta.img);
-        if (n->ch.node.meta.applied_end != s->ref_end || h != ref)
+        const kq_image *img = n->voter ? n->ch.node.meta.img : n->bm.img;
+        int64_t applied = n->voter ? n->ch.node.meta.applied_end : n->bm.applied_end;
+        uint64_t h = kq_image_hash(img);
+        if (applied != s->ref_end || h != ref)
             fail(s,
-                 "end: n%d image (applied to %" PRId64 ", hash %016" PRIx64 ") differs from the "
-                 "committed state (%" PRId64 ", hash %016" PRIx64 ")",
-                 n->id, n->ch.node.meta.applied_end, h, s->ref_end, ref);
+                 "end: %s%d image (applied to %" PRId64 ", hash %016" PRIx64 ") differs from "
+                 "the committed state (%" PRId64 ", hash %016" PRIx64 ")",
+                 n->voter ? "n" : "b", n->id, applied, h, s->ref_end, ref);
     }
     ack_check_image(s, s->ref, s->ref_end, "end");
     kq_image_counts c;
@@ -3192,7 +3286,6 @@ static void ctl_setup(sim *s, kq_prng *master)
     s->settings.elr_enabled = kq_prng_permille(&s->ctl, 800);
     s->settings.unclean_leader_election = kq_prng_permille(&s->ctl, 200);
     s->settings.min_insync_replicas = kq_prng_permille(&s->ctl, 300) ? 2 : 1;
-    s->n_brokers = s->o.brokers ? s->o.brokers : (int)kq_prng_range(&s->ctl, 3, KQ_SIM_MAX_BROKERS);
     s->n_actors = s->n_brokers + 1;
     s->p_bcrash = (uint32_t)kq_prng_range(&s->ctl, 20, 120);
     s->p_bisolate = kq_prng_permille(&s->ctl, 600) ? (uint32_t)kq_prng_range(&s->ctl, 10, 80) : 0;
@@ -3213,7 +3306,8 @@ static void ctl_setup(sim *s, kq_prng *master)
         sim_actor *a = &s->actors[i];
         a->idx = i;
         a->admin = i == s->n_brokers;
-        a->id = a->admin ? 0 : i + 1;
+        a->id = a->admin ? 0 : BROKER_ID_BASE + 1 + i;
+        a->node = a->admin ? -1 : s->n_voters + i;
         a->epoch = -1;
         a->drift_pm = (int32_t)kq_prng_range(&s->ctl, 0, 100) - 50;
         a->ap_every_ms = (uint32_t)kq_prng_range(&s->ctl, 100, 1500);
@@ -3323,6 +3417,11 @@ static void setup(sim *s)
     s->n_voters = s->o.voters ? s->o.voters : (int)kq_prng_range(&cfg, 1, KQ_SIM_MAX_VOTERS);
     s->n_observers =
         s->o.observers >= 0 ? s->o.observers : (int)kq_prng_range(&cfg, 0, KQ_SIM_MAX_OBSERVERS);
+    if (s->o.controller) { /* the observers are the brokers' */
+        s->n_brokers =
+            s->o.brokers ? s->o.brokers : (int)kq_prng_range(&cfg, 3, KQ_SIM_MAX_BROKERS);
+        s->n_observers = s->n_brokers;
+    }
     s->n_nodes = s->n_voters + s->n_observers;
     s->safety_ms = s->o.safety_ms ? s->o.safety_ms : kq_prng_range(&cfg, 10000, 25000);
     if (s->o.controller && !s->o.safety_ms)
@@ -3379,6 +3478,11 @@ static void setup(sim *s)
         n->s = s;
         n->id = i + 1;
         n->voter = i < s->n_voters;
+        n->actor = -1;
+        if (s->o.controller && !n->voter) {
+            n->actor = i - s->n_voters;
+            n->id = BROKER_ID_BASE + 1 + n->actor;
+        }
         n->cfg = base;
         n->cfg.node_id = n->id;
         n->core_seed = kq_prng_next(&s->core);
@@ -3404,8 +3508,9 @@ static void setup(sim *s)
 
     if (s->o.controller)
         ctl_setup(s, &master);
-    for (int i = 0; i < s->n_nodes; i++)
-        sched(s, kq_prng_below(&s->fault, 100), EV_START, i, 0, 0, NULL);
+    for (int i = 0; i < s->n_nodes; i++) /* (brokers start with their processes) */
+        if (s->nodes[i].actor < 0)
+            sched(s, kq_prng_below(&s->fault, 100), EV_START, i, 0, 0, NULL);
     sched(s, 100, EV_WORKLOAD, -1, 0, 0, NULL);
     sched(s, 1000, EV_FAULT, -1, 0, 0, NULL);
     sched(s, s->safety_ms, EV_PHASE_LIVENESS, -1, 0, 0, NULL);
@@ -3416,7 +3521,10 @@ static void dispatch(sim *s, sim_ev *ev)
     sim_node *n = ev->node >= 0 ? &s->nodes[ev->node] : NULL;
     switch (ev->type) {
     case EV_START:
-        node_start(s, n);
+        if (n->actor >= 0)
+            broker_start(s, &s->actors[n->actor]); /* the process, its observer with it */
+        else
+            node_start(s, n);
         break;
     case EV_TIMER:
         if (!n->up || ev->inc != n->inc || ev->a != n->timer_gen)

@@ -17,14 +17,20 @@
  * activates and runs the controller APIs (kq_op_run) and timers (fencing, leaderless scan,
  * rebalance), and answers wait for their records to commit. 3-6 simulated brokers, each
  * with its own drifting clock, run the production broker lifecycle (broker-agent/lifecycle.h:
- * registration, heartbeats, back-off, controller choice, fencing state), crash and restart as
- * new incarnations, and send AlterPartition (ISR shrink/expand, sometimes with stale epochs) for
- * the partitions they lead; an admin client creates topics. All of it is encoded with the
+ * registration, heartbeats, back-off, controller choice, fencing state) and, as the Raft
+ * observers of the run (node ids 101.., one per broker), the production metadata observer: the
+ * Raft host over a simulated disk and the broker's image (broker-agent/metadata.h), replayed
+ * from what is committed and durable, which gives the heartbeat's metadata offset, readiness
+ * to unfence and the partitions the broker leads. A broker crashes and restarts as a process
+ * (observer and lifecycle together, unsynced log writes lost, a new incarnation). Brokers
+ * send AlterPartition (ISR shrink/expand from their own image, sometimes with stale epochs)
+ * for the partitions they lead; an admin client creates topics. All of it is encoded with the
  * controller codec (include/kq/ctl_codec.h) and travels over the lossy, partitionable
  * network, following NOT_CONTROLLER hints. A reference image replays the committed log with
  * checks before every record; after every event: partition invariants (sim_inv.h), epochs
  * never decrease, no fenced broker added to an ISR, every controller's committed image hash
- * equals the reference at the same offset, and every AlterPartition a broker saw
+ * equals the reference at the same offset, every broker's image too (and a broker never
+ * applies past the committed end), and every AlterPartition a broker saw
  * acknowledged stays in the committed state. At the end all images must be identical.
  *
  * Ownership: kq_sim_run borrows opts (and opts->out) for the duration of the call and fills
@@ -52,7 +58,9 @@
     X(CTL_NO_ROLLBACK, "ctl-no-rollback", true,                                                    \
       "uncommitted records stay in the image after leadership is lost")                            \
     X(CTL_CLOCK_JUMP, "ctl-clock-jump", true,                                                      \
-      "the active controller's clock jumps a session timeout forward")
+      "the active controller's clock jumps a session timeout forward")                             \
+    X(BROKER_UNCOMMITTED, "broker-uncommitted", true,                                              \
+      "a broker applies metadata records before they commit")
 
 typedef enum kq_sim_bug {
     KQ_SIM_BUG_NONE = 0,
@@ -65,7 +73,8 @@ typedef enum kq_sim_bug {
 typedef struct kq_sim_opts {
     uint64_t seed;
     int voters;           /* 1..KQ_SIM_MAX_VOTERS; 0 = drawn from the seed */
-    int observers;        /* 0..KQ_SIM_MAX_OBSERVERS; -1 = drawn from the seed */
+    int observers;        /* 0..KQ_SIM_MAX_OBSERVERS; -1 = drawn from the seed; ignored in
+                             controller mode, where the observers are the brokers' */
     uint64_t safety_ms;   /* virtual length of the fault phase; 0 = drawn (10-25 s) */
     uint64_t liveness_ms; /* budget for convergence after healing; 0 = 60 s */
     bool trace;           /* print every trace line to out as it happens */
