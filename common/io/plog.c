@@ -46,7 +46,8 @@
 #define PMETA_LEN 25
 #define PMETA_VERSION 1
 
-struct kq_plog {
+typedef struct lmdb_plog {
+    kq_plog base; /* first: the interface (ops == &lmdb_ops) */
     MDB_env *env;
     MDB_dbi meta, parts, batches, epochs;
     MDB_txn *txn;  /* the open write transaction, or NULL */
@@ -57,7 +58,10 @@ struct kq_plog {
     int txn_bad;   /* a write inside the current txn failed: commit will refuse */
     kq_store_identity id;
     char dir[PATH_MAX];
-};
+} lmdb_plog;
+
+static const kq_plog_ops lmdb_ops;
+static void lmdb_close(kq_plog *bp);
 
 typedef struct pmeta {
     int64_t log_start;
@@ -183,7 +187,7 @@ static int seek_first(MDB_cursor *c, const uint8_t *key, size_t klen, MDB_val *k
 }
 
 /* Fills *pi for tp in txn: 0, MDB_NOTFOUND (no such partition), MDB_CORRUPTED or LMDB error. */
-static int load_pinfo(const kq_plog *p, MDB_txn *txn, const kq_plog_tp *tp, pinfo *pi)
+static int load_pinfo(const lmdb_plog *p, MDB_txn *txn, const kq_plog_tp *tp, pinfo *pi)
 {
     MDB_cursor *c = NULL;
     MDB_val k, v;
@@ -240,7 +244,7 @@ out:
 }
 
 /* Maps load_pinfo's result to a kq error, logging damage. */
-static int pinfo_err(const kq_plog *p, int rc, const kq_plog_tp *tp, const char *what)
+static int pinfo_err(const lmdb_plog *p, int rc, const kq_plog_tp *tp, const char *what)
 {
     if (rc == 0)
         return 0;
@@ -296,7 +300,7 @@ static int check_identity(const char *dir, const char *expect_cluster_id, int32_
 static int plog_open(const char *dir, int readonly, const char *expect_cluster_id,
                      int32_t expect_node_id, kq_plog **out, char *errbuf, size_t errlen)
 {
-    kq_plog *p = NULL;
+    lmdb_plog *p = NULL;
     MDB_txn *txn = NULL;
     MDB_val k, v;
     char ver[16];
@@ -314,6 +318,7 @@ static int plog_open(const char *dir, int readonly, const char *expect_cluster_i
         kq_errf(errbuf, errlen, "out of memory");
         return KQ_ERR_NOMEM;
     }
+    p->base.ops = &lmdb_ops;
     p->readonly = readonly;
     if (strlen(dir) >= sizeof(p->dir)) {
         kq_errf(errbuf, errlen, "log directory path too long: %s", dir);
@@ -370,10 +375,11 @@ out:
     if (txn != NULL)
         mdb_txn_abort(txn);
     if (ret != 0) {
-        kq_plog_close(p);
+        if (p != NULL)
+            lmdb_close(&p->base);
         return ret;
     }
-    *out = p;
+    *out = &p->base;
     return 0;
 }
 
@@ -388,8 +394,17 @@ int kq_plog_open_readonly(const char *dir, kq_plog **out, char *errbuf, size_t e
     return plog_open(dir, 1, NULL, -1, out, errbuf, errlen);
 }
 
-int kq_plog_view_begin(kq_plog *p)
+/* p's LMDB handle, NULL for another implementation of kq_plog. */
+static lmdb_plog *as_lmdb(const kq_plog *p)
 {
+    return p != NULL && p->ops == &lmdb_ops ? (lmdb_plog *)p : NULL;
+}
+
+int kq_plog_view_begin(kq_plog *bp)
+{
+    lmdb_plog *p = as_lmdb(bp);
+    if (p == NULL)
+        return KQ_ERR_INVALID_REQUEST;
     if (p->failed)
         return KQ_ERR_IO;
     if (p->txn != NULL || p->view != NULL)
@@ -404,16 +419,18 @@ int kq_plog_view_begin(kq_plog *p)
     return 0;
 }
 
-void kq_plog_view_end(kq_plog *p)
+void kq_plog_view_end(kq_plog *bp)
 {
+    lmdb_plog *p = as_lmdb(bp);
     if (p != NULL && p->view != NULL) {
         mdb_txn_abort(p->view);
         p->view = NULL;
     }
 }
 
-void kq_plog_close(kq_plog *p)
+static void lmdb_close(kq_plog *bp)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     if (p == NULL)
         return;
     if (p->view != NULL)
@@ -425,19 +442,21 @@ void kq_plog_close(kq_plog *p)
     free(p);
 }
 
-const kq_store_identity *kq_plog_identity_of(const kq_plog *p)
+static const kq_store_identity *lmdb_identity_of(const kq_plog *bp)
 {
+    const lmdb_plog *p = (const lmdb_plog *)bp;
     return &p->id;
 }
 
-const char *kq_plog_dir(const kq_plog *p)
+const char *kq_plog_dir(const kq_plog *bp)
 {
-    return p->dir;
+    const lmdb_plog *p = as_lmdb(bp);
+    return p != NULL ? p->dir : "";
 }
 
 /* ---- write transaction ------------------------------------------------------------------- */
 
-static int txn_check(const kq_plog *p, const kq_plog_tp *tp)
+static int txn_check(const lmdb_plog *p, const kq_plog_tp *tp)
 {
     if (p->failed)
         return KQ_ERR_IO;
@@ -447,15 +466,16 @@ static int txn_check(const kq_plog *p, const kq_plog_tp *tp)
 }
 
 /* A write inside the txn failed; LMDB requires the txn to be aborted afterwards. */
-static int txn_fail(kq_plog *p, int rc, const char *what)
+static int txn_fail(lmdb_plog *p, int rc, const char *what)
 {
     p->txn_bad = 1;
     KQ_ERROR("plog", "write failed", "dir=%s op=%s err=\"%s\"", p->dir, what, mdb_strerror(rc));
     return mdb_to_kq(rc);
 }
 
-int kq_plog_begin(kq_plog *p)
+static int lmdb_begin(kq_plog *bp)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     if (p->failed)
         return KQ_ERR_IO;
     if (p->readonly || p->txn != NULL || p->view != NULL)
@@ -467,8 +487,9 @@ int kq_plog_begin(kq_plog *p)
     return 0;
 }
 
-int kq_plog_commit(kq_plog *p)
+static int lmdb_commit(kq_plog *bp)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     if (p->failed)
         return KQ_ERR_IO;
     if (p->txn == NULL)
@@ -476,16 +497,18 @@ int kq_plog_commit(kq_plog *p)
     return kq_lmdb_txn_commit(&p->txn, p->txn_bad, &p->failed, "plog", p->dir);
 }
 
-void kq_plog_abort(kq_plog *p)
+static void lmdb_abort(kq_plog *bp)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     if (p->txn != NULL)
         mdb_txn_abort(p->txn);
     p->txn = NULL;
     p->txn_bad = 0;
 }
 
-int kq_plog_in_txn(const kq_plog *p)
+static int lmdb_in_txn(const kq_plog *bp)
 {
+    const lmdb_plog *p = (const lmdb_plog *)bp;
     return p->txn != NULL;
 }
 
@@ -542,9 +565,10 @@ static int add_epoch_entry(MDB_txn *txn, MDB_dbi dbi, const uint8_t *pkey, int32
     return mdb_put(txn, dbi, &k, &v, 0);
 }
 
-int kq_plog_create_partition(kq_plog *p, const kq_plog_tp *tp, int32_t partition_epoch,
-                             int64_t log_start_offset)
+static int lmdb_create_partition(kq_plog *bp, const kq_plog_tp *tp, int32_t partition_epoch,
+                                 int64_t log_start_offset)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     uint8_t pkey[PKEY_LEN];
     pmeta m;
     int rc, ret = txn_check(p, tp);
@@ -570,8 +594,9 @@ int kq_plog_create_partition(kq_plog *p, const kq_plog_tp *tp, int32_t partition
     return 0;
 }
 
-int kq_plog_delete_partition(kq_plog *p, const kq_plog_tp *tp)
+static int lmdb_delete_partition(kq_plog *bp, const kq_plog_tp *tp)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     uint8_t pkey[PKEY_LEN];
     int rc, ret = txn_check(p, tp);
     if (ret != 0)
@@ -588,7 +613,7 @@ int kq_plog_delete_partition(kq_plog *p, const kq_plog_tp *tp)
 }
 
 /* load_pinfo for a mutation: validation errors leave the txn usable, LMDB errors poison it. */
-static int mut_pinfo(kq_plog *p, const kq_plog_tp *tp, pinfo *pi, const char *what)
+static int mut_pinfo(lmdb_plog *p, const kq_plog_tp *tp, pinfo *pi, const char *what)
 {
     int rc = load_pinfo(p, p->txn, tp, pi);
     if (rc == 0)
@@ -598,8 +623,9 @@ static int mut_pinfo(kq_plog *p, const kq_plog_tp *tp, pinfo *pi, const char *wh
     return txn_fail(p, rc, what);
 }
 
-int kq_plog_append(kq_plog *p, const kq_plog_tp *tp, const kq_plog_batch *b)
+static int lmdb_append(kq_plog *bp, const kq_plog_tp *tp, const kq_plog_batch *b)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     uint8_t key[BKEY_LEN];
     pinfo pi;
     int rc, ret = txn_check(p, tp);
@@ -635,8 +661,9 @@ int kq_plog_append(kq_plog *p, const kq_plog_tp *tp, const kq_plog_batch *b)
     return 0;
 }
 
-int kq_plog_assign_epoch(kq_plog *p, const kq_plog_tp *tp, int32_t leader_epoch)
+static int lmdb_assign_epoch(kq_plog *bp, const kq_plog_tp *tp, int32_t leader_epoch)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     pinfo pi;
     int rc, ret = txn_check(p, tp);
     if (ret != 0)
@@ -654,8 +681,9 @@ int kq_plog_assign_epoch(kq_plog *p, const kq_plog_tp *tp, int32_t leader_epoch)
     return 0;
 }
 
-int kq_plog_truncate(kq_plog *p, const kq_plog_tp *tp, int64_t offset)
+static int lmdb_truncate(kq_plog *bp, const kq_plog_tp *tp, int64_t offset)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     uint8_t key[BKEY_LEN];
     pinfo pi;
     MDB_val k, v;
@@ -687,8 +715,9 @@ int kq_plog_truncate(kq_plog *p, const kq_plog_tp *tp, int64_t offset)
     return 0;
 }
 
-int kq_plog_truncate_fully(kq_plog *p, const kq_plog_tp *tp, int64_t offset)
+static int lmdb_truncate_fully(kq_plog *bp, const kq_plog_tp *tp, int64_t offset)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     pinfo pi;
     int rc, ret = txn_check(p, tp);
     if (ret != 0)
@@ -706,8 +735,9 @@ int kq_plog_truncate_fully(kq_plog *p, const kq_plog_tp *tp, int64_t offset)
     return 0;
 }
 
-int kq_plog_set_hw(kq_plog *p, const kq_plog_tp *tp, int64_t hw)
+static int lmdb_set_hw(kq_plog *bp, const kq_plog_tp *tp, int64_t hw)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     pinfo pi;
     int rc, ret = txn_check(p, tp);
     if (ret != 0)
@@ -724,8 +754,9 @@ int kq_plog_set_hw(kq_plog *p, const kq_plog_tp *tp, int64_t hw)
     return 0;
 }
 
-int kq_plog_set_partition_epoch(kq_plog *p, const kq_plog_tp *tp, int32_t partition_epoch)
+static int lmdb_set_partition_epoch(kq_plog *bp, const kq_plog_tp *tp, int32_t partition_epoch)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     uint8_t pkey[PKEY_LEN];
     pmeta m;
     int rc, ret = txn_check(p, tp);
@@ -750,7 +781,7 @@ int kq_plog_set_partition_epoch(kq_plog *p, const kq_plog_tp *tp, int32_t partit
 /* ---- queries ----------------------------------------------------------------------------- */
 
 /* The transaction a query runs in: the open write txn, or a new read txn (*own = 1). */
-static int q_begin(kq_plog *p, MDB_txn **txn, int *own)
+static int q_begin(lmdb_plog *p, MDB_txn **txn, int *own)
 {
     *own = 0;
     if (p->failed)
@@ -783,8 +814,9 @@ static void q_end(MDB_txn *txn, int own)
         mdb_txn_abort(txn);
 }
 
-int kq_plog_state_of(kq_plog *p, const kq_plog_tp *tp, kq_plog_state *out)
+static int lmdb_state_of(kq_plog *bp, const kq_plog_tp *tp, kq_plog_state *out)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     MDB_txn *txn = NULL;
     pinfo pi;
     int own, ret;
@@ -806,7 +838,7 @@ int kq_plog_state_of(kq_plog *p, const kq_plog_tp *tp, kq_plog_state *out)
 }
 
 /* Loads the epoch cache of an existing partition (pi filled). */
-static int load_epochs(kq_plog *p, MDB_txn *txn, const kq_plog_tp *tp, pinfo *pi,
+static int load_epochs(lmdb_plog *p, MDB_txn *txn, const kq_plog_tp *tp, pinfo *pi,
                        kq_epoch_entry **out, size_t *n)
 {
     MDB_cursor *c = NULL;
@@ -864,8 +896,9 @@ out:
     return ret;
 }
 
-int kq_plog_epochs(kq_plog *p, const kq_plog_tp *tp, kq_epoch_entry **out, size_t *n)
+static int lmdb_epochs(kq_plog *bp, const kq_plog_tp *tp, kq_epoch_entry **out, size_t *n)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     MDB_txn *txn = NULL;
     pinfo pi;
     int own, ret;
@@ -880,9 +913,10 @@ int kq_plog_epochs(kq_plog *p, const kq_plog_tp *tp, kq_epoch_entry **out, size_
     return ret;
 }
 
-int kq_plog_end_offset_for_epoch(kq_plog *p, const kq_plog_tp *tp, int32_t epoch,
-                                 int32_t *out_epoch, int64_t *out_end)
+static int lmdb_end_offset_for_epoch(kq_plog *bp, const kq_plog_tp *tp, int32_t epoch,
+                                     int32_t *out_epoch, int64_t *out_end)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     MDB_txn *txn = NULL;
     kq_epoch_entry *eps = NULL;
     size_t n = 0;
@@ -918,9 +952,10 @@ typedef struct read_item {
     size_t voff; /* of the whole value in the copy buffer */
 } read_item;
 
-int kq_plog_read(kq_plog *p, const kq_plog_tp *tp, int64_t from, int64_t to, size_t max_bytes,
-                 kq_plog_batch_cb cb, void *arg)
+static int lmdb_read(kq_plog *bp, const kq_plog_tp *tp, int64_t from, int64_t to, size_t max_bytes,
+                     kq_plog_batch_cb cb, void *arg)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     MDB_txn *txn = NULL;
     MDB_cursor *c = NULL;
     MDB_val k, v;
@@ -1071,8 +1106,9 @@ out:
     return ret;
 }
 
-int kq_plog_list(kq_plog *p, kq_plog_tp **out, size_t *n)
+static int lmdb_list(kq_plog *bp, kq_plog_tp **out, size_t *n)
 {
+    lmdb_plog *p = (lmdb_plog *)bp;
     MDB_txn *txn = NULL;
     MDB_cursor *c = NULL;
     MDB_val k, v;
@@ -1122,3 +1158,25 @@ out:
     free(tps);
     return ret;
 }
+
+static const kq_plog_ops lmdb_ops = {
+    .close = lmdb_close,
+    .identity_of = lmdb_identity_of,
+    .begin = lmdb_begin,
+    .commit = lmdb_commit,
+    .abort = lmdb_abort,
+    .in_txn = lmdb_in_txn,
+    .create_partition = lmdb_create_partition,
+    .delete_partition = lmdb_delete_partition,
+    .append = lmdb_append,
+    .assign_epoch = lmdb_assign_epoch,
+    .truncate = lmdb_truncate,
+    .truncate_fully = lmdb_truncate_fully,
+    .set_hw = lmdb_set_hw,
+    .set_partition_epoch = lmdb_set_partition_epoch,
+    .state_of = lmdb_state_of,
+    .epochs = lmdb_epochs,
+    .end_offset_for_epoch = lmdb_end_offset_for_epoch,
+    .read = lmdb_read,
+    .list = lmdb_list,
+};

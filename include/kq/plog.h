@@ -80,6 +80,41 @@ typedef struct kq_plog_state {
     int32_t last_epoch;      /* leader epoch of the last epoch-cache entry, -1 if none */
 } kq_plog_state;
 
+/* ---- the interface ----
+ * Two implementations: the LMDB one (kq_plog_open, common/io/plog.c) and the simulator's
+ * in-memory disk (tests/lib/plog_mem.h), which keeps only what was committed across a crash.
+ * The kq_plog_* calls below dispatch through ops; each implementation keeps the contract
+ * written here (tests/unit/plog runs the same tests on both). An implementation's handle
+ * starts with a struct kq_plog whose ops point at its table. */
+typedef struct kq_plog_ops {
+    void (*close)(kq_plog *p);
+    const kq_store_identity *(*identity_of)(const kq_plog *p);
+    int (*begin)(kq_plog *p);
+    int (*commit)(kq_plog *p);
+    void (*abort)(kq_plog *p);
+    int (*in_txn)(const kq_plog *p);
+    int (*create_partition)(kq_plog *p, const kq_plog_tp *tp, int32_t partition_epoch,
+                            int64_t log_start_offset);
+    int (*delete_partition)(kq_plog *p, const kq_plog_tp *tp);
+    int (*append)(kq_plog *p, const kq_plog_tp *tp, const kq_plog_batch *b);
+    int (*assign_epoch)(kq_plog *p, const kq_plog_tp *tp, int32_t leader_epoch);
+    int (*truncate)(kq_plog *p, const kq_plog_tp *tp, int64_t offset);
+    int (*truncate_fully)(kq_plog *p, const kq_plog_tp *tp, int64_t offset);
+    int (*set_hw)(kq_plog *p, const kq_plog_tp *tp, int64_t hw);
+    int (*set_partition_epoch)(kq_plog *p, const kq_plog_tp *tp, int32_t partition_epoch);
+    int (*state_of)(kq_plog *p, const kq_plog_tp *tp, kq_plog_state *out);
+    int (*epochs)(kq_plog *p, const kq_plog_tp *tp, kq_epoch_entry **out, size_t *n);
+    int (*end_offset_for_epoch)(kq_plog *p, const kq_plog_tp *tp, int32_t epoch, int32_t *out_epoch,
+                                int64_t *out_end);
+    int (*read)(kq_plog *p, const kq_plog_tp *tp, int64_t from, int64_t to, size_t max_bytes,
+                int (*cb)(void *arg, const kq_plog_batch *b), void *arg);
+    int (*list)(kq_plog *p, kq_plog_tp **out, size_t *n);
+} kq_plog_ops;
+
+struct kq_plog {
+    const kq_plog_ops *ops;
+};
+
 /* Format `dir` as a broker data directory: exactly kq_store_format (same checks, messages and
  * KQ_ERR_ALREADY_FORMATTED). The partition databases are created by the first kq_plog_open. */
 int kq_plog_format(const char *dir, const char *cluster_id, int32_t node_id, kq_store_identity *out,
@@ -98,7 +133,7 @@ int kq_plog_open(const char *dir, const char *expect_cluster_id, int32_t expect_
 int kq_plog_open_readonly(const char *dir, kq_plog **out, char *errbuf, size_t errlen);
 void kq_plog_close(kq_plog *p);
 const kq_store_identity *kq_plog_identity_of(const kq_plog *p);
-/* The directory given to kq_plog_open (owned by p). */
+/* The directory given to kq_plog_open (owned by p); "" for a handle that is not LMDB's. */
 const char *kq_plog_dir(const kq_plog *p);
 
 /* ---- write transaction ---- */

@@ -3,6 +3,11 @@
  * partitions (create/delete/list), append/read round trips and boundaries, truncation with
  * epoch entries, endOffsetForEpoch (kraft-semantics 4.6), HW and partition-epoch checkpoints,
  * transactions (abort, validation errors), CRC-detected corruption, restart exactness.
+ *
+ * Built twice: against the LMDB partition logs, and with KQ_PLOG_TEST_MEM against the
+ * simulator's in-memory ones (tests/lib/plog_mem.h), where "reopen" is a crash and a restart
+ * on the same disk. The contract tests run on both; identity, read-only, view and on-disk
+ * corruption tests are LMDB's only.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,11 +28,17 @@
 #include "kq/plog.h"
 #include "kq/util.h"
 #include "plog_test_util.h"
+#ifdef KQ_PLOG_TEST_MEM
+#include "plog_mem.h"
+#endif
 
 typedef struct fixture {
     char root[512];     /* removed at teardown */
     char dir[PATH_MAX]; /* root/data, not created */
     kq_plog *p;
+#ifdef KQ_PLOG_TEST_MEM
+    kq_plog_mem_disk *disk;
+#endif
 } fixture;
 
 static int setup(void **state)
@@ -44,11 +55,34 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     kq_plog_close(f->p);
+#ifdef KQ_PLOG_TEST_MEM
+    kq_plog_mem_disk_free(f->disk);
+#endif
     tmpdir_remove(f->root);
     free(f);
     return 0;
 }
 
+#ifdef KQ_PLOG_TEST_MEM
+static void format_and_open(fixture *f)
+{
+    kq_store_identity id = {.cluster_id = TEST_CLUSTER_ID, .node_id = 1};
+    f->disk = kq_plog_mem_disk_new(&id);
+    assert_non_null(f->disk);
+    assert_int_equal(kq_plog_mem_open(f->disk, &f->p), 0);
+    assert_int_equal(kq_plog_identity_of(f->p)->node_id, 1);
+    kq_plog *second;
+    assert_int_equal(kq_plog_mem_open(f->disk, &second), KQ_ERR_INVALID_REQUEST);
+}
+
+/* A crash (whatever was not committed is lost) and a restart on the same disk. */
+static void reopen(fixture *f)
+{
+    kq_plog_close(f->p);
+    f->p = NULL;
+    assert_int_equal(kq_plog_mem_open(f->disk, &f->p), 0);
+}
+#else
 static void format_and_open(fixture *f)
 {
     char err[512];
@@ -63,6 +97,7 @@ static void reopen(fixture *f)
     f->p = NULL;
     assert_int_equal(kq_plog_open(f->dir, TEST_CLUSTER_ID, 1, &f->p, err, sizeof(err)), 0);
 }
+#endif
 
 #define SEEN_MAX 256
 typedef struct seen {
@@ -105,6 +140,7 @@ static int64_t append_epochs(kq_plog *p, const kq_plog_tp *tp, int64_t base, con
     return base;
 }
 
+#ifndef KQ_PLOG_TEST_MEM
 /* ---- identity ---------------------------------------------------------------------------- */
 
 static void test_format_open_identity(void **state)
@@ -171,6 +207,8 @@ static void test_open_not_formatted(void **state)
 }
 
 /* ---- partitions, append, read ------------------------------------------------------------ */
+
+#endif
 
 static void test_roundtrip_and_reopen(void **state)
 {
@@ -727,6 +765,7 @@ static void test_many_partitions_interleaved(void **state)
     verify_many(f->p);
 }
 
+#ifndef KQ_PLOG_TEST_MEM
 /* ---- corruption -------------------------------------------------------------------------- */
 
 /* XORs `mask` into byte `at` (from the end if negative) of a stored value, through raw LMDB. */
@@ -1033,11 +1072,69 @@ static void test_damaged_epoch_cache_detected(void **state)
     assert_int_equal(n, 0);
 }
 
+#endif
+
+#ifdef KQ_PLOG_TEST_MEM
+/* ---- the simulated disk: crashes and failed commits ------------------------------------- */
+
+static void test_crash_loses_only_uncommitted(void **state)
+{
+    fixture *f = *state;
+    kq_plog_tp a = test_tp(1, 0), b = test_tp(1, 1);
+    format_and_open(f);
+    assert_int_equal(kq_plog_begin(f->p), 0);
+    assert_int_equal(kq_plog_create_partition(f->p, &a, 1, 0), 0);
+    assert_int_equal(plog_test_append(f->p, &a, 0, 1, 2), 0);
+    assert_int_equal(kq_plog_commit(f->p), 0);
+    assert_int_equal(kq_plog_begin(f->p), 0);
+    assert_int_equal(plog_test_append(f->p, &a, 2, 2, 3), 0);
+    assert_int_equal(kq_plog_truncate(f->p, &a, 2), 0);
+    assert_int_equal(plog_test_append(f->p, &a, 2, 3, 1), 0);
+    assert_int_equal(kq_plog_create_partition(f->p, &b, 0, 7), 0);
+    reopen(f); /* crash with the transaction open */
+    kq_plog_state st;
+    assert_int_equal(kq_plog_state_of(f->p, &a, &st), 0);
+    assert_int_equal(st.log_end_offset, 2);
+    assert_int_equal(st.last_epoch, 1);
+    assert_int_equal(kq_plog_state_of(f->p, &b, &st), KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    seen sn;
+    read_into(f->p, &a, 0, INT64_MAX, SIZE_MAX, &sn, 0);
+    assert_int_equal(sn.n, 1);
+    assert_true(sn.ok[0]);
+}
+
+static void test_failed_commit_keeps_nothing(void **state)
+{
+    fixture *f = *state;
+    kq_plog_tp a = test_tp(1, 0);
+    format_and_open(f);
+    assert_int_equal(kq_plog_begin(f->p), 0);
+    assert_int_equal(kq_plog_create_partition(f->p, &a, 1, 0), 0);
+    assert_int_equal(kq_plog_commit(f->p), 0);
+    kq_plog_mem_fail_next_commit(f->disk, KQ_ERR_FULL);
+    assert_int_equal(kq_plog_begin(f->p), 0);
+    assert_int_equal(plog_test_append(f->p, &a, 0, 1, 2), 0);
+    assert_int_equal(kq_plog_commit(f->p), KQ_ERR_FULL);
+    /* as with LMDB: the handle is failed, only close is left */
+    kq_plog_state st;
+    assert_int_equal(kq_plog_state_of(f->p, &a, &st), KQ_ERR_IO);
+    assert_int_equal(kq_plog_begin(f->p), KQ_ERR_IO);
+    reopen(f);
+    assert_int_equal(kq_plog_state_of(f->p, &a, &st), 0);
+    assert_int_equal(st.log_end_offset, 0);
+    assert_int_equal(kq_plog_begin(f->p), 0); /* the fault was for one commit */
+    assert_int_equal(plog_test_append(f->p, &a, 0, 1, 2), 0);
+    assert_int_equal(kq_plog_commit(f->p), 0);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+#ifndef KQ_PLOG_TEST_MEM
         cmocka_unit_test_setup_teardown(test_format_open_identity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_not_formatted, setup, teardown),
+#endif
         cmocka_unit_test_setup_teardown(test_roundtrip_and_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_append_rejects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_boundaries, setup, teardown),
@@ -1047,12 +1144,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abort_and_txn_view, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_partitions_interleaved, setup, teardown),
+#ifdef KQ_PLOG_TEST_MEM
+        cmocka_unit_test_setup_teardown(test_crash_loses_only_uncommitted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_commit_keeps_nothing, setup, teardown),
+#else
         cmocka_unit_test_setup_teardown(test_readonly_open_reads_and_changes_nothing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_view_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corruption_detected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_first_batch_detected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_epoch_cache_detected, setup, teardown),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
