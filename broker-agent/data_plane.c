@@ -25,6 +25,11 @@ void dp_oom(kq_dp *dp, const char *what)
     dp->cfg.fatal("out of memory", what);
 }
 
+void dp_drop(kq_dp *dp, void *req)
+{
+    dp->cfg.net.drop(dp->cfg.net.ctx, req);
+}
+
 kq_dp *kq_dp_new(const kq_dp_config *cfg, kq_rm *rm)
 {
     kq_dp *dp = calloc(1, sizeof(*dp));
@@ -41,18 +46,16 @@ void kq_dp_free(kq_dp *dp)
 {
     if (dp == NULL)
         return;
-    for (int i = 0; i < dp->n_fetchers; i++)
-        kq_rpc_client_close(dp->fetchers[i].c);
     for (size_t i = 0; i < dp->n_parts; i++)
         free(dp->parts[i].producers);
     for (size_t i = 0; i < dp->n_parked; i++)
-        kq_rpc_req_drop(dp->parked[i].req);
+        dp_drop(dp, dp->parked[i].req);
     for (size_t i = 0; i < dp->n_fetches; i++) {
-        kq_rpc_req_drop(dp->fetches[i].req);
+        dp_drop(dp, dp->fetches[i].req);
         kq_data_request_free(&dp->fetches[i].r);
     }
     for (size_t i = 0; i < dp->n_replies; i++) {
-        kq_rpc_req_drop(dp->replies[i].req);
+        dp_drop(dp, dp->replies[i].req);
         kq_buf_free(&dp->replies[i].buf);
     }
     free(dp->parts);
@@ -121,7 +124,7 @@ static void ensure_txn(kq_dp *dp)
 
 /* ---------- replies ---------- */
 
-static void queue_reply(kq_dp *dp, kq_rpc_req *req, kq_buf *buf)
+static void queue_reply(kq_dp *dp, void *req, kq_buf *buf)
 {
     if (dp_grow((void **)&dp->replies, &dp->cap_replies, dp->n_replies, sizeof(dp_reply)) != 0) {
         dp_oom(dp, "reply queue");
@@ -135,24 +138,24 @@ static void queue_reply(kq_dp *dp, kq_rpc_req *req, kq_buf *buf)
 
 /* Queue an answer encoded with result rc; an answer that could not be encoded is dropped (the
  * client times out). */
-static void queue_encoded(kq_dp *dp, kq_rpc_req *req, int rc, kq_buf *out)
+static void queue_encoded(kq_dp *dp, void *req, int rc, kq_buf *out)
 {
     if (rc != 0) {
-        kq_rpc_req_drop(req);
+        dp_drop(dp, req);
         kq_buf_free(out);
         return;
     }
     queue_reply(dp, req, out);
 }
 
-void dp_reply_error(kq_dp *dp, kq_rpc_req *req, uint32_t api, int err, const char *msg)
+void dp_reply_error(kq_dp *dp, void *req, uint32_t api, int err, const char *msg)
 {
     kq_buf out = {0};
     queue_encoded(dp, req, kq_codec_encode_error_response(api, err, msg, -1, -1, NULL, &out), &out);
 }
 
 /* Queue an answer to api encoded with result rc; if it could not be encoded, answer INTERNAL. */
-void dp_queue_answer(kq_dp *dp, kq_rpc_req *req, uint32_t api, int rc, kq_buf *out)
+void dp_queue_answer(kq_dp *dp, void *req, uint32_t api, int rc, kq_buf *out)
 {
     if (rc == 0) {
         queue_reply(dp, req, out);
@@ -162,7 +165,7 @@ void dp_queue_answer(kq_dp *dp, kq_rpc_req *req, uint32_t api, int rc, kq_buf *o
     dp_reply_error(dp, req, api, KQ_ERR_INTERNAL, "cannot encode the answer");
 }
 
-void dp_reply_produce(kq_dp *dp, kq_rpc_req *req, int err, int64_t base_offset, int64_t log_start,
+void dp_reply_produce(kq_dp *dp, void *req, int err, int64_t base_offset, int64_t log_start,
                       const char *msg)
 {
     kq_produce_response res;
@@ -331,13 +334,13 @@ static void on_rm_update(void *arg, const kq_rm_partition *hp, kq_replica *r,
 
 /* ---------- requests ---------- */
 
-int kq_dp_on_request(kq_dp *dp, kq_rpc_req *req, const kq_image *img, uint64_t now_ms)
+int kq_dp_on_request(kq_dp *dp, void *req, const uint8_t *data, size_t len, const kq_image *img,
+                     uint64_t now_ms)
 {
     kq_data_request r;
     char err[300];
     memset(&r, 0, sizeof(r));
-    int rc =
-        kq_data_decode_request(kq_rpc_req_data(req), kq_rpc_req_len(req), &r, err, sizeof(err));
+    int rc = kq_data_decode_request(data, len, &r, err, sizeof(err));
     if (rc == KQ_ERR_NOT_FOUND)
         return 0;
     if (rc != 0) {
@@ -506,26 +509,23 @@ void kq_dp_after_metadata(kq_dp *dp, const kq_image *img, uint64_t now_ms)
     dp->n_parts = kept;
 }
 
-void kq_dp_pump(kq_dp *dp, const kq_image *img, kq_rpc_client *ctl, int64_t broker_epoch,
+void kq_dp_pump(kq_dp *dp, const kq_image *img, int32_t controller, int64_t broker_epoch,
                 uint64_t now_ms)
 {
     if (dp->wake && !kq_plog_in_txn(dp->plog)) {
         dp->wake = false;
         dp_retry_parked_fetches(dp, img, now_ms, true);
     }
-    for (size_t i = 0; i < dp->n_replies; i++) {
-        kq_rpc_reply(dp->replies[i].req, dp->replies[i].buf.data, dp->replies[i].buf.len);
-        kq_buf_free(&dp->replies[i].buf);
-    }
+    for (size_t i = 0; i < dp->n_replies; i++)
+        dp->cfg.net.reply(dp->cfg.net.ctx, dp->replies[i].req, &dp->replies[i].buf);
     dp->n_replies = 0;
-    dp_pump_alters(dp, ctl, broker_epoch);
+    dp_pump_alters(dp, controller, broker_epoch);
     dp_pump_fetchers(dp, img, broker_epoch, now_ms);
 }
 
-uint64_t kq_dp_deadline(const kq_dp *dp)
+uint64_t kq_dp_deadline(const kq_dp *dp, uint64_t now)
 {
     uint64_t d = KQ_REPLICA_NO_DEADLINE;
-    uint64_t now = kq_now_ms();
     if (dp->wake || dp->n_replies > 0)
         return 0;
     for (size_t k = 0; k < dp->n_parts; k++) {

@@ -6,9 +6,9 @@
 
 /* ---------- AlterPartition ---------- */
 
-void dp_pump_alters(kq_dp *dp, kq_rpc_client *ctl, int64_t broker_epoch)
+void dp_pump_alters(kq_dp *dp, int32_t controller, int64_t broker_epoch)
 {
-    if (ctl == NULL || broker_epoch < 0)
+    if (controller < 0 || broker_epoch < 0)
         return;
     for (size_t k = 0; k < dp->n_parts; k++) {
         dp_part *p = &dp->parts[k];
@@ -42,12 +42,11 @@ void dp_pump_alters(kq_dp *dp, kq_rpc_client *ctl, int64_t broker_epoch)
         dp_net_ev *ev = rc == 0 ? calloc(1, sizeof(*ev)) : NULL;
         if (ev != NULL) {
             ev->kind = DP_NET_ALTER;
-            ev->dp = dp;
             memcpy(ev->topic_id, p->topic_id, 16);
             ev->partition = p->partition;
             ev->request_id = p->alter.request_id;
-            if (kq_rpc_call_async(ctl, buf.data, buf.len, dp->cfg.request_timeout_ms,
-                                  dp_on_net_answer, ev) == 0) {
+            if (dp->cfg.net.send(dp->cfg.net.ctx, KQ_DP_PEER_CONTROLLER, controller, NULL, buf.data,
+                                 buf.len, dp->cfg.request_timeout_ms, ev) == 0) {
                 p->alter_pending = false;
                 ev = NULL;
             }
@@ -57,7 +56,8 @@ void dp_pump_alters(kq_dp *dp, kq_rpc_client *ctl, int64_t broker_epoch)
     }
 }
 
-static void handle_alter_answer(kq_dp *dp, dp_net_ev *ev, uint64_t now)
+void dp_handle_alter_answer(kq_dp *dp, dp_net_ev *ev, int err_in, const uint8_t *data, size_t len,
+                            uint64_t now)
 {
     kq_response env;
     kq_alter_partition_result res;
@@ -69,9 +69,9 @@ static void handle_alter_answer(kq_dp *dp, dp_net_ev *ev, uint64_t now)
     rev.u.alter_resp.leader_id = -1;
     rev.u.alter_resp.leader_epoch = -1;
     rev.u.alter_resp.partition_epoch = -1;
-    int rc = ev->err;
+    int rc = err_in;
     if (rc == 0)
-        rc = kq_codec_decode_response(ev->data, ev->len, -1, &env, err, sizeof(err));
+        rc = kq_codec_decode_response(data, len, -1, &env, err, sizeof(err));
     if (rc == 0 && env.error != 0)
         rc = env.error;
     else if (rc == 0)
@@ -105,14 +105,14 @@ static void handle_alter_answer(kq_dp *dp, dp_net_ev *ev, uint64_t now)
     kq_response_free(&env);
 }
 
-void kq_dp_on_net_event(kq_dp *dp, void *arg, uint64_t now_ms)
+void kq_dp_on_answer(kq_dp *dp, void *token, int err, const uint8_t *data, size_t len,
+                     uint64_t now_ms)
 {
-    dp_net_ev *ev = arg;
+    dp_net_ev *ev = token;
     if (ev->kind == DP_NET_FETCH)
-        dp_handle_fetch_answer(dp, ev, now_ms);
+        dp_handle_fetch_answer(dp, ev, err, data, len, now_ms);
     else
-        handle_alter_answer(dp, ev, now_ms);
+        dp_handle_alter_answer(dp, ev, err, data, len, now_ms);
     free(ev->sent);
-    free(ev->data);
     free(ev);
 }

@@ -6,23 +6,16 @@
 
 /* ---------- the follower fetcher ---------- */
 
-void dp_on_net_answer(void *arg, int err, const uint8_t *data, size_t len)
-{
-    dp_net_ev *ev = arg;
-    ev->err = kq_rpc_copy_answer(err, data, len, &ev->data, &ev->len);
-    if (kq_loopq_push(ev->dp->cfg.q, ev->dp->cfg.ev_type, ev) != 0)
-        ev->dp->cfg.fatal("loop queue full", "a data-plane answer was dropped");
-}
-
-static dp_fetcher *fetcher_for(kq_dp *dp, int32_t leader, const kq_image *img)
+/* The fetcher of leader (url: its data-plane listener, from its registration in img). */
+static dp_fetcher *fetcher_for(kq_dp *dp, int32_t leader, const kq_image *img, char *url,
+                               size_t url_len)
 {
     const kq_broker *br = kq_image_broker(img, leader);
     if (br == NULL || br->n_endpoints < 1)
         return NULL;
-    char url[300];
     const kq_rec_endpoint *e = &br->endpoints[0];
-    snprintf(url, sizeof(url), strchr(e->host, ':') ? "tcp://[%.250s]:%d" : "tcp://%.250s:%d",
-             e->host, e->port);
+    snprintf(url, url_len, strchr(e->host, ':') ? "tcp://[%.250s]:%d" : "tcp://%.250s:%d", e->host,
+             e->port);
     dp_fetcher *f = NULL;
     for (int i = 0; i < dp->n_fetchers && f == NULL; i++)
         if (dp->fetchers[i].leader == leader)
@@ -33,21 +26,6 @@ static dp_fetcher *fetcher_for(kq_dp *dp, int32_t leader, const kq_image *img)
         f = &dp->fetchers[dp->n_fetchers++];
         memset(f, 0, sizeof(*f));
         f->leader = leader;
-    }
-    if (f->c != NULL && strcmp(f->url, url) != 0 && !f->in_flight) {
-        kq_rpc_client_close(f->c);
-        f->c = NULL;
-    }
-    if (f->c == NULL) {
-        char err[300];
-        if (kq_rpc_client_open(url, dp->cfg.max_msg_bytes, &f->c, err, sizeof(err)) != 0) {
-            KQ_WARN("replica", "cannot open a connection to a leader", "leader=%d detail=\"%s\"",
-                    leader, err);
-            f->c = NULL;
-            f->backoff_until = kq_now_ms() + 1000;
-            return NULL;
-        }
-        snprintf(f->url, sizeof(f->url), "%s", url);
     }
     return f;
 }
@@ -102,7 +80,8 @@ void dp_pump_fetchers(kq_dp *dp, const kq_image *img, int64_t broker_epoch, uint
             done[j] = true;
             batch[m++] = fps[j];
         }
-        dp_fetcher *f = fetcher_for(dp, leader, img);
+        char url[300];
+        dp_fetcher *f = fetcher_for(dp, leader, img, url, sizeof(url));
         if (f == NULL || f->in_flight || now < f->backoff_until) {
             free(batch);
             continue;
@@ -124,7 +103,6 @@ void dp_pump_fetchers(kq_dp *dp, const kq_image *img, int64_t broker_epoch, uint
             continue;
         }
         ev->kind = DP_NET_FETCH;
-        ev->dp = dp;
         ev->leader = leader;
         ev->sent = calloc(m, sizeof(*ev->sent));
         if (ev->sent == NULL) {
@@ -142,10 +120,11 @@ void dp_pump_fetchers(kq_dp *dp, const kq_image *img, int64_t broker_epoch, uint
         ev->n_sent = m;
         free(batch);
         uint32_t timeout = dp->cfg.replica_fetch_wait_max_ms + dp->cfg.request_timeout_ms;
-        if (kq_rpc_call_async(f->c, buf.data, buf.len, timeout, dp_on_net_answer, ev) != 0) {
+        if (dp->cfg.net.send(dp->cfg.net.ctx, KQ_DP_PEER_BROKER, leader, url, buf.data, buf.len,
+                             timeout, ev) != 0) {
             free(ev->sent);
             free(ev);
-            f->backoff_until = now + DP_FETCH_BACKOFF_MS;
+            f->backoff_until = now + DP_FETCH_BACKOFF_MS * 10; /* cannot even connect */
             continue;
         }
         f->in_flight = true;
@@ -157,7 +136,8 @@ out:
     free(done);
 }
 
-void dp_handle_fetch_answer(kq_dp *dp, dp_net_ev *ev, uint64_t now)
+void dp_handle_fetch_answer(kq_dp *dp, dp_net_ev *ev, int err_in, const uint8_t *data, size_t len,
+                            uint64_t now)
 {
     kq_data_fetch_response resp;
     char err[300];
@@ -168,9 +148,9 @@ void dp_handle_fetch_answer(kq_dp *dp, dp_net_ev *ev, uint64_t now)
             f = &dp->fetchers[i];
     if (f != NULL)
         f->in_flight = false;
-    int rc = ev->err;
+    int rc = err_in;
     if (rc == 0)
-        rc = kq_data_decode_fetch_response(ev->data, ev->len, &resp, err, sizeof(err));
+        rc = kq_data_decode_fetch_response(data, len, &resp, err, sizeof(err));
     else
         snprintf(err, sizeof(err), "%s", kq_err_message(rc));
     if (rc == 0 && resp.error != 0) {

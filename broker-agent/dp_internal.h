@@ -67,19 +67,19 @@ typedef struct dp_part {
 
 typedef struct dp_parked_produce {
     uint64_t token;
-    kq_rpc_req *req;
+    void *req;
     uint8_t topic_id[16];
     int32_t partition;
 } dp_parked_produce;
 
 typedef struct dp_parked_fetch {
-    kq_rpc_req *req;
+    void *req;
     kq_data_request r;
     uint64_t deadline;
 } dp_parked_fetch;
 
 typedef struct dp_reply {
-    kq_rpc_req *req;
+    void *req;
     kq_buf buf;
 } dp_reply;
 
@@ -94,20 +94,13 @@ typedef struct dp_sent {
 
 typedef struct dp_fetcher {
     int32_t leader;
-    char url[300];
-    kq_rpc_client *c;
     bool in_flight;
     uint64_t backoff_until;
 } dp_fetcher;
 
-/* An answer from another node (a fetch from a leader, or the controller's AlterPartition
- * answer), built on an nng thread and handed to the loop. */
+/* What a request sent through net.send was (its token), to match its answer against. */
 typedef struct dp_net_ev {
     int kind;
-    kq_dp *dp;
-    int err;
-    uint8_t *data;
-    size_t len;
     int32_t leader; /* FETCH */
     dp_sent *sent;  /* FETCH: what was asked, per partition (owned) */
     size_t n_sent;
@@ -154,11 +147,12 @@ typedef struct dp_src {
 /* data_plane.c */
 int dp_grow(void **v, size_t *cap, size_t n, size_t elem);
 void dp_oom(kq_dp *dp, const char *what);
+void dp_drop(kq_dp *dp, void *req); /* net.drop */
 dp_part *dp_part_get(kq_dp *dp, const uint8_t topic_id[16], int32_t partition);
 kq_plog_tp dp_tp_make(const uint8_t topic_id[16], int32_t partition);
-void dp_reply_error(kq_dp *dp, kq_rpc_req *req, uint32_t api, int err, const char *msg);
-void dp_queue_answer(kq_dp *dp, kq_rpc_req *req, uint32_t api, int rc, kq_buf *out);
-void dp_reply_produce(kq_dp *dp, kq_rpc_req *req, int err, int64_t base_offset, int64_t log_start,
+void dp_reply_error(kq_dp *dp, void *req, uint32_t api, int err, const char *msg);
+void dp_queue_answer(kq_dp *dp, void *req, uint32_t api, int rc, kq_buf *out);
+void dp_reply_produce(kq_dp *dp, void *req, int err, int64_t base_offset, int64_t log_start,
                       const char *msg);
 void dp_apply(kq_dp *dp, size_t i, kq_replica *r, const kq_replica_update *u, const dp_src *src);
 int dp_step(kq_dp *dp, size_t i, const kq_replica_event *ev, kq_replica_update *u,
@@ -174,24 +168,25 @@ int dp_producers_load(kq_dp *dp, dp_part *p);
 int32_t dp_image_leader(const kq_image *img, const uint8_t topic_id[16], int32_t partition,
                         int32_t *epoch);
 int dp_not_hosted_error(const kq_image *img, const uint8_t topic_id[16], int32_t partition);
-void dp_handle_produce(kq_dp *dp, kq_rpc_req *req, const kq_produce_request *pr,
-                       const kq_image *img, uint64_t now);
+void dp_handle_produce(kq_dp *dp, void *req, const kq_produce_request *pr, const kq_image *img,
+                       uint64_t now);
 
 /* dp_serve.c */
-void dp_handle_fetch(kq_dp *dp, kq_rpc_req *req, kq_data_request *r, const kq_image *img,
-                     uint64_t now);
+void dp_handle_fetch(kq_dp *dp, void *req, kq_data_request *r, const kq_image *img, uint64_t now);
 void dp_retry_parked_fetches(kq_dp *dp, const kq_image *img, uint64_t now, bool all);
-void dp_handle_list_offsets(kq_dp *dp, kq_rpc_req *req, const kq_list_offsets_request *lr,
+void dp_handle_list_offsets(kq_dp *dp, void *req, const kq_list_offsets_request *lr,
                             const kq_image *img);
-void dp_handle_metadata(kq_dp *dp, kq_rpc_req *req, const kq_data_metadata_request *mr,
+void dp_handle_metadata(kq_dp *dp, void *req, const kq_data_metadata_request *mr,
                         const kq_image *img);
 
 /* dp_fetcher.c */
-void dp_on_net_answer(void *arg, int err, const uint8_t *data, size_t len);
 void dp_pump_fetchers(kq_dp *dp, const kq_image *img, int64_t broker_epoch, uint64_t now);
-void dp_handle_fetch_answer(kq_dp *dp, dp_net_ev *ev, uint64_t now);
+void dp_handle_fetch_answer(kq_dp *dp, dp_net_ev *ev, int err, const uint8_t *data, size_t len,
+                            uint64_t now);
 
 /* dp_alter.c */
-void dp_pump_alters(kq_dp *dp, kq_rpc_client *ctl, int64_t broker_epoch);
+void dp_pump_alters(kq_dp *dp, int32_t controller, int64_t broker_epoch);
+void dp_handle_alter_answer(kq_dp *dp, dp_net_ev *ev, int err, const uint8_t *data, size_t len,
+                            uint64_t now);
 
 #endif

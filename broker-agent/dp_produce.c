@@ -22,8 +22,8 @@ int dp_not_hosted_error(const kq_image *img, const uint8_t topic_id[16], int32_t
     return KQ_ERR_NOT_LEADER_OR_FOLLOWER;
 }
 
-void dp_handle_produce(kq_dp *dp, kq_rpc_req *req, const kq_produce_request *pr,
-                       const kq_image *img, uint64_t now)
+void dp_handle_produce(kq_dp *dp, void *req, const kq_produce_request *pr, const kq_image *img,
+                       uint64_t now)
 {
     kq_buf payload = {0};
     kq_replica_update u;

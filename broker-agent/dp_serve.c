@@ -51,8 +51,8 @@ static void read_ctx_free(read_ctx *c)
 }
 
 /* Serve a Fetch; returns false if it was parked (nothing to send yet and may_park). */
-static bool serve_fetch(kq_dp *dp, kq_rpc_req *req, const kq_data_fetch_request *fr,
-                        const kq_image *img, uint64_t now, bool may_park)
+static bool serve_fetch(kq_dp *dp, void *req, const kq_data_fetch_request *fr, const kq_image *img,
+                        uint64_t now, bool may_park)
 {
     size_t n = fr->n_partitions;
     kq_data_fetch_partition_result *res = calloc(n ? n : 1, sizeof(*res));
@@ -168,8 +168,7 @@ out:
 }
 
 /* A Fetch just received: checks the sender, serves or parks it. Takes ownership of r. */
-void dp_handle_fetch(kq_dp *dp, kq_rpc_req *req, kq_data_request *r, const kq_image *img,
-                     uint64_t now)
+void dp_handle_fetch(kq_dp *dp, void *req, kq_data_request *r, const kq_image *img, uint64_t now)
 {
     const kq_data_fetch_request *fr = &r->u.fetch;
     char msg[256];
@@ -234,7 +233,7 @@ void dp_retry_parked_fetches(kq_dp *dp, const kq_image *img, uint64_t now, bool 
 
 /* ---------- ListOffsets ---------- */
 
-void dp_handle_list_offsets(kq_dp *dp, kq_rpc_req *req, const kq_list_offsets_request *lr,
+void dp_handle_list_offsets(kq_dp *dp, void *req, const kq_list_offsets_request *lr,
                             const kq_image *img)
 {
     size_t n = lr->n_partitions;
@@ -335,7 +334,7 @@ static int md_add_topic(md_build *m, const kq_topic *t, const char *name, size_t
     return 0;
 }
 
-void dp_handle_metadata(kq_dp *dp, kq_rpc_req *req, const kq_data_metadata_request *mr,
+void dp_handle_metadata(kq_dp *dp, void *req, const kq_data_metadata_request *mr,
                         const kq_image *img)
 {
     md_build m;

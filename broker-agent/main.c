@@ -31,6 +31,7 @@
 
 #include "broker_config.h"
 #include "data_plane.h"
+#include "dp_net_nng.h"
 #include "lifecycle.h"
 #include "metadata.h"
 #include "replica_manager.h"
@@ -93,8 +94,10 @@ typedef struct broker {
     uint8_t incarnation[16];
     char incarnation_str[KQ_UUID_STR_LEN + 1];
     kq_plog *plog;
-    kq_rm *rm;              /* replica manager, on plog */
-    kq_dp *dp;              /* data plane: Produce, Fetch, fetchers, AlterPartition */
+    kq_rm *rm;                           /* replica manager, on plog */
+    kq_dp *dp;                           /* data plane: Produce, Fetch, fetchers, AlterPartition */
+    kq_dp_nng *dp_net;                   /* its network (dp_net_nng.h) */
+    int32_t ctl_ids[KQ_RAFT_MAX_VOTERS]; /* cfg.voters' ids, as ctl */
     bool metadata_changed;  /* the replica manager acted on new metadata this iteration */
     int64_t rm_applied_end; /* applied_end the replica manager last acted on */
     kq_store *store;
@@ -444,7 +447,8 @@ static void handle_ctl_answer(broker *b, ctl_ev *ev)
  * it with an error, never leave a client hanging. */
 static void handle_request(broker *b, kq_rpc_req *req)
 {
-    if (kq_dp_on_request(b->dp, req, b->meta.img, b->now))
+    if (kq_dp_on_request(b->dp, req, kq_rpc_req_data(req), kq_rpc_req_len(req), b->meta.img,
+                         b->now))
         return;
     kq_request r;
     kq_buf out = {0};
@@ -760,6 +764,15 @@ static int start(broker *b, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         goto out;
     }
+    for (int i = 0; i < b->cfg.n_voters; i++)
+        b->ctl_ids[i] = b->cfg.voters[i].id;
+    b->dp_net = kq_dp_nng_new(b->q, EV_DATA, KQ_RPC_DEFAULT_MAX_MSG, b->ctl, b->ctl_ids,
+                              b->cfg.n_voters, fatal);
+    if (b->dp_net == NULL) {
+        rc = KQ_ERR_NOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
     {
         kq_dp_config dc = {.node_id = b->cfg.node_id,
                            .cluster_id = b->cluster_id,
@@ -769,8 +782,7 @@ static int start(broker *b, char *err, size_t errlen)
                            .request_timeout_ms = b->cfg.raft.request_timeout_ms,
                            .max_msg_bytes = KQ_RPC_DEFAULT_MAX_MSG,
                            .max_waiting = SERVER_CONTEXTS - 64,
-                           .q = b->q,
-                           .ev_type = EV_DATA,
+                           .net = kq_dp_nng_net(b->dp_net),
                            .fatal = fatal};
         b->dp = kq_dp_new(&dc, b->rm);
         if (b->dp == NULL) {
@@ -853,7 +865,7 @@ static int run(broker *b)
         uint64_t deadline = b->host.deadline;
         if (a.next_ms < deadline)
             deadline = a.next_ms;
-        uint64_t dd = kq_dp_deadline(b->dp);
+        uint64_t dd = kq_dp_deadline(b->dp, b->now);
         if (dd < deadline)
             deadline = dd;
         if (b->host.n_outbox > 0)
@@ -873,7 +885,7 @@ static int run(broker *b)
                 handle_request(b, items[i].ptr);
                 break;
             case EV_DATA:
-                kq_dp_on_net_event(b->dp, items[i].ptr, b->now);
+                kq_dp_nng_deliver(b->dp, items[i].ptr, b->now);
                 break;
             default:
                 break;
@@ -900,7 +912,8 @@ static int run(broker *b)
             kq_dp_after_metadata(b->dp, b->meta.img, b->now);
         {
             int vi = voter_index(b, b->host.st.leader_id);
-            kq_dp_pump(b->dp, b->meta.img, vi >= 0 ? b->ctl[vi] : NULL, b->lc.broker_epoch, b->now);
+            kq_dp_pump(b->dp, b->meta.img, vi >= 0 && b->ctl[vi] ? b->host.st.leader_id : -1,
+                       b->lc.broker_epoch, b->now);
         }
         if (b->host.st.leader_id != b->last_leader) {
             b->last_leader = b->host.st.leader_id;
@@ -967,6 +980,7 @@ int main(int argc, char **argv)
     kq_raft_host_free(&b.host);
     kq_store_close(b.store);
     kq_dp_free(b.dp);
+    kq_dp_nng_free(b.dp_net);
     kq_rm_free(b.rm);
     kq_plog_close(b.plog);
     kq_http_stop(b.http);
