@@ -30,6 +30,33 @@ void dp_drop(kq_dp *dp, void *req)
     dp->cfg.net.drop(dp->cfg.net.ctx, req);
 }
 
+dp_net_ev *dp_net_ev_new(kq_dp *dp, int kind)
+{
+    dp_net_ev *ev = calloc(1, sizeof(*ev));
+    if (ev == NULL)
+        return NULL;
+    ev->kind = kind;
+    ev->next = dp->inflight;
+    if (dp->inflight != NULL)
+        dp->inflight->prev = ev;
+    dp->inflight = ev;
+    return ev;
+}
+
+void dp_net_ev_free(kq_dp *dp, dp_net_ev *ev)
+{
+    if (ev == NULL)
+        return;
+    if (ev->prev != NULL)
+        ev->prev->next = ev->next;
+    else
+        dp->inflight = ev->next;
+    if (ev->next != NULL)
+        ev->next->prev = ev->prev;
+    free(ev->sent);
+    free(ev);
+}
+
 kq_dp *kq_dp_new(const kq_dp_config *cfg, kq_rm *rm)
 {
     kq_dp *dp = calloc(1, sizeof(*dp));
@@ -48,6 +75,8 @@ void kq_dp_free(kq_dp *dp)
         return;
     for (size_t i = 0; i < dp->n_parts; i++)
         free(dp->parts[i].producers);
+    while (dp->inflight != NULL)
+        dp_net_ev_free(dp, dp->inflight);
     for (size_t i = 0; i < dp->n_parked; i++)
         dp_drop(dp, dp->parked[i].req);
     for (size_t i = 0; i < dp->n_fetches; i++) {

@@ -33,7 +33,8 @@
  * to the calls are borrowed. A request handle given to kq_dp_on_request (when it returns 1)
  * becomes the data plane's until it passes it to net.reply or net.drop; a token given to
  * net.send stays the data plane's, and the network gives it back exactly once, to
- * kq_dp_on_answer (or never, when the data plane is freed first).
+ * kq_dp_on_answer; kq_dp_free frees the tokens still in flight, and the network must not give
+ * them back after it.
  */
 #ifndef KQ_BROKER_DATA_PLANE_H
 #define KQ_BROKER_DATA_PLANE_H

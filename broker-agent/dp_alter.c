@@ -39,9 +39,8 @@ void dp_pump_alters(kq_dp *dp, int32_t controller, int64_t broker_epoch)
         req.alter_partition.n_topics = 1;
         kq_buf buf = {0};
         int rc = kq_ctl_encode_request(dp->cfg.cluster_id, dp->cfg.node_id, &req, &buf);
-        dp_net_ev *ev = rc == 0 ? calloc(1, sizeof(*ev)) : NULL;
+        dp_net_ev *ev = rc == 0 ? dp_net_ev_new(dp, DP_NET_ALTER) : NULL;
         if (ev != NULL) {
-            ev->kind = DP_NET_ALTER;
             memcpy(ev->topic_id, p->topic_id, 16);
             ev->partition = p->partition;
             ev->request_id = p->alter.request_id;
@@ -51,7 +50,7 @@ void dp_pump_alters(kq_dp *dp, int32_t controller, int64_t broker_epoch)
                 ev = NULL;
             }
         }
-        free(ev);
+        dp_net_ev_free(dp, ev);
         kq_buf_free(&buf);
     }
 }
@@ -113,6 +112,5 @@ void kq_dp_on_answer(kq_dp *dp, void *token, int err, const uint8_t *data, size_
         dp_handle_fetch_answer(dp, ev, err, data, len, now_ms);
     else
         dp_handle_alter_answer(dp, ev, err, data, len, now_ms);
-    free(ev->sent);
-    free(ev);
+    dp_net_ev_free(dp, ev);
 }

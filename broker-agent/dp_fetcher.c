@@ -95,18 +95,17 @@ void dp_pump_fetchers(kq_dp *dp, const kq_image *img, int64_t broker_epoch, uint
                                      .n_partitions = m};
         kq_buf_free(&buf);
         int rc = kq_data_encode_fetch_request(dp->cfg.cluster_id, dp->cfg.node_id, &req, &buf);
-        dp_net_ev *ev = rc == 0 ? calloc(1, sizeof(*ev)) : NULL;
+        dp_net_ev *ev = rc == 0 ? dp_net_ev_new(dp, DP_NET_FETCH) : NULL;
         if (ev == NULL) {
             KQ_WARN("replica", "cannot build a fetch request", "leader=%d error=%s", leader,
                     kq_err_name(rc ? rc : KQ_ERR_NOMEM));
             free(batch);
             continue;
         }
-        ev->kind = DP_NET_FETCH;
         ev->leader = leader;
         ev->sent = calloc(m, sizeof(*ev->sent));
         if (ev->sent == NULL) {
-            free(ev);
+            dp_net_ev_free(dp, ev);
             free(batch);
             dp_oom(dp, "fetch request");
             continue;
@@ -122,8 +121,7 @@ void dp_pump_fetchers(kq_dp *dp, const kq_image *img, int64_t broker_epoch, uint
         uint32_t timeout = dp->cfg.replica_fetch_wait_max_ms + dp->cfg.request_timeout_ms;
         if (dp->cfg.net.send(dp->cfg.net.ctx, KQ_DP_PEER_BROKER, leader, url, buf.data, buf.len,
                              timeout, ev) != 0) {
-            free(ev->sent);
-            free(ev);
+            dp_net_ev_free(dp, ev);
             f->backoff_until = now + DP_FETCH_BACKOFF_MS * 10; /* cannot even connect */
             continue;
         }

@@ -98,8 +98,10 @@ typedef struct dp_fetcher {
     uint64_t backoff_until;
 } dp_fetcher;
 
-/* What a request sent through net.send was (its token), to match its answer against. */
+/* What a request sent through net.send was (its token), to match its answer against; the
+ * data plane keeps every one in flight on a list (kq_dp_free frees them). */
 typedef struct dp_net_ev {
+    struct dp_net_ev *prev, *next;
     int kind;
     int32_t leader; /* FETCH */
     dp_sent *sent;  /* FETCH: what was asked, per partition (owned) */
@@ -126,6 +128,7 @@ struct kq_dp {
     uint64_t token;
     bool wake;            /* some partition changed: retry parked fetches */
     uint64_t brokers_sig; /* registrations last passed to the leaders (kq_dp_after_metadata) */
+    dp_net_ev *inflight;  /* tokens given to net.send, not answered yet */
     kq_dp_counts counts;
 };
 
@@ -148,6 +151,9 @@ typedef struct dp_src {
 int dp_grow(void **v, size_t *cap, size_t n, size_t elem);
 void dp_oom(kq_dp *dp, const char *what);
 void dp_drop(kq_dp *dp, void *req); /* net.drop */
+/* A token for net.send, on the in-flight list (NULL on out of memory), and its release. */
+dp_net_ev *dp_net_ev_new(kq_dp *dp, int kind);
+void dp_net_ev_free(kq_dp *dp, dp_net_ev *ev);
 dp_part *dp_part_get(kq_dp *dp, const uint8_t topic_id[16], int32_t partition);
 kq_plog_tp dp_tp_make(const uint8_t topic_id[16], int32_t partition);
 void dp_reply_error(kq_dp *dp, void *req, uint32_t api, int err, const char *msg);
