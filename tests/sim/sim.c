@@ -16,12 +16,15 @@
 #include "kq/codec.h"
 #include "kq/ctl_codec.h"
 #include "kq/error.h"
+#include "kq/log.h"
 #include "kq/raft.h"
 #include "kq/raft_host.h"
 #include "kq/util.h"
 #include "evheap.h"
 #include "lifecycle.h"
+#include "data_plane.h"
 #include "metadata.h"
+#include "plog_mem.h"
 #include "node.h"
 #include "sim_inv.h"
 
@@ -188,6 +191,8 @@ enum ev_type {
     EV_ACTOR_AP,      /* broker: maybe send an AlterPartition */
     EV_ACTOR_TIMEOUT, /* an actor's request got no answer */
     EV_ACTOR_START,   /* a crashed broker restarts (new incarnation) */
+    EV_DP_TIMER,      /* a broker's data plane asked to be ticked */
+    EV_DP_TIMEOUT,    /* something a broker's data plane sent got no answer */
 };
 
 typedef struct sim_ev {
@@ -2056,9 +2061,15 @@ static void live_deadline(sim *s)
 
 enum { CHAN_MAIN = 0, CHAN_AP = 1 }; /* one request in flight per channel and actor */
 
-/* A controller-API message on the wire between an actor and a controller node. */
+enum { PKT_CTL = 0, PKT_DATA_REQ, PKT_DATA_ANSWER };
+
+/* A message on the wire: controller API between an actor and a controller node (PKT_CTL), or
+ * data plane between two actors (a follower Fetch from actor to to_actor, and its answer). */
 typedef struct ctl_pkt {
+    int kind;
     int actor;
+    int to_actor; /* PKT_DATA_*: the receiver */
+    bool dp;      /* PKT_CTL: sent by the broker's data plane (its AlterPartition) */
     int node;
     bool to_ctl;
     uint64_t req_id;
@@ -2094,7 +2105,35 @@ typedef struct sim_actor {
     uint32_t admin_rounds;
     /* a broker: the production lifecycle (broker-agent/lifecycle.h) on the actor's clock */
     kq_bl bl;
+    /* a broker: the production data plane (data_plane.h) and replica manager over the
+     * simulated partition-log disk (plog_mem.h), which survives the process */
+    kq_plog_mem_disk *disk;
+    kq_plog *plog;
+    kq_rm *rm;
+    kq_dp *dp;
+    int64_t rm_applied_end;
+    uint64_t dp_timer_gen, dp_timer_at;
+    struct dp_out *outs; /* what its data plane sent and waits for */
+    size_t n_outs, cap_outs;
+    int dp_same_ms; /* loop iterations asked for at once, at the same time */
+    uint64_t dp_same_at;
 } sim_actor;
+
+/* Something a broker's data plane sent (net.send): its answer or a timeout gives token back. */
+typedef struct dp_out {
+    uint64_t req_id;
+    void *token;
+    bool ap; /* an AlterPartition: of this partition */
+    uint8_t topic[16];
+    int32_t part;
+} dp_out;
+
+/* A request a broker's data plane holds (the kq_dp_net request handle). */
+typedef struct dp_req {
+    int from; /* the sender's actor index */
+    uint64_t from_inc;
+    uint64_t req_id;
+} dp_req;
 
 /* An AlterPartition result a broker saw acknowledged: it must stay in the committed state. */
 typedef struct ap_ack {
@@ -2749,6 +2788,307 @@ static void broker_sync(sim_actor *a)
     a->fenced = a->bl.fenced;
 }
 
+/* ---- a broker's data host: the production replica manager and data plane (data_plane.h) on
+ * the simulated partition-log disk (plog_mem.h), reached over the simulated network ---- */
+
+#define DP_REQUEST_TIMEOUT_MS 3000
+#define DP_FETCH_WAIT_MS 500
+#define DP_LAG_MAX_MS 4000
+#define DP_MAX_AT_ONCE 5000 /* loop iterations a data plane may ask for back to back */
+
+static _Thread_local sim *g_sim; /* the run in progress: dp_fatal has no context argument */
+
+static void dp_fatal(const char *what, const char *detail)
+{
+    if (g_sim)
+        fail(g_sim, "data plane: %s: %s", what, detail ? detail : "");
+}
+
+static void dp_loop(sim *s, sim_actor *a);
+static void ap_answered(sim *s, sim_actor *a, const uint8_t topic[16], int32_t part,
+                        const kq_ap_result *r, int64_t wait);
+
+/* Data-plane traffic between brokers: latency and loss, no partitions (yet). */
+static void dp_pkt_send(sim *s, ctl_pkt *p)
+{
+    if (!s->liveness && kq_prng_permille(&s->ctl, s->base_loss_pm)) {
+        trace(s, "  net drop b%d>b%d #%" PRIu64 " data %s (loss)", s->actors[p->actor].id,
+              s->actors[p->to_actor].id, p->req_id, p->kind == PKT_DATA_REQ ? "request" : "answer");
+        ctl_pkt_free(p);
+        return;
+    }
+    uint64_t t = s->now + s->lat_min + kq_prng_below(&s->ctl, s->lat_spread + 1);
+    sched_ev(s, t, EV_CTL_NET, -1, 0, 0, NULL, p, p->actor);
+}
+
+static bool buf_copy(sim *s, kq_buf *dst, const uint8_t *data, size_t len)
+{
+    dst->data = xcalloc(s, len ? len : 1, 1);
+    dst->len = len;
+    if (dst->data && len)
+        memcpy(dst->data, data, len);
+    return dst->data != NULL;
+}
+
+/* kq_dp_net.reply: the answer goes back to the requesting broker. */
+static void dp_net_reply(void *ctx, void *req, kq_buf *answer)
+{
+    sim_actor *a = ctx;
+    sim *s = g_sim;
+    dp_req *q = req;
+    ctl_pkt *p = xcalloc(s, 1, sizeof *p);
+    if (p) {
+        *p = (ctl_pkt){.kind = PKT_DATA_ANSWER,
+                       .actor = a->idx,
+                       .to_actor = q->from,
+                       .node = -1,
+                       .req_id = q->req_id,
+                       .wire = *answer};
+        *answer = (kq_buf){0};
+        dp_pkt_send(s, p);
+    }
+    kq_buf_free(answer);
+    free(q);
+}
+
+static void dp_net_drop(void *ctx, void *req)
+{
+    (void)ctx;
+    free(req);
+}
+
+/* kq_dp_net.send: a follower Fetch to another broker, or an AlterPartition to a controller
+ * (over the controller-API path, with its partitions and losses). */
+static int dp_net_send(void *ctx, kq_dp_peer peer, int32_t node, const char *url,
+                       const uint8_t *data, size_t len, uint32_t timeout_ms, void *token)
+{
+    sim_actor *a = ctx;
+    sim *s = g_sim;
+    (void)url;
+    int to = peer == KQ_DP_PEER_BROKER ? broker_index(s, node) : -1;
+    sim_node *n = peer == KQ_DP_PEER_CONTROLLER ? node_by_id(s, node) : NULL;
+    if (to < 0 && (!n || !n->voter))
+        return KQ_ERR_NETWORK_EXCEPTION;
+    if (!grow(s, (void **)&a->outs, &a->cap_outs, a->n_outs + 1, sizeof(dp_out)))
+        return KQ_ERR_NOMEM;
+    ctl_pkt *p = xcalloc(s, 1, sizeof *p);
+    if (!p || !buf_copy(s, &p->wire, data, len)) {
+        free(p);
+        return KQ_ERR_NOMEM;
+    }
+    uint64_t id = ++s->next_req_id;
+    dp_out o = {.req_id = id, .token = token};
+    if (n) {
+        kq_ctl_request r;
+        char err[200];
+        memset(&r, 0, sizeof r);
+        if (kq_ctl_decode_request(data, len, &r, err, sizeof err) != 0 ||
+            r.api_key != KQ_API_ALTER_PARTITION || r.alter_partition.n_topics != 1 ||
+            r.alter_partition.topics[0].n_partitions != 1) {
+            fail(s,
+                 "b%d: its data plane sent a controller request that is not one "
+                 "AlterPartition: %s",
+                 a->id, err);
+            kq_ctl_request_free(&r);
+            ctl_pkt_free(p);
+            return KQ_ERR_INVALID_REQUEST;
+        }
+        o.ap = true;
+        memcpy(o.topic, r.alter_partition.topics[0].topic_id, 16);
+        o.part = r.alter_partition.topics[0].partitions[0].partition_index;
+        trace(s,
+              "  b%d > n%d #%" PRIu64 " AlterPartition from its replica of partition %d (%d "
+              "ISR members)",
+              a->id, n->id, id, o.part, r.alter_partition.topics[0].partitions[0].n_new_isr);
+        kq_ctl_request_free(&r);
+        p->kind = PKT_CTL;
+        p->dp = true;
+        p->actor = a->idx;
+        p->node = n->idx;
+        p->to_ctl = true;
+        p->req_id = id;
+        p->api = KQ_API_ALTER_PARTITION;
+        p->wait = -1;
+        a->outs[a->n_outs++] = o;
+        ctl_send(s, p);
+    } else {
+        p->kind = PKT_DATA_REQ;
+        p->actor = a->idx;
+        p->to_actor = to;
+        p->node = -1;
+        p->req_id = id;
+        a->outs[a->n_outs++] = o;
+        dp_pkt_send(s, p);
+    }
+    sched_ev(s, broker_sim_time(s, a, broker_clock(s, a) + timeout_ms), EV_DP_TIMEOUT, -1, a->inc,
+             id, NULL, NULL, a->idx);
+    return 0;
+}
+
+static long dp_out_find(const sim_actor *a, uint64_t req_id)
+{
+    for (size_t i = 0; i < a->n_outs; i++)
+        if (a->outs[i].req_id == req_id)
+            return (long)i;
+    return -1;
+}
+
+/* The answer (err 0) or the failure of something broker a's data plane sent: its token back,
+ * exactly once. */
+static void dp_answer(sim *s, sim_actor *a, long k, int err, const uint8_t *data, size_t len)
+{
+    void *token = a->outs[k].token;
+    a->outs[k] = a->outs[--a->n_outs];
+    kq_dp_on_answer(a->dp, token, err, data, len, broker_clock(s, a));
+    dp_loop(s, a);
+}
+
+/* An AlterPartition answer for broker a's data plane: checked as any acknowledged change. */
+static void dp_ap_answer(sim *s, sim_actor *a, long k, const ctl_pkt *p)
+{
+    kq_response env;
+    kq_alter_partition_result res;
+    char err[200];
+    memset(&env, 0, sizeof env);
+    memset(&res, 0, sizeof res);
+    if (kq_codec_decode_response(p->wire.data, p->wire.len, s->nodes[p->node].id, &env, err,
+                                 sizeof err) == 0 &&
+        env.error == 0 &&
+        kq_ctl_decode_alter_partition_response(&env, &res, err, sizeof err) == 0 &&
+        res.error == 0 && res.n_results == 1)
+        ap_answered(s, a, a->outs[k].topic, a->outs[k].part, &res.results[0], p->wait);
+    kq_ctl_alter_partition_response_free(&res);
+    kq_response_free(&env);
+    if (!s->failed)
+        dp_answer(s, a, k, 0, p->wire.data, p->wire.len);
+}
+
+/* A data-plane packet arrives. */
+static void dp_deliver(sim *s, const ctl_pkt *p)
+{
+    sim_actor *t = &s->actors[p->to_actor];
+    if (!t->up || !t->dp) {
+        trace(s, "net b%d>b%d #%" PRIu64 ": b%d is down", s->actors[p->actor].id, t->id, p->req_id,
+              t->id);
+        return;
+    }
+    if (p->kind == PKT_DATA_ANSWER) {
+        long k = dp_out_find(t, p->req_id);
+        if (k >= 0)
+            dp_answer(s, t, k, 0, p->wire.data, p->wire.len);
+        return;
+    }
+    dp_req *q = xcalloc(s, 1, sizeof *q);
+    if (!q)
+        return;
+    *q = (dp_req){.from = p->actor, .from_inc = s->actors[p->actor].inc, .req_id = p->req_id};
+    const kq_image *img = s->nodes[t->node].bm.img;
+    if (!kq_dp_on_request(t->dp, q, p->wire.data, p->wire.len, img, broker_clock(s, t))) {
+        free(q);
+        fail(s, "b%d: its data plane refused a request from b%d as not a data-plane API", t->id,
+             s->actors[p->actor].id);
+        return;
+    }
+    dp_loop(s, t);
+}
+
+/* The data plane's deadline as an EV_DP_TIMER (a new one replaces the last). */
+static void dp_arm(sim *s, sim_actor *a, uint64_t now)
+{
+    uint64_t d = kq_dp_deadline(a->dp, now), t;
+    if (d == KQ_REPLICA_NO_DEADLINE)
+        return;
+    if (d <= now) {
+        if (++a->dp_same_ms > DP_MAX_AT_ONCE) {
+            fail(s, "b%d: its data plane asked to run again at once %d times in a row", a->id,
+                 a->dp_same_ms);
+            return;
+        }
+        t = s->now + 1;
+    } else {
+        a->dp_same_ms = 0;
+        t = broker_sim_time(s, a, d);
+    }
+    if (t == a->dp_timer_at)
+        return;
+    a->dp_timer_at = t;
+    a->dp_timer_gen++;
+    sched_ev(s, t, EV_DP_TIMER, -1, a->inc, a->dp_timer_gen, NULL, NULL, a->idx);
+}
+
+/* One iteration of kq-broker-agent's loop for the data plane, in its order: timers, commit
+ * (then PERSISTED), the replica manager on new metadata, sends and answers. */
+static void dp_loop(sim *s, sim_actor *a)
+{
+    if (!a->up || !a->dp || s->failed)
+        return;
+    uint64_t now = broker_clock(s, a);
+    sim_node *n = &s->nodes[a->node];
+    const kq_image *img = n->bm.img;
+    kq_dp_tick(a->dp, img, now);
+    kq_dp_commit(a->dp, img, now);
+    if (n->bm.applied_end != a->rm_applied_end) {
+        char why[512];
+        a->rm_applied_end = n->bm.applied_end;
+        if (kq_rm_on_metadata(a->rm, img, now, why, sizeof why) != 0) {
+            fail(s, "b%d: replica manager: %s", a->id, why);
+            return;
+        }
+        kq_dp_after_metadata(a->dp, img, now);
+    }
+    sim_node *l = node_by_id(s, n->st.leader_id);
+    kq_dp_pump(a->dp, img, l && l->voter ? l->id : -1, a->bl.broker_epoch, now);
+    if (!s->failed)
+        dp_arm(s, a, now);
+}
+
+/* A broker process starts: its partition logs as the disk kept them, a new replica manager and
+ * data plane. */
+static void dp_start(sim *s, sim_actor *a)
+{
+    if (!a->disk) {
+        kq_store_identity id = {.node_id = a->id};
+        snprintf(id.cluster_id, sizeof id.cluster_id, "%s", CLUSTER_ID);
+        a->disk = kq_plog_mem_disk_new(&id);
+    }
+    kq_rm_config rmc = {.node_id = a->id,
+                        .replica_lag_time_max_ms = DP_LAG_MAX_MS,
+                        .min_insync_replicas = s->settings.min_insync_replicas};
+    kq_dp_config dc = {
+        .node_id = a->id,
+        .cluster_id = CLUSTER_ID,
+        .replica_fetch_wait_max_ms = DP_FETCH_WAIT_MS,
+        .replica_fetch_max_bytes = 1u << 20,
+        .request_timeout_ms = DP_REQUEST_TIMEOUT_MS,
+        .max_msg_bytes = 16u << 20,
+        .max_waiting = 1024,
+        .net = {.ctx = a, .reply = dp_net_reply, .drop = dp_net_drop, .send = dp_net_send},
+        .fatal = dp_fatal};
+    if (!a->disk || kq_plog_mem_open(a->disk, &a->plog) != 0 ||
+        !(a->rm = kq_rm_new(&rmc, a->plog)) || !(a->dp = kq_dp_new(&dc, a->rm))) {
+        fail(s, "b%d: cannot start its data plane (out of memory)", a->id);
+        return;
+    }
+    a->rm_applied_end = 0;
+    a->n_outs = 0;
+    a->dp_timer_at = 0;
+    a->dp_same_ms = 0;
+}
+
+/* A broker process stops (a crash): what its partition logs did not commit is lost. */
+static void dp_stop(sim_actor *a)
+{
+    kq_dp_free(a->dp);
+    kq_rm_free(a->rm);
+    kq_plog_close(a->plog);
+    a->dp = NULL;
+    a->rm = NULL;
+    a->plog = NULL;
+    a->n_outs = 0;
+    a->dp_timer_gen++;
+    a->dp_timer_at = 0;
+}
+
 /* After every step of a broker's metadata observer (kq-broker-agent's apply_committed and
  * the lifecycle calls of its loop): replay what is committed and durable into the image,
  * compare it with the reference at the same offset, then tell the lifecycle the observer's
@@ -2806,6 +3146,8 @@ static void broker_meta(sim *s, sim_node *n)
     }
     if (a->bl.observed != seen && n->st.leader_id >= 0)
         actor_tick_at(s, a, s->now); /* the loop polls the lifecycle at once */
+    if (end != before || a->bl.observed != seen)
+        dp_loop(s, a);
 }
 
 /* The lifecycle's next step: register or heartbeat to the controller it picks (the leader hint
@@ -2849,6 +3191,7 @@ static void broker_answer(sim *s, sim_actor *a, uint32_t api, int error, int64_t
         trace(s, "b%d: now %s (%s)", a->id, a->fenced ? "fenced" : "unfenced",
               kq_bl_state_name(a->bl.state));
     actor_tick_at(s, a, s->now + 1);
+    dp_loop(s, a);
 }
 
 static void admin_tick(sim *s, sim_actor *a)
@@ -3005,6 +3348,43 @@ static void actor_follow(sim *s, sim_actor *a, const kq_response *env)
         actor_other_ctl(s, a);
 }
 
+/* The controller's answer for one partition of an AlterPartition from broker a (the answer
+ * waited for offset wait to commit): an acknowledged change must stay in the committed state. */
+static void ap_answered(sim *s, sim_actor *a, const uint8_t topic[16], int32_t part,
+                        const kq_ap_result *r, int64_t wait)
+{
+    if (r->error) {
+        s->res->ap_rejected++;
+        trace(s, "b%d < AlterPartition partition %d: %s", a->id, part, kq_err_name(r->error));
+        return;
+    }
+    if (r->n_isr > AP_MAX_ISR) {
+        fail(s, "b%d: AlterPartition answered with %d ISR members", a->id, r->n_isr);
+        return;
+    }
+    ap_ack k = {.part = part,
+                .partition_epoch = r->partition_epoch,
+                .n_isr = r->n_isr,
+                .offset = wait,
+                .broker = a->id};
+    memcpy(k.topic, topic, 16);
+    memcpy(k.isr, r->isr, (size_t)r->n_isr * sizeof(int32_t));
+    s->res->ap_acked++;
+    trace(s,
+          "b%d < AlterPartition partition %d acknowledged: partition epoch %d, ISR size %d, "
+          "leader %d, offset %" PRId64,
+          a->id, part, r->partition_epoch, r->n_isr, r->leader_id, wait);
+    if (wait >= s->ref_end)
+        fail(s,
+             "b%d: AlterPartition acknowledged before its records committed (answer waited for "
+             "offset %" PRId64 ", committed end %" PRId64 ")",
+             a->id, wait, s->ref_end);
+    else if (grow(s, (void **)&s->acks, &s->cap_acks, s->n_acks + 1, sizeof(ap_ack))) {
+        s->acks[s->n_acks++] = k;
+        ack_check_image(s, s->ref, s->ref_end, "committed state");
+    }
+}
+
 static void on_ap_response(sim *s, sim_actor *a, const ctl_pkt *p, const kq_response *env)
 {
     kq_alter_partition_result res;
@@ -3017,35 +3397,7 @@ static void on_ap_response(sim *s, sim_actor *a, const ctl_pkt *p, const kq_resp
         kq_ctl_alter_partition_response_free(&res);
         return;
     }
-    const kq_ap_result *r = &res.results[0];
-    if (r->error) {
-        s->res->ap_rejected++;
-        trace(s, "b%d < AlterPartition partition %d: %s", a->id, a->ap_part, kq_err_name(r->error));
-    } else if (r->n_isr > AP_MAX_ISR) {
-        fail(s, "b%d: AlterPartition answered with %d ISR members", a->id, r->n_isr);
-    } else {
-        ap_ack k = {.part = a->ap_part,
-                    .partition_epoch = r->partition_epoch,
-                    .n_isr = r->n_isr,
-                    .offset = p->wait,
-                    .broker = a->id};
-        memcpy(k.topic, a->ap_topic, 16);
-        memcpy(k.isr, r->isr, (size_t)r->n_isr * sizeof(int32_t));
-        s->res->ap_acked++;
-        trace(s,
-              "b%d < AlterPartition partition %d acknowledged: partition epoch %d, ISR size %d, "
-              "leader %d, offset %" PRId64,
-              a->id, a->ap_part, r->partition_epoch, r->n_isr, r->leader_id, p->wait);
-        if (p->wait >= s->ref_end)
-            fail(s,
-                 "b%d: AlterPartition acknowledged before its records committed (answer waited "
-                 "for offset %" PRId64 ", committed end %" PRId64 ")",
-                 a->id, p->wait, s->ref_end);
-        else if (grow(s, (void **)&s->acks, &s->cap_acks, s->n_acks + 1, sizeof(ap_ack))) {
-            s->acks[s->n_acks++] = k;
-            ack_check_image(s, s->ref, s->ref_end, "committed state");
-        }
-    }
+    ap_answered(s, a, a->ap_topic, a->ap_part, &res.results[0], p->wait);
     kq_ctl_alter_partition_response_free(&res);
 }
 
@@ -3087,6 +3439,11 @@ static void on_main_response(sim *s, sim_actor *a, const kq_response *env)
 
 static void ctl_on_response(sim *s, sim_actor *a, const ctl_pkt *p)
 {
+    long k = a->up && !a->admin ? dp_out_find(a, p->req_id) : -1;
+    if (k >= 0) { /* an answer for the broker's data plane */
+        dp_ap_answer(s, a, k, p);
+        return;
+    }
     int chan = a->req_id[CHAN_MAIN] == p->req_id ? CHAN_MAIN
                : a->req_id[CHAN_AP] == p->req_id ? CHAN_AP
                                                  : -1;
@@ -3131,6 +3488,10 @@ static void ctl_on_response(sim *s, sim_actor *a, const ctl_pkt *p)
 
 static void ctl_deliver(sim *s, const ctl_pkt *p)
 {
+    if (p->kind != PKT_CTL) {
+        dp_deliver(s, p);
+        return;
+    }
     if (p->to_ctl) {
         sim_node *n = &s->nodes[p->node];
         if (!n->up) {
@@ -3188,8 +3549,10 @@ static void broker_start(sim *s, sim_actor *a)
         kq_bl_init(&a->bl, &bc, broker_clock(s, a));
     }
     trace(s, "%s%d > start #%" PRIu64, a->admin ? "admin" : "b", a->id, a->inc);
-    if (!a->admin)
+    if (!a->admin) {
+        dp_start(s, a);
         node_start(s, &s->nodes[a->node]);
+    }
     actor_tick_at(s, a, s->now + kq_prng_below(&s->ctl, 200));
     if (!a->admin)
         sched_ev(s, s->now + actor_ms(a, a->ap_every_ms), EV_ACTOR_AP, -1, a->inc, 0, NULL, NULL,
@@ -3205,6 +3568,7 @@ static void broker_crash(sim *s, sim_actor *a)
     uint64_t down = kq_prng_range(&s->fault, 500, 15000);
     trace(s, "b%d > CRASH (back in %" PRIu64 "ms)", a->id, down);
     node_crash(s, &s->nodes[a->node], false); /* its observer, unsynced writes lost */
+    dp_stop(a);
     sched_ev(s, s->now + down, EV_ACTOR_START, -1, 0, 0, NULL, NULL, a->idx);
 }
 
@@ -3350,11 +3714,29 @@ static void ctl_dispatch(sim *s, sim_ev *ev)
     case EV_ACTOR_START:
         broker_start(s, a);
         break;
+    case EV_DP_TIMER:
+        if (a->up && ev->inc == a->inc && ev->a == a->dp_timer_gen) {
+            a->dp_timer_at = 0;
+            dp_loop(s, a);
+        }
+        break;
+    case EV_DP_TIMEOUT:
+        if (a->up && ev->inc == a->inc) {
+            long k = dp_out_find(a, ev->a);
+            if (k >= 0)
+                dp_answer(s, a, k, KQ_ERR_REQUEST_TIMED_OUT, NULL, 0);
+        }
+        break;
     }
 }
 
 static void ctl_free(sim *s)
 {
+    for (int i = 0; s->actors && i < s->n_actors; i++) {
+        dp_stop(&s->actors[i]);
+        kq_plog_mem_disk_free(s->actors[i].disk);
+        free(s->actors[i].outs);
+    }
     free(s->actors);
     kq_image_free(s->ref);
     kq_sim_epochs_free(s->ref_epochs);
@@ -3646,6 +4028,8 @@ int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res)
     s->res = res;
     s->out = o->out ? o->out : stderr;
     s->hash = 0xCBF29CE484222325ull;
+    g_sim = s;
+    kq_log_set_level(KQ_LOG_ERROR); /* the trace tells the story; the hosts' logs stay quiet */
     kq_evheap_init(&s->heap, sizeof(sim_ev));
     setup(s);
     sim_ev ev;
@@ -3671,6 +4055,7 @@ int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res)
         dump_trace(s);
     int rc = s->oom ? KQ_ERR_NOMEM : 0;
     sim_free(s);
+    g_sim = NULL;
     free(s);
     return rc;
 }
