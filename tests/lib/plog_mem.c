@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kq/error.h"
+#include "kq/util.h"
 
 typedef struct mem_batch {
     int refs;
@@ -52,6 +53,23 @@ typedef struct mem_plog {
 } mem_plog;
 
 static const kq_plog_ops mem_ops;
+
+/* The batch CRC-32C as the LMDB partition logs compute it (and kq_data_batch_crc): base
+ * offset, leader epoch, count, producer id, producer epoch, base sequence (big-endian), then
+ * the records. */
+static uint32_t batch_crc(const kq_plog_batch *b)
+{
+    uint8_t h[8 + KQ_PLOG_BATCH_HEADER_LEN - 4];
+    uint64_t v[] = {(uint64_t)b->base_offset,    (uint32_t)b->leader_epoch,
+                    (uint32_t)b->count,          (uint64_t)b->producer_id,
+                    (uint16_t)b->producer_epoch, (uint32_t)b->base_sequence};
+    const int width[] = {8, 4, 4, 8, 2, 4};
+    size_t at = 0;
+    for (int i = 0; i < 6; i++)
+        for (int k = width[i] - 1; k >= 0; k--)
+            h[at++] = (uint8_t)(v[i] >> (8 * k));
+    return kq_crc32c(kq_crc32c(0, h, sizeof(h)), b->records, b->len);
+}
 
 static void batch_release(mem_batch *b)
 {
@@ -348,10 +366,10 @@ static int mem_append(kq_plog *bp, const kq_plog_tp *tp, const kq_plog_batch *b)
     }
     mb->refs = 1;
     mb->b = *b;
-    mb->b.crc32c = 0;
     if (b->len > 0)
         memcpy(mb->data, b->records, b->len);
     mb->b.records = mb->data;
+    mb->b.crc32c = batch_crc(&mb->b);
     l->b[l->n++] = mb;
     if (b->leader_epoch > last_epoch(pt))
         return add_epoch(p, l, b->leader_epoch, b->base_offset);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kq/data_codec.h"
 #include "kq/error.h"
 #include "kq/plog.h"
 #include "kq/util.h"
@@ -116,6 +117,10 @@ static int collect(void *arg, const kq_plog_batch *b)
     sn->b[sn->n] = *b;
     sn->b[sn->n].records = NULL; /* not valid after the call */
     sn->ok[sn->n] = plog_test_batch_ok(&sn->tp, b, b->base_offset, b->leader_epoch, b->count);
+    /* the stored CRC is the data plane's (a leader sends it to followers unchanged) */
+    kq_data_batch db = {b->base_offset,    b->leader_epoch,  b->count,   b->crc32c, b->producer_id,
+                        b->producer_epoch, b->base_sequence, b->records, b->len};
+    sn->ok[sn->n] &= kq_data_batch_crc(&db) == b->crc32c;
     sn->n++;
     return sn->stop_after > 0 && sn->n >= sn->stop_after;
 }
