@@ -637,7 +637,17 @@ static int lmdb_append(kq_plog *bp, const kq_plog_tp *tp, const kq_plog_batch *b
         return KQ_ERR_INVALID_REQUEST;
     if ((ret = mut_pinfo(p, tp, &pi, "append")) != 0)
         return ret;
-    if (b->base_offset != pi.leo || b->leader_epoch < pi.last_entry_epoch)
+    if (b->base_offset != pi.leo)
+        return KQ_ERR_INVALID_REQUEST;
+    if (b->leader_epoch < pi.last_entry_epoch && pi.last_entry_start >= b->base_offset) {
+        /* trailing epochs that never got a batch (a leadership without records): dropped, as
+         * Kafka's epoch cache and the replica's own do, before the older epoch continues */
+        if ((rc = delete_epochs_from(p->txn, p->epochs, pi.key, b->base_offset)) != 0)
+            return txn_fail(p, rc, "append epoch");
+        if ((ret = mut_pinfo(p, tp, &pi, "append")) != 0)
+            return ret;
+    }
+    if (b->leader_epoch < pi.last_entry_epoch)
         return KQ_ERR_INVALID_REQUEST;
 
     make_bkey(key, pi.key, b->base_offset);

@@ -151,8 +151,12 @@ int kq_plog_create_partition(kq_plog *p, const kq_plog_tp *tp, int32_t partition
                              int64_t log_start_offset);
 /* Removes the partition with all its batches, epoch entries and metadata. */
 int kq_plog_delete_partition(kq_plog *p, const kq_plog_tp *tp);
-/* Append a batch at base_offset == LEO, stamped with leader_epoch, which must be >= the last
- * epoch-cache entry; adds the entry (leader_epoch -> base_offset) when the epoch grows. */
+/* Append a batch at base_offset == LEO, stamped with leader_epoch; adds the entry
+ * (leader_epoch -> base_offset) when the epoch grows. leader_epoch must be >= the last
+ * epoch-cache entry, except that trailing entries starting at or after base_offset (epochs that
+ * never got a batch: a leadership recorded with kq_plog_assign_epoch that wrote nothing) are
+ * first removed when leader_epoch is below them, as Kafka's epoch cache does: a follower
+ * continues the older epoch of its new leader. */
 int kq_plog_append(kq_plog *p, const kq_plog_tp *tp, const kq_plog_batch *b);
 /* Record that leader_epoch starts at the current LEO (a new leader, kraft-semantics 4.6),
  * without a batch; no-op if leader_epoch equals the last entry, INVALID_REQUEST if lower.

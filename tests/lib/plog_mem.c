@@ -354,11 +354,18 @@ static int mem_append(kq_plog *bp, const kq_plog_tp *tp, const kq_plog_batch *b)
         return KQ_ERR_INVALID_REQUEST;
     if ((ret = part_of(p, tp, false, &pt)) != 0)
         return ret;
-    if (b->base_offset != part_leo(pt) || b->leader_epoch < last_epoch(pt))
+    if (b->base_offset != part_leo(pt))
+        return KQ_ERR_INVALID_REQUEST;
+    bool empty_tail = pt->log->ne > 0 && pt->log->e[pt->log->ne - 1].start_offset >= b->base_offset;
+    if (b->leader_epoch < last_epoch(pt) && !empty_tail)
         return KQ_ERR_INVALID_REQUEST;
     if ((ret = part_of(p, tp, true, &pt)) != 0)
         return ret;
     mem_log *l = pt->log;
+    while (b->leader_epoch < last_epoch(pt) && l->e[l->ne - 1].start_offset >= b->base_offset)
+        l->ne--; /* epochs that never got a batch (see kq/plog.h) */
+    if (b->leader_epoch < last_epoch(pt))
+        return KQ_ERR_INVALID_REQUEST;
     mem_batch *mb = malloc(sizeof(*mb) + b->len);
     if (mb == NULL || !grow((void **)&l->b, &l->cap, l->n + 1, sizeof(*l->b))) {
         free(mb);

@@ -349,6 +349,43 @@ static void test_append_rejects(void **state)
     assert_int_equal(sn.b[0].len, 0);
 }
 
+/* A leadership that wrote nothing leaves an epoch entry at the LEO; a follower of a new leader
+ * then continues an older epoch there (the replica core's cache drops the empty entry too). */
+static void test_append_below_an_empty_epoch(void **state)
+{
+    fixture *f = *state;
+    kq_plog_tp a = test_tp(1, 0);
+    format_and_open(f);
+    assert_int_equal(kq_plog_begin(f->p), 0);
+    assert_int_equal(kq_plog_create_partition(f->p, &a, 0, 0), 0);
+    assert_int_equal(plog_test_append(f->p, &a, 0, 1, 4), 0);
+    assert_int_equal(kq_plog_assign_epoch(f->p, &a, 2), 0); /* e2 at 4, no batch */
+    assert_int_equal(plog_test_append(f->p, &a, 4, 1, 2), 0);
+    kq_epoch_entry *eps = NULL;
+    size_t n = 0;
+    assert_int_equal(kq_plog_epochs(f->p, &a, &eps, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(eps[0].epoch, 1);
+    free(eps);
+    /* below an epoch that has records: refused, nothing changed */
+    assert_int_equal(plog_test_append(f->p, &a, 6, 0, 1), KQ_ERR_INVALID_REQUEST);
+    /* two empty epochs, then one between them and the last with records */
+    assert_int_equal(kq_plog_assign_epoch(f->p, &a, 3), 0);
+    assert_int_equal(kq_plog_assign_epoch(f->p, &a, 5), 0);
+    assert_int_equal(plog_test_append(f->p, &a, 6, 4, 1), 0);
+    assert_int_equal(kq_plog_commit(f->p), 0);
+    reopen(f);
+    assert_int_equal(kq_plog_epochs(f->p, &a, &eps, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(eps[1].epoch, 4);
+    assert_int_equal(eps[1].start_offset, 6);
+    free(eps);
+    kq_plog_state st;
+    assert_int_equal(kq_plog_state_of(f->p, &a, &st), 0);
+    assert_int_equal(st.last_epoch, 4);
+    assert_int_equal(st.log_end_offset, 7);
+}
+
 static void test_read_boundaries(void **state)
 {
     fixture *f = *state;
@@ -1142,6 +1179,7 @@ int main(void)
 #endif
         cmocka_unit_test_setup_teardown(test_roundtrip_and_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_append_rejects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_append_below_an_empty_epoch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_boundaries, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_with_epochs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end_offset_for_epoch, setup, teardown),
