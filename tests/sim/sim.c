@@ -15,6 +15,7 @@
 
 #include "kq/codec.h"
 #include "kq/ctl_codec.h"
+#include "kq/data_codec.h"
 #include "kq/error.h"
 #include "kq/log.h"
 #include "kq/raft.h"
@@ -193,6 +194,8 @@ enum ev_type {
     EV_ACTOR_START,   /* a crashed broker restarts (new incarnation) */
     EV_DP_TIMER,      /* a broker's data plane asked to be ticked */
     EV_DP_TIMEOUT,    /* something a broker's data plane sent got no answer */
+    EV_CLIENT_TICK,   /* a producer or consumer: its next request */
+    EV_CLIENT_TIMEOUT /* a producer's or consumer's request got no answer */
 };
 
 typedef struct sim_ev {
@@ -298,6 +301,12 @@ typedef struct sim {
     kq_sim_epochs *ref_epochs;
     struct ap_ack *acks;
     size_t n_acks, cap_acks;
+    /* data clients: producers (acks all/1/0) and a consumer of topic t0 */
+    struct sim_client *clients;
+    int n_clients;
+    struct data_rec *acked, *consumed; /* records acknowledged with acks=all / read */
+    bool unclean[64]; /* partitions of the client topic that had an unclean election */
+    size_t n_acked, cap_acked, n_consumed, cap_consumed;
 } sim;
 
 /* ---------------------------------------------------------------- trace */
@@ -739,6 +748,8 @@ static void ctl_faults(sim *s);
 static void ctl_liveness_begin(sim *s);
 static void ctl_live_status(sim *s, char *why, size_t len);
 static void ctl_final_check(sim *s);
+struct ctl_pkt;
+static void client_answer(sim *s, const struct ctl_pkt *p);
 struct sim_actor;
 static void broker_start(sim *s, struct sim_actor *a);
 static void broker_meta(sim *s, sim_node *n);
@@ -2130,10 +2141,44 @@ typedef struct dp_out {
 
 /* A request a broker's data plane holds (the kq_dp_net request handle). */
 typedef struct dp_req {
-    int from; /* the sender's actor index */
-    uint64_t from_inc;
+    int from; /* the sender: an actor index, or CLIENT_BASE + a client index */
     uint64_t req_id;
 } dp_req;
+
+#define CLIENT_BASE 1000 /* data-plane party numbers of the clients */
+#define MAX_CLIENTS 3
+#define CLIENT_TOPIC "t0" /* what the clients use; the brokers' model AlterPartitions do not */
+#define CLIENT_MAX_BATCH 4
+
+/* A producer or consumer of one partition of CLIENT_TOPIC, speaking the data-plane API to
+ * the brokers (Metadata to find the leader, then Produce or Fetch). */
+typedef struct sim_client {
+    int idx;
+    bool consumer;
+    int acks;    /* producer: -1 (all), 1 or 0 */
+    int64_t pid; /* idempotent (acks all) producers, else KQ_DATA_NO_PRODUCER_ID */
+    uint64_t tick_gen;
+    uint32_t part_pick;
+    bool have_topic;
+    uint8_t topic[16];
+    int32_t part;
+    int32_t leader, leader_epoch; /* -1: look it up (Metadata) */
+    uint64_t req_id;              /* in flight, 0 none */
+    uint32_t req_api;
+    int32_t seq;  /* producer: the next record's sequence */
+    int n_batch;  /* producer: the batch being sent until acknowledged (0 none) */
+    int64_t next; /* consumer: the next offset */
+    uint64_t sent, acked, read;
+} sim_client;
+
+/* A record a producer saw acknowledged with acks=all, or a consumer read. */
+typedef struct data_rec {
+    int32_t part;
+    int64_t offset;
+    uint64_t hash;
+    int client;
+    int32_t seq;
+} data_rec;
 
 /* An AlterPartition result a broker saw acknowledged: it must stay in the committed state. */
 typedef struct ap_ack {
@@ -2657,6 +2702,14 @@ static void ref_apply(sim *s, const sim_batch *b)
             fail(s, "committed record at %" PRId64 " cannot apply to the reference image: %s", off,
                  kq_image_error(s->ref));
         kq_record_free(&r);
+        const kq_topic *t = kq_image_topic_by_name(s->ref, CLIENT_TOPIC);
+        for (int32_t k = 0; t && k < t->n_partitions && k < 64; k++)
+            if (t->partitions[k].leader_recovery_state == KQ_RECOVERY_RECOVERING &&
+                !s->unclean[k]) {
+                s->unclean[k] = true; /* an unclean election: acknowledged records may be lost */
+                trace(s, "data: unclean leader election of t0-%d (leader %d) at offset %" PRId64, k,
+                      t->partitions[k].leader, off);
+            }
     }
     if (s->failed)
         return;
@@ -2797,11 +2850,46 @@ static void broker_sync(sim_actor *a)
 #define DP_MAX_AT_ONCE 5000 /* loop iterations a data plane may ask for back to back */
 
 static _Thread_local sim *g_sim; /* the run in progress: dp_fatal has no context argument */
+static _Thread_local int g_dp_actor = -1; /* the broker whose data plane is being called */
+
+/* Every partition broker a's log holds: log start, end, HW checkpoint and epochs. */
+static void dp_trace_logs(sim *s, sim_actor *a)
+{
+    kq_plog_tp *tps = NULL;
+    size_t n = 0;
+    if (!a->plog || kq_plog_list(a->plog, &tps, &n) != 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        kq_plog_state st;
+        kq_epoch_entry *e = NULL;
+        size_t ne = 0;
+        char eps[160];
+        int k = 0;
+        eps[0] = 0;
+        if (kq_plog_state_of(a->plog, &tps[i], &st) != 0 ||
+            kq_plog_epochs(a->plog, &tps[i], &e, &ne) != 0)
+            continue;
+        for (size_t j = 0; j < ne && k < (int)sizeof eps - 24; j++)
+            k += snprintf(eps + k, sizeof eps - (size_t)k, " e%d@%" PRId64, e[j].epoch,
+                          e[j].start_offset);
+        const kq_topic *t = kq_image_topic_by_id(s->ref, tps[i].topic_id);
+        trace(s, "  b%d log %s-%d: [%" PRId64 ", %" PRId64 ") hw %" PRId64 " epochs%s", a->id,
+              t && t->name ? t->name : "?", tps[i].partition, st.log_start_offset,
+              st.log_end_offset, st.high_watermark, eps);
+        free(e);
+    }
+    free(tps);
+}
 
 static void dp_fatal(const char *what, const char *detail)
 {
-    if (g_sim)
-        fail(g_sim, "data plane: %s: %s", what, detail ? detail : "");
+    sim *s = g_sim;
+    if (!s || s->failed)
+        return;
+    if (g_dp_actor >= 0)
+        dp_trace_logs(s, &s->actors[g_dp_actor]);
+    fail(s, "b%d: data plane: %s: %s", g_dp_actor >= 0 ? s->actors[g_dp_actor].id : -1, what,
+         detail ? detail : "");
 }
 
 static void dp_loop(sim *s, sim_actor *a);
@@ -2809,16 +2897,22 @@ static void ap_answered(sim *s, sim_actor *a, const uint8_t topic[16], int32_t p
                         const kq_ap_result *r, int64_t wait);
 
 /* Data-plane traffic between brokers: latency and loss, no partitions (yet). */
+/* The id of a data-plane party: a broker, or a client (CLIENT_BASE + its index). */
+static int32_t party_id(const sim *s, int who)
+{
+    return who >= CLIENT_BASE ? 1000 + (who - CLIENT_BASE) : s->actors[who].id;
+}
+
 static void dp_pkt_send(sim *s, ctl_pkt *p)
 {
     if (!s->liveness && kq_prng_permille(&s->ctl, s->base_loss_pm)) {
-        trace(s, "  net drop b%d>b%d #%" PRIu64 " data %s (loss)", s->actors[p->actor].id,
-              s->actors[p->to_actor].id, p->req_id, p->kind == PKT_DATA_REQ ? "request" : "answer");
+        trace(s, "  net drop %d>%d #%" PRIu64 " data %s (loss)", party_id(s, p->actor),
+              party_id(s, p->to_actor), p->req_id, p->kind == PKT_DATA_REQ ? "request" : "answer");
         ctl_pkt_free(p);
         return;
     }
     uint64_t t = s->now + s->lat_min + kq_prng_below(&s->ctl, s->lat_spread + 1);
-    sched_ev(s, t, EV_CTL_NET, -1, 0, 0, NULL, p, p->actor);
+    sched_ev(s, t, EV_CTL_NET, -1, 0, 0, NULL, p, -1);
 }
 
 static bool buf_copy(sim *s, kq_buf *dst, const uint8_t *data, size_t len)
@@ -2896,10 +2990,21 @@ static int dp_net_send(void *ctx, kq_dp_peer peer, int32_t node, const char *url
         o.ap = true;
         memcpy(o.topic, r.alter_partition.topics[0].topic_id, 16);
         o.part = r.alter_partition.topics[0].partitions[0].partition_index;
-        trace(s,
-              "  b%d > n%d #%" PRIu64 " AlterPartition from its replica of partition %d (%d "
-              "ISR members)",
-              a->id, n->id, id, o.part, r.alter_partition.topics[0].partitions[0].n_new_isr);
+        {
+            const kq_ap_partition *ap = &r.alter_partition.topics[0].partitions[0];
+            const kq_topic *t = kq_image_topic_by_id(s->ref, o.topic);
+            char isr[64];
+            int k = 0;
+            isr[0] = 0;
+            for (int j = 0; j < ap->n_new_isr && k < (int)sizeof isr - 8; j++)
+                k += snprintf(isr + k, sizeof isr - (size_t)k, "%s%d", j ? "," : "",
+                              ap->new_isr[j].broker_id);
+            trace(s,
+                  "  b%d > n%d #%" PRIu64 " AlterPartition from its replica of %s-%d: ISR {%s} "
+                  "epochs %d/%d",
+                  a->id, n->id, id, t && t->name ? t->name : "?", o.part, isr, ap->leader_epoch,
+                  ap->partition_epoch);
+        }
         kq_ctl_request_free(&r);
         p->kind = PKT_CTL;
         p->dp = true;
@@ -2939,6 +3044,7 @@ static void dp_answer(sim *s, sim_actor *a, long k, int err, const uint8_t *data
 {
     void *token = a->outs[k].token;
     a->outs[k] = a->outs[--a->n_outs];
+    g_dp_actor = a->idx;
     kq_dp_on_answer(a->dp, token, err, data, len, broker_clock(s, a));
     dp_loop(s, a);
 }
@@ -2966,9 +3072,13 @@ static void dp_ap_answer(sim *s, sim_actor *a, long k, const ctl_pkt *p)
 /* A data-plane packet arrives. */
 static void dp_deliver(sim *s, const ctl_pkt *p)
 {
+    if (p->to_actor >= CLIENT_BASE) {
+        client_answer(s, p);
+        return;
+    }
     sim_actor *t = &s->actors[p->to_actor];
     if (!t->up || !t->dp) {
-        trace(s, "net b%d>b%d #%" PRIu64 ": b%d is down", s->actors[p->actor].id, t->id, p->req_id,
+        trace(s, "net %d>b%d #%" PRIu64 ": b%d is down", party_id(s, p->actor), t->id, p->req_id,
               t->id);
         return;
     }
@@ -2981,12 +3091,13 @@ static void dp_deliver(sim *s, const ctl_pkt *p)
     dp_req *q = xcalloc(s, 1, sizeof *q);
     if (!q)
         return;
-    *q = (dp_req){.from = p->actor, .from_inc = s->actors[p->actor].inc, .req_id = p->req_id};
+    *q = (dp_req){.from = p->actor, .req_id = p->req_id};
     const kq_image *img = s->nodes[t->node].bm.img;
+    g_dp_actor = t->idx;
     if (!kq_dp_on_request(t->dp, q, p->wire.data, p->wire.len, img, broker_clock(s, t))) {
         free(q);
-        fail(s, "b%d: its data plane refused a request from b%d as not a data-plane API", t->id,
-             s->actors[p->actor].id);
+        fail(s, "b%d: its data plane refused a request from %d as not a data-plane API", t->id,
+             party_id(s, p->actor));
         return;
     }
     dp_loop(s, t);
@@ -3025,6 +3136,7 @@ static void dp_loop(sim *s, sim_actor *a)
     uint64_t now = broker_clock(s, a);
     sim_node *n = &s->nodes[a->node];
     const kq_image *img = n->bm.img;
+    g_dp_actor = a->idx;
     kq_dp_tick(a->dp, img, now);
     kq_dp_commit(a->dp, img, now);
     if (n->bm.applied_end != a->rm_applied_end) {
@@ -3087,6 +3199,321 @@ static void dp_stop(sim_actor *a)
     a->n_outs = 0;
     a->dp_timer_gen++;
     a->dp_timer_at = 0;
+}
+
+/* ---- data clients: producers and a consumer of CLIENT_TOPIC, over the data-plane API ---- */
+
+#define CLIENT_TIMEOUT_MS 3000
+
+static void client_tick_at(sim *s, sim_client *c, uint64_t at)
+{
+    c->tick_gen++;
+    sched_ev(s, at, EV_CLIENT_TICK, -1, (uint64_t)c->idx, c->tick_gen, NULL, NULL, -1);
+}
+
+/* Send a data-plane request (takes buf) to broker actor b. */
+static void client_send(sim *s, sim_client *c, int b, uint32_t api, kq_buf *buf)
+{
+    ctl_pkt *p = xcalloc(s, 1, sizeof *p);
+    if (!p) {
+        kq_buf_free(buf);
+        return;
+    }
+    *p = (ctl_pkt){.kind = PKT_DATA_REQ,
+                   .actor = CLIENT_BASE + c->idx,
+                   .to_actor = b,
+                   .node = -1,
+                   .req_id = ++s->next_req_id,
+                   .api = api,
+                   .wire = *buf};
+    *buf = (kq_buf){0};
+    c->req_id = p->req_id;
+    c->req_api = api;
+    c->sent++;
+    trace(s, "  c%d > b%d #%" PRIu64 " %s", c->idx, s->actors[b].id, p->req_id, api_name(api));
+    sched_ev(s, s->now + CLIENT_TIMEOUT_MS, EV_CLIENT_TIMEOUT, -1, (uint64_t)c->idx, p->req_id,
+             NULL, NULL, -1);
+    dp_pkt_send(s, p);
+}
+
+/* The value of record k of a producer's batch: unique per producer and sequence. */
+static size_t client_value(const sim_client *c, int32_t seq, char *buf, size_t len)
+{
+    return (size_t)snprintf(buf, len, "%c%d.%d", c->pid >= 0 ? 'i' : 'n', c->idx, seq);
+}
+
+static void client_metadata(sim *s, sim_client *c)
+{
+    const char *topics[] = {CLIENT_TOPIC};
+    kq_data_metadata_request mr = {.topics = topics, .n_topics = 1};
+    kq_buf buf = {0};
+    int b = (int)kq_prng_below(&s->work, (uint64_t)s->n_brokers);
+    if (kq_data_encode_metadata_request(CLUSTER_ID, -1, &mr, &buf) != 0) {
+        fail(s, "codec: c%d cannot encode a Metadata request", c->idx);
+        return;
+    }
+    client_send(s, c, b, KQ_API_METADATA, &buf);
+}
+
+static void client_produce(sim *s, sim_client *c)
+{
+    if (c->n_batch == 0) {
+        if (s->liveness)
+            return; /* no new records once the faults stop; a batch in flight is retried */
+        c->n_batch = (int)kq_prng_range(&s->work, 1, CLIENT_MAX_BATCH);
+    }
+    char vals[CLIENT_MAX_BATCH][32];
+    const uint8_t *recs[CLIENT_MAX_BATCH];
+    size_t lens[CLIENT_MAX_BATCH];
+    for (int i = 0; i < c->n_batch; i++) {
+        lens[i] = client_value(c, c->seq + i, vals[i], sizeof vals[i]);
+        recs[i] = (const uint8_t *)vals[i];
+    }
+    kq_produce_request pr = {.partition = c->part,
+                             .acks = s->o.bug == KQ_SIM_BUG_ACKS_ONE_AS_ALL ? 1 : c->acks,
+                             .timeout_ms = 2000,
+                             .producer_id = c->pid,
+                             .producer_epoch = c->pid >= 0 ? 0 : -1,
+                             .base_sequence = c->pid >= 0 ? c->seq : -1,
+                             .records = recs,
+                             .record_lens = lens,
+                             .n_records = (size_t)c->n_batch};
+    memcpy(pr.topic_id, c->topic, 16);
+    kq_buf buf = {0};
+    if (kq_data_encode_produce_request(CLUSTER_ID, -1, &pr, &buf) != 0) {
+        fail(s, "codec: c%d cannot encode a Produce request", c->idx);
+        return;
+    }
+    client_send(s, c, broker_index(s, c->leader), KQ_API_PRODUCE, &buf);
+}
+
+static void client_fetch(sim *s, sim_client *c)
+{
+    kq_data_fetch_partition fp = {.partition = c->part,
+                                  .current_leader_epoch = c->leader_epoch,
+                                  .fetch_offset = c->next,
+                                  .last_fetched_epoch = -1,
+                                  .log_start_offset = -1,
+                                  .partition_max_bytes = 1 << 16};
+    memcpy(fp.topic_id, c->topic, 16);
+    kq_data_fetch_request fr = {.replica_id = KQ_DATA_CONSUMER_REPLICA_ID,
+                                .broker_epoch = -1,
+                                .max_wait_ms = 200,
+                                .min_bytes = 1,
+                                .max_bytes = 1 << 20,
+                                .partitions = &fp,
+                                .n_partitions = 1};
+    kq_buf buf = {0};
+    if (kq_data_encode_fetch_request(CLUSTER_ID, -1, &fr, &buf) != 0) {
+        fail(s, "codec: c%d cannot encode a Fetch request", c->idx);
+        return;
+    }
+    client_send(s, c, broker_index(s, c->leader), KQ_API_DATA_FETCH, &buf);
+}
+
+static void client_tick(sim *s, sim_client *c)
+{
+    if (c->req_id == 0) {
+        if (!c->have_topic || c->leader < 0 || broker_index(s, c->leader) < 0)
+            client_metadata(s, c);
+        else if (c->consumer)
+            client_fetch(s, c);
+        else
+            client_produce(s, c);
+    }
+    client_tick_at(s, c, s->now + kq_prng_range(&s->work, 20, 300));
+}
+
+static bool rec_push(sim *s, data_rec **v, size_t *n, size_t *cap, data_rec r)
+{
+    if (!grow(s, (void **)v, cap, *n + 1, sizeof(data_rec)))
+        return false;
+    (*v)[(*n)++] = r;
+    return true;
+}
+
+static void client_on_metadata(sim *s, sim_client *c, const ctl_pkt *p)
+{
+    kq_data_metadata_response mr;
+    char err[200];
+    memset(&mr, 0, sizeof mr);
+    if (kq_data_decode_metadata_response(p->wire.data, p->wire.len, &mr, err, sizeof err) != 0) {
+        fail(s, "codec: c%d cannot decode a Metadata answer: %s", c->idx, err);
+        return;
+    }
+    if (mr.error)
+        trace(s, "c%d < Metadata: %s", c->idx, kq_err_name(mr.error));
+    for (size_t i = 0; i < mr.n_topics; i++) {
+        const kq_data_metadata_topic *t = &mr.topics[i];
+        if (t->error || strcmp(t->name, CLIENT_TOPIC) != 0 || t->n_partitions == 0)
+            continue;
+        memcpy(c->topic, t->topic_id, 16);
+        c->have_topic = true;
+        const kq_data_metadata_partition *mp = &t->partitions[c->part_pick % t->n_partitions];
+        c->part = mp->partition;
+        c->leader = mp->leader_id;
+        c->leader_epoch = mp->leader_epoch;
+    }
+    trace(s, "c%d < Metadata: %s-%d leader %d epoch %d", c->idx, CLIENT_TOPIC, c->part, c->leader,
+          c->leader_epoch);
+    kq_data_metadata_response_free(&mr);
+}
+
+static bool client_retriable(int e)
+{
+    return e == KQ_ERR_NOT_LEADER_OR_FOLLOWER || e == KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION ||
+           e == KQ_ERR_NOT_ENOUGH_REPLICAS || e == KQ_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND ||
+           e == KQ_ERR_REQUEST_TIMED_OUT || e == KQ_ERR_LEADER_NOT_AVAILABLE ||
+           e == KQ_ERR_FENCED_LEADER_EPOCH || e == KQ_ERR_UNKNOWN_LEADER_EPOCH ||
+           e == KQ_ERR_NETWORK_EXCEPTION || e == KQ_ERR_OFFSET_OUT_OF_RANGE;
+}
+
+static void client_on_produce(sim *s, sim_client *c, const ctl_pkt *p)
+{
+    kq_produce_response pr;
+    char err[200];
+    memset(&pr, 0, sizeof pr);
+    if (kq_data_decode_produce_response(p->wire.data, p->wire.len, &pr, err, sizeof err) != 0) {
+        fail(s, "codec: c%d cannot decode a Produce answer: %s", c->idx, err);
+        return;
+    }
+    trace(s, "c%d < Produce %s-%d seq %d x%d acks %d: %s at %" PRId64, c->idx, CLIENT_TOPIC,
+          c->part, c->seq, c->n_batch, c->acks, pr.error ? kq_err_name(pr.error) : "ok",
+          pr.base_offset);
+    if (pr.error == 0) {
+        for (int i = 0; c->acks == KQ_DATA_ACKS_ALL && i < c->n_batch; i++) {
+            char v[32];
+            size_t len = client_value(c, c->seq + i, v, sizeof v);
+            data_rec r = {.part = c->part,
+                          .offset = pr.base_offset + i,
+                          .hash = fnv1a(0xCBF29CE484222325ull, v, len),
+                          .client = c->idx,
+                          .seq = c->seq + i};
+            if (!rec_push(s, &s->acked, &s->n_acked, &s->cap_acked, r))
+                return;
+        }
+        c->acked += (uint64_t)c->n_batch;
+        c->seq += c->n_batch;
+        c->n_batch = 0;
+        return;
+    }
+    if (pr.error == KQ_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER) {
+        /* a leader acting on stale metadata (a zombie: it was replaced, its image lags) may not
+         * have the records the new leader acknowledged; what was acknowledged is checked at
+         * the end */
+        trace(s, "c%d: %s from b%d: %s", c->idx, kq_err_name(pr.error), c->leader,
+              pr.error_message);
+        c->leader = -1;
+        return;
+    }
+    if (!client_retriable(pr.error)) {
+        fail(s, "c%d: Produce to b%d refused with %s: %s", c->idx, c->leader, kq_err_name(pr.error),
+             pr.error_message);
+        return;
+    }
+    if (pr.error != KQ_ERR_NOT_ENOUGH_REPLICAS && pr.error != KQ_ERR_REQUEST_TIMED_OUT)
+        c->leader = -1; /* look the leader up again */
+}
+
+static int consume_rec(void *arg, int64_t offset, const uint8_t *value, size_t len)
+{
+    sim_client *c = arg;
+    sim *s = g_sim;
+    data_rec r = {.part = c->part,
+                  .offset = offset,
+                  .hash = fnv1a(0xCBF29CE484222325ull, value, len),
+                  .client = c->idx};
+    return rec_push(s, &s->consumed, &s->n_consumed, &s->cap_consumed, r) ? 0 : KQ_ERR_NOMEM;
+}
+
+static void client_on_fetch(sim *s, sim_client *c, const ctl_pkt *p)
+{
+    kq_data_fetch_response fr;
+    char err[200];
+    memset(&fr, 0, sizeof fr);
+    if (kq_data_decode_fetch_response(p->wire.data, p->wire.len, &fr, err, sizeof err) != 0) {
+        fail(s, "codec: c%d cannot decode a Fetch answer: %s", c->idx, err);
+        return;
+    }
+    int e = fr.error               ? fr.error
+            : fr.n_partitions == 1 ? fr.partitions[0].error
+                                   : KQ_ERR_INVALID_REQUEST;
+    if (e) {
+        trace(s, "c%d < Fetch %s-%d at %" PRId64 ": %s", c->idx, CLIENT_TOPIC, c->part, c->next,
+              kq_err_name(e));
+        if (!client_retriable(e))
+            fail(s, "c%d: Fetch refused with %s", c->idx, kq_err_name(e));
+        c->leader = -1;
+        kq_data_fetch_response_free(&fr);
+        return;
+    }
+    const kq_data_fetch_partition_result *r = &fr.partitions[0];
+    for (size_t i = 0; i < r->n_batches && !s->failed; i++) {
+        const kq_data_batch *b = &r->batches[i];
+        if (b->base_offset + b->count <= c->next)
+            continue;
+        if (b->base_offset + b->count > r->high_watermark) {
+            fail(s,
+                 "c%d: a consumer Fetch of %s-%d returned offsets up to %" PRId64
+                 ", above the high watermark %" PRId64,
+                 c->idx, CLIENT_TOPIC, c->part, b->base_offset + b->count, r->high_watermark);
+            break;
+        }
+        if (kq_data_records_walk(b->records, b->len, b->base_offset, b->count, consume_rec, c, err,
+                                 sizeof err) != 0) {
+            fail(s, "c%d: fetched batch at %" PRId64 " does not walk: %s", c->idx, b->base_offset,
+                 err);
+            break;
+        }
+        c->read += (uint64_t)b->count;
+        c->next = b->base_offset + b->count;
+    }
+    kq_data_fetch_response_free(&fr);
+}
+
+static void client_answer(sim *s, const ctl_pkt *p)
+{
+    sim_client *c = &s->clients[p->to_actor - CLIENT_BASE];
+    if (c->req_id != p->req_id)
+        return; /* timed out already */
+    c->req_id = 0;
+    if (c->req_api == KQ_API_METADATA)
+        client_on_metadata(s, c, p);
+    else if (c->req_api == KQ_API_PRODUCE)
+        client_on_produce(s, c, p);
+    else
+        client_on_fetch(s, c, p);
+}
+
+static void client_timeout(sim *s, sim_client *c, uint64_t req_id)
+{
+    if (c->req_id != req_id)
+        return;
+    c->req_id = 0;
+    c->leader = -1;
+    trace(s, "c%d: #%" PRIu64 " %s timed out", c->idx, req_id, api_name(c->req_api));
+}
+
+static void clients_setup(sim *s)
+{
+    s->n_clients = 1 + (int)kq_prng_range(&s->ctl, 1, MAX_CLIENTS - 1);
+    s->clients = xcalloc(s, MAX_CLIENTS, sizeof(sim_client));
+    if (!s->clients)
+        return;
+    for (int i = 0; i < s->n_clients; i++) {
+        sim_client *c = &s->clients[i];
+        c->idx = i;
+        c->consumer = i == s->n_clients - 1;
+        uint32_t r = (uint32_t)kq_prng_below(&s->ctl, 10);
+        c->acks = r < 7 ? KQ_DATA_ACKS_ALL : r < 9 ? 1 : 0;
+        c->pid = !c->consumer && c->acks == KQ_DATA_ACKS_ALL
+                     ? (int64_t)kq_prng_range(&s->ctl, 1, 1u << 30)
+                     : KQ_DATA_NO_PRODUCER_ID;
+        c->part_pick = (uint32_t)kq_prng_below(&s->ctl, 4);
+        c->leader = -1;
+        c->leader_epoch = -1;
+        client_tick_at(s, c, 2000 + kq_prng_below(&s->ctl, 2000));
+    }
 }
 
 /* After every step of a broker's metadata observer (kq-broker-agent's apply_committed and
@@ -3248,6 +3675,8 @@ static int pick_led(void *arg, const kq_topic *t, int32_t pid, const kq_partitio
 {
     led_pick *lp = arg;
     (void)p;
+    if (t->name && strcmp(t->name, CLIENT_TOPIC) == 0)
+        return 0; /* its ISR is the replicas' own: a made-up one could lose acknowledged data */
     if (kq_prng_below(&lp->s->ctl, (uint64_t)++lp->seen) == 0) {
         memcpy(lp->topic, t->id, 16);
         lp->part = pid;
@@ -3618,6 +4047,184 @@ static void ctl_live_status(sim *s, char *why, size_t len)
         snprintf(why, len, "%d active controllers", active);
 }
 
+/* ---- the data checks at the end: acknowledged records, consumed records, replicas ---- */
+
+/* A partition log as record hashes by offset (0: no record read there). */
+typedef struct log_view {
+    int64_t start, end, hw;
+    uint64_t *hash;
+    bool bad;
+    char why[200];
+} log_view;
+
+static int view_rec(void *arg, int64_t offset, const uint8_t *value, size_t len)
+{
+    log_view *v = arg;
+    if (offset >= v->start && offset < v->end)
+        v->hash[offset - v->start] = fnv1a(0xCBF29CE484222325ull, value, len);
+    return 0;
+}
+
+static int view_batch(void *arg, const kq_plog_batch *b)
+{
+    log_view *v = arg;
+    if (kq_data_records_walk(b->records, b->len, b->base_offset, b->count, view_rec, v, v->why,
+                             sizeof v->why) != 0) {
+        v->bad = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* Broker a's log of (topic, part) and its replica's high watermark. False (trace says why)
+ * when it has none. */
+static bool view_load(sim *s, sim_actor *a, const uint8_t topic[16], int32_t part, log_view *v)
+{
+    memset(v, 0, sizeof *v);
+    kq_plog_tp tp;
+    memcpy(tp.topic_id, topic, 16);
+    tp.partition = part;
+    kq_plog_state st;
+    size_t i = a->rm ? kq_rm_find(a->rm, topic, part) : SIZE_MAX;
+    const kq_replica *r = i == SIZE_MAX ? NULL : kq_rm_replica(a->rm, i);
+    if (!a->plog || !r || kq_plog_state_of(a->plog, &tp, &st) != 0)
+        return false;
+    kq_replica_status rs;
+    kq_replica_get_status(r, &rs);
+    v->start = st.log_start_offset;
+    v->end = st.log_end_offset;
+    v->hw = rs.high_watermark;
+    v->hash = xcalloc(s, (size_t)(v->end - v->start) + 1, sizeof(uint64_t));
+    if (!v->hash)
+        return false;
+    int rc = v->end > v->start
+                 ? kq_plog_read(a->plog, &tp, v->start, INT64_MAX, SIZE_MAX, view_batch, v)
+                 : 0;
+    if (rc || v->bad) {
+        fail(s, "b%d: its log of %s-%d does not read back: %s", a->id, CLIENT_TOPIC, part,
+             rc ? kq_err_name(rc) : v->why);
+        return false;
+    }
+    return true;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void data_check_partition(sim *s, const kq_topic *t, int32_t part)
+{
+    const kq_partition *p = &t->partitions[part];
+    int li = broker_index(s, p->leader);
+    if (li < 0) {
+        trace(s, "data: %s-%d has no leader at the end; not checked", CLIENT_TOPIC, part);
+        return;
+    }
+    sim_actor *l = &s->actors[li];
+    log_view lv;
+    if (!view_load(s, l, t->id, part, &lv)) {
+        if (!s->failed)
+            fail(s, "data: leader b%d of %s-%d hosts no replica of it at the end", l->id,
+                 CLIENT_TOPIC, part);
+        free(lv.hash);
+        return;
+    }
+    size_t n = (size_t)(lv.end - lv.start);
+    uint64_t *sorted = xcalloc(s, n + 1, sizeof(uint64_t));
+    if (sorted && n)
+        memcpy(sorted, lv.hash, n * sizeof(uint64_t));
+    if (sorted)
+        qsort(sorted, n, sizeof(uint64_t), u64_cmp);
+    int64_t last[MAX_CLIENTS];
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        last[i] = -1;
+    size_t checked = 0;
+    if (part < 64 && s->unclean[part]) { /* Kafka's trade: unclean.leader.election.enable */
+        trace(s,
+              "data: %s-%d had an unclean election: acknowledged and consumed records not "
+              "checked",
+              CLIENT_TOPIC, part);
+        goto replicas;
+    }
+    for (size_t i = 0; i < s->n_acked && !s->failed && sorted; i++) {
+        const data_rec *r = &s->acked[i];
+        if (r->part != part)
+            continue;
+        checked++;
+        if (r->offset < lv.start || r->offset >= lv.end ||
+            lv.hash[r->offset - lv.start] != r->hash) {
+            fail(s,
+                 "data: record c%d.%d of %s-%d acknowledged with acks=all at offset %" PRId64
+                 " is not there in leader b%d's log [%" PRId64 ", %" PRId64 ")",
+                 r->client, r->seq, CLIENT_TOPIC, part, r->offset, l->id, lv.start, lv.end);
+            break;
+        }
+        if (r->offset <= last[r->client]) {
+            fail(s, "data: c%d's acknowledged records of %s-%d are out of order at offset %" PRId64,
+                 r->client, CLIENT_TOPIC, part, r->offset);
+            break;
+        }
+        last[r->client] = r->offset;
+        uint64_t *hit = bsearch(&r->hash, sorted, n, sizeof(uint64_t), u64_cmp);
+        if (hit &&
+            ((hit > sorted && hit[-1] == r->hash) || (hit + 1 < sorted + n && hit[1] == r->hash)))
+            fail(s, "data: idempotent record c%d.%d of %s-%d is in leader b%d's log twice",
+                 r->client, r->seq, CLIENT_TOPIC, part, l->id);
+    }
+    for (size_t i = 0; i < s->n_consumed && !s->failed; i++) {
+        const data_rec *r = &s->consumed[i];
+        if (r->part == part && (r->offset < lv.start || r->offset >= lv.end ||
+                                lv.hash[r->offset - lv.start] != r->hash))
+            fail(s,
+                 "data: a consumer read offset %" PRId64 " of %s-%d, which leader b%d's log no "
+                 "longer holds as read",
+                 r->offset, CLIENT_TOPIC, part, l->id);
+    }
+replicas: /* every other replica agrees with the leader below both high watermarks */
+    for (int k = 0; k < p->n_replicas && !s->failed; k++) {
+        int ri = broker_index(s, kq_partition_replicas(p)[k]);
+        log_view rv;
+        if (ri < 0 || ri == li || !view_load(s, &s->actors[ri], t->id, part, &rv)) {
+            if (ri >= 0 && ri != li)
+                free(rv.hash);
+            continue;
+        }
+        int64_t from = lv.start > rv.start ? lv.start : rv.start;
+        int64_t to = lv.hw < rv.hw ? lv.hw : rv.hw;
+        for (int64_t o = from; o < to && o < rv.end && o < lv.end; o++)
+            if (rv.hash[o - rv.start] != lv.hash[o - lv.start]) {
+                fail(s,
+                     "data: replicas b%d and b%d of %s-%d differ at offset %" PRId64
+                     ", below both high watermarks (%" PRId64 ", %" PRId64 ")",
+                     l->id, s->actors[ri].id, CLIENT_TOPIC, part, o, lv.hw, rv.hw);
+                break;
+            }
+        free(rv.hash);
+    }
+    trace(s,
+          "data: %s-%d leader b%d log [%" PRId64 ", %" PRId64 ") hw %" PRId64
+          ", %zu acknowledged records checked",
+          CLIENT_TOPIC, part, l->id, lv.start, lv.end, lv.hw, checked);
+    free(sorted);
+    free(lv.hash);
+}
+
+static void data_final_check(sim *s)
+{
+    const kq_topic *t = kq_image_topic_by_name(s->ref, CLIENT_TOPIC);
+    for (int32_t i = 0; t && i < t->n_partitions && !s->failed; i++)
+        data_check_partition(s, t, i);
+    uint64_t acked = 0, read = 0;
+    for (int i = 0; i < s->n_clients; i++) {
+        acked += s->clients[i].acked;
+        read += s->clients[i].read;
+    }
+    s->res->records_acked = acked;
+    s->res->records_read = read;
+}
+
 /* End of a run: every image identical to the reference, every acknowledged change in it. */
 static void ctl_final_check(sim *s)
 {
@@ -3634,6 +4241,8 @@ static void ctl_final_check(sim *s)
                  n->voter ? "n" : "b", n->id, applied, h, s->ref_end, ref);
     }
     ack_check_image(s, s->ref, s->ref_end, "end");
+    if (!s->failed)
+        data_final_check(s);
     kq_image_counts c;
     kq_image_get_counts(s->ref, &c);
     s->res->topics_created = c.topics;
@@ -3678,6 +4287,7 @@ static void ctl_setup(sim *s, kq_prng *master)
         a->rack = use_racks ? racks[i % 3] : NULL;
         sched_ev(s, kq_prng_below(&s->ctl, 1500), EV_ACTOR_START, -1, 0, 0, NULL, NULL, i);
     }
+    clients_setup(s);
     trace(s,
           "controller: %d brokers, %u topics, elr %d, unclean %d, min isr %d, batch cap %zu, "
           "broker crash %u isolate %u",
@@ -3720,6 +4330,13 @@ static void ctl_dispatch(sim *s, sim_ev *ev)
             dp_loop(s, a);
         }
         break;
+    case EV_CLIENT_TICK:
+        if (ev->a == s->clients[ev->inc].tick_gen)
+            client_tick(s, &s->clients[ev->inc]);
+        break;
+    case EV_CLIENT_TIMEOUT:
+        client_timeout(s, &s->clients[ev->inc], ev->a);
+        break;
     case EV_DP_TIMEOUT:
         if (a->up && ev->inc == a->inc) {
             long k = dp_out_find(a, ev->a);
@@ -3738,6 +4355,9 @@ static void ctl_free(sim *s)
         free(s->actors[i].outs);
     }
     free(s->actors);
+    free(s->clients);
+    free(s->acked);
+    free(s->consumed);
     kq_image_free(s->ref);
     kq_sim_epochs_free(s->ref_epochs);
     free(s->ref_hash);
@@ -4029,7 +4649,10 @@ int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res)
     s->out = o->out ? o->out : stderr;
     s->hash = 0xCBF29CE484222325ull;
     g_sim = s;
-    kq_log_set_level(KQ_LOG_ERROR); /* the trace tells the story; the hosts' logs stay quiet */
+    kq_log_set_level(
+        getenv("KQ_SIM_LOG")
+            ? KQ_LOG_DEBUG
+            : KQ_LOG_ERROR); /* the trace tells the story; the hosts' logs stay quiet */
     kq_evheap_init(&s->heap, sizeof(sim_ev));
     setup(s);
     sim_ev ev;

@@ -60,7 +60,9 @@
     X(CTL_CLOCK_JUMP, "ctl-clock-jump", true,                                                      \
       "the active controller's clock jumps a session timeout forward")                             \
     X(BROKER_UNCOMMITTED, "broker-uncommitted", true,                                              \
-      "a broker applies metadata records before they commit")
+      "a broker applies metadata records before they commit")                                      \
+    X(ACKS_ONE_AS_ALL, "acks-one-as-all", true,                                                    \
+      "producers send with acks=1 but count the answers as acks=all acknowledgements")
 
 typedef enum kq_sim_bug {
     KQ_SIM_BUG_NONE = 0,
@@ -107,6 +109,8 @@ typedef struct kq_sim_result {
     uint64_t image_checks;   /* committed images compared with the reference image */
     uint64_t activations;    /* times a node became the active controller */
     uint64_t topics_created; /* topics in the final image */
+    uint64_t records_acked;  /* records producers saw acknowledged (any acks) */
+    uint64_t records_read;   /* records the consumer read */
 } kq_sim_result;
 
 void kq_sim_opts_defaults(kq_sim_opts *o);
