@@ -21,17 +21,25 @@
  * observers of the run (node ids 101.., one per broker), the production metadata observer: the
  * Raft host over a simulated disk and the broker's image (broker-agent/metadata.h), replayed
  * from what is committed and durable, which gives the heartbeat's metadata offset, readiness
- * to unfence and the partitions the broker leads. A broker crashes and restarts as a process
- * (observer and lifecycle together, unsynced log writes lost, a new incarnation). Brokers
- * send AlterPartition (ISR shrink/expand from their own image, sometimes with stale epochs)
- * for the partitions they lead; an admin client creates topics. All of it is encoded with the
- * controller codec (include/kq/ctl_codec.h) and travels over the lossy, partitionable
+ * to unfence and the partitions the broker leads; and the production replica manager and data
+ * plane (broker-agent/data_plane.h) on an in-memory partition-log disk (tests/lib/plog_mem.h),
+ * its follower Fetches and AlterPartitions over the simulated network. A broker crashes and
+ * restarts as a process (observer, lifecycle and data plane together, what its disks had not
+ * committed lost, a new incarnation). Brokers also send made-up AlterPartitions (ISR
+ * shrink/expand from their own image, sometimes with stale epochs) for the partitions they
+ * lead outside the clients' topic; an admin client creates topics; producers (idempotent
+ * acks=all, acks=1, acks=0) and a consumer use the data-plane API on topic t0. All of it is encoded
+ * with the controller codec (include/kq/ctl_codec.h) and travels over the lossy, partitionable
  * network, following NOT_CONTROLLER hints. A reference image replays the committed log with
  * checks before every record; after every event: partition invariants (sim_inv.h), epochs
  * never decrease, no fenced broker added to an ISR, every controller's committed image hash
  * equals the reference at the same offset, every broker's image too (and a broker never
- * applies past the committed end), and every AlterPartition a broker saw
- * acknowledged stays in the committed state. At the end all images must be identical.
+ * applies past the committed end), a consumer never gets records above the high watermark,
+ * and every AlterPartition a broker saw
+ * acknowledged stays in the committed state. At the end all images must be identical, every
+ * record acknowledged with acks=all is in its leader's log (once, in order), every record read
+ * is still there, and replicas agree below their high watermarks (partitions that had an
+ * unclean election are exempt from the loss checks).
  *
  * Ownership: kq_sim_run borrows opts (and opts->out) for the duration of the call and fills
  * the caller's result; it allocates nothing that outlives the call.
