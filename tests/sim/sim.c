@@ -2128,7 +2128,18 @@ typedef struct sim_actor {
     size_t n_outs, cap_outs;
     int dp_same_ms; /* loop iterations asked for at once, at the same time */
     uint64_t dp_same_at;
+    struct hw_seen *hws; /* what its leader replicas looked like after the last loop */
+    size_t n_hws, cap_hws;
 } sim_actor;
+
+/* A leader replica as the last data-plane loop left it. */
+typedef struct hw_seen {
+    uint8_t topic[16];
+    int32_t part;
+    int32_t leader_epoch, partition_epoch, min_isr;
+    int n_isr;
+    int64_t hw;
+} hw_seen;
 
 /* Something a broker's data plane sent (net.send): its answer or a timeout gives token back. */
 typedef struct dp_out {
@@ -3127,6 +3138,50 @@ static void dp_arm(sim *s, sim_actor *a, uint64_t now)
     sched_ev(s, t, EV_DP_TIMER, -1, a->inc, a->dp_timer_gen, NULL, NULL, a->idx);
 }
 
+/* The high watermark stays frozen while the committed ISR is below the min.insync.replicas in
+ * force (capped by the replication factor): checked between two loops that saw the same
+ * leader epoch, partition epoch and min.insync.replicas on a leader replica. */
+static void dp_check_hw(sim *s, sim_actor *a)
+{
+    size_t n = 0;
+    const kq_rm_partition *hp = kq_rm_partitions(a->rm, &n);
+    for (size_t i = 0; i < n && !s->failed; i++) {
+        kq_replica_status st;
+        kq_replica_get_status(kq_rm_replica(a->rm, i), &st);
+        if (st.role != KQ_REPLICA_LEADER)
+            continue;
+        hw_seen *h = NULL;
+        for (size_t k = 0; k < a->n_hws && !h; k++)
+            if (a->hws[k].part == hp[i].partition && !memcmp(a->hws[k].topic, hp[i].topic_id, 16))
+                h = &a->hws[k];
+        if (!h) {
+            if (!grow(s, (void **)&a->hws, &a->cap_hws, a->n_hws + 1, sizeof(hw_seen)))
+                return;
+            h = &a->hws[a->n_hws++];
+            memset(h, 0, sizeof *h);
+            memcpy(h->topic, hp[i].topic_id, 16);
+            h->part = hp[i].partition;
+            h->leader_epoch = -1;
+        }
+        int32_t need =
+            st.min_insync_replicas < st.n_replicas ? st.min_insync_replicas : st.n_replicas;
+        if (h->leader_epoch == st.leader_epoch && h->partition_epoch == st.partition_epoch &&
+            h->min_isr == st.min_insync_replicas && st.n_isr < need && st.high_watermark > h->hw) {
+            const kq_topic *t = kq_image_topic_by_id(s->ref, hp[i].topic_id);
+            fail(s,
+                 "b%d: high watermark of %s-%d went from %" PRId64 " to %" PRId64
+                 " with %d ISR members, below min.insync.replicas %d",
+                 a->id, t && t->name ? t->name : "?", hp[i].partition, h->hw, st.high_watermark,
+                 st.n_isr, st.min_insync_replicas);
+        }
+        h->leader_epoch = st.leader_epoch;
+        h->partition_epoch = st.partition_epoch;
+        h->min_isr = st.min_insync_replicas;
+        h->n_isr = st.n_isr;
+        h->hw = st.high_watermark;
+    }
+}
+
 /* One iteration of kq-broker-agent's loop for the data plane, in its order: timers, commit
  * (then PERSISTED), the replica manager on new metadata, sends and answers. */
 static void dp_loop(sim *s, sim_actor *a)
@@ -3150,6 +3205,7 @@ static void dp_loop(sim *s, sim_actor *a)
     }
     sim_node *l = node_by_id(s, n->st.leader_id);
     kq_dp_pump(a->dp, img, l && l->voter ? l->id : -1, a->bl.broker_epoch, now);
+    dp_check_hw(s, a);
     if (!s->failed)
         dp_arm(s, a, now);
 }
@@ -3197,6 +3253,7 @@ static void dp_stop(sim_actor *a)
     a->rm = NULL;
     a->plog = NULL;
     a->n_outs = 0;
+    a->n_hws = 0;
     a->dp_timer_gen++;
     a->dp_timer_at = 0;
 }
@@ -4029,7 +4086,25 @@ static void ctl_liveness_begin(sim *s)
             broker_start(s, &s->actors[i]);
 }
 
-/* Controller-mode convergence: every node applied its whole log, one of them is active. */
+typedef struct live_partition {
+    char *why;
+    size_t len;
+} live_partition;
+
+/* Every partition with an ISR or ELR member (all brokers are live by now) has a leader. */
+static int live_partition_cb(void *arg, const kq_topic *t, int32_t pid, const kq_partition *p)
+{
+    live_partition *lp = arg;
+    if (p->leader < 0 && (p->n_isr > 0 || p->n_elr > 0)) {
+        snprintf(lp->why, lp->len, "%s-%d has no leader (ISR %d, ELR %d members)",
+                 t->name ? t->name : "?", pid, p->n_isr, p->n_elr);
+        return 1;
+    }
+    return 0;
+}
+
+/* Controller-mode convergence: every node applied its whole log, one of them is active, every
+ * broker is running unfenced, every partition that can have a leader has one. */
 static void ctl_live_status(sim *s, char *why, size_t len)
 {
     int active = 0;
@@ -4043,8 +4118,20 @@ static void ctl_live_status(sim *s, char *why, size_t len)
         }
         active += n->voter && n->ch.node.meta.active;
     }
-    if (active != 1)
+    if (active != 1) {
         snprintf(why, len, "%d active controllers", active);
+        return;
+    }
+    for (int i = 0; i < s->n_brokers; i++) { /* every live broker unfenced */
+        const sim_actor *a = &s->actors[i];
+        if (!a->up || a->bl.state != KQ_BL_RUNNING || a->bl.fenced) {
+            snprintf(why, len, "b%d is %s%s", a->id, a->up ? kq_bl_state_name(a->bl.state) : "down",
+                     a->up && a->bl.fenced ? " (fenced)" : "");
+            return;
+        }
+    }
+    live_partition lp = {.why = why, .len = len};
+    kq_image_foreach_partition(s->ref, live_partition_cb, &lp);
 }
 
 /* ---- the data checks at the end: acknowledged records, consumed records, replicas ---- */
@@ -4353,6 +4440,7 @@ static void ctl_free(sim *s)
         dp_stop(&s->actors[i]);
         kq_plog_mem_disk_free(s->actors[i].disk);
         free(s->actors[i].outs);
+        free(s->actors[i].hws);
     }
     free(s->actors);
     free(s->clients);
