@@ -610,7 +610,17 @@ static int on_delta(kq_replica *r, const kq_replica_delta *d)
         return reject(r, "DELTA: leader %d is not a replica", (int)d->leader_id);
     }
     bool was_member = r->role != KQ_REPLICA_NONE;
+    /* min.insync.replicas is a config, not partition state: in force even when the partition
+     * state below is older than what this replica knows (an AlterPartition answer came first) */
+    if (d->min_insync_replicas > 0 && d->min_insync_replicas != r->min_isr) {
+        logline(r, "min.insync.replicas changed from %d to %d", (int)r->min_isr,
+                (int)d->min_insync_replicas);
+        r->min_isr = d->min_insync_replicas;
+    }
     if (was_member && d->partition_epoch < r->partition_epoch) {
+        if (r->role == KQ_REPLICA_LEADER) {
+            recheck_hw(r); /* a lower minimum may unfreeze the HW */
+        }
         logline(r,
                 "Skipped the metadata change to leader %d epoch %d since its partition epoch "
                 "%d is older than the current %d",
@@ -625,11 +635,6 @@ static int on_delta(kq_replica *r, const kq_replica_delta *d)
         return rc;
     }
 
-    if (d->min_insync_replicas > 0 && d->min_insync_replicas != r->min_isr) {
-        logline(r, "min.insync.replicas changed from %d to %d", (int)r->min_isr,
-                (int)d->min_insync_replicas);
-        r->min_isr = d->min_insync_replicas;
-    }
     /* assignment, keeping what is known of brokers that stay */
     broker_slot slots[MAX_IDS];
     for (int i = 0; i < d->n_replicas; i++) {

@@ -436,6 +436,30 @@ static void test_4_4_raised_min_isr_applies_without_a_partition_change(void **st
     h_free(&H);
 }
 
+/* A min.insync.replicas change that arrives with partition state older than the replica's
+ * (its AlterPartition answer came before the metadata) is still in force: a config is not
+ * partition state. Found by kq-sim (a broker enforced the old value until its image caught
+ * up with its own ISR change). */
+static void test_4_4_min_isr_applies_with_an_older_partition_epoch(void **state)
+{
+    (void)state;
+    setup_leader(1, ISR1, 1);
+    assert_int_equal(h_delta_min(&H, 1, 1, 1, 3, ISR1, 1, 1), 0);
+    h_produce_n(&H, 1, 1, 2, 0);
+    assert_int_equal(h_status(&H, 1).high_watermark, 2);
+    assert_int_equal(h_delta_min(&H, 1, 1, 1, 2, ISR1, 1, 2), 0); /* partition epoch 2 < 3 */
+    assert_true(h_line(&H, 1, "Skipped the metadata change") >= 0);
+    assert_int_equal(h_status(&H, 1).min_insync_replicas, 2);
+    assert_int_equal(h_status(&H, 1).partition_epoch, 3);
+    h_produce_result r = h_produce(&H, 1, -1);
+    assert_int_equal(r.error, KQ_ERR_NOT_ENOUGH_REPLICAS);
+    assert_int_equal(h_delta_min(&H, 1, 1, 1, 2, ISR1, 1, 1), 0); /* lowered again: in force */
+    assert_int_equal(h_status(&H, 1).min_insync_replicas, 1);
+    r = h_produce(&H, 1, -1);
+    assert_int_equal(r.error, KQ_OK);
+    h_free(&H);
+}
+
 /* 4.5: as in Kafka 4.x (Partition.effectiveMinIsr), min.insync.replicas above the replica
  * count is the replica count: every replica must be in the ISR (issue 8, item 2). */
 static void test_4_5_min_isr_above_replication_factor_needs_every_replica(void **state)
@@ -678,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_4_3_success_for_other_leader_epoch_ignored),
         cmocka_unit_test(test_4_4_hw_frozen_below_min_isr),
         cmocka_unit_test(test_4_4_raised_min_isr_applies_without_a_partition_change),
+        cmocka_unit_test(test_4_4_min_isr_applies_with_an_older_partition_epoch),
         cmocka_unit_test(test_4_5_min_isr_above_replication_factor_needs_every_replica),
         cmocka_unit_test(test_4_4_hw_is_min_isr_leo_learned_from_fetch_offsets),
         cmocka_unit_test(test_4_5_acks_all_below_min_isr_not_enough_replicas),
