@@ -201,6 +201,41 @@ static int list_edit(const char *cur, const char *item, bool append, char *outv,
     return 0;
 }
 
+/* KIP-966: an ELR member holds every record committed while the ISR was at least the min ISR
+ * it was computed for; when min.insync.replicas changes, the HW may advance with fewer
+ * replicas, so the ELR and LastKnownElr of every partition the change affects are cleared (as
+ * Kafka's ReplicationControlManager does): a topic's partitions for a topic config, those of
+ * every topic without its own value for a cluster or broker default. */
+static int clear_elr_for_min_isr(const kq_image *img, int8_t resource_type,
+                                 const char *resource_name, kq_reclist *out)
+{
+    const kq_topic *t = NULL;
+    while ((t = kq_image_topic_next(img, t)) != NULL) {
+        if (resource_type == KQ_CONFIG_RESOURCE_TOPIC
+                ? !t->name || strcmp(t->name, resource_name) != 0
+                : !t->name || kq_image_config(img, KQ_CONFIG_RESOURCE_TOPIC, t->name,
+                                              "min.insync.replicas") != NULL)
+            continue;
+        for (int32_t i = 0; i < t->n_partitions; i++) {
+            const kq_partition *p = &t->partitions[i];
+            if (p->n_elr == 0 && p->n_last_known_elr == 0)
+                continue;
+            kq_record r = {.type = KQ_REC_PARTITION_CHANGE};
+            kq_rec_partition_change *pc = &r.partition_change;
+            memcpy(pc->topic_id, t->id, 16);
+            pc->partition_id = i;
+            pc->leader = KQ_LEADER_UNCHANGED;
+            pc->leader_recovery_state = KQ_RECOVERY_UNCHANGED;
+            pc->has_elr = true;
+            pc->has_last_known_elr = true;
+            int rc = kq_reclist_push(out, &r);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
 int kq_rc_alter_configs(const kq_image *img, int8_t resource_type, const char *resource_name,
                         const kq_config_op *ops, int32_t n_ops, kq_reclist *out,
                         kq_simple_result *res)
@@ -285,6 +320,11 @@ int kq_rc_alter_configs(const kq_image *img, int8_t resource_type, const char *r
                                                res->message, sizeof res->message)))
             goto out;
         if ((rc = push_config(out, resource_type, resource_name, o->name, val)))
+            goto out;
+        const char *cur = kq_image_config(img, resource_type, resource_name, o->name);
+        bool changed = cur && val ? strcmp(cur, val) != 0 : cur != val;
+        if (changed && !strcmp(o->name, "min.insync.replicas") &&
+            (rc = clear_elr_for_min_isr(img, resource_type, resource_name, out)))
             goto out;
     }
 out:

@@ -565,6 +565,55 @@ static void test_rebalance_and_leaderless_scans(void **st)
     fx_free(f);
 }
 
+/* KIP-966: a change of min.insync.replicas clears the ELR and LastKnownElr of the partitions
+ * it affects (a lower minimum lets the HW advance without the ELR members, which then may miss
+ * acknowledged records). Found by kq-sim: 103 entered the ELR at min ISR 2, the minimum went to
+ * 1, 101 alone acknowledged records, was fenced, and 103 was elected from the ELR without them. */
+static void test_min_isr_change_clears_elr(void **st)
+{
+    (void)st;
+    fx *f = fx_new();
+    kq_simple_result r;
+
+    fx_brokers(f, 3, 0);
+    fx_partition(f, "t", IDS(1, 2, 3), IDS(1), IDS(3), NONE, 1);
+    fx_partition(f, "t", IDS(1, 2, 3), NONE, IDS(2, 3), IDS(1), -1);
+    fx_partition(f, "u", IDS(1, 2, 3), IDS(1), IDS(2), NONE, 1);
+    fx_partition(f, "v", IDS(1, 2, 3), IDS(1), IDS(2), NONE, 1);
+    fx_config(f, KQ_CONFIG_RESOURCE_TOPIC, "v", "min.insync.replicas", "2");
+    /* the same value again changes nothing */
+    fx_config(f, KQ_CONFIG_RESOURCE_TOPIC, "t", "min.insync.replicas", "2");
+    kq_config_op same[] = {{"min.insync.replicas", "2", KQ_CONFIG_OP_SET}};
+    assert_int_equal(
+        kq_rc_alter_configs(f->img, KQ_CONFIG_RESOURCE_TOPIC, "t", same, 1, &f->out, &r), 0);
+    assert_int_equal(f->out.n, 1); /* the Config record only */
+    fx_apply(f);
+    /* a topic's minimum: its partitions only */
+    kq_config_op one[] = {{"min.insync.replicas", "1", KQ_CONFIG_OP_SET}};
+    assert_int_equal(
+        kq_rc_alter_configs(f->img, KQ_CONFIG_RESOURCE_TOPIC, "t", one, 1, &f->out, &r), 0);
+    assert_int_equal(r.error, 0);
+    assert_int_equal(f->out.n, 3);
+    int32_t pe = fx_part(f, "t", 0)->partition_epoch;
+    fx_apply(f);
+    ASSERT_ELR(fx_part(f, "t", 0), "");
+    ASSERT_ELR(fx_part(f, "t", 1), "");
+    ASSERT_LKE(fx_part(f, "t", 1), "");
+    ASSERT_ISR(fx_part(f, "t", 0), "1"); /* nothing else changes */
+    assert_int_equal(fx_part(f, "t", 0)->leader, 1);
+    assert_int_equal(fx_part(f, "t", 0)->partition_epoch, pe + 1);
+    ASSERT_ELR(fx_part(f, "u", 0), "2");
+    /* the cluster default: every topic without its own value (u, not v) */
+    kq_config_op dflt[] = {{"min.insync.replicas", "3", KQ_CONFIG_OP_SET}};
+    assert_int_equal(
+        kq_rc_alter_configs(f->img, KQ_CONFIG_RESOURCE_BROKER, "", dflt, 1, &f->out, &r), 0);
+    assert_int_equal(r.error, 0);
+    fx_apply(f);
+    ASSERT_ELR(fx_part(f, "u", 0), "");
+    ASSERT_ELR(fx_part(f, "v", 0), "2");
+    fx_free(f);
+}
+
 /* IncrementalAlterConfigs validation. */
 static void test_alter_configs(void **st)
 {
@@ -649,6 +698,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_elr_follows_its_feature_level),
+        cmocka_unit_test(test_min_isr_change_clears_elr),
         cmocka_unit_test(test_create_topic_records),
         cmocka_unit_test(test_create_topic_errors),
         cmocka_unit_test(test_create_topic_client_id),
