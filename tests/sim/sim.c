@@ -306,6 +306,8 @@ typedef struct sim {
     int n_clients;
     struct data_rec *acked, *consumed; /* records acknowledged with acks=all / read */
     bool unclean[64]; /* partitions of the client topic that had an unclean election */
+    int32_t t0_pepoch[64], t0_lepoch[64]; /* traced: its partitions' last committed epochs */
+    bool t0_seen[64];
     size_t n_acked, cap_acked, n_consumed, cap_consumed;
 } sim;
 
@@ -752,6 +754,7 @@ struct ctl_pkt;
 static void client_answer(sim *s, const struct ctl_pkt *p);
 struct sim_actor;
 static void broker_start(sim *s, struct sim_actor *a);
+static void broker_stop(sim *s, struct sim_actor *a, bool graceful, const char *why);
 static void broker_meta(sim *s, sim_node *n);
 
 static sim_node *node_by_id(sim *s, int32_t id)
@@ -2528,6 +2531,8 @@ static void ack_check_image(sim *s, const kq_image *img, int64_t end, const char
         const kq_partition *p = kq_image_partition(img, a->topic, a->part);
         const kq_topic *t = kq_image_topic_by_id(img, a->topic);
         const char *name = t && t->name ? t->name : "?";
+        if (!t && !kq_image_topic_by_id(s->ref, a->topic))
+            continue; /* the topic was deleted (DeleteTopics): nothing of it is kept */
         if (!p) {
             fail(s,
                  "%s: AlterPartition acknowledged to b%d (partition %d, partition epoch %d, "
@@ -2695,6 +2700,42 @@ static void ctl_timer(sim *s, sim_node *n)
 
 /* ---- the reference image ---- */
 
+static void ids_str(const int32_t *ids, int n, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int j = 0; j < n && k + 12 < len; j++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%d", j ? "," : "", ids[j]);
+}
+
+/* The clients' partitions as committed: each change traced, unclean elections noted (acked
+ * records may then be lost). */
+static void ref_note_client_topic(sim *s, int64_t off)
+{
+    const kq_topic *t = kq_image_topic_by_name(s->ref, CLIENT_TOPIC);
+    for (int32_t k = 0; t && k < t->n_partitions && k < 64; k++) {
+        const kq_partition *p = &t->partitions[k];
+        if (p->partition_epoch != s->t0_pepoch[k] || p->leader_epoch != s->t0_lepoch[k] ||
+            !s->t0_seen[k]) {
+            char isr[64], elr[64];
+            ids_str(kq_partition_isr(p), p->n_isr, isr, sizeof isr);
+            ids_str(kq_partition_elr(p), p->n_elr, elr, sizeof elr);
+            trace(s,
+                  "data: %s-%d committed at %" PRId64 ": leader %d epoch %d, partition epoch %d, "
+                  "ISR {%s} ELR {%s}",
+                  CLIENT_TOPIC, k, off, p->leader, p->leader_epoch, p->partition_epoch, isr, elr);
+            s->t0_pepoch[k] = p->partition_epoch;
+            s->t0_lepoch[k] = p->leader_epoch;
+            s->t0_seen[k] = true;
+        }
+        if (p->leader_recovery_state == KQ_RECOVERY_RECOVERING && !s->unclean[k]) {
+            s->unclean[k] = true;
+            trace(s, "data: unclean leader election of %s-%d (leader %d) at offset %" PRId64,
+                  CLIENT_TOPIC, k, p->leader, off);
+        }
+    }
+}
+
 static void ref_apply(sim *s, const sim_batch *b)
 {
     size_t pos = 0;
@@ -2713,14 +2754,7 @@ static void ref_apply(sim *s, const sim_batch *b)
             fail(s, "committed record at %" PRId64 " cannot apply to the reference image: %s", off,
                  kq_image_error(s->ref));
         kq_record_free(&r);
-        const kq_topic *t = kq_image_topic_by_name(s->ref, CLIENT_TOPIC);
-        for (int32_t k = 0; t && k < t->n_partitions && k < 64; k++)
-            if (t->partitions[k].leader_recovery_state == KQ_RECOVERY_RECOVERING &&
-                !s->unclean[k]) {
-                s->unclean[k] = true; /* an unclean election: acknowledged records may be lost */
-                trace(s, "data: unclean leader election of t0-%d (leader %d) at offset %" PRId64, k,
-                      t->partitions[k].leader, off);
-            }
+        ref_note_client_topic(s, off);
     }
     if (s->failed)
         return;
@@ -3163,6 +3197,19 @@ static void dp_check_hw(sim *s, sim_actor *a)
             h->part = hp[i].partition;
             h->leader_epoch = -1;
         }
+        /* the seam: the min.insync.replicas of the broker's image is in force on its leader
+         * replica once the replica manager has acted on that image (this loop) */
+        const kq_image *img = s->nodes[a->node].bm.img;
+        int32_t conf = kq_image_min_isr(img, hp[i].topic, 0);
+        int32_t want = conf > 0 ? conf : s->settings.min_insync_replicas;
+        if (st.min_insync_replicas != want) {
+            fail(s,
+                 "b%d: its leader replica of %s-%d enforces min.insync.replicas %d, its metadata "
+                 "(applied to %" PRId64 ") says %d",
+                 a->id, hp[i].topic, hp[i].partition, st.min_insync_replicas,
+                 s->nodes[a->node].bm.applied_end, want);
+            return;
+        }
         int32_t need =
             st.min_insync_replicas < st.n_replicas ? st.min_insync_replicas : st.n_replicas;
         if (h->leader_epoch == st.leader_epoch && h->partition_epoch == st.partition_epoch &&
@@ -3237,6 +3284,7 @@ static void dp_start(sim *s, sim_actor *a)
         fail(s, "b%d: cannot start its data plane (out of memory)", a->id);
         return;
     }
+    dp_trace_logs(s, a); /* what survived */
     a->rm_applied_end = 0;
     a->n_outs = 0;
     a->dp_timer_at = 0;
@@ -3641,6 +3689,10 @@ static void broker_tick(sim *s, sim_actor *a)
 {
     kq_bl_action act;
     kq_bl_poll(&a->bl, broker_clock(s, a), s->nodes[a->node].bm.applied_end - 1, &act);
+    if (act.exit && act.exit_code == 0) {
+        broker_stop(s, a, true, act.exit_reason);
+        return;
+    }
     if (act.exit) {
         fail(s, "b%d: its lifecycle stopped it (exit %d): %s", a->id, act.exit_code,
              act.exit_reason ? act.exit_reason : "");
@@ -3678,6 +3730,20 @@ static void broker_answer(sim *s, sim_actor *a, uint32_t api, int error, int64_t
     dp_loop(s, a);
 }
 
+/* A random topic of the committed state (not the clients' when not_clients). */
+static const kq_topic *admin_pick_topic(sim *s, bool not_clients)
+{
+    const kq_topic *pick = NULL, *t = NULL;
+    uint64_t seen = 0;
+    while ((t = kq_image_topic_next(s->ref, t)) != NULL) {
+        if (!t->name || (not_clients && strcmp(t->name, CLIENT_TOPIC) == 0))
+            continue;
+        if (kq_prng_below(&s->ctl, ++seen) == 0)
+            pick = t;
+    }
+    return pick;
+}
+
 static void admin_tick(sim *s, sim_actor *a)
 {
     kq_ctl_request r;
@@ -3699,11 +3765,60 @@ static void admin_tick(sim *s, sim_actor *a)
         actor_send(s, a, CHAN_MAIN, &r);
         return;
     }
-    if (++a->admin_rounds % 4 != 0)
+    a->admin_rounds++;
+    uint32_t what = (uint32_t)kq_prng_below(&s->ctl, 16);
+    const kq_topic *t = admin_pick_topic(s, what == 6);
+    kq_config_op op = {.op = KQ_CONFIG_OP_SET};
+    kq_alter_config_resource res = {
+        .resource_type = KQ_CONFIG_RESOURCE_TOPIC, .ops = &op, .n_ops = 1};
+    kq_delete_topic del = {0};
+    if (what <= 2 && t) { /* min.insync.replicas: set or back to the default */
+        static const char *vals[] = {"1", "2", "3"};
+        op.name = "min.insync.replicas";
+        op.value = vals[kq_prng_below(&s->ctl, 3)];
+        if (kq_prng_permille(&s->ctl, 250)) {
+            op.op = KQ_CONFIG_OP_DELETE;
+            op.value = NULL;
+        }
+        res.resource_name = t->name;
+        r.api_key = KQ_API_INCREMENTAL_ALTER_CONFIGS;
+        r.alter_configs.resources = &res;
+        r.alter_configs.n = 1;
+        trace(s, "admin > %s %s of %s%s%s", op.op == KQ_CONFIG_OP_SET ? "set" : "delete", op.name,
+              t->name, op.value ? " to " : "", op.value ? op.value : "");
+    } else if (what == 3 && t) { /* unclean.leader.election.enable */
+        op.name = "unclean.leader.election.enable";
+        op.value = kq_prng_permille(&s->ctl, 500) ? "true" : "false";
+        res.resource_name = t->name;
+        r.api_key = KQ_API_INCREMENTAL_ALTER_CONFIGS;
+        r.alter_configs.resources = &res;
+        r.alter_configs.n = 1;
+        trace(s, "admin > set %s of %s to %s", op.name, t->name, op.value);
+    } else if (what == 4) {
+        r.api_key = KQ_API_ELECT_LEADERS;
+        r.elect_leaders.election_type = KQ_ELECTION_TYPE_UNCLEAN;
+        r.elect_leaders.all_partitions = true;
+    } else if (what == 5) { /* a controlled shutdown of a running broker */
+        sim_actor *b = &s->actors[kq_prng_below(&s->ctl, (uint64_t)s->n_brokers)];
+        if (b->up && b->bl.state == KQ_BL_RUNNING &&
+            kq_bl_request_shutdown(&b->bl, broker_clock(s, b))) {
+            trace(s, "admin > controlled shutdown of b%d", b->id);
+            actor_tick_at(s, b, s->now);
+        }
         return;
-    r.api_key = KQ_API_ELECT_LEADERS;
-    r.elect_leaders.election_type = KQ_ELECTION_TYPE_PREFERRED;
-    r.elect_leaders.all_partitions = true;
+    } else if (what == 6 && t) { /* delete a topic the clients do not use */
+        del.name = t->name;
+        r.api_key = KQ_API_DELETE_TOPICS;
+        r.delete_topics.topics = &del;
+        r.delete_topics.n = 1;
+        trace(s, "admin > delete topic %s", t->name);
+    } else if (what <= 9) {
+        r.api_key = KQ_API_ELECT_LEADERS;
+        r.elect_leaders.election_type = KQ_ELECTION_TYPE_PREFERRED;
+        r.elect_leaders.all_partitions = true;
+    } else {
+        return;
+    }
     actor_send(s, a, CHAN_MAIN, &r);
 }
 
@@ -4045,17 +4160,26 @@ static void broker_start(sim *s, sim_actor *a)
                  a->idx);
 }
 
-static void broker_crash(sim *s, sim_actor *a)
+/* The broker process ends: a crash (its observer's unsynced writes lost) or, graceful, the
+ * end of a controlled shutdown; it starts again later as a new incarnation. */
+static void broker_stop(sim *s, sim_actor *a, bool graceful, const char *why)
 {
     if (!a->up)
         return;
     a->up = false;
     a->inc++;
     uint64_t down = kq_prng_range(&s->fault, 500, 15000);
-    trace(s, "b%d > CRASH (back in %" PRIu64 "ms)", a->id, down);
-    node_crash(s, &s->nodes[a->node], false); /* its observer, unsynced writes lost */
+    trace(s, "b%d > %s (back in %" PRIu64 "ms)%s%s", a->id, graceful ? "stop" : "CRASH", down,
+          why ? ": " : "", why ? why : "");
+    node_crash(s, &s->nodes[a->node], graceful);
+    dp_trace_logs(s, a); /* what its partition logs hold (committed and not) */
     dp_stop(a);
     sched_ev(s, s->now + down, EV_ACTOR_START, -1, 0, 0, NULL, NULL, a->idx);
+}
+
+static void broker_crash(sim *s, sim_actor *a)
+{
+    broker_stop(s, a, false, NULL);
 }
 
 static void ctl_heal(sim *s)
@@ -4229,11 +4353,13 @@ static void data_check_partition(sim *s, const kq_topic *t, int32_t part)
         last[i] = -1;
     size_t checked = 0;
     if (part < 64 && s->unclean[part]) { /* Kafka's trade: unclean.leader.election.enable */
+        /* and a follower keeps its high watermark above the divergence until its next fetch
+         * truncates it: replicas are not compared either */
         trace(s,
-              "data: %s-%d had an unclean election: acknowledged and consumed records not "
-              "checked",
+              "data: %s-%d had an unclean election: acknowledged and consumed records and "
+              "replicas not checked",
               CLIENT_TOPIC, part);
-        goto replicas;
+        goto done;
     }
     for (size_t i = 0; i < s->n_acked && !s->failed && sorted; i++) {
         const data_rec *r = &s->acked[i];
@@ -4269,7 +4395,7 @@ static void data_check_partition(sim *s, const kq_topic *t, int32_t part)
                  "longer holds as read",
                  r->offset, CLIENT_TOPIC, part, l->id);
     }
-replicas: /* every other replica agrees with the leader below both high watermarks */
+    /* every other replica agrees with the leader below both high watermarks */
     for (int k = 0; k < p->n_replicas && !s->failed; k++) {
         int ri = broker_index(s, kq_partition_replicas(p)[k]);
         log_view rv;
@@ -4290,6 +4416,7 @@ replicas: /* every other replica agrees with the leader below both high watermar
             }
         free(rv.hash);
     }
+done:
     trace(s,
           "data: %s-%d leader b%d log [%" PRId64 ", %" PRId64 ") hw %" PRId64
           ", %zu acknowledged records checked",
