@@ -194,6 +194,7 @@ enum ev_type {
     EV_ACTOR_START,   /* a crashed broker restarts (new incarnation) */
     EV_DP_TIMER,      /* a broker's data plane asked to be ticked */
     EV_DP_TIMEOUT,    /* something a broker's data plane sent got no answer */
+    EV_ACTOR_DIE,     /* a broker exits on a disk error */
     EV_CLIENT_TICK,   /* a producer or consumer: its next request */
     EV_CLIENT_TIMEOUT /* a producer's or consumer's request got no answer */
 };
@@ -250,6 +251,7 @@ typedef struct sim {
     uint32_t disk_lat_min, disk_lat_spread;
     uint32_t fault_every_ms;
     uint32_t p_crash, p_restart, p_graceful, p_partition, p_heal, p_clog;
+    uint32_t p_rdisk_err; /* per 10,000 metadata-log disk writes: the write fails (EIO) */
     uint32_t workload_every_ms;
     uint32_t fetch_cap_batches; /* max batches per Fetch response (>= 1) */
     uint32_t fetch_cap_bytes;
@@ -291,6 +293,7 @@ typedef struct sim {
     struct sim_actor *actors;
     bool bblocked[KQ_SIM_MAX_BROKERS + 1][MAX_NODES];
     uint32_t p_bcrash, p_bisolate;
+    uint32_t p_disk_err; /* per 10,000 data-plane loops: the next partition-log commit fails */
     uint32_t n_topics_target;
     size_t ctl_max_batch;
     kq_decide_settings settings;
@@ -2131,6 +2134,8 @@ typedef struct sim_actor {
     size_t n_outs, cap_outs;
     int dp_same_ms; /* loop iterations asked for at once, at the same time */
     uint64_t dp_same_at;
+    bool disk_armed;     /* its partition-log disk will fail a commit (an injected fault) */
+    bool dying;          /* its data plane hit that fault: the process exits */
     struct hw_seen *hws; /* what its leader replicas looked like after the last loop */
     size_t n_hws, cap_hws;
 } sim_actor;
@@ -2603,6 +2608,9 @@ static void ctl_settle(sim *s, sim_node *n)
     ctl_host *h = &n->ch;
     kq_ctl_node_committed(&h->node, ctl_now(s, n));
     kq_ctl_node_flush(&h->node);
+    if (!h->node.meta.active && h->node.meta.applied_end > log_end(&n->mlog) && !s->failed)
+        fail(s, "n%d applied its committed image to %" PRId64 ", beyond its log end %" PRId64,
+             n->id, h->node.meta.applied_end, log_end(&n->mlog));
     ctl_check_active(s, n);
     ctl_arm(s, n);
 }
@@ -2931,6 +2939,14 @@ static void dp_fatal(const char *what, const char *detail)
     sim *s = g_sim;
     if (!s || s->failed)
         return;
+    if (g_dp_actor >= 0 && s->actors[g_dp_actor].disk_armed) {
+        sim_actor *a = &s->actors[g_dp_actor];
+        if (!a->dying)
+            trace(s, "b%d: exits on its disk error (kq-broker-agent does): %s: %s", a->id, what,
+                  detail ? detail : "");
+        a->dying = true; /* the caller stops the process before anything else leaves it */
+        return;
+    }
     if (g_dp_actor >= 0)
         dp_trace_logs(s, &s->actors[g_dp_actor]);
     fail(s, "b%d: data plane: %s: %s", g_dp_actor >= 0 ? s->actors[g_dp_actor].id : -1, what,
@@ -3089,6 +3105,8 @@ static void dp_answer(sim *s, sim_actor *a, long k, int err, const uint8_t *data
 {
     void *token = a->outs[k].token;
     a->outs[k] = a->outs[--a->n_outs];
+    if (a->dying)
+        return;
     g_dp_actor = a->idx;
     kq_dp_on_answer(a->dp, token, err, data, len, broker_clock(s, a));
     dp_loop(s, a);
@@ -3122,7 +3140,7 @@ static void dp_deliver(sim *s, const ctl_pkt *p)
         return;
     }
     sim_actor *t = &s->actors[p->to_actor];
-    if (!t->up || !t->dp) {
+    if (!t->up || !t->dp || t->dying) {
         trace(s, "net %d>b%d #%" PRIu64 ": b%d is down", party_id(s, p->actor), t->id, p->req_id,
               t->id);
         return;
@@ -3231,20 +3249,49 @@ static void dp_check_hw(sim *s, sim_actor *a)
 
 /* One iteration of kq-broker-agent's loop for the data plane, in its order: timers, commit
  * (then PERSISTED), the replica manager on new metadata, sends and answers. */
+/* The process exits on its disk error: at once, but not from inside another host's step (a
+ * loop may run inside its observer's); until then its data plane is not called again, so
+ * nothing it queued after the failed commit leaves it. */
+static void dp_die(sim *s, sim_actor *a)
+{
+    sched_ev(s, s->now, EV_ACTOR_DIE, -1, a->inc, 0, NULL, NULL, a->idx);
+}
+
 static void dp_loop(sim *s, sim_actor *a)
 {
-    if (!a->up || !a->dp || s->failed)
+    if (!a->up || !a->dp || s->failed || a->dying)
         return;
     uint64_t now = broker_clock(s, a);
     sim_node *n = &s->nodes[a->node];
     const kq_image *img = n->bm.img;
     g_dp_actor = a->idx;
     kq_dp_tick(a->dp, img, now);
+    if (!s->liveness && !a->disk_armed && s->p_disk_err &&
+        kq_prng_below(&s->fault, 10000) < s->p_disk_err) {
+        int rc = kq_prng_permille(&s->fault, 300) ? KQ_ERR_FULL : KQ_ERR_IO;
+        trace(s, "b%d: its partition-log disk will fail the next commit (%s)", a->id,
+              kq_err_name(rc));
+        kq_plog_mem_fail_next_commit(a->disk, rc);
+        a->disk_armed = true;
+    }
     kq_dp_commit(a->dp, img, now);
+    if (a->dying) {
+        dp_die(s, a);
+        return;
+    }
     if (n->bm.applied_end != a->rm_applied_end) {
         char why[512];
         a->rm_applied_end = n->bm.applied_end;
-        if (kq_rm_on_metadata(a->rm, img, now, why, sizeof why) != 0) {
+        int rc = kq_rm_on_metadata(a->rm, img, now, why, sizeof why);
+        if (rc != 0 && a->disk_armed && (rc == KQ_ERR_IO || rc == KQ_ERR_FULL)) {
+            trace(s, "b%d: exits on its disk error (kq-broker-agent does): %s", a->id, why);
+            a->dying = true;
+        }
+        if (a->dying) {
+            dp_die(s, a);
+            return;
+        }
+        if (rc != 0) {
             fail(s, "b%d: replica manager: %s", a->id, why);
             return;
         }
@@ -3289,6 +3336,7 @@ static void dp_start(sim *s, sim_actor *a)
     a->n_outs = 0;
     a->dp_timer_at = 0;
     a->dp_same_ms = 0;
+    a->dying = false;
 }
 
 /* A broker process stops (a crash): what its partition logs did not commit is lost. */
@@ -4174,6 +4222,8 @@ static void broker_stop(sim *s, sim_actor *a, bool graceful, const char *why)
     node_crash(s, &s->nodes[a->node], graceful);
     dp_trace_logs(s, a); /* what its partition logs hold (committed and not) */
     dp_stop(a);
+    if (a->dying)
+        a->disk_armed = false; /* the fault was the commit that failed */
     sched_ev(s, s->now + down, EV_ACTOR_START, -1, 0, 0, NULL, NULL, a->idx);
 }
 
@@ -4476,6 +4526,7 @@ static void ctl_setup(sim *s, kq_prng *master)
     s->n_actors = s->n_brokers + 1;
     s->p_bcrash = (uint32_t)kq_prng_range(&s->ctl, 20, 120);
     s->p_bisolate = kq_prng_permille(&s->ctl, 600) ? (uint32_t)kq_prng_range(&s->ctl, 10, 80) : 0;
+    s->p_disk_err = kq_prng_permille(&s->ctl, 500) ? (uint32_t)kq_prng_range(&s->ctl, 1, 30) : 0;
     s->n_topics_target = (uint32_t)kq_prng_range(&s->ctl, 1, 4);
     s->ctl_max_batch =
         kq_prng_permille(&s->ctl, 300) ? (size_t)kq_prng_range(&s->ctl, 64, 512) : 1u << 20;
@@ -4504,10 +4555,11 @@ static void ctl_setup(sim *s, kq_prng *master)
     clients_setup(s);
     trace(s,
           "controller: %d brokers, %u topics, elr %d, unclean %d, min isr %d, batch cap %zu, "
-          "broker crash %u isolate %u",
+          "broker crash %u isolate %u, partition-log disk errors %u/10000, metadata disk "
+          "errors %u/10000",
           s->n_brokers, s->n_topics_target, s->settings.elr_enabled,
           s->settings.unclean_leader_election, s->settings.min_insync_replicas, s->ctl_max_batch,
-          s->p_bcrash, s->p_bisolate);
+          s->p_bcrash, s->p_bisolate, s->p_disk_err, s->p_rdisk_err);
 }
 
 static void ctl_dispatch(sim *s, sim_ev *ev)
@@ -4537,6 +4589,10 @@ static void ctl_dispatch(sim *s, sim_ev *ev)
         break;
     case EV_ACTOR_START:
         broker_start(s, a);
+        break;
+    case EV_ACTOR_DIE:
+        if (a->up && ev->inc == a->inc && a->dying)
+            broker_stop(s, a, false, "its partition-log disk failed a commit");
         break;
     case EV_DP_TIMER:
         if (a->up && ev->inc == a->inc && ev->a == a->dp_timer_gen) {
@@ -4677,6 +4733,7 @@ static void setup(sim *s)
     s->p_partition = kq_prng_permille(&cfg, 700) ? (uint32_t)kq_prng_range(&cfg, 20, 150) : 0;
     s->p_heal = (uint32_t)kq_prng_range(&cfg, 20, 150);
     s->p_clog = kq_prng_permille(&cfg, 500) ? (uint32_t)kq_prng_range(&cfg, 10, 100) : 0;
+    s->p_rdisk_err = kq_prng_permille(&cfg, 400) ? (uint32_t)kq_prng_range(&cfg, 1, 20) : 0;
     s->workload_every_ms = (uint32_t)kq_prng_range(&cfg, 20, 400);
     s->fetch_cap_batches = kq_prng_permille(&cfg, 300) ? 1 : (uint32_t)kq_prng_range(&cfg, 1, 64);
     s->fetch_cap_bytes = (uint32_t)kq_prng_range(&cfg, 64, 4096);
@@ -4763,8 +4820,19 @@ static void dispatch(sim *s, sim_ev *ev)
         }
         break;
     case EV_DISK:
-        if (n->up && ev->inc == n->inc)
-            disk_done(s, n, ev->a);
+        if (!n->up || ev->inc != n->inc)
+            break;
+        if (!s->liveness && s->p_rdisk_err && kq_prng_below(&s->fault, 10000) < s->p_rdisk_err) {
+            /* fsync fails (EIO, or ENOSPC on the write): kq-controller and kq-broker-agent exit,
+             * and nothing of the batch is durable */
+            trace(s, "n%d: its metadata-log disk fails a write: the process exits", n->id);
+            if (n->actor >= 0)
+                broker_stop(s, &s->actors[n->actor], false, "its metadata-log disk failed");
+            else
+                node_crash(s, n, false);
+            break;
+        }
+        disk_done(s, n, ev->a);
         break;
     case EV_FAKE_PERSIST:
         if (n->up && ev->inc == n->inc)

@@ -209,8 +209,8 @@ static void test_controller_early_reply_is_caught(void **state)
 {
     (void)state;
     int acked_early = 0;
-    static const char *const why[] = {"acknowledged before", "lost", "differs", "cannot apply",
-                                      NULL};
+    static const char *const why[] = {"acknowledged before", "lost",           "differs",
+                                      "cannot apply",        "beyond its log", NULL};
     assert_true(ctl_failures_with(KQ_SIM_BUG_CTL_EARLY_REPLY, why, &acked_early) > 0);
     assert_true(acked_early > 0);
 }
