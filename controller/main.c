@@ -97,10 +97,12 @@ typedef struct ctl {
     kq_ctl_node node; /* proposals, parked answers, the image (controller/node.h) */
     ctl_metrics m;
     kq_http *http;
-    _Atomic int ready; /* read by the HTTP thread: a ready_code */
+    /* readiness inputs (kq_ctl_ready_state), read by the HTTP thread */
     _Atomic int64_t ready_applied, ready_hw, ready_epoch;
     _Atomic int ready_role, ready_leader;
-    _Atomic uint64_t ready_answer_ms; /* follower: when the leader last answered (kq_now_ms) */
+    _Atomic bool ready_answered;
+    _Atomic uint64_t ready_answer_ms;     /* follower: when the leader last answered (kq_now_ms) */
+    _Atomic uint64_t ready_applied_since; /* when the applied offset last moved (kq_now_ms) */
     int64_t last_applied_seen;
     uint64_t last_applied_change_ms;
     proposal_time lat[LATENCY_RING];
@@ -740,55 +742,21 @@ static void expire_tokens(ctl *c)
 
 /* ---------- metrics ---------- */
 
-/* Readiness, published by the loop in metrics_update and read by the HTTP thread. Ready means
- * this node is the leader, or a follower whose leader answered a Fetch within
- * controller.quorum.fetch.timeout.ms, and its applied offset is not stuck. */
-enum ready_code {
-    READY_NO_HW = 0,    /* following, the high watermark not known yet */
-    READY = 1,          /* leader, or following; the answer's age is checked on the HTTP thread */
-    READY_NO_LEADER,    /* no leader known, or not following one (prospective, candidate, ...) */
-    READY_STUCK,        /* applied offset behind the high watermark and not moving */
-    READY_NOT_ANSWERED, /* following a leader that has not answered a Fetch yet */
-};
-
-/* Writes the reason only; kq_http adds "not ready: ". */
+/* Readiness (kq_ctl_readiness, controller/node.h): the loop publishes its inputs in
+ * metrics_update, the HTTP thread decides at the time of the question, so a loop that stopped
+ * publishing cannot stay ready. Writes the reason only; kq_http adds "not ready: ". */
 static int ready_cb(void *arg, char *reason, size_t len)
 {
     ctl *c = arg;
-    const char *role = kq_raft_role_name((kq_raft_role)c->ready_role);
-    long long epoch = (long long)c->ready_epoch;
-    switch (c->ready) {
-    case READY:
-        if (c->ready_role != KQ_RAFT_LEADER) {
-            /* Aged here, not in the loop: a loop that stopped publishing cannot stay ready. */
-            uint64_t now = kq_now_ms(), at = c->ready_answer_ms;
-            uint64_t age = now > at ? now - at : 0;
-            if (age > c->cfg.raft.fetch_timeout_ms) {
-                snprintf(reason, len,
-                         "leader %d has not answered a Fetch for %llu ms (state %s, epoch %lld, "
-                         "controller.quorum.fetch.timeout.ms %u)",
-                         (int)c->ready_leader, (unsigned long long)age, role, epoch,
-                         (unsigned)c->cfg.raft.fetch_timeout_ms);
-                return 0;
-            }
-        }
-        return 1;
-    case READY_NO_LEADER:
-        snprintf(reason, len, "no leader known (state %s, epoch %lld)", role, epoch);
-        return 0;
-    case READY_NOT_ANSWERED:
-        snprintf(reason, len, "leader %d has not answered a Fetch yet (state %s, epoch %lld)",
-                 (int)c->ready_leader, role, epoch);
-        return 0;
-    case READY_STUCK:
-        snprintf(reason, len, "applied offset stuck at %lld, high watermark %lld",
-                 (long long)c->ready_applied, (long long)c->ready_hw);
-        return 0;
-    default:
-        snprintf(reason, len, "the high watermark is not known yet (state %s, epoch %lld)", role,
-                 epoch);
-        return 0;
-    }
+    kq_ctl_ready_state r = {.role = (kq_raft_role)c->ready_role,
+                            .leader_id = c->ready_leader,
+                            .epoch = (int32_t)c->ready_epoch,
+                            .leader_answered = c->ready_answered,
+                            .leader_answer_ms = c->ready_answer_ms,
+                            .hw = c->ready_hw,
+                            .applied = c->ready_applied,
+                            .applied_since_ms = c->ready_applied_since};
+    return kq_ctl_readiness(&r, kq_now_ms(), c->cfg.raft.fetch_timeout_ms, reason, len);
 }
 
 static int metrics_init(ctl *c, char *err, size_t errlen)
@@ -891,22 +859,14 @@ static void metrics_update(ctl *c)
     }
     int64_t age = kq_raft_leader_answer_age_ms(st, c->now);
     kq_metric_set(c->m.leader_fetch_age, age < 0 ? -1.0 : (double)age / 1000.0);
-    c->ready_applied = applied - 1;
+    c->ready_applied = applied;
     c->ready_hw = c->host.hw;
     c->ready_epoch = st->epoch;
     c->ready_role = (int)st->role;
     c->ready_leader = st->leader_id;
+    c->ready_answered = st->leader_answered;
     c->ready_answer_ms = st->leader_answer_ms;
-    if (st->leader_id < 0 || (st->role != KQ_RAFT_LEADER && st->role != KQ_RAFT_FOLLOWER))
-        c->ready = READY_NO_LEADER;
-    else if (age < 0)
-        c->ready = READY_NOT_ANSWERED;
-    else if (c->host.hw < 0)
-        c->ready = READY_NO_HW;
-    else if (applied < c->host.hw && c->now > c->last_applied_change_ms + 5000)
-        c->ready = READY_STUCK; /* behind the high watermark and not moving for 5 s */
-    else
-        c->ready = READY;
+    c->ready_applied_since = c->last_applied_change_ms;
     kq_metric_set_int(c->m.snapshot_end, c->node.snapshot_end);
     /* Image gauges: only when nothing uncommitted is applied, at most once a second. */
     if (c->node.meta.applied_end == c->host.hw && c->host.hw != c->m.image_updated_offset &&

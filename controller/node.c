@@ -651,3 +651,40 @@ int kq_ctl_node_load_snapshot(kq_ctl_node *n, kq_raft_snapshot_id id, const uint
     kq_ctl_node_snapshot_taken(n, id, now);
     return 0;
 }
+
+int kq_ctl_readiness(const kq_ctl_ready_state *r, uint64_t now, uint32_t fetch_timeout_ms,
+                     char *reason, size_t len)
+{
+    const char *role = kq_raft_role_name(r->role);
+    long long epoch = (long long)r->epoch;
+    bool leader = r->role == KQ_RAFT_LEADER;
+    if (r->leader_id < 0 || (!leader && r->role != KQ_RAFT_FOLLOWER)) {
+        snprintf(reason, len, "no leader known (state %s, epoch %lld)", role, epoch);
+        return 0;
+    }
+    if (!leader && !r->leader_answered) {
+        snprintf(reason, len, "leader %d has not answered a Fetch yet (state %s, epoch %lld)",
+                 (int)r->leader_id, role, epoch);
+        return 0;
+    }
+    if (r->hw < 0) {
+        snprintf(reason, len, "the high watermark is not known yet (state %s, epoch %lld)", role,
+                 epoch);
+        return 0;
+    }
+    if (r->applied < r->hw && now > r->applied_since_ms + KQ_CTL_READY_STUCK_MS) {
+        snprintf(reason, len, "applied offset stuck at %lld, high watermark %lld",
+                 (long long)r->applied - 1, (long long)r->hw);
+        return 0;
+    }
+    uint64_t age = now > r->leader_answer_ms ? now - r->leader_answer_ms : 0;
+    if (!leader && age > fetch_timeout_ms) {
+        snprintf(reason, len,
+                 "leader %d has not answered a Fetch for %llu ms (state %s, epoch %lld, "
+                 "controller.quorum.fetch.timeout.ms %u)",
+                 (int)r->leader_id, (unsigned long long)age, role, epoch,
+                 (unsigned)fetch_timeout_ms);
+        return 0;
+    }
+    return 1;
+}

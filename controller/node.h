@@ -160,4 +160,26 @@ int kq_ctl_node_load_snapshot(kq_ctl_node *n, kq_raft_snapshot_id id, const uint
 /* Writes and answers waiting for a commit. */
 size_t kq_ctl_node_waiting(const kq_ctl_node *n);
 
+/* ---- readiness: the rule behind a controller's /readyz (docs/metrics.md) ----
+ * Ready when this node is the leader, or a follower whose leader answered a Fetch within
+ * fetch_timeout_ms, the high watermark is known, and the applied offset is not stuck (behind
+ * the high watermark and unchanged for KQ_CTL_READY_STUCK_MS). */
+#define KQ_CTL_READY_STUCK_MS 5000
+
+typedef struct kq_ctl_ready_state {
+    kq_raft_role role;
+    int32_t leader_id;
+    int32_t epoch;
+    bool leader_answered; /* kq_raft_status.leader_answered */
+    uint64_t leader_answer_ms;
+    int64_t hw;                /* -1 unknown */
+    int64_t applied;           /* committed and applied: min(image applied end, hw) */
+    uint64_t applied_since_ms; /* when applied last changed */
+} kq_ctl_ready_state;
+
+/* 1 ready, or 0 with the reason written (without "not ready: "). now: the clock of
+ * leader_answer_ms and applied_since_ms. Pure. */
+int kq_ctl_readiness(const kq_ctl_ready_state *r, uint64_t now, uint32_t fetch_timeout_ms,
+                     char *reason, size_t len);
+
 #endif

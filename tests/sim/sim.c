@@ -115,6 +115,8 @@ typedef struct ctl_host {
     uint64_t timer_at;                    /* its time, 0: none */
     uint64_t activated_at;                /* when it last became the active controller, 0: never */
     uint64_t last_hb[KQ_SIM_MAX_BROKERS]; /* a heartbeat it answered, by broker index */
+    int64_t ready_applied;                /* readiness: the applied offset, and since when */
+    uint64_t ready_since;
     struct sim *s;
     struct sim_node *n;
 } ctl_host;
@@ -2608,6 +2610,11 @@ static void ctl_settle(sim *s, sim_node *n)
     ctl_host *h = &n->ch;
     kq_ctl_node_committed(&h->node, ctl_now(s, n));
     kq_ctl_node_flush(&h->node);
+    int64_t applied = h->node.meta.applied_end < n->host.hw ? h->node.meta.applied_end : n->host.hw;
+    if (applied != h->ready_applied) { /* as kq-controller's metrics_update */
+        h->ready_applied = applied;
+        h->ready_since = s->now;
+    }
     if (!h->node.meta.active && h->node.meta.applied_end > log_end(&n->mlog) && !s->failed)
         fail(s, "n%d applied its committed image to %" PRId64 ", beyond its log end %" PRId64,
              n->id, h->node.meta.applied_end, log_end(&n->mlog));
@@ -4295,6 +4302,22 @@ static void ctl_live_status(sim *s, char *why, size_t len)
     if (active != 1) {
         snprintf(why, len, "%d active controllers", active);
         return;
+    }
+    for (int i = 0; i < s->n_voters; i++) { /* /readyz agrees: every controller is ready */
+        sim_node *n = &s->nodes[i];
+        kq_ctl_ready_state r = {.role = n->st.role,
+                                .leader_id = n->st.leader_id,
+                                .epoch = n->st.epoch,
+                                .leader_answered = n->st.leader_answered,
+                                .leader_answer_ms = n->st.leader_answer_ms,
+                                .hw = n->host.hw,
+                                .applied = n->ch.ready_applied,
+                                .applied_since_ms = n->ch.ready_since};
+        char reason[200];
+        if (!kq_ctl_readiness(&r, s->now, n->cfg.fetch_timeout_ms, reason, sizeof reason)) {
+            snprintf(why, len, "n%d not ready: %.120s", n->id, reason);
+            return;
+        }
     }
     for (int i = 0; i < s->n_brokers; i++) { /* every live broker unfenced */
         const sim_actor *a = &s->actors[i];

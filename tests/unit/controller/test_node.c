@@ -511,6 +511,51 @@ static void test_leadership_lost_in_a_flush_mid_operation(void **state)
     host_free(h);
 }
 
+/* The readiness rule behind /readyz, case by case, with its reasons. */
+static void test_readiness(void **state)
+{
+    (void)state;
+    char why[200];
+    kq_ctl_ready_state r = {.role = KQ_RAFT_FOLLOWER,
+                            .leader_id = 2,
+                            .epoch = 4,
+                            .leader_answered = true,
+                            .leader_answer_ms = 10000,
+                            .hw = 50,
+                            .applied = 50,
+                            .applied_since_ms = 9000};
+    assert_int_equal(kq_ctl_readiness(&r, 10500, 2000, why, sizeof why), 1);
+    /* the leader stopped answering: not ready once the fetch timeout passed */
+    assert_int_equal(kq_ctl_readiness(&r, 12001, 2000, why, sizeof why), 0);
+    assert_non_null(strstr(why, "leader 2 has not answered a Fetch for 2001 ms"));
+    kq_ctl_ready_state t = r;
+    t.leader_answered = false;
+    assert_int_equal(kq_ctl_readiness(&t, 10500, 2000, why, sizeof why), 0);
+    assert_non_null(strstr(why, "has not answered a Fetch yet"));
+    t = r;
+    t.role = KQ_RAFT_CANDIDATE;
+    assert_int_equal(kq_ctl_readiness(&t, 10500, 2000, why, sizeof why), 0);
+    assert_non_null(strstr(why, "no leader known (state candidate, epoch 4)"));
+    t = r;
+    t.leader_id = -1;
+    assert_int_equal(kq_ctl_readiness(&t, 10500, 2000, why, sizeof why), 0);
+    t = r;
+    t.hw = -1;
+    assert_int_equal(kq_ctl_readiness(&t, 10500, 2000, why, sizeof why), 0);
+    assert_non_null(strstr(why, "high watermark is not known yet"));
+    /* behind and not moving for 5 s: stuck; behind but moving: ready */
+    t = r;
+    t.applied = 40;
+    assert_int_equal(kq_ctl_readiness(&t, 10500, 2000, why, sizeof why), 1);
+    assert_int_equal(kq_ctl_readiness(&t, 14001, 20000, why, sizeof why), 0);
+    assert_non_null(strstr(why, "applied offset stuck at 39, high watermark 50"));
+    /* the leader needs no answer from anyone */
+    t = r;
+    t.role = KQ_RAFT_LEADER;
+    t.leader_answered = false;
+    assert_int_equal(kq_ctl_readiness(&t, 99999, 2000, why, sizeof why), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -525,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_leadership_lost_answers_what_committed),
         cmocka_unit_test(test_stop_fails_waiting),
         cmocka_unit_test(test_leadership_lost_in_a_flush_mid_operation),
+        cmocka_unit_test(test_readiness),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
