@@ -57,6 +57,11 @@ struct kq_replica {
     int32_t leader_epoch;
     int32_t partition_epoch;
     int32_t min_isr;
+    /* A shrink the controller answered at this partition epoch: the HW does not move until the
+     * metadata carrying it arrives (-1: none). The controller decided the removed replicas' ELR
+     * with the min.insync.replicas it had; by then this replica has applied every config
+     * committed before, so it freezes the HW by the same minimum. */
+    int32_t hw_hold_epoch;
 
     int32_t replicas[MAX_IDS];
     broker_slot brokers[MAX_IDS]; /* aligned with replicas */
@@ -345,7 +350,7 @@ static bool is_caught_up(const kq_replica *r, const follower_state *f)
  * followers; frozen below the min ISR; never decreasing. */
 static void maybe_advance_hw(kq_replica *r)
 {
-    if (r->role != KQ_REPLICA_LEADER || r->n_isr < eff_min_isr(r)) {
+    if (r->role != KQ_REPLICA_LEADER || r->n_isr < eff_min_isr(r) || r->hw_hold_epoch >= 0) {
         return;
     }
     int64_t hw = r->durable;
@@ -581,6 +586,7 @@ static void become_none(kq_replica *r)
     }
     fail_all_parked(r, KQ_ERR_NOT_LEADER_OR_FOLLOWER);
     r->role = KQ_REPLICA_NONE;
+    r->hw_hold_epoch = -1;
     r->n_isr = 0;
     r->n_fol = 0;
     clear_pending(r);
@@ -661,6 +667,9 @@ static int on_delta(kq_replica *r, const kq_replica_delta *d)
     r->leader_id = d->leader_id;
     if (d->leader_epoch > r->leader_epoch || !was_member) {
         r->leader_epoch = d->leader_epoch;
+    }
+    if (r->hw_hold_epoch >= 0 && (d->partition_epoch >= r->hw_hold_epoch || new_epoch)) {
+        r->hw_hold_epoch = -1; /* the metadata of the shrink (or newer) is here */
     }
 
     if (leading) {
@@ -1048,6 +1057,9 @@ static int on_alter_response(kq_replica *r, const kq_replica_alter_response *p)
         memcpy(r->isr, p->isr, (size_t)p->n_isr * sizeof(p->isr[0]));
         r->n_isr = p->n_isr;
         r->partition_epoch = p->partition_epoch;
+        if (r->pending == KQ_REPLICA_PENDING_SHRINK) {
+            r->hw_hold_epoch = p->partition_epoch;
+        }
         clear_pending(r);
         ids_format(isr, sizeof(isr), r->isr, r->n_isr);
         logline(r, "ISR updated to %s and version updated to %d", isr, (int)r->partition_epoch);
@@ -1159,6 +1171,7 @@ kq_replica *kq_replica_new(const kq_replica_config *cfg, char *errbuf, size_t er
     }
     r->cfg = *cfg;
     r->min_isr = cfg->min_insync_replicas;
+    r->hw_hold_epoch = -1;
     r->leader_id = KQ_REPLICA_NO_ID;
     r->leader_epoch = -1;
     r->partition_epoch = -1;

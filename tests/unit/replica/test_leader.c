@@ -90,6 +90,10 @@ static void test_4_1_slow_follower_stays_for_lag_then_removed_hw_jumps(void **st
     h_alter_answer(&H, 1, KQ_OK);
     assert_true(h_isr_is(&H, 1, ISR12, 2));
     assert_true(h_line(&H, 1, "ISR updated to 1,2 and version updated to 1") >= 0);
+    /* the shrink moves the HW once its metadata arrives (the controller's min ISR is then in
+     * force here too) */
+    assert_int_equal(h_status(&H, 1).high_watermark, crawl);
+    h_delta_all(&H, 1, 1, 1, ISR12, 2);
     assert_int_equal(h_status(&H, 1).high_watermark, h_status(&H, 1).log_end_offset);
     assert_true(h_status(&H, 1).high_watermark > crawl);
     h_free(&H);
@@ -267,6 +271,34 @@ static void test_4_3_pending_shrink_hw_uses_old_isr(void **state)
     h_catch_up(&H, 2);
     assert_int_equal(h_status(&H, 1).high_watermark, 0);
     h_alter_answer(&H, 1, KQ_OK);
+    assert_int_equal(h_status(&H, 1).high_watermark, 0); /* until the shrink's metadata */
+    h_delta_all(&H, 1, 1, 1, ISR12, 2);
+    assert_int_equal(h_status(&H, 1).high_watermark, 10);
+    h_free(&H);
+}
+
+/* A shrink answered by the controller moves the HW only once its metadata arrives: the
+ * controller put the removed replica in the ELR under min.insync.replicas 2, which this leader
+ * had not seen yet (min 1); with the metadata comes the minimum, and the HW stays frozen, so
+ * the ELR member misses nothing committed. Found by kq-sim seed 6018411 (a consumer read
+ * records that an ELR leader did not have). */
+static void test_4_3_shrink_waits_for_its_metadata(void **state)
+{
+    (void)state;
+    setup_leader(1, ISR12, 2);
+    h_produce_n(&H, 1, 1, 4, 0);
+    h_catch_up(&H, 2);
+    assert_int_equal(h_status(&H, 1).high_watermark, 4);
+    h_produce_n(&H, 1, 1, 6, 0);
+    h_tick(&H, 1, 45000); /* 2 stopped fetching: shrink to {1} */
+    assert_int_equal(h_status(&H, 1).pending, KQ_REPLICA_PENDING_SHRINK);
+    h_alter_answer(&H, 1, KQ_OK);
+    assert_true(h_isr_is(&H, 1, ISR1, 1));
+    assert_int_equal(h_status(&H, 1).high_watermark, 4); /* not 10 with the stale min 1 */
+    /* the metadata: the Config record (min 2) came before the shrink's partition change */
+    assert_int_equal(h_delta_min(&H, 1, 1, 1, 1, ISR1, 1, 2), 0);
+    assert_int_equal(h_status(&H, 1).high_watermark, 4);          /* frozen: ISR 1 < min 2 */
+    assert_int_equal(h_delta_min(&H, 1, 1, 1, 2, ISR1, 1, 1), 0); /* lowered again */
     assert_int_equal(h_status(&H, 1).high_watermark, 10);
     h_free(&H);
 }
@@ -703,6 +735,7 @@ int main(void)
         cmocka_unit_test(test_4_4_hw_frozen_below_min_isr),
         cmocka_unit_test(test_4_4_raised_min_isr_applies_without_a_partition_change),
         cmocka_unit_test(test_4_4_min_isr_applies_with_an_older_partition_epoch),
+        cmocka_unit_test(test_4_3_shrink_waits_for_its_metadata),
         cmocka_unit_test(test_4_5_min_isr_above_replication_factor_needs_every_replica),
         cmocka_unit_test(test_4_4_hw_is_min_isr_leo_learned_from_fetch_offsets),
         cmocka_unit_test(test_4_5_acks_all_below_min_isr_not_enough_replicas),
