@@ -12,6 +12,10 @@
  *   until then). The leader's, not the observer's own: that one is capped by what this node
  *   has made durable, so right after a restart it is the old log end, not the cluster's.
  *
+ * - The replica manager acts on the image only once it is caught up (kq-broker-agent's
+ *   apply_committed): a restarted leader must not run on partition state older than what
+ *   the controller has committed for it.
+ *
  * Pure: no I/O, no clock. Ownership: kq_bmeta owns its image (kq_bmeta_free); records and
  * payloads passed in are borrowed for the call.
  */
