@@ -41,6 +41,8 @@ typedef struct mem_state { /* partitions sorted by (topic id, partition) */
 struct kq_plog_mem_disk {
     kq_store_identity id;
     mem_state durable;
+    mem_state before_last; /* lying: what a crash goes back to */
+    bool lie;
     int fail_rc;
     bool open;
 };
@@ -226,6 +228,11 @@ static void mem_close(kq_plog *bp)
 {
     mem_plog *p = as_mem(bp);
     state_release(&p->work); /* a crash: the transaction is lost */
+    if (p->d->lie && p->d->before_last.p) {
+        state_release(&p->d->durable); /* and the lying disk's last commit */
+        p->d->durable = p->d->before_last;
+        memset(&p->d->before_last, 0, sizeof(p->d->before_last));
+    }
     p->d->open = false;
     free(p);
 }
@@ -271,7 +278,12 @@ static int mem_commit(kq_plog *bp)
         p->failed = true; /* as kq_plog: a failed commit is fatal for the handle */
         return rc;
     }
-    state_release(&p->d->durable);
+    if (p->d->lie) {
+        state_release(&p->d->before_last);
+        p->d->before_last = p->d->durable;
+    } else {
+        state_release(&p->d->durable);
+    }
     p->d->durable = p->work;
     memset(&p->work, 0, sizeof(p->work));
     p->txn = false;
@@ -651,6 +663,7 @@ void kq_plog_mem_disk_free(kq_plog_mem_disk *d)
     if (d == NULL)
         return;
     state_release(&d->durable);
+    state_release(&d->before_last);
     free(d);
 }
 
@@ -672,4 +685,9 @@ int kq_plog_mem_open(kq_plog_mem_disk *d, kq_plog **out)
 void kq_plog_mem_fail_next_commit(kq_plog_mem_disk *d, int rc)
 {
     d->fail_rc = rc;
+}
+
+void kq_plog_mem_lie(kq_plog_mem_disk *d, bool lie)
+{
+    d->lie = lie;
 }

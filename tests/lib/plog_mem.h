@@ -17,6 +17,8 @@
 #ifndef KQ_PLOG_MEM_H
 #define KQ_PLOG_MEM_H
 
+#include <stdbool.h>
+
 #include "kq/plog.h"
 
 typedef struct kq_plog_mem_disk kq_plog_mem_disk;
@@ -30,5 +32,9 @@ int kq_plog_mem_open(kq_plog_mem_disk *d, kq_plog **out);
 
 /* The next commit on d fails with rc (KQ_ERR_IO or KQ_ERR_FULL); 0 clears it. */
 void kq_plog_mem_fail_next_commit(kq_plog_mem_disk *d, int rc);
+
+/* A lying disk (a simulator self-test): a crash (a close) also loses the last commit, which the
+ * handle had reported durable. */
+void kq_plog_mem_lie(kq_plog_mem_disk *d, bool lie);
 
 #endif

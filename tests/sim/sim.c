@@ -3286,7 +3286,8 @@ static void dp_loop(sim *s, sim_actor *a)
         dp_die(s, a);
         return;
     }
-    if (n->bm.applied_end != a->rm_applied_end) {
+    if (n->bm.applied_end != a->rm_applied_end &&
+        kq_bmeta_caught_up(&n->bm, n->st.leader_high_watermark)) { /* as kq-broker-agent */
         char why[512];
         a->rm_applied_end = n->bm.applied_end;
         int rc = kq_rm_on_metadata(a->rm, img, now, why, sizeof why);
@@ -3319,6 +3320,8 @@ static void dp_start(sim *s, sim_actor *a)
         kq_store_identity id = {.node_id = a->id};
         snprintf(id.cluster_id, sizeof id.cluster_id, "%s", CLUSTER_ID);
         a->disk = kq_plog_mem_disk_new(&id);
+        if (a->disk && s->o.bug == KQ_SIM_BUG_BROKER_DISK_LIES)
+            kq_plog_mem_lie(a->disk, true);
     }
     kq_rm_config rmc = {.node_id = a->id,
                         .replica_lag_time_max_ms = DP_LAG_MAX_MS,

@@ -70,7 +70,9 @@
     X(BROKER_UNCOMMITTED, "broker-uncommitted", true,                                              \
       "a broker applies metadata records before they commit")                                      \
     X(ACKS_ONE_AS_ALL, "acks-one-as-all", true,                                                    \
-      "producers send with acks=1 but count the answers as acks=all acknowledgements")
+      "producers send with acks=1 but count the answers as acks=all acknowledgements")             \
+    X(BROKER_DISK_LIES, "broker-disk-lies", true,                                                  \
+      "a broker's partition-log disk loses its last commit in a crash")
 
 typedef enum kq_sim_bug {
     KQ_SIM_BUG_NONE = 0,
