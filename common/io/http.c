@@ -375,10 +375,11 @@ static void slot_cb(void *arg)
     http_slot *c = arg;
     int rv = nng_aio_result(c->aio);
 
-    if (closing(c->h)) {
-        slot_finish(c);
+    /* Stopping: never touch the stream now. http_free may be cancelling an operation on it
+     * (nng's stop runs the transport's cancel on the connection, which must stay alive until
+     * the stop returns); it finishes the slot once every aio has stopped. */
+    if (closing(c->h))
         return;
-    }
     if (rv != 0) {
         /* counted before the peer can see the close; an idle kept-alive connection (answered,
          * nothing of a next request yet) is closed quietly */
@@ -494,19 +495,21 @@ static void http_free(kq_http *h)
         nng_stream_listener_close(h->l);
     if (h->accept_aio != NULL)
         nng_aio_stop(h->accept_aio);
+    /* Three passes: no stream is closed or freed while any aio may still be stopping on it. */
+    for (int i = 0; i < KQ_HTTP_MAX_CONNECTIONS; i++)
+        if (h->slots[i].aio != NULL)
+            nng_aio_stop(h->slots[i].aio);
     for (int i = 0; i < KQ_HTTP_MAX_CONNECTIONS; i++) {
         http_slot *c = &h->slots[i];
-
-        if (c->aio != NULL)
-            nng_aio_stop(c->aio);
         pthread_mutex_lock(&h->mu);
         bool in_use = c->in_use;
         pthread_mutex_unlock(&h->mu);
-        if (in_use) /* its callback did not run to the end */
+        if (in_use) /* its callback returned early (closing) or never ran */
             slot_finish(c);
-        if (c->aio != NULL)
-            nng_aio_free(c->aio);
     }
+    for (int i = 0; i < KQ_HTTP_MAX_CONNECTIONS; i++)
+        if (h->slots[i].aio != NULL)
+            nng_aio_free(h->slots[i].aio);
     if (h->accept_aio != NULL)
         nng_aio_free(h->accept_aio);
     if (h->l != NULL)
