@@ -20,7 +20,7 @@
  *     9. if u.restart_fetcher: (re)start fetching from u.leader_id at the LEO; a follower's
  *        next Fetch is built by kq_replica_next_fetch() after each FETCH_RESPONSE step, and
  *        sent only once the log is durable up to that fetch offset (the leader counts it for
- *        the HW; tests/sim/dsim.c --bug early-fetch shows the loss otherwise);
+ *        the HW; kq-sim --bug broker-disk-lies shows the loss otherwise);
  *    10. arm a timer for u.next_deadline_ms (UINT64_MAX: none) and step TICK when it fires.
  *
  * Rules: ../shared/reference/kraft-semantics.md section 4 and DESIGN.md section 9.

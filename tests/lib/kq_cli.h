@@ -1,5 +1,5 @@
 /*
- * Option values for the simulators and test tools (kq-sim, kq-dsim, kq-bench): one parser, so
+ * Option values for the simulators and test tools (kq-sim, kq-bench): one parser, so
  * a bad value always gets "<prog>: <opt>: '<value>' is not a number in <lo>..<hi>" on stderr
  * (and the tool exits 2) instead of being read as 0.
  *

@@ -1,9 +1,9 @@
 /*
  * kq-sim: run the deterministic simulator over one seed or a range of seeds.
  *
- *   kq-sim --seed S [--seeds N | --hours H] [--voters K] [--observers M] [--trace]
+ *   kq-sim --seed S [--seeds N | --hours H] [--voters K] [--brokers B] [--trace]
  *          [--max-time-ms T] [--liveness-ms L] [--check-determinism] [--bug NAME] [--quiet]
- *          [--controller [--brokers B]]
+ *          [--raft-only [--observers M]]
  *   kq-sim --list-bugs
  *
  * Prints one line per failing seed (and its last trace lines on stderr) and a summary line
@@ -25,9 +25,9 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: kq-sim --seed S [--seeds N | --hours H] [--voters K] [--observers M]\n"
+            "usage: kq-sim --seed S [--seeds N | --hours H] [--voters K] [--brokers B]\n"
             "              [--trace] [--max-time-ms T] [--liveness-ms L] [--check-determinism]\n"
-            "              [--bug NAME] [--quiet] [--controller [--brokers B]]\n"
+            "              [--bug NAME] [--quiet] [--raft-only [--observers M]]\n"
             "       kq-sim --list-bugs\n"
             "  --seed S             first seed (required)\n"
             "  --seeds N            run seeds S..S+N-1 (default 1)\n"
@@ -35,19 +35,18 @@ static void usage(FILE *f)
             "                       at the first that fails\n"
             "  --list-bugs          print the checker self-tests (--bug names), one per line\n"
             "  --voters K           1..%d voters (default: drawn from each seed)\n"
-            "  --observers M        0..%d observers (default: drawn from each seed; with\n"
-            "                       --controller the observers are the brokers')\n"
+            "  --brokers B          1..%d broker agents (default: drawn, 3..6)\n"
             "  --trace              print every trace line\n"
             "  --max-time-ms T      virtual length of the fault phase (default: drawn)\n"
             "  --liveness-ms L      convergence budget after healing (default 60000)\n"
             "  --check-determinism  run every seed twice and compare trace hashes\n"
             "  --bug NAME           run a deliberately broken host (checker self-test; see\n"
-            "                       --list-bugs; a controller bug implies --controller)\n"
+            "                       --list-bugs)\n"
             "  --quiet              no trace dump for failing seeds\n"
-            "  --controller         also run the controller (metadata image, controller APIs)\n"
-            "                       with simulated brokers and check its invariants\n"
-            "  --brokers B          1..%d simulated brokers (default: drawn, 3..6)\n",
-            KQ_SIM_MAX_VOTERS, KQ_SIM_MAX_OBSERVERS, KQ_SIM_MAX_BROKERS);
+            "  --raft-only          the Raft quorum alone (no controller, brokers or clients)\n"
+            "  --observers M        with --raft-only: 0..%d observers (default: drawn)\n"
+            "  --controller         the whole cluster (the default; kept for old command lines)\n",
+            KQ_SIM_MAX_VOTERS, KQ_SIM_MAX_BROKERS, KQ_SIM_MAX_OBSERVERS);
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -60,7 +59,7 @@ int main(int argc, char **argv)
     kq_sim_opts o;
     kq_sim_opts_defaults(&o);
     uint64_t seed = 0, nseeds = 1, v;
-    bool have_seed = false, determinism = false;
+    bool have_seed = false, determinism = false, raft_only = false, observers_given = false;
     double hours = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -94,6 +93,7 @@ int main(int argc, char **argv)
             if (parse_u64(a, val, 0, KQ_SIM_MAX_OBSERVERS, &v))
                 return 2;
             o.observers = (int)v;
+            observers_given = true;
             i++;
         } else if (!strcmp(a, "--max-time-ms")) {
             if (parse_u64(a, val, 1, 100000000, &o.safety_ms))
@@ -105,6 +105,8 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--controller")) {
             o.controller = true;
+        } else if (!strcmp(a, "--raft-only")) {
+            raft_only = true;
         } else if (!strcmp(a, "--brokers")) {
             if (parse_u64(a, val, 1, KQ_SIM_MAX_BROKERS, &v))
                 return 2;
@@ -124,14 +126,24 @@ int main(int argc, char **argv)
                 return 2;
             }
             o.bug = (kq_sim_bug)b;
-            if (kq_sim_bug_needs_controller(o.bug))
-                o.controller = true;
             i++;
         } else {
             fprintf(stderr, "kq-sim: unknown option '%s'\n", a);
             usage(stderr);
             return 2;
         }
+    }
+    if (raft_only) {
+        o.controller = false;
+        if (kq_sim_bug_needs_controller(o.bug)) {
+            fprintf(stderr, "kq-sim: --bug %s needs the whole cluster, not --raft-only\n",
+                    kq_sim_bug_name(o.bug));
+            return 2;
+        }
+    } else if (observers_given) {
+        fprintf(stderr, "kq-sim: --observers needs --raft-only (in the whole cluster the "
+                        "observers are the brokers: --brokers)\n");
+        return 2;
     }
     if (!have_seed) {
         fprintf(stderr, "kq-sim: --seed is required\n");

@@ -31,7 +31,8 @@
 
 /* Controller mode: the observers are the brokers' metadata observers. */
 #define MAX_NODES (KQ_SIM_MAX_VOTERS + KQ_SIM_MAX_BROKERS)
-#define BROKER_ID_BASE 100 /* broker i (from 0) has id BROKER_ID_BASE + 1 + i */
+#define SESSION_TIMEOUT_MS 9000 /* broker.session.timeout.ms of the simulated cluster */
+#define BROKER_ID_BASE 100      /* broker i (from 0) has id BROKER_ID_BASE + 1 + i */
 #define TRACE_LINE 240
 #define MAX_EVENTS 20000000ull
 #define MAX_SAME_MS_TICKS 2000
@@ -140,7 +141,11 @@ typedef struct sim_node {
     sim_group *open;       /* the batch being written */
     sim_group *gh, *gt;    /* batches syncing, in order */
     uint64_t disk_free_ms; /* the simulated disk completes writes in order */
-    kq_raft_host host;     /* the production Raft host (kq/raft_host.h) over this disk */
+    /* Timing faults: the process is stopped (SIGSTOP, a VM pause, a synchronous fsync that
+     * takes long) until then: what arrives for it waits (simulated time; 0: running). */
+    uint64_t paused_until;
+    int32_t drift_pm;  /* a voter's clock runs (1000 + drift_pm) / 1000 as fast */
+    kq_raft_host host; /* the production Raft host (kq/raft_host.h) over this disk */
     struct sim *s;
     int depth;               /* nested node_step calls */
     kq_raft_event_type step; /* the event being stepped */
@@ -244,6 +249,8 @@ typedef struct sim {
     kq_sim_result *res;
     FILE *out;
     kq_prng net, disk, work, fault, core;
+    kq_prng timing; /* pauses, slow syncs, torn writes and clock drift (seeds without them
+                     * keep the schedules they had before these faults existed) */
 
     int n_nodes, n_voters, n_observers;
     sim_node nodes[MAX_NODES];
@@ -254,6 +261,9 @@ typedef struct sim {
     uint32_t fault_every_ms;
     uint32_t p_crash, p_restart, p_graceful, p_partition, p_heal, p_clog;
     uint32_t p_rdisk_err; /* per 10,000 metadata-log disk writes: the write fails (EIO) */
+    uint32_t p_pause;     /* per 1,000 fault ticks: a process is paused */
+    uint32_t p_slow_sync; /* per 1,000 syncs (metadata-log batches, partition-log commits) */
+    uint32_t p_torn;      /* per 1,000 crashes: some in-flight writes reach the disk anyway */
     uint32_t workload_every_ms;
     uint32_t fetch_cap_batches; /* max batches per Fetch response (>= 1) */
     uint32_t fetch_cap_bytes;
@@ -311,6 +321,16 @@ typedef struct sim {
     int n_clients;
     struct data_rec *acked, *consumed; /* records acknowledged with acks=all / read */
     bool unclean[64]; /* partitions of the client topic that had an unclean election */
+    /* what any leader replica of a client partition exposed below its high watermark (readable
+     * by consumers): record hashes [0, end); every later leader must hold them */
+    struct readable {
+        uint8_t topic[16];
+        int64_t end;
+        int32_t epoch; /* the newest leader epoch that exposed some of it */
+        uint64_t *hash;
+        size_t cap;
+    } readable[64];
+    kq_sim_leaders *leaders; /* which broker led each leader epoch of every partition */
     int32_t t0_pepoch[64], t0_lepoch[64]; /* traced: its partitions' last committed epochs */
     bool t0_seen[64];
     size_t n_acked, cap_acked, n_consumed, cap_consumed;
@@ -428,6 +448,21 @@ static void sched_ev(sim *s, uint64_t t, int type, int node, uint64_t inc, uint6
 static void sched(sim *s, uint64_t t, int type, int node, uint64_t inc, uint64_t a, sim_packet *pkt)
 {
     sched_ev(s, t, type, node, inc, a, pkt, NULL, -1);
+}
+
+/* A node's own clock (what its Raft host and controller node read): simulated time, drifting
+ * on voters of some seeds; and the simulated time a reading of it falls on. */
+static uint64_t node_clock(const sim *s, const sim_node *n)
+{
+    return n->drift_pm ? (uint64_t)((int64_t)s->now * (1000 + n->drift_pm) / 1000) : s->now;
+}
+
+static uint64_t node_sim_time(const sim_node *n, uint64_t local)
+{
+    if (!n->drift_pm || local == UINT64_MAX)
+        return local;
+    uint64_t rate = (uint64_t)(1000 + n->drift_pm);
+    return (local * 1000 + rate - 1) / rate; /* the first ms whose reading is >= local */
 }
 
 /* ---------------------------------------------------------------- logs */
@@ -835,8 +870,8 @@ static void disk_done(sim *s, sim_node *n, uint64_t gid)
         apply_op(s, n, &g->ops[i]);
     group_free(g);
     if (s->o.bug == KQ_SIM_BUG_EARLY_ACK)
-        return;           /* already acknowledged by fake_persisted */
-    n->host.now = s->now; /* the host steps PERSISTED now */
+        return;                     /* already acknowledged by fake_persisted */
+    n->host.now = node_clock(s, n); /* the host steps PERSISTED now */
     n->depth++;
     kq_raft_host_durable(&n->host, gid);
     n->depth--;
@@ -850,7 +885,7 @@ static void disk_done(sim *s, sim_node *n, uint64_t gid)
 /* KQ_SIM_BUG_EARLY_ACK: a disk whose sync reports batch gid durable before it is. */
 static void fake_persisted(sim *s, sim_node *n, uint64_t gid)
 {
-    n->host.now = s->now;
+    n->host.now = node_clock(s, n);
     n->depth++;
     kq_raft_host_durable(&n->host, gid);
     n->depth--;
@@ -1121,7 +1156,7 @@ static void host_timer(sim *s, sim_node *n, uint64_t deadline)
         return;
     n->timer_at = deadline;
     n->timer_gen++;
-    sched(s, deadline, EV_TIMER, n->idx, n->inc, n->timer_gen, NULL);
+    sched(s, node_sim_time(n, deadline), EV_TIMER, n->idx, n->inc, n->timer_gen, NULL);
 }
 
 /* ---------------------------------------------------------------- host: the simulated disk */
@@ -1270,6 +1305,11 @@ static int disk_commit_start(void *ctx, uint64_t seq)
     n->open = NULL;
     g->id = seq;
     uint64_t lat = s->disk_lat_min + kq_prng_below(&s->disk, s->disk_lat_spread + 1);
+    if (!s->liveness && s->p_slow_sync && kq_prng_below(&s->timing, 1000) < s->p_slow_sync) {
+        uint64_t slow = kq_prng_range(&s->timing, 200, 3000);
+        trace(s, "n%d: a slow sync (+%" PRIu64 " ms)", n->id, slow);
+        lat += slow;
+    }
     uint64_t at = s->now + lat;
     if (at < n->disk_free_ms)
         at = n->disk_free_ms;
@@ -1434,7 +1474,7 @@ static void node_step(sim *s, sim_node *n, kq_raft_event *ev)
 {
     if (s->failed || !n->up)
         return;
-    n->host.now = s->now;
+    n->host.now = node_clock(s, n);
     n->step = ev->type;
     n->step_count = ev->type == KQ_RAFT_EV_PROPOSE ? ev->u.propose_count : 0;
     n->depth++;
@@ -1779,9 +1819,30 @@ static void node_crash(sim *s, sim_node *n, bool graceful)
                 apply_op(s, n, &g->ops[i]);
             group_free(g);
         }
-    } else if (s->o.bug == KQ_SIM_BUG_LOSE_SYNCED && n->dlog.n) {
-        log_truncate(&n->dlog, n->dlog.b[n->dlog.n - 1].base);
+    } else {
+        size_t in_flight = 0;
+        for (const sim_group *g = n->gh; g; g = g->next)
+            in_flight++;
+        if (in_flight && s->p_torn && kq_prng_below(&s->timing, 1000) < s->p_torn) {
+            /* the disk had written some of what was in flight, in order, though no sync had
+             * returned (LMDB: a transaction is all there or not at all) */
+            size_t keep = (size_t)kq_prng_range(&s->timing, 1, in_flight);
+            for (size_t k = 0; k < keep; k++) {
+                sim_group *g = n->gh;
+                n->gh = g->next;
+                for (size_t i = 0; i < g->n_ops; i++)
+                    apply_op(s, n, &g->ops[i]);
+                group_free(g);
+            }
+            if (!n->gh)
+                n->gt = NULL;
+            trace(s, "n%d: %zu of %zu writes in flight reached the disk before the crash", n->id,
+                  keep, in_flight);
+        }
+        if (s->o.bug == KQ_SIM_BUG_LOSE_SYNCED && n->dlog.n)
+            log_truncate(&n->dlog, n->dlog.b[n->dlog.n - 1].base);
     }
+    n->paused_until = 0;
     trace(s, "n%d > %s (pending writes dropped: %s)", n->id, graceful ? "stop" : "CRASH",
           n->gh ? "yes" : "none");
     node_clear_volatile(n);
@@ -1890,6 +1951,24 @@ static int pick_node(sim *s, bool up)
     return n ? cand[kq_prng_below(&s->fault, (uint64_t)n)] : -1;
 }
 
+/* A process stops (SIGSTOP, a VM pause, a long GC-like stall) for a while, sometimes longer
+ * than the broker session timeout: what arrives for it waits until it runs again. */
+static void pause_process(sim *s)
+{
+    int cand[MAX_NODES], k = 0;
+    for (int i = 0; i < s->n_nodes; i++)
+        if (s->nodes[i].up && s->nodes[i].paused_until <= s->now)
+            cand[k++] = i;
+    if (!k)
+        return;
+    sim_node *n = &s->nodes[cand[kq_prng_below(&s->timing, (uint64_t)k)]];
+    uint64_t d = kq_prng_permille(&s->timing, 500)
+                     ? kq_prng_range(&s->timing, 50, 2000)
+                     : kq_prng_range(&s->timing, SESSION_TIMEOUT_MS, 2 * SESSION_TIMEOUT_MS);
+    n->paused_until = s->now + d;
+    trace(s, "%s%d > PAUSE for %" PRIu64 " ms", n->actor >= 0 ? "b" : "n", n->id, d);
+}
+
 static void fault_tick(sim *s)
 {
     uint32_t r = (uint32_t)kq_prng_below(&s->fault, 1000);
@@ -1930,6 +2009,8 @@ static void fault_tick(sim *s)
     }
     if (s->o.controller)
         ctl_faults(s);
+    if (s->p_pause && kq_prng_below(&s->timing, 1000) < s->p_pause)
+        pause_process(s);
     sched(s, s->now + kq_prng_range(&s->fault, 1, 2 * s->fault_every_ms), EV_FAULT, -1, 0, 0, NULL);
 }
 
@@ -2075,7 +2156,6 @@ static void live_deadline(sim *s)
 #define ADMIN_ACTOR KQ_SIM_MAX_BROKERS /* index of the admin client in s->actors */
 #define ACTOR_REQ_TIMEOUT_MS 5000
 #define HEARTBEAT_INTERVAL_MS 2000
-#define SESSION_TIMEOUT_MS 9000
 #define AP_MAX_ISR 16
 
 enum { CHAN_MAIN = 0, CHAN_AP = 1 }; /* one request in flight per channel and actor */
@@ -2299,14 +2379,14 @@ static uint64_t ctl_jump(const sim *s, const sim_node *n)
 {
     const ctl_host *h = &n->ch;
     if (s->o.bug != KQ_SIM_BUG_CTL_CLOCK_JUMP || h->activated_at == 0 ||
-        s->now < h->activated_at + 1000)
+        node_clock(s, n) < h->activated_at + 1000)
         return 0;
     return SESSION_TIMEOUT_MS;
 }
 
 static uint64_t ctl_now(const sim *s, const sim_node *n)
 {
-    return s->now + ctl_jump(s, n);
+    return node_clock(s, n) + ctl_jump(s, n);
 }
 
 /* What the node sees of its core: n->st, except that the ctl-early-reply self-test shows the
@@ -2413,7 +2493,7 @@ static void ctl_op_event(void *arg, kq_ctl_node_event ev, int64_t value)
     switch (ev) {
     case KQ_CTL_NODE_ACTIVATED:
         s->res->activations++;
-        h->activated_at = s->now;
+        h->activated_at = node_clock(s, n);
         trace(s, "  n%d became the active controller at e%d (applied to %" PRId64 ")", n->id,
               n->st.epoch, h->node.meta.applied_end);
         ctl_check_committed(s, n);
@@ -2426,18 +2506,20 @@ static void ctl_op_event(void *arg, kq_ctl_node_event ev, int64_t value)
         break;
     case KQ_CTL_NODE_FENCED: {
         /* A broker that heartbeats to the active controller is never fenced: a fence needs a
-         * whole session timeout (simulated time) since this node's activation, which starts
-         * every session afresh, and since the last heartbeat it answered for that broker. */
+         * whole session timeout (on this node's clock, which may drift but does not jump)
+         * since this node's activation, which starts every session afresh, and since the last
+         * heartbeat it answered for that broker. */
         uint64_t since = h->activated_at;
         int b = broker_index(s, value);
         if (b >= 0 && h->last_hb[b] > since)
             since = h->last_hb[b];
         trace(s, "  n%d fences broker %d (session expired)", n->id, (int)value);
-        if (s->now < since + SESSION_TIMEOUT_MS)
+        uint64_t now = node_clock(s, n);
+        if (now < since + SESSION_TIMEOUT_MS)
             fail(s,
                  "n%d fenced broker %d only %" PRIu64 " ms after its activation or the last "
                  "heartbeat it answered (session timeout %d ms)",
-                 n->id, (int)value, s->now - since, SESSION_TIMEOUT_MS);
+                 n->id, (int)value, now - since, SESSION_TIMEOUT_MS);
         break;
     }
     case KQ_CTL_NODE_APPLIED:
@@ -2483,7 +2565,7 @@ static bool ctl_host_start(sim *s, sim_node *n)
                            .event = ctl_op_event,
                            .fatal = ctl_op_fatal};
     ctl_view_sync(s, n);
-    if (kq_ctl_node_init(&h->node, &cfg, &h->view, &ops, s->now) != 0) {
+    if (kq_ctl_node_init(&h->node, &cfg, &h->view, &ops, node_clock(s, n)) != 0) {
         fail(s, "n%d: kq_ctl_node_init failed", n->id);
         return false;
     }
@@ -2595,7 +2677,7 @@ static void ctl_arm(sim *s, sim_node *n)
     ctl_host *h = &n->ch;
     uint64_t d = kq_ctl_node_deadline(&h->node), jump = ctl_jump(s, n);
     if (d != UINT64_MAX)
-        d = d > jump ? d - jump : 0; /* the node's clock to simulated time */
+        d = node_sim_time(n, d > jump ? d - jump : 0); /* the node's clock to simulated time */
     if (s->failed || !n->up || d == h->timer_at)
         return;
     h->timer_at = d;
@@ -2613,7 +2695,7 @@ static void ctl_settle(sim *s, sim_node *n)
     int64_t applied = h->node.meta.applied_end < n->host.hw ? h->node.meta.applied_end : n->host.hw;
     if (applied != h->ready_applied) { /* as kq-controller's metrics_update */
         h->ready_applied = applied;
-        h->ready_since = s->now;
+        h->ready_since = node_clock(s, n);
     }
     if (!h->node.meta.active && h->node.meta.applied_end > log_end(&n->mlog) && !s->failed)
         fail(s, "n%d applied its committed image to %" PRId64 ", beyond its log end %" PRId64,
@@ -2685,8 +2767,11 @@ static void ctl_on_request(sim *s, sim_node *n, const ctl_pkt *p)
         free(req);
         return;
     }
-    *req = (ctl_pkt){
-        .actor = p->actor, .node = n->idx, .req_id = p->req_id, .api = p->api, .at = s->now};
+    *req = (ctl_pkt){.actor = p->actor,
+                     .node = n->idx,
+                     .req_id = p->req_id,
+                     .api = p->api,
+                     .at = node_clock(s, n)};
     if (h->node.meta.active)
         s->res->ctl_requests++;
     trace(s, "n%d < b%d #%" PRIu64 " %s%s", n->id, s->actors[p->actor].id, p->req_id,
@@ -2998,6 +3083,11 @@ static void dp_net_reply(void *ctx, void *req, kq_buf *answer)
     sim_actor *a = ctx;
     sim *s = g_sim;
     dp_req *q = req;
+    if (a->dying) { /* its fatal() does not return in kq-broker-agent: nothing else leaves */
+        kq_buf_free(answer);
+        free(q);
+        return;
+    }
     ctl_pkt *p = xcalloc(s, 1, sizeof *p);
     if (p) {
         *p = (ctl_pkt){.kind = PKT_DATA_ANSWER,
@@ -3027,6 +3117,8 @@ static int dp_net_send(void *ctx, kq_dp_peer peer, int32_t node, const char *url
     sim_actor *a = ctx;
     sim *s = g_sim;
     (void)url;
+    if (a->dying) /* kq-broker-agent's fatal() does not return: nothing else leaves it */
+        return KQ_ERR_NETWORK_EXCEPTION;
     int to = peer == KQ_DP_PEER_BROKER ? broker_index(s, node) : -1;
     sim_node *n = peer == KQ_DP_PEER_CONTROLLER ? node_by_id(s, node) : NULL;
     if (to < 0 && (!n || !n->voter))
@@ -3197,6 +3289,80 @@ static void dp_arm(sim *s, sim_actor *a, uint64_t now)
     sched_ev(s, t, EV_DP_TIMER, -1, a->inc, a->dp_timer_gen, NULL, NULL, a->idx);
 }
 
+/* A broker's log of a partition as record hashes (view_load). */
+typedef struct log_view {
+    int64_t start, end, hw;
+    uint64_t *hash;
+    bool bad;
+    char why[200];
+} log_view;
+static bool view_load(sim *s, sim_actor *a, const uint8_t topic[16], int32_t part, int64_t from,
+                      log_view *v);
+
+/* Partitions of the client topic that had an unclean election are exempt from the data
+ * checks (Kafka's trade: unclean.leader.election.enable), except in the unclean self-test. */
+static bool data_exempt(const sim *s, int32_t part)
+{
+    return part >= 64 || (s->unclean[part] && s->o.bug != KQ_SIM_BUG_UNCLEAN);
+}
+
+/* Leader replica a of a client partition (its status st): what it exposes below its high
+ * watermark (what consumers may read) is what any leader exposed there before, and extends
+ * what is known. A leader of the newest epoch that exposed records also holds all of them (a
+ * new leader holds every committed record; checked once per leadership); a stale leader (of
+ * an older epoch, not yet told) need not hold what its successors exposed. */
+static void dp_check_readable(sim *s, sim_actor *a, const kq_rm_partition *hp,
+                              const kq_replica_status *st, bool new_leadership)
+{
+    int32_t k = hp->partition;
+    if (strcmp(hp->topic, CLIENT_TOPIC) != 0 || data_exempt(s, k))
+        return;
+    struct readable *r = &s->readable[k];
+    if (memcmp(r->topic, hp->topic_id, 16) != 0) { /* a new topic of that name */
+        memcpy(r->topic, hp->topic_id, 16);
+        r->end = 0;
+        r->epoch = -1;
+    }
+    if (!new_leadership && st->high_watermark <= r->end)
+        return;
+    log_view v;
+    if (!view_load(s, a, hp->topic_id, k, new_leadership ? 0 : r->end, &v)) {
+        free(v.hash);
+        return;
+    }
+    bool newest = st->leader_epoch >= r->epoch;
+    if (new_leadership && newest && v.end < r->end && v.start < r->end) {
+        fail(s,
+             "data: leader b%d of %s-%d (epoch %d) ends its log at %" PRId64
+             ", but records up to %" PRId64 " were below an earlier leader's high watermark",
+             a->id, CLIENT_TOPIC, k, st->leader_epoch, v.end, r->end);
+        free(v.hash);
+        return;
+    }
+    int64_t upto = st->high_watermark < v.end ? st->high_watermark : v.end;
+    int64_t compare_to = newest ? v.end : upto;
+    for (int64_t o = v.start; o < r->end && o < compare_to; o++)
+        if (v.hash[o - v.start] != r->hash[o]) {
+            fail(s,
+                 "data: leader b%d of %s-%d (epoch %d) holds another record at offset %" PRId64
+                 " than an earlier leader exposed below its high watermark",
+                 a->id, CLIENT_TOPIC, k, st->leader_epoch, o);
+            free(v.hash);
+            return;
+        }
+    if (upto > r->end && v.start <= r->end &&
+        grow(s, (void **)&r->hash, &r->cap, (size_t)upto, sizeof(uint64_t))) {
+        for (int64_t o = r->end; o < upto; o++)
+            r->hash[o] = v.hash[o - v.start];
+        trace(s, "data: %s-%d readable up to %" PRId64 " (leader b%d epoch %d, ISR %d)",
+              CLIENT_TOPIC, k, upto, a->id, st->leader_epoch, st->n_isr);
+        r->end = upto;
+        if (st->leader_epoch > r->epoch)
+            r->epoch = st->leader_epoch;
+    }
+    free(v.hash);
+}
+
 /* The high watermark stays frozen while the committed ISR is below the min.insync.replicas in
  * force (capped by the replication factor): checked between two loops that saw the same
  * leader epoch, partition epoch and min.insync.replicas on a leader replica. */
@@ -3237,6 +3403,23 @@ static void dp_check_hw(sim *s, sim_actor *a)
         }
         int32_t need =
             st.min_insync_replicas < st.n_replicas ? st.min_insync_replicas : st.n_replicas;
+        char why[200];
+        int rc = kq_sim_leaders_note(s->leaders, hp[i].topic_id, hp[i].partition, st.leader_epoch,
+                                     a->id, why, sizeof why);
+        if (rc) {
+            fail(s, "b%d: %s: %s", a->id, hp[i].topic, rc == KQ_ERR_NOMEM ? "out of memory" : why);
+            return;
+        }
+        if (h->leader_epoch == st.leader_epoch && st.high_watermark < h->hw) {
+            fail(s,
+                 "b%d: high watermark of %s-%d went back from %" PRId64 " to %" PRId64
+                 " in leader epoch %d",
+                 a->id, hp[i].topic, hp[i].partition, h->hw, st.high_watermark, st.leader_epoch);
+            return;
+        }
+        dp_check_readable(s, a, &hp[i], &st, h->leader_epoch != st.leader_epoch);
+        if (s->failed)
+            return;
         if (h->leader_epoch == st.leader_epoch && h->partition_epoch == st.partition_epoch &&
             h->min_isr == st.min_insync_replicas && st.n_isr < need && st.high_watermark > h->hw) {
             const kq_topic *t = kq_image_topic_by_id(s->ref, hp[i].topic_id);
@@ -3281,10 +3464,18 @@ static void dp_loop(sim *s, sim_actor *a)
         kq_plog_mem_fail_next_commit(a->disk, rc);
         a->disk_armed = true;
     }
+    bool slow = !s->liveness && s->p_slow_sync && kq_plog_in_txn(a->plog) &&
+                kq_prng_below(&s->timing, 1000) < s->p_slow_sync;
     kq_dp_commit(a->dp, img, now);
     if (a->dying) {
         dp_die(s, a);
         return;
+    }
+    if (slow) { /* kq-broker-agent's loop waits in the commit's fsync: nothing runs meanwhile */
+        uint64_t d = kq_prng_range(&s->timing, 200, 3000);
+        trace(s, "b%d: a slow partition-log commit stalls its loop for %" PRIu64 " ms", a->id, d);
+        if (n->paused_until < s->now + d)
+            n->paused_until = s->now + d;
     }
     if (n->bm.applied_end != a->rm_applied_end &&
         kq_bmeta_caught_up(&n->bm, n->st.leader_high_watermark)) { /* as kq-broker-agent */
@@ -4317,7 +4508,8 @@ static void ctl_live_status(sim *s, char *why, size_t len)
                                 .applied = n->ch.ready_applied,
                                 .applied_since_ms = n->ch.ready_since};
         char reason[200];
-        if (!kq_ctl_readiness(&r, s->now, n->cfg.fetch_timeout_ms, reason, sizeof reason)) {
+        if (!kq_ctl_readiness(&r, node_clock(s, n), n->cfg.fetch_timeout_ms, reason,
+                              sizeof reason)) {
             snprintf(why, len, "n%d not ready: %.120s", n->id, reason);
             return;
         }
@@ -4337,13 +4529,6 @@ static void ctl_live_status(sim *s, char *why, size_t len)
 /* ---- the data checks at the end: acknowledged records, consumed records, replicas ---- */
 
 /* A partition log as record hashes by offset (0: no record read there). */
-typedef struct log_view {
-    int64_t start, end, hw;
-    uint64_t *hash;
-    bool bad;
-    char why[200];
-} log_view;
-
 static int view_rec(void *arg, int64_t offset, const uint8_t *value, size_t len)
 {
     log_view *v = arg;
@@ -4363,9 +4548,11 @@ static int view_batch(void *arg, const kq_plog_batch *b)
     return 0;
 }
 
-/* Broker a's log of (topic, part) and its replica's high watermark. False (trace says why)
- * when it has none. */
-static bool view_load(sim *s, sim_actor *a, const uint8_t topic[16], int32_t part, log_view *v)
+/* Broker a's log of (topic, part) from offset `from` on (or its log start, if later) and its
+ * replica's high watermark. False when it hosts no replica of it (or the log does not read
+ * back, which fails the run). */
+static bool view_load(sim *s, sim_actor *a, const uint8_t topic[16], int32_t part, int64_t from,
+                      log_view *v)
 {
     memset(v, 0, sizeof *v);
     kq_plog_tp tp;
@@ -4378,8 +4565,8 @@ static bool view_load(sim *s, sim_actor *a, const uint8_t topic[16], int32_t par
         return false;
     kq_replica_status rs;
     kq_replica_get_status(r, &rs);
-    v->start = st.log_start_offset;
-    v->end = st.log_end_offset;
+    v->start = st.log_start_offset > from ? st.log_start_offset : from;
+    v->end = st.log_end_offset > v->start ? st.log_end_offset : v->start;
     v->hw = rs.high_watermark;
     v->hash = xcalloc(s, (size_t)(v->end - v->start) + 1, sizeof(uint64_t));
     if (!v->hash)
@@ -4411,7 +4598,7 @@ static void data_check_partition(sim *s, const kq_topic *t, int32_t part)
     }
     sim_actor *l = &s->actors[li];
     log_view lv;
-    if (!view_load(s, l, t->id, part, &lv)) {
+    if (!view_load(s, l, t->id, part, 0, &lv)) {
         if (!s->failed)
             fail(s, "data: leader b%d of %s-%d hosts no replica of it at the end", l->id,
                  CLIENT_TOPIC, part);
@@ -4428,7 +4615,7 @@ static void data_check_partition(sim *s, const kq_topic *t, int32_t part)
     for (int i = 0; i < MAX_CLIENTS; i++)
         last[i] = -1;
     size_t checked = 0;
-    if (part < 64 && s->unclean[part]) { /* Kafka's trade: unclean.leader.election.enable */
+    if (data_exempt(s, part)) {
         /* and a follower keeps its high watermark above the divergence until its next fetch
          * truncates it: replicas are not compared either */
         trace(s,
@@ -4475,7 +4662,7 @@ static void data_check_partition(sim *s, const kq_topic *t, int32_t part)
     for (int k = 0; k < p->n_replicas && !s->failed; k++) {
         int ri = broker_index(s, kq_partition_replicas(p)[k]);
         log_view rv;
-        if (ri < 0 || ri == li || !view_load(s, &s->actors[ri], t->id, part, &rv)) {
+        if (ri < 0 || ri == li || !view_load(s, &s->actors[ri], t->id, part, 0, &rv)) {
             if (ri >= 0 && ri != li)
                 free(rv.hash);
             continue;
@@ -4548,6 +4735,10 @@ static void ctl_setup(sim *s, kq_prng *master)
     s->settings.session_timeout_ms = SESSION_TIMEOUT_MS;
     s->settings.elr_enabled = kq_prng_permille(&s->ctl, 800);
     s->settings.unclean_leader_election = kq_prng_permille(&s->ctl, 200);
+    if (s->o.bug == KQ_SIM_BUG_UNCLEAN) { /* and without the ELR, which makes them rare */
+        s->settings.unclean_leader_election = true;
+        s->settings.elr_enabled = false;
+    }
     s->settings.min_insync_replicas = kq_prng_permille(&s->ctl, 300) ? 2 : 1;
     s->n_actors = s->n_brokers + 1;
     s->p_bcrash = (uint32_t)kq_prng_range(&s->ctl, 20, 120);
@@ -4560,7 +4751,8 @@ static void ctl_setup(sim *s, kq_prng *master)
     s->actors = xcalloc(s, KQ_SIM_MAX_BROKERS + 1, sizeof(sim_actor));
     s->ref = kq_image_new();
     s->ref_epochs = kq_sim_epochs_new();
-    if (!s->actors || !s->ref || !s->ref_epochs) {
+    s->leaders = kq_sim_leaders_new();
+    if (!s->actors || !s->ref || !s->ref_epochs || !s->leaders) {
         fail(s, "out of memory");
         return;
     }
@@ -4657,6 +4849,9 @@ static void ctl_free(sim *s)
     free(s->consumed);
     kq_image_free(s->ref);
     kq_sim_epochs_free(s->ref_epochs);
+    kq_sim_leaders_free(s->leaders);
+    for (int i = 0; i < 64; i++)
+        free(s->readable[i].hash);
     free(s->ref_hash);
     free(s->acks);
 }
@@ -4666,6 +4861,7 @@ static void ctl_free(sim *s)
 void kq_sim_opts_defaults(kq_sim_opts *o)
 {
     memset(o, 0, sizeof *o);
+    o->controller = true; /* the whole cluster */
     o->observers = -1;
     o->dump_on_failure = true;
 }
@@ -4701,6 +4897,21 @@ static uint32_t vary(kq_prng *r, uint32_t base, uint32_t pct)
 {
     uint32_t d = base * pct / 100;
     return base - d + (uint32_t)kq_prng_below(r, 2 * (uint64_t)d + 1);
+}
+
+/* The timing faults, from their own stream (drawn last, so the other streams are unchanged). */
+static void timing_setup(sim *s, kq_prng *master)
+{
+    s->timing.s = kq_prng_next(master);
+    kq_prng *t = &s->timing;
+    s->p_pause = kq_prng_permille(t, 500) ? (uint32_t)kq_prng_range(t, 20, 150) : 0;
+    s->p_slow_sync = kq_prng_permille(t, 400) ? (uint32_t)kq_prng_range(t, 1, 20) : 0;
+    s->p_torn = kq_prng_permille(t, 500) ? (uint32_t)kq_prng_range(t, 100, 1000) : 0;
+    bool drift = kq_prng_permille(t, 500);
+    for (int i = 0; i < s->n_voters; i++)
+        s->nodes[i].drift_pm = drift ? (int32_t)kq_prng_range(t, 0, 100) - 50 : 0;
+    trace(s, "timing: pause %u slow sync %u torn %u (permille), voter clocks drift %s", s->p_pause,
+          s->p_slow_sync, s->p_torn, drift ? "up to 5%" : "none");
 }
 
 static void setup(sim *s)
@@ -4808,6 +5019,7 @@ static void setup(sim *s)
 
     if (s->o.controller)
         ctl_setup(s, &master);
+    timing_setup(s, &master);
     for (int i = 0; i < s->n_nodes; i++) /* (brokers start with their processes) */
         if (s->nodes[i].actor < 0)
             sched(s, kq_prng_below(&s->fault, 100), EV_START, i, 0, 0, NULL);
@@ -4930,6 +5142,59 @@ static void sim_free(sim *s)
     ctl_free(s);
 }
 
+/* The process an event is for (a node index; a broker's is its observer's), or -1 for the
+ * harness's own events, clients and process starts. */
+static int ev_process(const sim *s, const sim_ev *ev)
+{
+    const sim_actor *a = NULL;
+    switch (ev->type) {
+    case EV_TIMER:
+    case EV_DISK:
+    case EV_FAKE_PERSIST:
+    case EV_REQ_TIMEOUT:
+    case EV_CTL_TIMER:
+        return ev->node;
+    case EV_NET:
+        return ev->pkt ? ev->pkt->to : -1;
+    case EV_CTL_NET:
+        if (!ev->cp)
+            return -1;
+        if (ev->cp->kind == PKT_CTL)
+            return ev->cp->to_ctl ? ev->cp->node : s->actors[ev->cp->actor].node;
+        if (ev->cp->to_actor >= CLIENT_BASE)
+            return -1;
+        a = &s->actors[ev->cp->to_actor];
+        break;
+    case EV_ACTOR_TICK:
+    case EV_ACTOR_AP:
+    case EV_ACTOR_TIMEOUT:
+    case EV_DP_TIMER:
+    case EV_DP_TIMEOUT:
+        a = ev->actor >= 0 ? &s->actors[ev->actor] : NULL;
+        break;
+    default:
+        return -1;
+    }
+    return a ? a->node : -1;
+}
+
+/* 1 when ev is for a paused process: it is queued again for when the process runs. */
+static bool ev_wait_for_pause(sim *s, sim_ev *ev)
+{
+    int p = ev_process(s, ev);
+    if (p < 0 || s->nodes[p].paused_until <= ev->t)
+        return false;
+    ev->t = s->nodes[p].paused_until;
+    ev->seq = s->seq++;
+    if (!kq_evheap_push(&s->heap, ev)) {
+        pkt_free(ev->pkt);
+        ctl_pkt_free(ev->cp);
+        s->oom = true;
+        fail(s, "out of memory");
+    }
+    return true;
+}
+
 int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -4967,6 +5232,8 @@ int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res)
     sim_ev ev;
     while (!s->failed && !s->done && kq_evheap_pop(&s->heap, &ev)) {
         s->now = ev.t;
+        if (ev_wait_for_pause(s, &ev))
+            continue;
         if (++s->events > MAX_EVENTS) {
             fail(s, "event budget of %llu exhausted", MAX_EVENTS);
             pkt_free(ev.pkt);

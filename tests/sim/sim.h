@@ -1,18 +1,21 @@
 /*
- * kq_sim: deterministic simulator for the KRaft core (include/kq/raft.h).
+ * kq_sim: deterministic simulator of the whole cluster (docs/testing.md).
  *
- * One process runs 1-5 voters and 0-3 observers, each a real kq_raft core driven by the
- * production Raft host (kq/raft_host.h) over simulated parts: a virtual clock, a simulated network
- * (latency, loss, duplication, reordering, clogging, partitions) and simulated disks (durable image
- * + pending writes that become durable after a sampled latency; a crash drops the pending tail).
- * Everything is drawn from one 64-bit seed, so a run is reproducible from (seed, options, commit).
+ * One process runs 1-5 voters, each a real kq_raft core driven by the production Raft host
+ * (kq/raft_host.h) over simulated parts: a virtual clock per node, a simulated network
+ * (latency, loss, duplication, reordering, clogging, partitions) and simulated disks (durable
+ * image + pending writes that become durable after a sampled latency; a crash drops the pending
+ * tail, or keeps some of it: a torn write); processes pause, syncs are sometimes slow, voters'
+ * clocks drift in some seeds. Everything is drawn from one 64-bit seed, so a run is
+ * reproducible from (seed, options, commit). opts.controller false (--raft-only) runs the
+ * quorum alone, with 0-3 observers.
  *
  * A run has a safety phase (random faults) and a liveness phase (faults stop, the network
  * heals, crashed nodes restart; a single leader, a new commit and identical logs on every node
  * are required within a time budget). Invariants are checked after every core step; the first
  * violation stops the run.
  *
- * Controller mode (opts.controller): every voter runs the production controller node
+ * The whole cluster (opts.controller, the default): every voter runs the production controller node
  * (controller/node.h, as kq-controller does): it replays the committed log, the leader
  * activates and runs the controller APIs (kq_op_run) and timers (fencing, leaderless scan,
  * rebalance), and answers wait for their records to commit. 3-6 simulated brokers, each
@@ -36,7 +39,10 @@
  * equals the reference at the same offset, every broker's image too (and a broker never
  * applies past the committed end), a consumer never gets records above the high watermark,
  * and every AlterPartition a broker saw
- * acknowledged stays in the committed state. At the end all images must be identical, every
+ * acknowledged stays in the committed state; after every broker loop: at most one leader per
+ * partition leader epoch, a leader's high watermark never goes back in its epoch, and what a
+ * leader exposes below its high watermark matches (and, in the newest epoch, includes) what
+ * every earlier leader exposed. At the end all images must be identical, every
  * record acknowledged with acks=all is in its leader's log (once, in order), every record read
  * is still there, and replicas agree below their high watermarks (partitions that had an
  * unclean election are exempt from the loss checks).
@@ -72,7 +78,9 @@
     X(ACKS_ONE_AS_ALL, "acks-one-as-all", true,                                                    \
       "producers send with acks=1 but count the answers as acks=all acknowledgements")             \
     X(BROKER_DISK_LIES, "broker-disk-lies", true,                                                  \
-      "a broker's partition-log disk loses its last commit in a crash")
+      "a broker's partition-log disk loses its last commit in a crash")                            \
+    X(UNCLEAN, "unclean", true,                                                                    \
+      "unclean leader elections are enabled and not exempt from the data checks")
 
 typedef enum kq_sim_bug {
     KQ_SIM_BUG_NONE = 0,
@@ -93,8 +101,8 @@ typedef struct kq_sim_opts {
     bool dump_on_failure; /* print the last KQ_SIM_TRACE_KEEP trace lines on failure */
     FILE *out;            /* borrowed; NULL means stderr */
     kq_sim_bug bug;
-    /* Controller mode: every node also hosts the controller's metadata image (controller/meta.h)
-     * and, when active, runs the controller APIs (controller/ops.h) for simulated brokers. */
+    /* The whole cluster (the default; false is --raft-only, the quorum alone): every voter also
+     * runs the controller node, and the observers are broker agents with their data plane. */
     bool controller;
     int brokers; /* 1..KQ_SIM_MAX_BROKERS; 0 = drawn (3..6) */
 } kq_sim_opts;

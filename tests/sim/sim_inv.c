@@ -189,3 +189,82 @@ int kq_sim_epochs_check(kq_sim_epochs *t, const kq_image *img, char *why, size_t
     epochs_walk w = {t, why, len};
     return kq_image_foreach_partition(img, epochs_one, &w);
 }
+
+typedef struct leaders_entry {
+    uint8_t topic_id[16];
+    int32_t partition;
+    int32_t *by_epoch; /* leader + 1 per leader epoch; 0 = no leader seen */
+    size_t cap;
+} leaders_entry;
+
+struct kq_sim_leaders {
+    leaders_entry *v;
+    size_t n, cap;
+};
+
+kq_sim_leaders *kq_sim_leaders_new(void)
+{
+    return calloc(1, sizeof(kq_sim_leaders));
+}
+
+void kq_sim_leaders_free(kq_sim_leaders *t)
+{
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i].by_epoch);
+    free(t->v);
+    free(t);
+}
+
+static leaders_entry *leaders_entry_of(kq_sim_leaders *t, const uint8_t topic_id[16],
+                                       int32_t partition)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i].partition == partition && memcmp(t->v[i].topic_id, topic_id, 16) == 0)
+            return &t->v[i];
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        leaders_entry *v = realloc(t->v, cap * sizeof(*v));
+        if (v == NULL)
+            return NULL;
+        t->v = v;
+        t->cap = cap;
+    }
+    leaders_entry *e = &t->v[t->n++];
+    memset(e, 0, sizeof *e);
+    memcpy(e->topic_id, topic_id, 16);
+    e->partition = partition;
+    return e;
+}
+
+int kq_sim_leaders_note(kq_sim_leaders *t, const uint8_t topic_id[16], int32_t partition,
+                        int32_t leader_epoch, int32_t leader, char *why, size_t len)
+{
+    if (leader_epoch < 0)
+        return 0;
+    leaders_entry *e = leaders_entry_of(t, topic_id, partition);
+    if (e == NULL)
+        return KQ_ERR_NOMEM;
+    if ((size_t)leader_epoch >= e->cap) {
+        size_t cap = e->cap ? e->cap : 16;
+        while (cap <= (size_t)leader_epoch)
+            cap *= 2;
+        int32_t *v = realloc(e->by_epoch, cap * sizeof(*v));
+        if (v == NULL)
+            return KQ_ERR_NOMEM;
+        memset(v + e->cap, 0, (cap - e->cap) * sizeof(*v));
+        e->by_epoch = v;
+        e->cap = cap;
+    }
+    int32_t seen = e->by_epoch[leader_epoch];
+    if (seen == 0) {
+        e->by_epoch[leader_epoch] = leader + 1;
+        return 0;
+    }
+    if (seen == leader + 1)
+        return 0;
+    snprintf(why, len, "partition %d: brokers %d and %d both led leader epoch %d", partition,
+             seen - 1, leader, leader_epoch);
+    return 1;
+}

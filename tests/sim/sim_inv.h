@@ -10,9 +10,13 @@
  *     registered and not fenced at that moment.
  *   - kq_sim_epochs: per (topic id, partition) the highest partition and leader epochs seen;
  *     kq_sim_epochs_check fails when an image shows a lower one (epochs never decrease).
+ *   - kq_sim_leaders: per (topic id, partition) which broker acted as leader in each leader
+ *     epoch; kq_sim_leaders_note fails when a second broker leads an epoch (at most one
+ *     leader per leader epoch, the data plane's fencing rule).
  *
  * Ownership: images and records are borrowed for the call; a kq_sim_epochs is created by
- * kq_sim_epochs_new and owned by the caller (kq_sim_epochs_free).
+ * kq_sim_epochs_new and owned by the caller (kq_sim_epochs_free); a kq_sim_leaders likewise
+ * (kq_sim_leaders_new, kq_sim_leaders_free).
  */
 #ifndef KQ_SIM_INV_H
 #define KQ_SIM_INV_H
@@ -39,6 +43,16 @@ void kq_sim_epochs_free(kq_sim_epochs *t);
 /* Compare every partition of img with the epochs seen before and remember the new ones.
  * 0 ok; 1 with why when an epoch went down; KQ_ERR_NOMEM. */
 int kq_sim_epochs_check(kq_sim_epochs *t, const kq_image *img, char *why, size_t len);
+
+typedef struct kq_sim_leaders kq_sim_leaders;
+
+kq_sim_leaders *kq_sim_leaders_new(void); /* NULL on out of memory */
+void kq_sim_leaders_free(kq_sim_leaders *t);
+/* Broker `leader` acts as the leader of (topic_id, partition) in leader_epoch (>= 0). 0 ok (the
+ * first broker seen in that epoch, or the same one again); 1 with why when another broker led
+ * that epoch; KQ_ERR_NOMEM. */
+int kq_sim_leaders_note(kq_sim_leaders *t, const uint8_t topic_id[16], int32_t partition,
+                        int32_t leader_epoch, int32_t leader, char *why, size_t len);
 
 /* 1 if the two id lists hold the same set. */
 bool kq_sim_same_set(const int32_t *a, int na, const int32_t *b, int nb);

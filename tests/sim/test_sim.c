@@ -21,6 +21,7 @@ static kq_sim_opts quiet_opts(uint64_t seed, int voters, int observers)
     o.seed = seed;
     o.voters = voters;
     o.observers = observers;
+    o.controller = false; /* the Raft quorum alone (kq-sim --raft-only) */
     o.dump_on_failure = false;
     return o;
 }

@@ -185,6 +185,29 @@ static void test_epochs_going_down_are_caught(void **state)
     kq_image_free(img);
 }
 
+/* dsim's same-epoch self-test, as a table: a new leader in an old leader epoch is caught,
+ * one leader per epoch (again and again, across partitions and topics, after a gap) is not. */
+static void test_two_leaders_in_one_epoch_are_caught(void **state)
+{
+    (void)state;
+    char why[256] = "";
+    uint8_t t1[16] = {1}, t2[16] = {2};
+    kq_sim_leaders *l = kq_sim_leaders_new();
+    assert_non_null(l);
+    assert_int_equal(kq_sim_leaders_note(l, t1, 0, 0, 101, why, sizeof why), 0);
+    assert_int_equal(kq_sim_leaders_note(l, t1, 0, 0, 101, why, sizeof why), 0);
+    assert_int_equal(kq_sim_leaders_note(l, t1, 0, 1, 102, why, sizeof why), 0);
+    assert_int_equal(kq_sim_leaders_note(l, t1, 1, 0, 103, why, sizeof why), 0);
+    assert_int_equal(kq_sim_leaders_note(l, t2, 0, 0, 102, why, sizeof why), 0);
+    assert_int_equal(kq_sim_leaders_note(l, t1, 0, 500, 103, why, sizeof why), 0);
+    assert_int_equal(kq_sim_leaders_note(l, t1, 0, -1, 104, why, sizeof why), 0);
+    assert_int_equal(kq_sim_leaders_note(l, t1, 0, 1, 103, why, sizeof why), 1);
+    assert_non_null(strstr(why, "brokers 102 and 103 both led leader epoch 1"));
+    assert_int_equal(kq_sim_leaders_note(l, t1, 0, 500, 101, why, sizeof why), 1);
+    assert_non_null(strstr(why, "leader epoch 500"));
+    kq_sim_leaders_free(l);
+}
+
 static void test_same_set(void **state)
 {
     (void)state;
@@ -203,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_elr_overlapping_isr_is_caught),
         cmocka_unit_test(test_fenced_or_unknown_isr_addition_is_caught),
         cmocka_unit_test(test_epochs_going_down_are_caught),
+        cmocka_unit_test(test_two_leaders_in_one_epoch_are_caught),
         cmocka_unit_test(test_same_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

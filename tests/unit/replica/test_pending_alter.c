@@ -1,5 +1,5 @@
 /*
- * Rule test (found by the data-plane simulator, kq-dsim seed 115494 with --min-isr 1): a
+ * Rule test (found by the former data-plane simulator, kq-dsim seed 115494 with --min-isr 1): a
  * metadata delta that repeats the partition epoch the leader already knows must not drop a
  * pending ISR expansion. The AlterPartition was sent with that partition epoch, so the
  * controller can still accept it; until its answer (or newer metadata) the maximal ISR, which
