@@ -430,6 +430,36 @@ static void test_snapshot_due_by_bytes(void **state)
     host_free(h);
 }
 
+/* A snapshot is written only when the host can: its log durable up to the snapshot's end (a
+ * leader counts the followers' logs for its high watermark, and may know records committed
+ * before its own disk holds them: found by kq-sim), and no snapshot being fetched or installed. */
+static void test_snapshot_ready_needs_durable_log(void **state)
+{
+    (void)state;
+    host *h = host_new(64);
+    kq_raft_snapshot_id id;
+    become_active(h, 1000);
+    h->node.cfg.snapshot_max_bytes = 1;
+    send_write(h, 9, 4, 1001);
+    kq_ctl_node_run(&h->node, 1001);
+    commit_to(h, h->st.log_end_offset, 1002);
+    int64_t end = h->st.high_watermark;
+    assert_true(kq_ctl_node_snapshot_due(&h->node, 1002, &id));
+    h->st.durable_end_offset = end - 1; /* the followers' logs made it committed */
+    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, 1002, &id));
+    h->st.durable_end_offset = end;
+    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, true, 1002, &id));
+    h->st.fetching_snapshot = true;
+    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, 1002, &id));
+    h->st.fetching_snapshot = false;
+    h->st.installing_snapshot = true;
+    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, 1002, &id));
+    h->st.installing_snapshot = false;
+    assert_true(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, 1002, &id));
+    assert_int_equal(id.end_offset, end);
+    host_free(h);
+}
+
 /* Overloaded, the node still takes a heartbeat (refusing it would let live brokers'
  * sessions expire, KAFKA-15019). */
 static void test_overload_never_refuses_a_heartbeat(void **state)
@@ -566,6 +596,7 @@ int main(void)
         cmocka_unit_test(test_overload_refuses_writes),
         cmocka_unit_test(test_fence_timer_moves_forward),
         cmocka_unit_test(test_snapshot_due_by_bytes),
+        cmocka_unit_test(test_snapshot_ready_needs_durable_log),
         cmocka_unit_test(test_overload_never_refuses_a_heartbeat),
         cmocka_unit_test(test_leadership_lost_answers_what_committed),
         cmocka_unit_test(test_stop_fails_waiting),
