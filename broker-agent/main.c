@@ -263,12 +263,12 @@ static void apply_committed(broker *b)
         if (b->meta.applied_end == before)
             fatal("internal", "no progress replaying committed metadata");
     }
-    /* The replicas act on the image only once it has caught up with the first leader high
-     * watermark (as Kafka's metadata loader publishes nothing before): a leader restarted on
-     * an old image would otherwise compute its high watermark with an ISR that is no longer
-     * the committed one. */
+    /* The replicas first act on the image once it has caught up with the first leader high
+     * watermark and the controller says it has caught up with this process's registration
+     * (kq_bmeta_publishable): a leader restarted on an old image would otherwise compute its
+     * high watermark with an ISR that is no longer the committed one. */
     if (b->meta.applied_end != b->rm_applied_end &&
-        kq_bmeta_caught_up(&b->meta, b->host.st.leader_high_watermark)) {
+        kq_bmeta_publishable(&b->meta, b->host.st.leader_high_watermark, b->lc.caught_up)) {
         char why[1024];
         b->rm_applied_end = b->meta.applied_end;
         if (kq_rm_on_metadata(b->rm, b->meta.img, b->now, why, sizeof(why)) != 0)

@@ -58,3 +58,11 @@ bool kq_bmeta_caught_up(kq_bmeta *m, int64_t hw)
         m->ready_target = hw;
     return m->ready_target >= 0 && m->applied_end >= m->ready_target;
 }
+
+bool kq_bmeta_publishable(kq_bmeta *m, int64_t hw, bool registration_caught_up)
+{
+    bool caught_up = kq_bmeta_caught_up(m, hw);
+    if (!m->published && caught_up && registration_caught_up)
+        m->published = true;
+    return m->published;
+}

@@ -12,9 +12,13 @@
  *   until then). The leader's, not the observer's own: that one is capped by what this node
  *   has made durable, so right after a restart it is the old log end, not the cluster's.
  *
- * - The replica manager acts on the image only once it is caught up (kq-broker-agent's
- *   apply_committed): a restarted leader must not run on partition state older than what
- *   the controller has committed for it.
+ * - The replica manager first acts on the image once it may be published
+ *   (kq_bmeta_publishable): caught up as above, and caught up with the broker's own
+ *   registration as the active controller says (Kafka's initialCatchUpFuture). A restarted
+ *   leader must not run on partition state older than what the controller has committed
+ *   for it, and that includes what the controller had accepted from the broker's previous
+ *   process and commits only after the restart (an ISR expansion in flight at the crash):
+ *   the registration record comes after it in the log.
  *
  * Pure: no I/O, no clock. Ownership: kq_bmeta owns its image (kq_bmeta_free); records and
  * payloads passed in are borrowed for the call.
@@ -32,6 +36,7 @@ typedef struct kq_bmeta {
     kq_image *img;
     int64_t applied_end;  /* the next offset the image has not applied */
     int64_t ready_target; /* the first high watermark seen, -1 none yet */
+    bool published;       /* kq_bmeta_publishable said yes once */
 } kq_bmeta;
 
 /* 0 or KQ_ERR_NOMEM. */
@@ -49,5 +54,10 @@ int kq_bmeta_load_snapshot(kq_bmeta *m, const uint8_t *payload, size_t len, int6
  * leader_high_watermark, -1 unknown). True once the image has replayed up to the first one
  * seen. */
 bool kq_bmeta_caught_up(kq_bmeta *m, int64_t hw);
+/* The replica manager may act on the image: once kq_bmeta_caught_up(m, hw) and the active
+ * controller has said the broker caught up with its registration (registration_caught_up:
+ * kq_bl.caught_up), and from then on for the life of the process (a later re-registration
+ * does not stop the replicas from following the metadata). */
+bool kq_bmeta_publishable(kq_bmeta *m, int64_t hw, bool registration_caught_up);
 
 #endif

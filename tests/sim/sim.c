@@ -3477,8 +3477,8 @@ static void dp_loop(sim *s, sim_actor *a)
         if (n->paused_until < s->now + d)
             n->paused_until = s->now + d;
     }
-    if (n->bm.applied_end != a->rm_applied_end &&
-        kq_bmeta_caught_up(&n->bm, n->st.leader_high_watermark)) { /* as kq-broker-agent */
+    if (n->bm.applied_end != a->rm_applied_end && /* as kq-broker-agent */
+        kq_bmeta_publishable(&n->bm, n->st.leader_high_watermark, a->bl.caught_up)) {
         char why[512];
         a->rm_applied_end = n->bm.applied_end;
         int rc = kq_rm_on_metadata(a->rm, img, now, why, sizeof why);

@@ -108,12 +108,35 @@ static void test_caught_up_waits_for_the_first_high_watermark(void **state)
     kq_bmeta_free(&m);
 }
 
+/* The replica manager first acts once the image caught up and the controller said the broker
+ * caught up with its registration; from then on it keeps following (kq-sim seed 7100000987:
+ * a restarted leader acted on an image without the ISR expansion its previous process had
+ * sent, which the controller committed after the restart). */
+static void test_publishable_waits_for_the_registration(void **state)
+{
+    (void)state;
+    kq_bmeta m;
+    char err[256];
+    kq_buf a = {0};
+    assert_int_equal(kq_bmeta_init(&m), 0);
+    assert_false(kq_bmeta_publishable(&m, -1, true)); /* no high watermark yet */
+    topics(&a, "p", 4);
+    assert_int_equal(kq_bmeta_apply_batch(&m, 0, 4, a.data, a.len, err, sizeof err), 0);
+    assert_true(kq_bmeta_caught_up(&m, 4));
+    assert_false(kq_bmeta_publishable(&m, 4, false)); /* registration not caught up yet */
+    assert_true(kq_bmeta_publishable(&m, 4, true));
+    assert_true(kq_bmeta_publishable(&m, 4, false)); /* re-registering: keeps following */
+    kq_buf_free(&a);
+    kq_bmeta_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batches_apply_once_in_order),
         cmocka_unit_test(test_snapshot_replaces_the_image),
         cmocka_unit_test(test_caught_up_waits_for_the_first_high_watermark),
+        cmocka_unit_test(test_publishable_waits_for_the_registration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
