@@ -58,7 +58,7 @@ int main(int argc, char **argv)
 {
     kq_sim_opts o;
     kq_sim_opts_defaults(&o);
-    uint64_t seed = 0, nseeds = 1, v;
+    uint64_t seed = 0, nseeds = 1, v, snaps_taken = 0, snaps_installed = 0;
     bool have_seed = false, determinism = false, raft_only = false, observers_given = false;
     double hours = 0;
     for (int i = 1; i < argc; i++) {
@@ -176,6 +176,8 @@ int main(int argc, char **argv)
             continue;
         }
         events += r.events;
+        snaps_taken += r.snapshots_taken;
+        snaps_installed += r.snapshots_installed;
         if (!r.failed && determinism) {
             kq_sim_result r2;
             kq_sim_opts o2 = o;
@@ -203,14 +205,17 @@ int main(int argc, char **argv)
                 printf("sim: seed %" PRIu64 " controller: %d brokers, %" PRIu64
                        " requests, %" PRIu64 " AlterPartitions acknowledged, %" PRIu64
                        " rejected, %" PRIu64 " activations, %" PRIu64 " image checks, %" PRIu64
-                       " topics\n",
+                       " topics, %" PRIu64 " snapshots written, %" PRIu64 " installed\n",
                        o.seed, r.brokers, r.ctl_requests, r.ap_acked, r.ap_rejected, r.activations,
-                       r.image_checks, r.topics_created);
+                       r.image_checks, r.topics_created, r.snapshots_taken, r.snapshots_installed);
         }
         fflush(stdout);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (o.controller)
+        printf("sim: %" PRIu64 " snapshots written, %" PRIu64 " fetched and installed\n",
+               snaps_taken, snaps_installed);
     printf("sim: %" PRIu64 " events in %.1f s (%.0f events/s, %.0f seeds/s)\n", events, secs,
            secs > 0 ? (double)events / secs : 0, secs > 0 ? (double)k / secs : 0);
     printf("sim: %" PRIu64 " seeds, %" PRIu64 " failed\n", k, failed);

@@ -57,7 +57,18 @@ typedef struct sim_log {
     sim_batch *b;
     size_t n;
     size_t cap;
+    int64_t start;       /* log start offset: below it the records are in the snapshot */
+    int32_t start_epoch; /* epoch of the record at start - 1 (0 when start is 0) */
 } sim_log;
+
+/* A snapshot file on the simulated disk: a header (SNAP_HDR bytes: the payload's CRC-32C and
+ * length, as the store's files carry) and the payload (the image, kq_image_snapshot_write). */
+typedef struct sim_snap {
+    kq_raft_snapshot_id id; /* end_offset 0: none */
+    uint8_t *data;          /* owned: the whole file */
+    size_t len, cap;
+} sim_snap;
+#define SNAP_HDR 12
 
 /* A message on the simulated wire. Exactly one of (msg, batches) or wire is used. */
 typedef struct sim_packet {
@@ -69,11 +80,12 @@ typedef struct sim_packet {
     kq_raft_msg msg;
     sim_batch *batches; /* owned copies (FETCH_RESP) */
     size_t n_batches;
-    uint8_t *wire; /* owned encoded bytes (codec build) */
+    uint8_t *chunk; /* owned copy of a FETCH_SNAPSHOT_RESP's bytes */
+    uint8_t *wire;  /* owned encoded bytes (codec build) */
     size_t wire_len;
 } sim_packet;
 
-enum { OP_QSTATE, OP_TRUNCATE, OP_APPEND };
+enum { OP_QSTATE, OP_TRUNCATE, OP_APPEND, OP_PREFIX };
 
 typedef struct sim_op {
     int kind;
@@ -138,6 +150,11 @@ typedef struct sim_node {
     sim_log dlog;
     kq_raft_qstate mq; /* written (durable or pending) */
     sim_log mlog;
+    /* durable snapshots (written synchronously, as kq_store_snapshot_write): the two newest
+     * (KQ_STORE_SNAPSHOTS_KEPT), [0] the latest */
+    sim_snap snaps[2];
+    sim_snap part;         /* the snapshot being fetched (its .part file; a crash loses it) */
+    int64_t bm_seen_end;   /* the broker image's applied end last checked (-1: check again) */
     sim_group *open;       /* the batch being written */
     sim_group *gh, *gt;    /* batches syncing, in order */
     uint64_t disk_free_ms; /* the simulated disk completes writes in order */
@@ -308,6 +325,8 @@ typedef struct sim {
     uint32_t p_disk_err; /* per 10,000 data-plane loops: the next partition-log commit fails */
     uint32_t n_topics_target;
     size_t ctl_max_batch;
+    int64_t snapshot_max_bytes; /* the controllers' snapshot settings */
+    int64_t snapshot_interval_ms;
     kq_decide_settings settings;
     kq_image *ref; /* reference: the committed log replayed with checks before each record */
     int64_t ref_end;
@@ -469,7 +488,7 @@ static uint64_t node_sim_time(const sim_node *n, uint64_t local)
 
 static int64_t log_end(const sim_log *l)
 {
-    return l->n ? l->b[l->n - 1].base + l->b[l->n - 1].count : 0;
+    return l->n ? l->b[l->n - 1].base + l->b[l->n - 1].count : l->start;
 }
 
 /* Index of the batch holding offset off, or -1. */
@@ -539,19 +558,118 @@ static void log_free(sim_log *l)
     memset(l, 0, sizeof *l);
 }
 
+/* Empty, starting at start (a snapshot's end, or 0). */
+static void log_reset(sim_log *l, int64_t start, int32_t start_epoch)
+{
+    log_truncate(l, 0);
+    l->start = start;
+    l->start_epoch = start_epoch;
+}
+
 static bool log_copy(sim *s, sim_log *dst, const sim_log *src)
 {
-    log_truncate(dst, 0);
+    log_reset(dst, src->start, src->start_epoch);
     for (size_t i = 0; i < src->n; i++)
         if (!log_append(s, dst, &src->b[i]))
             return false;
     return true;
 }
 
+/* The epoch of the record at off: -1 when the log does not hold it (the record just below the
+ * log start has the log start's epoch). */
 static int32_t log_epoch_at(const sim_log *l, int64_t off)
 {
+    if (off < l->start)
+        return off == l->start - 1 ? l->start_epoch : -1;
     long i = log_find(l, off);
     return i < 0 ? -1 : l->b[i].epoch;
+}
+
+/* The log holds the record at off with epoch, or a snapshot covers it (below the log start:
+ * snapshots hold committed records only, checked by the image hashes). */
+static bool log_holds(const sim_log *l, int64_t off, int32_t epoch)
+{
+    return off < l->start - 1 || log_epoch_at(l, off) == epoch;
+}
+
+/* Drop the batches below start (a snapshot's end, on a batch boundary). */
+static void log_remove_prefix(sim_log *l, int64_t start)
+{
+    if (start <= l->start)
+        return;
+    int32_t epoch = log_epoch_at(l, start - 1);
+    size_t k = 0;
+    while (k < l->n && l->b[k].base + l->b[k].count <= start)
+        free(l->b[k++].data);
+    memmove(l->b, l->b + k, (l->n - k) * sizeof *l->b);
+    l->n -= k;
+    l->start = start;
+    l->start_epoch = epoch;
+}
+
+static void snap_free(sim_snap *sn)
+{
+    free(sn->data);
+    memset(sn, 0, sizeof *sn);
+}
+
+static bool snap_is(const sim_snap *sn, kq_raft_snapshot_id id)
+{
+    return sn->id.end_offset > 0 && sn->id.end_offset == id.end_offset && sn->id.epoch == id.epoch;
+}
+
+/* The kept snapshot id, or NULL (replaced by newer ones, or never written here). */
+static const sim_snap *snap_find(const sim_node *n, kq_raft_snapshot_id id)
+{
+    for (int i = 0; i < 2; i++)
+        if (snap_is(&n->snaps[i], id))
+            return &n->snaps[i];
+    return NULL;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* sn's file: the header, then the payload. */
+static bool snap_file(sim *s, sim_snap *sn, const uint8_t *payload, size_t len)
+{
+    sn->data = xcalloc(s, SNAP_HDR + len, 1);
+    if (!sn->data)
+        return false;
+    sn->len = sn->cap = SNAP_HDR + len;
+    put_u32(sn->data, kq_crc32c(0, payload, len));
+    put_u32(sn->data + 4, (uint32_t)((uint64_t)len >> 32));
+    put_u32(sn->data + 8, (uint32_t)len);
+    if (len)
+        memcpy(sn->data + SNAP_HDR, payload, len);
+    return true;
+}
+
+/* A file whose header matches its payload (kq_store_install_snapshot's verification). */
+static bool snap_valid(const sim_snap *sn)
+{
+    if (sn->len < SNAP_HDR)
+        return false;
+    uint64_t len = (uint64_t)get_u32(sn->data + 4) << 32 | get_u32(sn->data + 8);
+    return len == sn->len - SNAP_HDR &&
+           get_u32(sn->data) == kq_crc32c(0, sn->data + SNAP_HDR, sn->len - SNAP_HDR);
+}
+
+/* A new latest snapshot (taking *sn's bytes); the oldest of the two kept goes. */
+static void snap_keep(sim_node *n, sim_snap *sn)
+{
+    snap_free(&n->snaps[1]);
+    n->snaps[1] = n->snaps[0];
+    n->snaps[0] = *sn;
+    memset(sn, 0, sizeof *sn);
 }
 
 /* ---------------------------------------------------------------- packets */
@@ -564,6 +682,7 @@ static void pkt_free(sim_packet *p)
         free(p->batches[i].data);
     free(p->batches);
     free(p->wire);
+    free(p->chunk);
     free(p);
 }
 
@@ -576,6 +695,15 @@ static sim_packet *pkt_dup(sim *s, const sim_packet *src)
     p->batches = NULL;
     p->n_batches = 0;
     p->wire = NULL;
+    p->chunk = NULL;
+    if (src->chunk) {
+        size_t len = src->msg.u.fetch_snapshot_resp.len;
+        p->chunk = xcalloc(s, len ? len : 1, 1);
+        if (!p->chunk)
+            goto fail;
+        memcpy(p->chunk, src->chunk, len);
+        p->msg.u.fetch_snapshot_resp.data = p->chunk;
+    }
     if (src->n_batches) {
         p->batches = xcalloc(s, src->n_batches, sizeof(sim_batch));
         if (!p->batches)
@@ -601,7 +729,7 @@ fail:
 static bool is_request(kq_raft_msg_type t)
 {
     return t == KQ_RAFT_VOTE_REQ || t == KQ_RAFT_BEGIN_EPOCH_REQ || t == KQ_RAFT_END_EPOCH_REQ ||
-           t == KQ_RAFT_FETCH_REQ;
+           t == KQ_RAFT_FETCH_REQ || t == KQ_RAFT_FETCH_SNAPSHOT_REQ;
 }
 
 static const char *msg_name(kq_raft_msg_type t)
@@ -624,6 +752,10 @@ static const char *msg_name(kq_raft_msg_type t)
     case KQ_RAFT_FETCH_RESP:
         return "FetchResp";
     }
+    if (t == KQ_RAFT_FETCH_SNAPSHOT_REQ)
+        return "FetchSnapshotReq";
+    if (t == KQ_RAFT_FETCH_SNAPSHOT_RESP)
+        return "FetchSnapshotResp";
     return "?";
 }
 
@@ -652,6 +784,18 @@ static void msg_str(const kq_raft_msg *m, size_t n_batches, char *buf, size_t le
                      m->u.fetch_resp.high_watermark, m->u.fetch_resp.diverging,
                      m->u.fetch_resp.diverging_epoch, m->u.fetch_resp.diverging_end_offset,
                      m->u.fetch_resp.records_from, m->u.fetch_resp.records_to, n_batches);
+    if (!m->error && m->type == KQ_RAFT_FETCH_RESP && m->u.fetch_resp.snapshot)
+        k = snprintf(buf, len, " snapshot=%" PRId64 "/%d", m->u.fetch_resp.snapshot_id.end_offset,
+                     m->u.fetch_resp.snapshot_id.epoch);
+    else if (!m->error && m->type == KQ_RAFT_FETCH_SNAPSHOT_REQ)
+        k = snprintf(buf, len, " snapshot=%" PRId64 "/%d pos=%" PRId64,
+                     m->u.fetch_snapshot_req.snapshot_id.end_offset,
+                     m->u.fetch_snapshot_req.snapshot_id.epoch, m->u.fetch_snapshot_req.position);
+    else if (!m->error && m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP)
+        k = snprintf(buf, len, " snapshot=%" PRId64 "/%d [%" PRId64 "+%zu of %" PRId64 "]",
+                     m->u.fetch_snapshot_resp.snapshot_id.end_offset,
+                     m->u.fetch_snapshot_resp.snapshot_id.epoch, m->u.fetch_snapshot_resp.position,
+                     m->u.fetch_snapshot_resp.len, m->u.fetch_snapshot_resp.size);
     (void)k;
 }
 
@@ -785,6 +929,7 @@ static void ref_advance(sim *s, sim_node *n);
 static bool ctl_host_start(sim *s, sim_node *n);
 static void ctl_host_free(ctl_host *h);
 static void ctl_noop(sim *s, sim_node *n);
+static void ctl_maybe_snapshot(sim *s, sim_node *n);
 static void ctl_heal(sim *s);
 static void ctl_faults(sim *s);
 static void ctl_liveness_begin(sim *s);
@@ -830,6 +975,9 @@ static void apply_op(sim *s, sim_node *n, const sim_op *op)
     case OP_APPEND: /* only durable batches can ever be seen by another node */
         lm_record(s, n, &op->b);
         log_append(s, &n->dlog, &op->b);
+        break;
+    case OP_PREFIX:
+        log_remove_prefix(&n->dlog, op->off);
         break;
     }
 }
@@ -1035,6 +1183,40 @@ static void fill_fetch(sim *s, sim_node *n, sim_packet *p)
     }
 }
 
+/* A leader's FetchSnapshot answer names a byte range of one of its snapshots: the bytes, read
+ * from the simulated disk (kq-controller's send_snapshot_chunk). A snapshot replaced since is
+ * SNAPSHOT_NOT_FOUND, as kq_store_snapshot_read answers. */
+static bool fill_snapshot_chunk(sim *s, sim_node *n, sim_packet *p)
+{
+    if (p->msg.error)
+        return true;
+    kq_raft_snapshot_id id = p->msg.u.fetch_snapshot_resp.snapshot_id;
+    int64_t pos = p->msg.u.fetch_snapshot_resp.position, size = p->msg.u.fetch_snapshot_resp.size;
+    size_t len = p->msg.u.fetch_snapshot_resp.len;
+    const sim_snap *sn = snap_find(n, id);
+    if (!sn) {
+        trace(s, "  n%d no longer has snapshot %" PRId64 "/%d", n->id, id.end_offset, id.epoch);
+        make_error_resp(&p->msg, KQ_RAFT_FETCH_SNAPSHOT_REQ, n->id, p->msg.to, p->msg.epoch,
+                        KQ_ERR_SNAPSHOT_NOT_FOUND);
+        p->msg.token = p->req_id;
+        return true;
+    }
+    if (pos < 0 || (size_t)pos + len > sn->len || size != (int64_t)sn->len) {
+        fail(s,
+             "n%d: FetchSnapshot answer for %" PRId64 "/%d names bytes [%" PRId64 ", +%zu) of "
+             "%" PRId64 ", the file has %zu",
+             n->id, id.end_offset, id.epoch, pos, len, size, sn->len);
+        return false;
+    }
+    p->chunk = xcalloc(s, len ? len : 1, 1);
+    if (!p->chunk)
+        return false;
+    if (len)
+        memcpy(p->chunk, sn->data + pos, len);
+    p->msg.u.fetch_snapshot_resp.data = p->chunk;
+    return true;
+}
+
 static void ins_answer(sim *s, sim_node *n, const kq_raft_msg *m)
 {
     for (size_t i = 0; i < n->n_ins; i++) {
@@ -1105,6 +1287,9 @@ static void host_emit(sim *s, sim_node *n, const kq_raft_msg *m)
                 p->msg.u.fetch_resp.batches = NULL;
                 p->msg.u.fetch_resp.n_batches = 0;
                 fill_fetch(s, n, p);
+            } else if (m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP && !fill_snapshot_chunk(s, n, p)) {
+                pkt_free(p);
+                return;
             }
         }
         char str[200];
@@ -1262,26 +1447,66 @@ static int disk_append(void *ctx, int64_t base, int32_t epoch, int32_t count, co
     return 0;
 }
 
+/* The log below a snapshot's end goes (kq_store_delete_prefix): only ever to the latest
+ * snapshot on this disk, at a batch boundary. */
 static int disk_remove_prefix(void *ctx, int64_t start)
 {
-    (void)ctx;
-    (void)start;
-    return 0; /* the simulated nodes take no snapshots: the core never compacts */
+    sim_node *n = ctx;
+    sim *s = n->s;
+    if (start != n->snaps[0].id.end_offset)
+        fail(s, "n%d: removes the log below %" PRId64 ", but its latest snapshot ends at %" PRId64,
+             n->id, start, n->snaps[0].id.end_offset);
+    else if (start > n->mlog.start && log_find(&n->mlog, start) >= 0 &&
+             n->mlog.b[log_find(&n->mlog, start)].base != start)
+        fail(s, "n%d: removes the log below %" PRId64 ", inside a batch", n->id, start);
+    if (s->failed)
+        return 0;
+    trace(s, "  n%d write remove the log below %" PRId64, n->id, start);
+    log_remove_prefix(&n->mlog, start);
+    if (n->oracle_end < start)
+        n->oracle_end = start;
+    sim_op *op = disk_op(s, n);
+    if (!op)
+        return KQ_ERR_NOMEM;
+    *op = (sim_op){.kind = OP_PREFIX, .off = start};
+    return 0;
 }
 
+/* A fetched chunk of snapshot id, at pos of its .part file (0: a fresh file). */
 static int disk_snapshot_chunk(void *ctx, kq_raft_snapshot_id id, int64_t pos, const uint8_t *data,
                                size_t len)
 {
     sim_node *n = ctx;
-    (void)id, (void)pos, (void)data, (void)len;
-    fail(n->s, "n%d: fetches a snapshot, but no node took one", n->id);
-    return KQ_ERR_IO;
+    sim *s = n->s;
+    if (pos == 0) {
+        snap_free(&n->part);
+        n->part.id = id;
+    } else if (n->part.id.end_offset != id.end_offset || n->part.id.epoch != id.epoch ||
+               (size_t)pos != n->part.len) {
+        fail(s,
+             "n%d: snapshot chunk of %" PRId64 "/%d at %" PRId64 ", but its .part is %" PRId64
+             "/%d with %zu bytes",
+             n->id, id.end_offset, id.epoch, pos, n->part.id.end_offset, n->part.id.epoch,
+             n->part.len);
+        return KQ_ERR_IO;
+    }
+    if (!grow(s, (void **)&n->part.data, &n->part.cap, n->part.len + len + 1, 1))
+        return KQ_ERR_NOMEM;
+    if (len)
+        memcpy(n->part.data + n->part.len, data, len);
+    n->part.len += len;
+    trace(s, "  n%d write snapshot %" PRId64 "/%d chunk at %" PRId64 " (%zu bytes)", n->id,
+          id.end_offset, id.epoch, pos, len);
+    return 0;
 }
 
 static void disk_snapshot_abort(void *ctx, kq_raft_snapshot_id id)
 {
-    (void)ctx;
-    (void)id;
+    sim_node *n = ctx;
+    if (n->part.id.end_offset == id.end_offset && n->part.id.epoch == id.epoch) {
+        trace(n->s, "  n%d discard snapshot %" PRId64 "/%d .part", n->id, id.end_offset, id.epoch);
+        snap_free(&n->part);
+    }
 }
 
 static bool disk_pending(void *ctx)
@@ -1384,6 +1609,51 @@ static void host_fatal(void *ctx, const char *what, const char *detail)
     fail(n->s, "n%d: %s: %s", n->id, what, detail ? detail : "(no reason)");
 }
 
+static bool ctl_load_snapshot(sim *s, sim_node *n, const sim_snap *sn, char *err, size_t errlen);
+static bool bm_load_snapshot(sim *s, sim_node *n, const sim_snap *sn, char *err, size_t errlen);
+
+/* A fetched snapshot is complete (kq_store_install_snapshot, then the node loads it): the
+ * .part becomes the latest snapshot, the log is reset to start and end at its end, and the
+ * controller's or broker's image is replaced by it. Synchronous, like the store's. */
+static int host_install_snapshot(void *ctx, kq_raft_snapshot_id id, char *err, size_t errlen)
+{
+    sim_node *n = ctx;
+    sim *s = n->s;
+    if (!snap_is(&n->part, id)) {
+        fail(s, "n%d: installs snapshot %" PRId64 "/%d, but its .part is %" PRId64 "/%d", n->id,
+             id.end_offset, id.epoch, n->part.id.end_offset, n->part.id.epoch);
+        return KQ_ERR_IO;
+    }
+    if (n->open || n->gh)
+        fail(s, "n%d: installs snapshot %" PRId64 "/%d while log writes are not durable", n->id,
+             id.end_offset, id.epoch);
+    if (!s->failed && !snap_valid(&n->part)) {
+        trace(s, "  n%d snapshot %" PRId64 "/%d .part is damaged: discarded", n->id, id.end_offset,
+              id.epoch);
+        snprintf(err, errlen, "snapshot %" PRId64 "-%d: damaged", id.end_offset, id.epoch);
+        snap_free(&n->part);
+        return KQ_ERR_CORRUPT_MESSAGE;
+    }
+    if (n->max_hw > id.end_offset)
+        fail(s, "n%d: installs snapshot %" PRId64 "/%d below its high watermark %" PRId64, n->id,
+             id.end_offset, id.epoch, n->max_hw);
+    if (s->failed)
+        return KQ_ERR_IO;
+    trace(s, "  n%d install snapshot %" PRId64 "/%d (%zu bytes): the log starts and ends there",
+          n->id, id.end_offset, id.epoch, n->part.len);
+    s->res->snapshots_installed++;
+    snap_keep(n, &n->part);
+    log_reset(&n->mlog, id.end_offset, id.epoch);
+    log_reset(&n->dlog, id.end_offset, id.epoch);
+    if (n->oracle_end < id.end_offset)
+        n->oracle_end = id.end_offset;
+    bool ok = n->voter ? ctl_load_snapshot(s, n, &n->snaps[0], err, errlen)
+                       : bm_load_snapshot(s, n, &n->snaps[0], err, errlen);
+    if (!ok)
+        fail(s, "n%d: cannot load the snapshot it installed: %s", n->id, err);
+    return s->failed ? KQ_ERR_CORRUPT_MESSAGE : 0;
+}
+
 static void host_after_step(void *ctx, const kq_raft_update *u);
 
 static kq_raft_disk sim_disk(sim_node *n)
@@ -1407,6 +1677,7 @@ static kq_raft_host_ops sim_host_ops(sim_node *n)
                               .send_response = host_send_response,
                               .append_own = host_append_own,
                               .after_step = host_after_step,
+                              .install_snapshot = host_install_snapshot,
                               .fatal = host_fatal};
 }
 
@@ -1468,6 +1739,8 @@ static void host_flush(sim *s, sim_node *n)
     kq_raft_host_send_fetch_answers(&n->host);
     kq_raft_host_flush(&n->host);
     n->depth--;
+    if (s->o.controller && n->voter)
+        ctl_maybe_snapshot(s, n);
 }
 
 static void node_step(sim *s, sim_node *n, kq_raft_event *ev)
@@ -1680,7 +1953,7 @@ static void check_leaders(sim *s)
         int32_t e = log_epoch_at(&l->mlog, last);
         int have = 0;
         for (int v = 0; v < s->n_nodes; v++)
-            if (s->nodes[v].voter && log_epoch_at(&s->nodes[v].dlog, last) == e)
+            if (s->nodes[v].voter && log_holds(&s->nodes[v].dlog, last, e))
                 have++;
         if (have < s->n_voters / 2 + 1)
             fail(s,
@@ -1762,15 +2035,20 @@ static void node_start(sim *s, sim_node *n)
     n->timer_gen++;
     n->max_epoch = -1;
     n->max_hw = -1;
-    n->oracle_end = 0;
+    n->oracle_end = n->dlog.start; /* below it: the snapshot's, checked by the image hashes */
     n->ticks_same_ms = 0;
     memset(&n->st, 0, sizeof n->st);
     n->st.role = KQ_RAFT_UNATTACHED;
 
-    kq_epoch_entry *epochs = xcalloc(s, n->dlog.n, sizeof *epochs);
+    /* the epoch cache as kq_store_recover reads it: an empty log that starts at a snapshot
+     * has the snapshot's epoch at its start */
+    kq_epoch_entry *epochs = xcalloc(s, n->dlog.n + 1, sizeof *epochs);
     if (!epochs)
         return;
     size_t ne = 0;
+    if (n->dlog.n == 0 && n->dlog.start > 0)
+        epochs[ne++] =
+            (kq_epoch_entry){.epoch = n->dlog.start_epoch, .start_offset = n->dlog.start};
     for (size_t i = 0; i < n->dlog.n; i++)
         if (ne == 0 || epochs[ne - 1].epoch != n->dlog.b[i].epoch)
             epochs[ne++] =
@@ -1786,13 +2064,35 @@ static void node_start(sim *s, sim_node *n)
             return;
         }
         n->bm_on = true;
+        n->bm_seen_end = 0;
+    }
+    /* the latest snapshot on disk is the image's start (kq-controller's and kq-broker-agent's
+     * recovery); a log that starts above it would leave a gap: they refuse to start */
+    const sim_snap *sn = &n->snaps[0];
+    if (sn->id.end_offset > 0) {
+        err[0] = 0;
+        bool ok = n->voter ? !s->o.controller || ctl_load_snapshot(s, n, sn, err, sizeof err)
+                           : !n->bm_on || bm_load_snapshot(s, n, sn, err, sizeof err);
+        if (!ok)
+            fail(s, "n%d: cannot load its snapshot %" PRId64 "/%d at start: %s", n->id,
+                 sn->id.end_offset, sn->id.epoch, err);
+    }
+    if (n->dlog.start > sn->id.end_offset)
+        fail(s, "n%d: its log starts at %" PRId64 " but its latest snapshot ends at %" PRId64,
+             n->id, n->dlog.start, sn->id.end_offset);
+    if (s->failed) {
+        free(epochs);
+        return;
     }
     kq_raft_event ev = {.type = KQ_RAFT_EV_START};
     ev.u.start.qstate = n->dq;
-    ev.u.start.log_start_offset = 0;
+    ev.u.start.log_start_offset = n->dlog.start;
+    ev.u.start.log_start_epoch = n->dlog.start_epoch;
     ev.u.start.log_end_offset = log_end(&n->dlog);
     ev.u.start.epochs = epochs;
     ev.u.start.n_epochs = ne;
+    ev.u.start.snapshot = sn->id;
+    ev.u.start.snapshot_size = (int64_t)sn->len;
     trace(s, "n%d > start #%" PRIu64 " qstate e%d vote=%d leader=%d LEO %" PRId64 " epochs %zu",
           n->id, n->inc, n->dq.epoch, n->dq.voted_id, n->dq.leader_id, log_end(&n->dlog), ne);
     node_step(s, n, &ev);
@@ -1842,6 +2142,7 @@ static void node_crash(sim *s, sim_node *n, bool graceful)
         if (s->o.bug == KQ_SIM_BUG_LOSE_SYNCED && n->dlog.n)
             log_truncate(&n->dlog, n->dlog.b[n->dlog.n - 1].base);
     }
+    snap_free(&n->part); /* kq_store_open removes .part files: the fetch starts again */
     n->paused_until = 0;
     trace(s, "n%d > %s (pending writes dropped: %s)", n->id, graceful ? "stop" : "CRASH",
           n->gh ? "yes" : "none");
@@ -2043,13 +2344,23 @@ static void liveness_begin(sim *s)
     sched(s, s->now + s->liveness_ms, EV_LIVE_DEADLINE, -1, 0, 0, NULL);
 }
 
+/* The same end and the same batches where both logs hold them (above the later log start:
+ * below it, one of them has a snapshot instead, checked by the image hashes). */
 static bool logs_equal(const sim_log *a, const sim_log *b)
 {
-    if (a->n != b->n)
+    if (log_end(a) != log_end(b))
         return false;
-    for (size_t i = 0; i < a->n; i++)
-        if (a->b[i].base != b->b[i].base || a->b[i].epoch != b->b[i].epoch ||
-            a->b[i].count != b->b[i].count || batch_hash(&a->b[i]) != batch_hash(&b->b[i]))
+    int64_t from = a->start > b->start ? a->start : b->start;
+    size_t i = 0, j = 0;
+    while (i < a->n && a->b[i].base < from)
+        i++;
+    while (j < b->n && b->b[j].base < from)
+        j++;
+    if (a->n - i != b->n - j)
+        return false;
+    for (; i < a->n; i++, j++)
+        if (a->b[i].base != b->b[j].base || a->b[i].epoch != b->b[j].epoch ||
+            a->b[i].count != b->b[j].count || batch_hash(&a->b[i]) != batch_hash(&b->b[j]))
             return false;
     return true;
 }
@@ -2549,7 +2860,8 @@ static bool ctl_host_start(sim *s, sim_node *n)
                               .decide = s->settings,
                               .rebalance_interval_ms = CTL_REBALANCE_INTERVAL_MS,
                               .unclean_interval_ms = CTL_UNCLEAN_INTERVAL_MS,
-                              .snapshot_max_bytes = INT64_MAX,
+                              .snapshot_max_bytes = s->snapshot_max_bytes,
+                              .snapshot_interval_ms = s->snapshot_interval_ms,
                               .max_write_bytes = s->ctl_max_batch,
                               .max_batch_bytes = s->ctl_max_batch,
                               .max_waiting = 1024,
@@ -2587,6 +2899,83 @@ static void ctl_host_free(ctl_host *h)
     kq_sim_epochs_free(h->committed_epochs);
     kq_sim_epochs_free(h->active_epochs);
     memset(h, 0, sizeof *h);
+}
+
+/* A snapshot replaces the node's image (at start, or installed from the leader's): checked
+ * against the reference image at its end. */
+static bool ctl_load_snapshot(sim *s, sim_node *n, const sim_snap *sn, char *err, size_t errlen)
+{
+    ctl_host *h = &n->ch;
+    if (!h->on) {
+        snprintf(err, errlen, "no controller node on n%d", n->id);
+        return false;
+    }
+    if (kq_ctl_node_load_snapshot(&h->node, sn->id, sn->data + SNAP_HDR, sn->len - SNAP_HDR,
+                                  ctl_now(s, n), err, errlen) != 0)
+        return false;
+    ctl_check_committed(s, n);
+    return true;
+}
+
+/* KQ_SIM_BUG_SNAPSHOT_DROPS_RECORD: a snapshot encoder that loses the image's last record. */
+static void snap_drop_last_record(sim *s, sim_snap *sn)
+{
+    const uint8_t *payload = sn->data + SNAP_HDR;
+    size_t len = sn->len - SNAP_HDR, pos = 0, last = 0;
+    char err[200];
+    while (pos < len) {
+        kq_record r;
+        last = pos;
+        if (kq_record_decode_next(payload, len, &pos, &r, err, sizeof err) != 0) {
+            fail(s, "sim: a snapshot it wrote does not decode: %s", err);
+            return;
+        }
+        kq_record_free(&r);
+    }
+    sim_snap cut = {.id = sn->id};
+    if (!snap_file(s, &cut, payload, last))
+        return;
+    snap_free(sn);
+    *sn = cut;
+}
+
+/* kq-controller's maybe_snapshot, once per loop iteration (outside any step or call into the
+ * node): when the node says one is due, a snapshot of the committed image, written
+ * synchronously, then SNAPSHOT_TAKEN (the core may release the log prefix below it). */
+static void ctl_maybe_snapshot(sim *s, sim_node *n)
+{
+    ctl_host *h = &n->ch;
+    kq_raft_snapshot_id id;
+    /* ctl-early-reply shows the node uncommitted records as committed: its snapshots would
+     * be refused by the core before the early answers are caught */
+    if (s->o.bug == KQ_SIM_BUG_CTL_EARLY_REPLY)
+        return;
+    if (s->failed || !n->up || !h->on || h->busy || n->depth > 0 ||
+        !kq_ctl_node_snapshot_ready(&h->node, &n->host.st, n->host.pending_install, ctl_now(s, n),
+                                    &id))
+        return;
+    kq_buf b = {0};
+    int32_t records = 0;
+    sim_snap sn = {.id = id};
+    if (kq_image_snapshot_write(h->node.meta.img, &b, &records) != 0 ||
+        !snap_file(s, &sn, b.data, b.len)) {
+        kq_buf_free(&b);
+        fail(s, "n%d: cannot write a snapshot of its image", n->id);
+        return;
+    }
+    kq_buf_free(&b);
+    if (s->o.bug == KQ_SIM_BUG_SNAPSHOT_DROPS_RECORD)
+        snap_drop_last_record(s, &sn);
+    trace(s, "n%d > snapshot %" PRId64 "/%d written (%d records, %zu bytes)", n->id, id.end_offset,
+          id.epoch, records, sn.len);
+    int64_t size = (int64_t)sn.len;
+    snap_keep(n, &sn);
+    s->res->snapshots_taken++;
+    kq_ctl_node_snapshot_taken(&h->node, id, ctl_now(s, n));
+    kq_raft_event ev = {.type = KQ_RAFT_EV_SNAPSHOT_TAKEN};
+    ev.u.snapshot.id = id;
+    ev.u.snapshot.size = size;
+    node_step(s, n, &ev);
 }
 
 /* host_batch: the LeaderChange record of a new leader, from the node. */
@@ -2740,6 +3129,7 @@ static void ctl_noop(sim *s, sim_node *n)
     kq_ctl_node_noop(&h->node, ctl_now(s, n));
     ctl_settle(s, n);
     h->busy = false;
+    ctl_maybe_snapshot(s, n);
 }
 
 /* A controller-API request reached node n: decoded as controller/main.c handle_request does,
@@ -2783,6 +3173,7 @@ static void ctl_on_request(sim *s, sim_node *n, const ctl_pkt *p)
         fail(s, "codec: n%d cannot decode a %s body", n->id, api_name(p->api));
     ctl_settle(s, n);
     h->busy = false;
+    ctl_maybe_snapshot(s, n);
 }
 
 /* The node's timers: session expiry, leaderless partitions, preferred leaders. */
@@ -2796,6 +3187,7 @@ static void ctl_timer(sim *s, sim_node *n)
     kq_ctl_node_run(&h->node, ctl_now(s, n));
     ctl_settle(s, n);
     h->busy = false;
+    ctl_maybe_snapshot(s, n);
 }
 
 /* ---- the reference image ---- */
@@ -3874,6 +4266,22 @@ static void clients_setup(sim *s)
  * the lifecycle calls of its loop): replay what is committed and durable into the image,
  * compare it with the reference at the same offset, then tell the lifecycle the observer's
  * leader and whether the image reached the first high watermark (ready to unfence). */
+/* A snapshot replaces the broker's image (at start, or fetched from the leader):
+ * broker_meta checks it against the reference and hands it to the replica manager. */
+static bool bm_load_snapshot(sim *s, sim_node *n, const sim_snap *sn, char *err, size_t errlen)
+{
+    (void)s;
+    if (!n->bm_on) {
+        snprintf(err, errlen, "b%d has no metadata image", n->id);
+        return false;
+    }
+    if (kq_bmeta_load_snapshot(&n->bm, sn->data + SNAP_HDR, sn->len - SNAP_HDR, sn->id.end_offset,
+                               err, errlen) != 0)
+        return false;
+    n->bm_seen_end = -1;
+    return true;
+}
+
 static void broker_meta(sim *s, sim_node *n)
 {
     sim_actor *a = &s->actors[n->actor];
@@ -3883,7 +4291,7 @@ static void broker_meta(sim *s, sim_node *n)
     int64_t upto = s->o.bug == KQ_SIM_BUG_BROKER_UNCOMMITTED
                        ? log_end(&n->mlog)
                        : kq_raft_host_applicable_end(&n->host);
-    int64_t before = n->bm.applied_end;
+    int64_t before = n->bm_seen_end; /* -1 after a snapshot replaced the image */
     while (n->bm.applied_end < upto && !s->failed) {
         long i = log_find(&n->mlog, n->bm.applied_end);
         if (i < 0) {
@@ -3899,6 +4307,7 @@ static void broker_meta(sim *s, sim_node *n)
         }
     }
     int64_t end = n->bm.applied_end;
+    n->bm_seen_end = end;
     if (end != before) {
         if (end > s->ref_end) {
             fail(s, "b%d applied its image to %" PRId64 ", beyond the committed end %" PRId64,
@@ -4747,6 +5156,17 @@ static void ctl_setup(sim *s, kq_prng *master)
     s->n_topics_target = (uint32_t)kq_prng_range(&s->ctl, 1, 4);
     s->ctl_max_batch =
         kq_prng_permille(&s->ctl, 300) ? (size_t)kq_prng_range(&s->ctl, 64, 512) : 1u << 20;
+    /* Snapshots in about half of the seeds, every few KB of records or seconds (a stream of
+     * its own: the other decisions of a seed stay as they were before snapshots existed). */
+    kq_prng snap = {s->o.seed ^ 0x736E617073686F74ull};
+    snap.s = kq_prng_next(&snap);
+    s->snapshot_max_bytes = INT64_MAX;
+    s->snapshot_interval_ms = 0;
+    if (kq_prng_permille(&snap, 500)) {
+        s->snapshot_max_bytes = (int64_t)kq_prng_range(&snap, 256, 8192);
+        if (kq_prng_permille(&snap, 300))
+            s->snapshot_interval_ms = (int64_t)kq_prng_range(&snap, 1000, 10000);
+    }
     s->res->brokers = s->n_brokers;
     s->actors = xcalloc(s, KQ_SIM_MAX_BROKERS + 1, sizeof(sim_actor));
     s->ref = kq_image_new();
@@ -4774,10 +5194,11 @@ static void ctl_setup(sim *s, kq_prng *master)
     trace(s,
           "controller: %d brokers, %u topics, elr %d, unclean %d, min isr %d, batch cap %zu, "
           "broker crash %u isolate %u, partition-log disk errors %u/10000, metadata disk "
-          "errors %u/10000",
+          "errors %u/10000, snapshot every %" PRId64 " bytes or %" PRId64 " ms",
           s->n_brokers, s->n_topics_target, s->settings.elr_enabled,
           s->settings.unclean_leader_election, s->settings.min_insync_replicas, s->ctl_max_batch,
-          s->p_bcrash, s->p_bisolate, s->p_disk_err, s->p_rdisk_err);
+          s->p_bcrash, s->p_bisolate, s->p_disk_err, s->p_rdisk_err, s->snapshot_max_bytes,
+          s->snapshot_interval_ms);
 }
 
 static void ctl_dispatch(sim *s, sim_ev *ev)
@@ -5130,6 +5551,9 @@ static void sim_free(sim *s)
         node_clear_volatile(n);
         log_free(&n->mlog);
         log_free(&n->dlog);
+        snap_free(&n->snaps[0]);
+        snap_free(&n->snaps[1]);
+        snap_free(&n->part);
         free(n->outs);
         free(n->ins);
     }

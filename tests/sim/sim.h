@@ -80,7 +80,9 @@
     X(BROKER_DISK_LIES, "broker-disk-lies", true,                                                  \
       "a broker's partition-log disk loses its last commit in a crash")                            \
     X(UNCLEAN, "unclean", true,                                                                    \
-      "unclean leader elections are enabled and not exempt from the data checks")
+      "unclean leader elections are enabled and not exempt from the data checks")                  \
+    X(SNAPSHOT_DROPS_RECORD, "snapshot-drops-record", true,                                        \
+      "a controller's snapshot leaves out the last record of its image")
 
 typedef enum kq_sim_bug {
     KQ_SIM_BUG_NONE = 0,
@@ -121,14 +123,16 @@ typedef struct kq_sim_result {
     uint64_t commits_checked; /* offsets the committed-prefix oracle recorded */
     /* controller mode */
     int brokers;
-    uint64_t ctl_requests;   /* controller API requests that reached an active controller */
-    uint64_t ap_acked;       /* AlterPartition changes a broker saw acknowledged (NONE) */
-    uint64_t ap_rejected;    /* AlterPartition partitions answered with an error */
-    uint64_t image_checks;   /* committed images compared with the reference image */
-    uint64_t activations;    /* times a node became the active controller */
-    uint64_t topics_created; /* topics in the final image */
-    uint64_t records_acked;  /* records producers saw acknowledged (any acks) */
-    uint64_t records_read;   /* records the consumer read */
+    uint64_t ctl_requests;        /* controller API requests that reached an active controller */
+    uint64_t ap_acked;            /* AlterPartition changes a broker saw acknowledged (NONE) */
+    uint64_t ap_rejected;         /* AlterPartition partitions answered with an error */
+    uint64_t image_checks;        /* committed images compared with the reference image */
+    uint64_t activations;         /* times a node became the active controller */
+    uint64_t topics_created;      /* topics in the final image */
+    uint64_t records_acked;       /* records producers saw acknowledged (any acks) */
+    uint64_t records_read;        /* records the consumer read */
+    uint64_t snapshots_taken;     /* snapshots the controllers wrote */
+    uint64_t snapshots_installed; /* snapshots fetched and installed (controllers, brokers) */
 } kq_sim_result;
 
 void kq_sim_opts_defaults(kq_sim_opts *o);
