@@ -1,7 +1,7 @@
 /*
  * kq-sim: run the deterministic simulator over one seed or a range of seeds.
  *
- *   kq-sim --seed S [--seeds N | --hours H] [--voters K] [--brokers B] [--trace]
+ *   kq-sim --seed S [--seeds N | --hours H] [--controllers K] [--brokers B] [--trace]
  *          [--max-time-ms T] [--liveness-ms L] [--check-determinism] [--bug NAME] [--quiet]
  *          [--raft-only [--observers M]]
  *   kq-sim --list-bugs
@@ -25,7 +25,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: kq-sim --seed S [--seeds N | --hours H] [--voters K] [--brokers B]\n"
+            "usage: kq-sim --seed S [--seeds N | --hours H] [--controllers K] [--brokers B]\n"
             "              [--trace] [--max-time-ms T] [--liveness-ms L] [--check-determinism]\n"
             "              [--bug NAME] [--quiet] [--raft-only [--observers M]]\n"
             "       kq-sim --list-bugs\n"
@@ -34,7 +34,8 @@ static void usage(FILE *f)
             "  --hours H            run seeds S, S+1, ... for H hours (fractions allowed), stop\n"
             "                       at the first that fails\n"
             "  --list-bugs          print the checker self-tests (--bug names), one per line\n"
-            "  --voters K           1..%d voters (default: drawn from each seed)\n"
+            "  --controllers K      1..%d voters, the controllers (default: drawn from each\n"
+            "                       seed); --voters K is the same\n"
             "  --brokers B          1..%d broker agents (default: drawn, 3..6)\n"
             "  --trace              print every trace line\n"
             "  --max-time-ms T      virtual length of the fault phase (default: drawn)\n"
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
 {
     kq_sim_opts o;
     kq_sim_opts_defaults(&o);
-    uint64_t seed = 0, nseeds = 1, v, snaps_taken = 0, snaps_installed = 0;
+    uint64_t seed = 0, nseeds = 1, v, snaps_taken = 0, snaps_installed = 0, admin_retried = 0;
     bool have_seed = false, determinism = false, raft_only = false, observers_given = false;
     double hours = 0;
     for (int i = 1; i < argc; i++) {
@@ -84,7 +85,7 @@ int main(int argc, char **argv)
             if (parse_u64(a, val, 1, 100000000, &nseeds))
                 return 2;
             i++;
-        } else if (!strcmp(a, "--voters")) {
+        } else if (!strcmp(a, "--voters") || !strcmp(a, "--controllers")) {
             if (parse_u64(a, val, 1, KQ_SIM_MAX_VOTERS, &v))
                 return 2;
             o.voters = (int)v;
@@ -178,6 +179,7 @@ int main(int argc, char **argv)
         events += r.events;
         snaps_taken += r.snapshots_taken;
         snaps_installed += r.snapshots_installed;
+        admin_retried += r.admin_retried;
         if (!r.failed && determinism) {
             kq_sim_result r2;
             kq_sim_opts o2 = o;
@@ -214,8 +216,9 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     if (o.controller)
-        printf("sim: %" PRIu64 " snapshots written, %" PRIu64 " fetched and installed\n",
-               snaps_taken, snaps_installed);
+        printf("sim: %" PRIu64 " snapshots written, %" PRIu64 " fetched and installed; %" PRIu64
+               " admin operations answered after retries\n",
+               snaps_taken, snaps_installed, admin_retried);
     printf("sim: %" PRIu64 " events in %.1f s (%.0f events/s, %.0f seeds/s)\n", events, secs,
            secs > 0 ? (double)events / secs : 0, secs > 0 ? (double)k / secs : 0);
     printf("sim: %" PRIu64 " seeds, %" PRIu64 " failed\n", k, failed);

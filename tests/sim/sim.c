@@ -2466,6 +2466,10 @@ static void live_deadline(sim *s)
 
 #define ADMIN_ACTOR KQ_SIM_MAX_BROKERS /* index of the admin client in s->actors */
 #define ACTOR_REQ_TIMEOUT_MS 5000
+#define ADMIN_TIMEOUT_MS                                                                           \
+    60000                  /* the admin client gives an operation up (default.api.timeout.ms)      \
+                            */
+#define ADMIN_RETRY_MS 100 /* and retries it after this (retry.backoff.ms) */
 #define HEARTBEAT_INTERVAL_MS 2000
 #define AP_MAX_ISR 16
 
@@ -2513,6 +2517,15 @@ typedef struct sim_actor {
     /* admin */
     uint32_t topics_done;
     uint32_t admin_rounds;
+    /* the admin operation in progress: resent as it was first encoded, as a client retries
+     * (NOT_CONTROLLER, timeouts, transport errors), until answered or ADMIN_TIMEOUT_MS */
+    kq_buf op_wire;
+    uint32_t op_api;
+    uint64_t op_start;
+    uint32_t op_tries;
+    bool op_pending;
+    bool op_live; /* submitted after the faults stopped */
+    bool live_op_done;
     /* a broker: the production lifecycle (broker-agent/lifecycle.h) on the actor's clock */
     kq_bl bl;
     /* a broker: the production data plane (data_plane.h) and replica manager over the
@@ -3151,6 +3164,13 @@ static void ctl_on_request(sim *s, sim_node *n, const ctl_pkt *p)
         fail(s, "codec: a %s decoded as another api", api_name(p->api));
         return;
     }
+    bool admin_api = p->api == KQ_API_CREATE_TOPICS || p->api == KQ_API_DELETE_TOPICS ||
+                     p->api == KQ_API_INCREMENTAL_ALTER_CONFIGS || p->api == KQ_API_ELECT_LEADERS;
+    if (s->o.bug == KQ_SIM_BUG_CTL_REFUSES_ADMIN && admin_api && h->on && h->node.meta.active) {
+        kq_request_free(&env);
+        ctl_reply_error(s, n, p, KQ_ERR_NOT_CONTROLLER, "refused (ctl-refuses-admin)");
+        return;
+    }
     ctl_pkt *req = xcalloc(s, 1, sizeof *req); /* the handle the node answers */
     if (!req || !h->on) {
         kq_request_free(&env);
@@ -3297,15 +3317,9 @@ static void actor_tick_at(sim *s, sim_actor *a, uint64_t at)
     sched_ev(s, at, EV_ACTOR_TICK, -1, a->inc, a->tick_gen, NULL, NULL, a->idx);
 }
 
-static void actor_send(sim *s, sim_actor *a, int chan, const kq_ctl_request *req)
+/* An encoded request (b, taken) to the controller the actor believes active. */
+static void actor_send_wire(sim *s, sim_actor *a, int chan, uint32_t api, kq_buf b)
 {
-    kq_buf b = {0};
-    int rc = kq_ctl_encode_request(CLUSTER_ID, a->id, req, &b);
-    if (rc) {
-        fail(s, "codec: b%d cannot encode a %s: %s", a->id, api_name(req->api_key),
-             kq_err_name(rc));
-        return;
-    }
     ctl_pkt *p = xcalloc(s, 1, sizeof *p);
     if (!p) {
         kq_buf_free(&b);
@@ -3315,16 +3329,28 @@ static void actor_send(sim *s, sim_actor *a, int chan, const kq_ctl_request *req
                    .node = a->ctl,
                    .to_ctl = true,
                    .req_id = ++s->next_req_id,
-                   .api = req->api_key,
+                   .api = api,
                    .wait = -1,
                    .wire = b};
     a->req_id[chan] = p->req_id;
-    a->req_api[chan] = req->api_key;
+    a->req_api[chan] = api;
     trace(s, "  %s%d > n%d #%" PRIu64 " %s", a->admin ? "admin" : "b", a->id, s->nodes[a->ctl].id,
-          p->req_id, api_name(req->api_key));
+          p->req_id, api_name(api));
     sched_ev(s, s->now + ACTOR_REQ_TIMEOUT_MS, EV_ACTOR_TIMEOUT, -1, a->inc, p->req_id, NULL, NULL,
              a->idx);
     ctl_send(s, p);
+}
+
+static void actor_send(sim *s, sim_actor *a, int chan, const kq_ctl_request *req)
+{
+    kq_buf b = {0};
+    int rc = kq_ctl_encode_request(CLUSTER_ID, a->id, req, &b);
+    if (rc) {
+        fail(s, "codec: b%d cannot encode a %s: %s", a->id, api_name(req->api_key),
+             kq_err_name(rc));
+        return;
+    }
+    actor_send_wire(s, a, chan, req->api_key, b);
 }
 
 static void actor_other_ctl(sim *s, sim_actor *a)
@@ -4402,6 +4428,66 @@ static const kq_topic *admin_pick_topic(sim *s, bool not_clients)
     return pick;
 }
 
+/* The admin operation in progress goes (again) to the controller the client believes
+ * active, unless the client's timeout has passed: then it gives the operation up, which is a
+ * failure for one submitted after the faults stopped (a healthy cluster answers well within). */
+static void admin_retry(sim *s, sim_actor *a)
+{
+    if (!a->op_pending || a->req_id[CHAN_MAIN] != 0)
+        return;
+    if (s->now - a->op_start >= ADMIN_TIMEOUT_MS) {
+        trace(s, "admin: %s given up after %u tries in %" PRIu64 " ms", api_name(a->op_api),
+              a->op_tries, s->now - a->op_start);
+        if (a->op_live)
+            fail(s,
+                 "admin: %s submitted after the faults stopped got no answer in %u tries within "
+                 "the client's timeout (%d ms)",
+                 api_name(a->op_api), a->op_tries, ADMIN_TIMEOUT_MS);
+        a->op_pending = false;
+        kq_buf_free(&a->op_wire);
+        return;
+    }
+    kq_buf b = {.data = xcalloc(s, a->op_wire.len, 1), .len = a->op_wire.len};
+    if (!b.data)
+        return;
+    memcpy(b.data, a->op_wire.data, a->op_wire.len);
+    a->op_tries++;
+    actor_send_wire(s, a, CHAN_MAIN, a->op_api, b);
+}
+
+/* A new admin operation (encoded once, resent unchanged on every retry). */
+static void admin_submit(sim *s, sim_actor *a, const kq_ctl_request *r)
+{
+    kq_buf_free(&a->op_wire);
+    int rc = kq_ctl_encode_request(CLUSTER_ID, a->id, r, &a->op_wire);
+    if (rc) {
+        fail(s, "codec: the admin client cannot encode a %s: %s", api_name(r->api_key),
+             kq_err_name(rc));
+        return;
+    }
+    a->op_api = r->api_key;
+    a->op_start = s->now;
+    a->op_tries = 0;
+    a->op_pending = true;
+    a->op_live = s->liveness;
+    admin_retry(s, a);
+}
+
+/* The controller answered the operation in progress (per-item results, each the final word). */
+static void admin_done(sim *s, sim_actor *a)
+{
+    if (!a->op_pending)
+        return;
+    trace(s, "admin: %s answered after %u tries in %" PRIu64 " ms", api_name(a->op_api),
+          a->op_tries, s->now - a->op_start);
+    if (a->op_tries > 1)
+        s->res->admin_retried++;
+    a->op_pending = false;
+    if (a->op_live)
+        a->live_op_done = true;
+    kq_buf_free(&a->op_wire);
+}
+
 static void admin_tick(sim *s, sim_actor *a)
 {
     kq_ctl_request r;
@@ -4420,7 +4506,7 @@ static void admin_tick(sim *s, sim_actor *a)
         r.api_key = KQ_API_CREATE_TOPICS;
         r.create_topics.topics = &t;
         r.create_topics.n = 1;
-        actor_send(s, a, CHAN_MAIN, &r);
+        admin_submit(s, a, &r);
         return;
     }
     a->admin_rounds++;
@@ -4477,14 +4563,21 @@ static void admin_tick(sim *s, sim_actor *a)
     } else {
         return;
     }
-    actor_send(s, a, CHAN_MAIN, &r);
+    admin_submit(s, a, &r);
 }
 
 static void actor_tick(sim *s, sim_actor *a)
 {
     uint64_t next = HEARTBEAT_INTERVAL_MS;
     if (a->admin) {
-        if (!s->liveness && a->req_id[CHAN_MAIN] == 0)
+        if (a->op_pending) { /* a retry */
+            admin_retry(s, a);
+            actor_tick_at(s, a, s->now + ADMIN_RETRY_MS);
+            return;
+        }
+        /* during the faults a new operation every 1-2 s; after them one more, which must be
+         * answered before the cluster counts as converged */
+        if (a->req_id[CHAN_MAIN] == 0 && (!s->liveness || !a->live_op_done))
             admin_tick(s, a);
         next = 1000 + kq_prng_below(&s->ctl, 1000);
     } else {
@@ -4690,6 +4783,8 @@ static void on_main_response(sim *s, sim_actor *a, const kq_response *env)
             trace(s, "admin < %s: %d results", api_name(a->req_api[CHAN_MAIN]), ir.n);
         }
         kq_ctl_item_results_free(&ir);
+        if (!rc)
+            admin_done(s, a);
     }
     if (rc)
         fail(s, "codec: %s%d cannot decode a %s response: %s: %s", a->admin ? "admin" : "b", a->id,
@@ -4735,6 +4830,9 @@ static void ctl_on_response(sim *s, sim_actor *a, const ctl_pkt *p)
             actor_follow(s, a, &env);
             if (chan == CHAN_MAIN)
                 actor_tick_at(s, a, s->now + 20 + kq_prng_below(&s->ctl, 80));
+        } else if (chan == CHAN_MAIN && a->admin && env.error != KQ_ERR_REQUEST_TIMED_OUT) {
+            fail(s, "admin: a valid %s was refused: %s (%s)", api_name(p->api),
+                 kq_err_name(env.error), env.error_message);
         }
     } else {
         if (chan == CHAN_AP)
@@ -4776,6 +4874,8 @@ static void actor_timeout(sim *s, sim_actor *a, uint64_t req_id)
             broker_answer(s, a, a->req_api[c], KQ_ERR_REQUEST_TIMED_OUT, -1, NULL, -1);
         else if (kq_prng_permille(&s->ctl, 500))
             actor_other_ctl(s, a);
+        if (c == CHAN_MAIN && a->admin && a->op_pending)
+            actor_tick_at(s, a, s->now + ADMIN_RETRY_MS);
     }
 }
 
@@ -4930,6 +5030,12 @@ static void ctl_live_status(sim *s, char *why, size_t len)
                      a->up && a->bl.fenced ? " (fenced)" : "");
             return;
         }
+    }
+    const sim_actor *ad = &s->actors[s->n_brokers];
+    if (ad->op_pending || !ad->live_op_done) { /* retried until the controller answered */
+        snprintf(why, len, "admin %s %s (%u tries)", ad->op_pending ? api_name(ad->op_api) : "",
+                 ad->op_pending ? "not answered yet" : "operation not submitted yet", ad->op_tries);
+        return;
     }
     live_partition lp = {.why = why, .len = len};
     kq_image_foreach_partition(s->ref, live_partition_cb, &lp);
@@ -5263,6 +5369,7 @@ static void ctl_free(sim *s)
         kq_plog_mem_disk_free(s->actors[i].disk);
         free(s->actors[i].outs);
         free(s->actors[i].hws);
+        kq_buf_free(&s->actors[i].op_wire);
     }
     free(s->actors);
     free(s->clients);

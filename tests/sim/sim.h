@@ -82,7 +82,9 @@
     X(UNCLEAN, "unclean", true,                                                                    \
       "unclean leader elections are enabled and not exempt from the data checks")                  \
     X(SNAPSHOT_DROPS_RECORD, "snapshot-drops-record", true,                                        \
-      "a controller's snapshot leaves out the last record of its image")
+      "a controller's snapshot leaves out the last record of its image")                           \
+    X(CTL_REFUSES_ADMIN, "ctl-refuses-admin", true,                                                \
+      "the active controller answers admin requests NOT_CONTROLLER, naming itself")
 
 typedef enum kq_sim_bug {
     KQ_SIM_BUG_NONE = 0,
@@ -133,6 +135,7 @@ typedef struct kq_sim_result {
     uint64_t records_read;        /* records the consumer read */
     uint64_t snapshots_taken;     /* snapshots the controllers wrote */
     uint64_t snapshots_installed; /* snapshots fetched and installed (controllers, brokers) */
+    uint64_t admin_retried;       /* admin operations answered after more than one try */
 } kq_sim_result;
 
 void kq_sim_opts_defaults(kq_sim_opts *o);
