@@ -1113,7 +1113,8 @@ static void maybe_snapshot(ctl *c)
     char err[512];
     int64_t size = 0;
     kq_raft_snapshot_id id;
-    if (!kq_ctl_node_snapshot_ready(&c->node, &c->host.st, c->host.pending_install, c->now, &id))
+    if (!kq_ctl_node_snapshot_ready(&c->node, &c->host.st, c->host.pending_install,
+                                    kq_raft_host_outbox_reads_from(&c->host), c->now, &id))
         return;
     uint64_t t0 = kq_now_ms();
     if (kq_image_snapshot_write(c->node.meta.img, &b, &n_records) != 0)

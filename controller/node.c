@@ -635,14 +635,16 @@ bool kq_ctl_node_snapshot_due(const kq_ctl_node *n, uint64_t now, kq_raft_snapsh
 }
 
 bool kq_ctl_node_snapshot_ready(const kq_ctl_node *n, const kq_raft_status *st,
-                                bool install_pending, uint64_t now, kq_raft_snapshot_id *id)
+                                bool install_pending, int64_t log_read_from, uint64_t now,
+                                kq_raft_snapshot_id *id)
 {
     /* The high watermark counts the followers' logs: a leader whose own sync lags can know
      * records committed that its disk does not hold yet. A snapshot covers durable records
      * only (the core refuses one above its durable end, and after a crash the log would end
      * below the snapshot). */
     return !install_pending && !st->fetching_snapshot && !st->installing_snapshot &&
-           kq_ctl_node_snapshot_due(n, now, id) && id->end_offset <= st->durable_end_offset;
+           kq_ctl_node_snapshot_due(n, now, id) && id->end_offset <= st->durable_end_offset &&
+           id->end_offset <= log_read_from;
 }
 
 void kq_ctl_node_snapshot_taken(kq_ctl_node *n, kq_raft_snapshot_id id, uint64_t now)

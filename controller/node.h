@@ -152,10 +152,13 @@ void kq_ctl_node_stop(kq_ctl_node *n);
 bool kq_ctl_node_snapshot_due(const kq_ctl_node *n, uint64_t now, kq_raft_snapshot_id *id);
 /* kq_ctl_node_snapshot_due, and the host can write one now: no fetched snapshot waits to be
  * installed (install_pending: kq_raft_host.pending_install), the core (its status st) is
- * neither fetching nor installing one, and its log is durable up to the snapshot's end (a
- * leader's high watermark can run ahead of its own sync). */
+ * neither fetching nor installing one, its log is durable up to the snapshot's end (a
+ * leader's high watermark can run ahead of its own sync), and no answer the host still has to
+ * send reads the log below that end (log_read_from: kq_raft_host_outbox_reads_from; the
+ * snapshot lets the core compact the log). */
 bool kq_ctl_node_snapshot_ready(const kq_ctl_node *n, const kq_raft_status *st,
-                                bool install_pending, uint64_t now, kq_raft_snapshot_id *id);
+                                bool install_pending, int64_t log_read_from, uint64_t now,
+                                kq_raft_snapshot_id *id);
 /* The caller wrote snapshot id. */
 void kq_ctl_node_snapshot_taken(kq_ctl_node *n, kq_raft_snapshot_id id, uint64_t now);
 /* Replace the image with a snapshot's records (start-up, or one fetched from the leader).

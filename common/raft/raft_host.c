@@ -33,6 +33,19 @@ int64_t kq_raft_host_applicable_end(const kq_raft_host *h)
     return h->hw < h->durable_end ? h->hw : h->durable_end;
 }
 
+int64_t kq_raft_host_outbox_reads_from(const kq_raft_host *h)
+{
+    int64_t from = INT64_MAX;
+    for (size_t i = 0; i < h->n_outbox; i++) {
+        const kq_raft_msg *m = &h->outbox[i];
+        if (m->type == KQ_RAFT_FETCH_RESP && m->error == 0 &&
+            m->u.fetch_resp.records_to > m->u.fetch_resp.records_from &&
+            m->u.fetch_resp.records_from < from)
+            from = m->u.fetch_resp.records_from;
+    }
+    return from;
+}
+
 void kq_raft_host_free(kq_raft_host *h)
 {
     if (!h)

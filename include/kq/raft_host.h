@@ -134,6 +134,11 @@ void kq_raft_host_commit(kq_raft_host *h);
  * KQ_ERR_INVALID_REQUEST when no background install was in progress. */
 int kq_raft_host_installed(kq_raft_host *h, int rc);
 
+/* The lowest offset a Fetch answer waiting in the outbox will read from the log when it is
+ * sent (the host fills answers at send time), INT64_MAX when none will: the log below it must
+ * stay until then, so a snapshot that would compact it waits (kq_ctl_node_snapshot_ready). */
+int64_t kq_raft_host_outbox_reads_from(const kq_raft_host *h);
+
 /* The end of what a replica of this log may apply: committed (below the high watermark) and
  * durable here; -1 while the high watermark is unknown. */
 int64_t kq_raft_host_applicable_end(const kq_raft_host *h);

@@ -2964,8 +2964,8 @@ static void ctl_maybe_snapshot(sim *s, sim_node *n)
     if (s->o.bug == KQ_SIM_BUG_CTL_EARLY_REPLY)
         return;
     if (s->failed || !n->up || !h->on || h->busy || n->depth > 0 ||
-        !kq_ctl_node_snapshot_ready(&h->node, &n->host.st, n->host.pending_install, ctl_now(s, n),
-                                    &id))
+        !kq_ctl_node_snapshot_ready(&h->node, &n->host.st, n->host.pending_install,
+                                    kq_raft_host_outbox_reads_from(&n->host), ctl_now(s, n), &id))
         return;
     kq_buf b = {0};
     int32_t records = 0;

@@ -432,7 +432,9 @@ static void test_snapshot_due_by_bytes(void **state)
 
 /* A snapshot is written only when the host can: its log durable up to the snapshot's end (a
  * leader counts the followers' logs for its high watermark, and may know records committed
- * before its own disk holds them: found by kq-sim), and no snapshot being fetched or installed. */
+ * before its own disk holds them: found by kq-sim), no snapshot being fetched or installed, and
+ * no Fetch answer waiting to be sent that reads below its end (kq-sim seed 7300008776: a
+ * leader that resigned with one in its outbox compacted the log it was to read). */
 static void test_snapshot_ready_needs_durable_log(void **state)
 {
     (void)state;
@@ -446,16 +448,19 @@ static void test_snapshot_ready_needs_durable_log(void **state)
     int64_t end = h->st.high_watermark;
     assert_true(kq_ctl_node_snapshot_due(&h->node, 1002, &id));
     h->st.durable_end_offset = end - 1; /* the followers' logs made it committed */
-    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, 1002, &id));
+    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, INT64_MAX, 1002, &id));
     h->st.durable_end_offset = end;
-    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, true, 1002, &id));
+    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, true, INT64_MAX, 1002, &id));
     h->st.fetching_snapshot = true;
-    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, 1002, &id));
+    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, INT64_MAX, 1002, &id));
     h->st.fetching_snapshot = false;
     h->st.installing_snapshot = true;
-    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, 1002, &id));
+    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, INT64_MAX, 1002, &id));
     h->st.installing_snapshot = false;
-    assert_true(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, 1002, &id));
+    /* an answer waiting in the host's outbox still reads the log below the end */
+    assert_false(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, end - 1, 1002, &id));
+    assert_true(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, end, 1002, &id));
+    assert_true(kq_ctl_node_snapshot_ready(&h->node, &h->st, false, INT64_MAX, 1002, &id));
     assert_int_equal(id.end_offset, end);
     host_free(h);
 }

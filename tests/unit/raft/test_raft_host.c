@@ -318,6 +318,14 @@ static void test_leader_writes_its_leader_change_before_it_announces_itself(void
     teardown(&f);
 }
 
+static bool has_pending_answer(const fake *f)
+{
+    for (size_t i = 0; i < f->h.n_outbox; i++)
+        if (f->h.outbox[i].type == KQ_RAFT_FETCH_RESP)
+            return true;
+    return false;
+}
+
 static void test_fetch_answers_leave_before_the_leaders_commit(void **state)
 {
     fake f;
@@ -360,6 +368,34 @@ static void test_fetch_answers_leave_before_the_leaders_commit(void **state)
     kq_raft_host_flush(&f.h);
     assert_int_not_equal(first(&f, J_COMMIT), SIZE_MAX);
     assert_false(f.open);
+    teardown(&f);
+}
+
+/* A Fetch answer in the outbox reads the log when it is sent: the host names the lowest offset
+ * such answers read, so a snapshot does not compact it away first. */
+static void test_outbox_reads_from_names_what_answers_will_read(void **state)
+{
+    fake f;
+    (void)state;
+    setup(&f, false);
+    become_leader(&f);
+    assert_true(f.h.st.log_end_offset > 0);
+    assert_true(kq_raft_host_outbox_reads_from(&f.h) == INT64_MAX);
+    kq_raft_msg fr = {.type = KQ_RAFT_FETCH_REQ,
+                      .from = 2,
+                      .to = 1,
+                      .epoch = f.h.st.epoch,
+                      .token = 7,
+                      .leader_id = -1};
+    fr.u.fetch_req.fetch_offset = 0; /* a follower with an empty log */
+    fr.u.fetch_req.last_fetched_epoch = 0;
+    fr.u.fetch_req.max_wait_ms = 500;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &fr};
+    assert_int_equal(kq_raft_host_step(&f.h, &ev, NULL), 0);
+    assert_true(has_pending_answer(&f));
+    assert_true(kq_raft_host_outbox_reads_from(&f.h) == 0);
+    kq_raft_host_flush(&f.h); /* sent */
+    assert_true(kq_raft_host_outbox_reads_from(&f.h) == INT64_MAX);
     teardown(&f);
 }
 
@@ -571,6 +607,7 @@ int main(void)
         cmocka_unit_test(test_vote_is_durable_before_the_vote_requests_leave),
         cmocka_unit_test(test_leader_writes_its_leader_change_before_it_announces_itself),
         cmocka_unit_test(test_fetch_answers_leave_before_the_leaders_commit),
+        cmocka_unit_test(test_outbox_reads_from_names_what_answers_will_read),
         cmocka_unit_test(test_a_node_that_does_not_lead_sends_nothing_early),
         cmocka_unit_test(test_an_observer_drops_the_answers_it_is_asked_for),
         cmocka_unit_test(test_a_fetched_snapshot_is_installed_then_the_log_follows),
