@@ -62,7 +62,8 @@ typedef struct sim_log {
 } sim_log;
 
 /* A snapshot file on the simulated disk: a header (SNAP_HDR bytes: the payload's CRC-32C and
- * length, as the store's files carry) and the payload (the image, kq_image_snapshot_write). */
+ * length; the store's own header also carries a magic, the id and a header CRC) and the payload
+ * (the image, kq_image_snapshot_write). */
 typedef struct sim_snap {
     kq_raft_snapshot_id id; /* end_offset 0: none */
     uint8_t *data;          /* owned: the whole file */
@@ -326,6 +327,8 @@ typedef struct sim {
     uint32_t n_topics_target;
     size_t ctl_max_batch;
     int64_t snapshot_max_bytes; /* the controllers' snapshot settings */
+    kq_prng snapr;              /* snapshot faults: damaged .part files */
+    uint32_t p_part_damage;     /* per 1,000 installs: the fetched .part is damaged */
     int64_t snapshot_interval_ms;
     kq_decide_settings settings;
     kq_image *ref; /* reference: the committed log replayed with checks before each record */
@@ -778,20 +781,21 @@ static void msg_str(const kq_raft_msg *m, size_t n_batches, char *buf, size_t le
     else if (m->type == KQ_RAFT_FETCH_REQ)
         k = snprintf(buf, len, " off=%" PRId64 " lfe=%d", m->u.fetch_req.fetch_offset,
                      m->u.fetch_req.last_fetched_epoch);
+    else if (m->type == KQ_RAFT_FETCH_RESP && m->u.fetch_resp.snapshot)
+        k = snprintf(buf, len, " hw=%" PRId64 " snapshot=%" PRId64 "/%d",
+                     m->u.fetch_resp.high_watermark, m->u.fetch_resp.snapshot_id.end_offset,
+                     m->u.fetch_resp.snapshot_id.epoch);
     else if (m->type == KQ_RAFT_FETCH_RESP)
         k = snprintf(buf, len,
                      " hw=%" PRId64 " div=%d(%d,%" PRId64 ") rec=[%" PRId64 ",%" PRId64 ") nb=%zu",
                      m->u.fetch_resp.high_watermark, m->u.fetch_resp.diverging,
                      m->u.fetch_resp.diverging_epoch, m->u.fetch_resp.diverging_end_offset,
                      m->u.fetch_resp.records_from, m->u.fetch_resp.records_to, n_batches);
-    if (!m->error && m->type == KQ_RAFT_FETCH_RESP && m->u.fetch_resp.snapshot)
-        k = snprintf(buf, len, " snapshot=%" PRId64 "/%d", m->u.fetch_resp.snapshot_id.end_offset,
-                     m->u.fetch_resp.snapshot_id.epoch);
-    else if (!m->error && m->type == KQ_RAFT_FETCH_SNAPSHOT_REQ)
+    else if (m->type == KQ_RAFT_FETCH_SNAPSHOT_REQ)
         k = snprintf(buf, len, " snapshot=%" PRId64 "/%d pos=%" PRId64,
                      m->u.fetch_snapshot_req.snapshot_id.end_offset,
                      m->u.fetch_snapshot_req.snapshot_id.epoch, m->u.fetch_snapshot_req.position);
-    else if (!m->error && m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP)
+    else if (m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP)
         k = snprintf(buf, len, " snapshot=%" PRId64 "/%d [%" PRId64 "+%zu of %" PRId64 "]",
                      m->u.fetch_snapshot_resp.snapshot_id.end_offset,
                      m->u.fetch_snapshot_resp.snapshot_id.epoch, m->u.fetch_snapshot_resp.position,
@@ -1417,7 +1421,7 @@ static int disk_append(void *ctx, int64_t base, int32_t epoch, int32_t count, co
 {
     sim_node *n = ctx;
     sim *s = n->s;
-    int32_t last = n->mlog.n ? n->mlog.b[n->mlog.n - 1].epoch : 0;
+    int32_t last = n->mlog.n ? n->mlog.b[n->mlog.n - 1].epoch : n->mlog.start_epoch;
     if (base != log_end(&n->mlog))
         fail(s, "n%d: append at %" PRId64 " but the log ends at %" PRId64, n->id, base,
              log_end(&n->mlog));
@@ -1453,7 +1457,12 @@ static int disk_remove_prefix(void *ctx, int64_t start)
 {
     sim_node *n = ctx;
     sim *s = n->s;
-    if (start != n->snaps[0].id.end_offset)
+    if (!n->voter) /* kq-broker-agent's observer refuses (refuse_compaction): it writes none */
+        fail(s, "n%d: an observer is asked to remove its log below %" PRId64, n->id, start);
+    else if (start > log_end(&n->mlog))
+        fail(s, "n%d: removes the log below %" PRId64 ", beyond its end %" PRId64, n->id, start,
+             log_end(&n->mlog));
+    else if (start != n->snaps[0].id.end_offset)
         fail(s, "n%d: removes the log below %" PRId64 ", but its latest snapshot ends at %" PRId64,
              n->id, start, n->snaps[0].id.end_offset);
     else if (start > n->mlog.start && log_find(&n->mlog, start) >= 0 &&
@@ -1627,6 +1636,12 @@ static int host_install_snapshot(void *ctx, kq_raft_snapshot_id id, char *err, s
     if (n->open || n->gh)
         fail(s, "n%d: installs snapshot %" PRId64 "/%d while log writes are not durable", n->id,
              id.end_offset, id.epoch);
+    if (!s->failed && n->part.len > SNAP_HDR && kq_prng_permille(&s->snapr, s->p_part_damage)) {
+        size_t at = (size_t)kq_prng_below(&s->snapr, n->part.len);
+        n->part.data[at] ^= 0x5A; /* a damaged .part (a bad disk sector, a torn write) */
+        trace(s, "  n%d: its .part of %" PRId64 "/%d is damaged at byte %zu", n->id, id.end_offset,
+              id.epoch, at);
+    }
     if (!s->failed && !snap_valid(&n->part)) {
         trace(s, "  n%d snapshot %" PRId64 "/%d .part is damaged: discarded", n->id, id.end_offset,
               id.epoch);
@@ -2008,6 +2023,13 @@ static void node_start(sim *s, sim_node *n)
 {
     if (n->up)
         return;
+    /* kq_store_open's snapshot fix-up: a durable log that ends below the latest snapshot (a
+     * crash that lost synced batches, --bug lose-synced) is reset to start at the snapshot */
+    if (n->snaps[0].id.end_offset > log_end(&n->dlog)) {
+        trace(s, "n%d: log ends at %" PRId64 ", below snapshot %" PRId64 "/%d: reset to it", n->id,
+              log_end(&n->dlog), n->snaps[0].id.end_offset, n->snaps[0].id.epoch);
+        log_reset(&n->dlog, n->snaps[0].id.end_offset, n->snaps[0].id.epoch);
+    }
     char err[200] = "";
     kq_raft_config cfg = n->cfg;
     n->inc++;
@@ -2041,7 +2063,9 @@ static void node_start(sim *s, sim_node *n)
     n->st.role = KQ_RAFT_UNATTACHED;
 
     /* the epoch cache as kq_store_recover reads it: an empty log that starts at a snapshot
-     * has the snapshot's epoch at its start */
+     * has the snapshot's epoch at its start. (After an install or a compaction the store can
+     * also keep that entry in front of a newer epoch starting at the same offset; the core
+     * answers the same either way.) */
     kq_epoch_entry *epochs = xcalloc(s, n->dlog.n + 1, sizeof *epochs);
     if (!epochs)
         return;
@@ -2926,6 +2950,10 @@ static bool ctl_load_snapshot(sim *s, sim_node *n, const sim_snap *sn, char *err
     if (kq_ctl_node_load_snapshot(&h->node, sn->id, sn->data + SNAP_HDR, sn->len - SNAP_HDR,
                                   ctl_now(s, n), err, errlen) != 0)
         return false;
+    int64_t end = sn->id.end_offset;
+    if ((size_t)end >= s->cap_ref_hash || !s->ref_hash[end].set)
+        fail(s, "n%d loaded snapshot %" PRId64 "/%d, which does not end at a committed batch end",
+             n->id, end, sn->id.epoch);
     ctl_check_committed(s, n);
     return true;
 }
@@ -4510,6 +4538,14 @@ static void admin_tick(sim *s, sim_actor *a)
         return;
     }
     a->admin_rounds++;
+    if (s->liveness) { /* after the faults: an operation that changes nothing the checks exempt */
+        r.api_key = KQ_API_ELECT_LEADERS;
+        r.elect_leaders.election_type = KQ_ELECTION_TYPE_PREFERRED;
+        r.elect_leaders.all_partitions = true;
+        trace(s, "admin > preferred leader election (after the faults)");
+        admin_submit(s, a, &r);
+        return;
+    }
     uint32_t what = (uint32_t)kq_prng_below(&s->ctl, 16);
     const kq_topic *t = admin_pick_topic(s, what == 6);
     kq_config_op op = {.op = KQ_CONFIG_OP_SET};
@@ -4830,7 +4866,11 @@ static void ctl_on_response(sim *s, sim_actor *a, const ctl_pkt *p)
             actor_follow(s, a, &env);
             if (chan == CHAN_MAIN)
                 actor_tick_at(s, a, s->now + 20 + kq_prng_below(&s->ctl, 80));
-        } else if (chan == CHAN_MAIN && a->admin && env.error != KQ_ERR_REQUEST_TIMED_OUT) {
+        } else if (chan == CHAN_MAIN && a->admin &&
+                   (env.error == KQ_ERR_REQUEST_TIMED_OUT ||
+                    env.error == KQ_ERR_BROKER_NOT_AVAILABLE)) {
+            actor_tick_at(s, a, s->now + ADMIN_RETRY_MS); /* retriable: again after the back-off */
+        } else if (chan == CHAN_MAIN && a->admin) {
             fail(s, "admin: a valid %s was refused: %s (%s)", api_name(p->api),
                  kq_err_name(env.error), env.error_message);
         }
@@ -5033,8 +5073,11 @@ static void ctl_live_status(sim *s, char *why, size_t len)
     }
     const sim_actor *ad = &s->actors[s->n_brokers];
     if (ad->op_pending || !ad->live_op_done) { /* retried until the controller answered */
-        snprintf(why, len, "admin %s %s (%u tries)", ad->op_pending ? api_name(ad->op_api) : "",
-                 ad->op_pending ? "not answered yet" : "operation not submitted yet", ad->op_tries);
+        if (ad->op_pending)
+            snprintf(why, len, "admin %s not answered yet (%u tries)", api_name(ad->op_api),
+                     ad->op_tries);
+        else
+            snprintf(why, len, "admin operation not submitted yet");
         return;
     }
     live_partition lp = {.why = why, .len = len};
@@ -5273,6 +5316,10 @@ static void ctl_setup(sim *s, kq_prng *master)
         if (kq_prng_permille(&snap, 300))
             s->snapshot_interval_ms = (int64_t)kq_prng_range(&snap, 1000, 10000);
     }
+    if (s->o.bug == KQ_SIM_BUG_SNAPSHOT_DROPS_RECORD && s->snapshot_max_bytes == INT64_MAX)
+        s->snapshot_max_bytes = 256; /* the self-test needs snapshots in every seed */
+    s->p_part_damage = kq_prng_permille(&snap, 500) ? 100 : 0;
+    s->snapr.s = kq_prng_next(&snap);
     s->res->brokers = s->n_brokers;
     s->actors = xcalloc(s, KQ_SIM_MAX_BROKERS + 1, sizeof(sim_actor));
     s->ref = kq_image_new();
@@ -5300,11 +5347,12 @@ static void ctl_setup(sim *s, kq_prng *master)
     trace(s,
           "controller: %d brokers, %u topics, elr %d, unclean %d, min isr %d, batch cap %zu, "
           "broker crash %u isolate %u, partition-log disk errors %u/10000, metadata disk "
-          "errors %u/10000, snapshot every %" PRId64 " bytes or %" PRId64 " ms",
+          "errors %u/10000, snapshot every %" PRId64 " bytes or %" PRId64 " ms, damaged .part "
+          "%u/1000",
           s->n_brokers, s->n_topics_target, s->settings.elr_enabled,
           s->settings.unclean_leader_election, s->settings.min_insync_replicas, s->ctl_max_batch,
           s->p_bcrash, s->p_bisolate, s->p_disk_err, s->p_rdisk_err, s->snapshot_max_bytes,
-          s->snapshot_interval_ms);
+          s->snapshot_interval_ms, s->p_part_damage);
 }
 
 static void ctl_dispatch(sim *s, sim_ev *ev)

@@ -12,7 +12,9 @@
  *
  * A run has a safety phase (random faults) and a liveness phase (faults stop, the network
  * heals, crashed nodes restart; a single leader, a new commit and identical logs on every node
- * are required within a time budget). Invariants are checked after every core step; the first
+ * (above the later log start: below it a snapshot stands in) are required within a time
+ * budget; in the whole cluster also every broker unfenced, every controller ready and the admin
+ * client's retried operations answered). Invariants are checked after every core step; the first
  * violation stops the run.
  *
  * The whole cluster (opts.controller, the default): every voter runs the production controller node
@@ -30,7 +32,10 @@
  * restarts as a process (observer, lifecycle and data plane together, what its disks had not
  * committed lost, a new incarnation). Brokers also send made-up AlterPartitions (ISR
  * shrink/expand from their own image, sometimes with stale epochs) for the partitions they
- * lead outside the clients' topic; an admin client creates topics; producers (idempotent
+ * lead outside the clients' topic; an admin client creates and deletes topics, alters configs,
+ * runs elections and controlled shutdowns, retrying each operation as a Kafka admin client
+ * does; in half of the seeds the controllers write snapshots, which lagging controllers and
+ * brokers fetch, install and load (and restarts load); producers (idempotent
  * acks=all, acks=1, acks=0) and a consumer use the data-plane API on topic t0. All of it is encoded
  * with the controller codec (include/kq/ctl_codec.h) and travels over the lossy, partitionable
  * network, following NOT_CONTROLLER hints. A reference image replays the committed log with
