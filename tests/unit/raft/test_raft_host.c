@@ -318,12 +318,19 @@ static void test_leader_writes_its_leader_change_before_it_announces_itself(void
     teardown(&f);
 }
 
-static bool has_pending_answer(const fake *f)
+/* A Fetch from node 2 at offset `offset` (last fetched epoch 0: an empty log below it). */
+static kq_raft_msg fetch_from_2(const fake *f, uint64_t token, int64_t offset)
 {
-    for (size_t i = 0; i < f->h.n_outbox; i++)
-        if (f->h.outbox[i].type == KQ_RAFT_FETCH_RESP)
-            return true;
-    return false;
+    kq_raft_msg fr = {.type = KQ_RAFT_FETCH_REQ,
+                      .from = 2,
+                      .to = 1,
+                      .epoch = f->h.st.epoch,
+                      .token = token,
+                      .leader_id = -1};
+    fr.u.fetch_req.fetch_offset = offset;
+    fr.u.fetch_req.last_fetched_epoch = 0;
+    fr.u.fetch_req.max_wait_ms = 500;
+    return fr;
 }
 
 static void test_fetch_answers_leave_before_the_leaders_commit(void **state)
@@ -371,6 +378,14 @@ static void test_fetch_answers_leave_before_the_leaders_commit(void **state)
     teardown(&f);
 }
 
+static bool has(const fake *f, kq_raft_msg_type type)
+{
+    for (size_t i = 0; i < f->h.n_outbox; i++)
+        if (f->h.outbox[i].type == type)
+            return true;
+    return false;
+}
+
 /* A Fetch answer in the outbox reads the log when it is sent: the host names the lowest offset
  * such answers read, so a snapshot does not compact it away first. */
 static void test_outbox_reads_from_names_what_answers_will_read(void **state)
@@ -381,30 +396,14 @@ static void test_outbox_reads_from_names_what_answers_will_read(void **state)
     become_leader(&f);
     assert_true(f.h.st.log_end_offset > 0);
     assert_true(kq_raft_host_outbox_reads_from(&f.h) == INT64_MAX);
-    kq_raft_msg fr = {.type = KQ_RAFT_FETCH_REQ,
-                      .from = 2,
-                      .to = 1,
-                      .epoch = f.h.st.epoch,
-                      .token = 7,
-                      .leader_id = -1};
-    fr.u.fetch_req.fetch_offset = 0; /* a follower with an empty log */
-    fr.u.fetch_req.last_fetched_epoch = 0;
-    fr.u.fetch_req.max_wait_ms = 500;
+    kq_raft_msg fr = fetch_from_2(&f, 7, 0); /* a follower with an empty log */
     kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &fr};
     assert_int_equal(kq_raft_host_step(&f.h, &ev, NULL), 0);
-    assert_true(has_pending_answer(&f));
+    assert_true(has(&f, KQ_RAFT_FETCH_RESP));
     assert_true(kq_raft_host_outbox_reads_from(&f.h) == 0);
     kq_raft_host_flush(&f.h); /* sent */
     assert_true(kq_raft_host_outbox_reads_from(&f.h) == INT64_MAX);
     teardown(&f);
-}
-
-static bool has(const fake *f, kq_raft_msg_type type)
-{
-    for (size_t i = 0; i < f->h.n_outbox; i++)
-        if (f->h.outbox[i].type == type)
-            return true;
-    return false;
 }
 
 static void test_a_node_that_does_not_lead_sends_nothing_early(void **state)
@@ -574,14 +573,7 @@ static void test_async_disk_holds_messages_until_durable(void **state)
     make_durable(&f, f.started);
     assert_int_equal(f.h.durable_end, 1);
     kq_raft_host_flush(&f.h);
-    kq_raft_msg fr = {.type = KQ_RAFT_FETCH_REQ,
-                      .from = 2,
-                      .to = 1,
-                      .epoch = f.h.st.epoch,
-                      .token = 77,
-                      .leader_id = -1};
-    fr.u.fetch_req.fetch_offset = 0;
-    fr.u.fetch_req.last_fetched_epoch = 0;
+    kq_raft_msg fr = fetch_from_2(&f, 77, 0);
     kq_raft_event fe = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &fr};
     kq_raft_event pe = {.type = KQ_RAFT_EV_PROPOSE, .u.propose_count = 1};
     assert_int_equal(kq_raft_host_step(&f.h, &pe, NULL), 0);
