@@ -116,6 +116,7 @@ typedef struct sim_in { /* a request this node's core received and has not answe
     kq_raft_msg_type type;
     int from;
     uint64_t at_ms;
+    uint64_t paused_at; /* the node's paused time (pause_time) when it arrived */
 } sim_in;
 
 /* Controller mode: the controller node (controller/node.h) around one node's core. */
@@ -162,8 +163,10 @@ typedef struct sim_node {
     /* Timing faults: the process is stopped (SIGSTOP, a VM pause, a synchronous fsync that
      * takes long) until then: what arrives for it waits (simulated time; 0: running). */
     uint64_t paused_until;
-    int32_t drift_pm;  /* a voter's clock runs (1000 + drift_pm) / 1000 as fast */
-    kq_raft_host host; /* the production Raft host (kq/raft_host.h) over this disk */
+    uint64_t pause_from; /* when the current (or last) pause began, 0: none yet */
+    uint64_t paused_ms;  /* the time of the pauses before it */
+    int32_t drift_pm;    /* a voter's clock runs (1000 + drift_pm) / 1000 as fast */
+    kq_raft_host host;   /* the production Raft host (kq/raft_host.h) over this disk */
     struct sim *s;
     int depth;               /* nested node_step calls */
     kq_raft_event_type step; /* the event being stepped */
@@ -946,6 +949,38 @@ static void broker_start(sim *s, struct sim_actor *a);
 static void broker_stop(sim *s, struct sim_actor *a, bool graceful, const char *why);
 static void broker_meta(sim *s, sim_node *n);
 
+/* How long the process has been stopped in all (its pauses so far, the current one too). */
+static uint64_t pause_time(const sim *s, const sim_node *n)
+{
+    uint64_t cur = 0;
+    if (n->pause_from) {
+        uint64_t end = n->paused_until < s->now ? n->paused_until : s->now;
+        cur = end > n->pause_from ? end - n->pause_from : 0;
+    }
+    return n->paused_ms + cur;
+}
+
+/* The process stops until `until` (a longer stop if it is stopped already). */
+static void pause_until(sim *s, sim_node *n, uint64_t until)
+{
+    if (n->paused_until > s->now) { /* stopped already: the pause lasts longer */
+        if (until > n->paused_until)
+            n->paused_until = until;
+        return;
+    }
+    n->paused_ms = pause_time(s, n); /* the last pause is over: fold it in */
+    n->pause_from = s->now;
+    n->paused_until = until;
+}
+
+/* A crash ends any pause. */
+static void pause_end(sim *s, sim_node *n)
+{
+    n->paused_ms = pause_time(s, n);
+    n->pause_from = 0;
+    n->paused_until = 0;
+}
+
 static sim_node *node_by_id(sim *s, int32_t id)
 {
     for (int i = 0; i < s->n_nodes; i++)
@@ -1112,8 +1147,11 @@ static void deliver_request(sim *s, sim_node *n, const sim_packet *p)
         return;
     if (!grow(s, (void **)&n->ins, &n->cap_ins, n->n_ins + 1, sizeof(sim_in)))
         goto out;
-    n->ins[n->n_ins++] =
-        (sim_in){.token = p->req_id, .type = p->msg.type, .from = p->from, .at_ms = s->now};
+    n->ins[n->n_ins++] = (sim_in){.token = p->req_id,
+                                  .type = p->msg.type,
+                                  .from = p->from,
+                                  .at_ms = s->now,
+                                  .paused_at = pause_time(s, n)};
     char m[200];
     msg_str(&d.msg, 0, m, sizeof m);
     trace(s, "n%d < n%d #%" PRIu64 " %s", n->id, s->nodes[p->from].id, p->req_id, m);
@@ -1978,13 +2016,15 @@ static void check_leaders(sim *s)
     }
 }
 
-/* Requests a core has sat on for too long break "exactly one response". */
+/* Requests a core has sat on for too long break "exactly one response" (the time its process
+ * was stopped does not count: a paused process answers nothing). */
 static void check_unanswered(sim *s)
 {
     for (int i = 0; i < s->n_nodes; i++) {
         sim_node *n = &s->nodes[i];
         for (size_t j = 0; n->up && j < n->n_ins; j++)
-            if (s->now - n->ins[j].at_ms > UNANSWERED_MAX_MS)
+            if (s->now - n->ins[j].at_ms - (pause_time(s, n) - n->ins[j].paused_at) >
+                UNANSWERED_MAX_MS)
                 fail(s, "n%d never answered %s #%" PRIu64 " from n%d received at %" PRIu64 "ms",
                      n->id, msg_name(n->ins[j].type), n->ins[j].token, s->nodes[n->ins[j].from].id,
                      n->ins[j].at_ms);
@@ -2167,7 +2207,7 @@ static void node_crash(sim *s, sim_node *n, bool graceful)
             log_truncate(&n->dlog, n->dlog.b[n->dlog.n - 1].base);
     }
     snap_free(&n->part); /* kq_store_open removes .part files: the fetch starts again */
-    n->paused_until = 0;
+    pause_end(s, n);
     trace(s, "n%d > %s (pending writes dropped: %s)", n->id, graceful ? "stop" : "CRASH",
           n->gh ? "yes" : "none");
     node_clear_volatile(n);
@@ -2290,7 +2330,7 @@ static void pause_process(sim *s)
     uint64_t d = kq_prng_permille(&s->timing, 500)
                      ? kq_prng_range(&s->timing, 50, 2000)
                      : kq_prng_range(&s->timing, SESSION_TIMEOUT_MS, 2 * SESSION_TIMEOUT_MS);
-    n->paused_until = s->now + d;
+    pause_until(s, n, s->now + d);
     trace(s, "%s%d > PAUSE for %" PRIu64 " ms", n->actor >= 0 ? "b" : "n", n->id, d);
 }
 
@@ -3920,8 +3960,7 @@ static void dp_loop(sim *s, sim_actor *a)
     if (slow) { /* kq-broker-agent's loop waits in the commit's fsync: nothing runs meanwhile */
         uint64_t d = kq_prng_range(&s->timing, 200, 3000);
         trace(s, "b%d: a slow partition-log commit stalls its loop for %" PRIu64 " ms", a->id, d);
-        if (n->paused_until < s->now + d)
-            n->paused_until = s->now + d;
+        pause_until(s, n, s->now + d);
     }
     if (n->bm.applied_end != a->rm_applied_end && /* as kq-broker-agent */
         kq_bmeta_publishable(&n->bm, n->st.leader_high_watermark, a->bl.caught_up)) {
