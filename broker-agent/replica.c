@@ -952,7 +952,11 @@ static int on_fetch_response(kq_replica *r, const kq_replica_fetch_response *p)
         char why[96];
         if (p->diverging_epoch >= 0) {
             if (end_offset_for(r, p->diverging_epoch, &e, &local_end)) {
-                if (local_end < target) {
+                /* We lack the leader's epoch: truncate to our own end of the largest smaller
+                 * epoch e and ask again (KIP-279; Kafka's getOffsetTruncationState). The
+                 * leader's end need not be a batch boundary of our log then (our epoch e is
+                 * not its epoch), and the next answer is about epoch e itself. */
+                if (e != p->diverging_epoch || local_end < target) {
                     target = local_end;
                 }
             } else {

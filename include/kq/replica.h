@@ -46,7 +46,9 @@
  *   once, nothing written (retriable).
  * - Truncation (4.6): leader epoch cache; the leader answers a follower Fetch with a diverging
  *   epoch when the follower's last fetched epoch is unknown or ends before its fetch offset; the
- *   follower truncates to min(leader end, its own end for that epoch, LEO). Never by its HW.
+ *   follower truncates to min(leader end, its own end for that epoch, LEO); when it does not
+ *   know that epoch, to its own end of the largest smaller epoch (not by the leader's end,
+ *   which need not be a batch boundary of its log), and asks again. Never by its HW.
  * - Metadata (4.7): a delta with an older partition epoch is ignored; one with the leader's
  *   current partition epoch keeps a pending AlterPartition and its maximal ISR (the request
  *   carries that epoch and may still be accepted).

@@ -47,6 +47,7 @@ typedef struct h_broker {
     int n_lines;
     int n_truncations;
     int64_t last_truncate_to;
+    int64_t truncations[8]; /* the first 8 truncation offsets, in order */
     int64_t broker_epoch;
     bool fenced;
     bool shutting_down;
@@ -119,6 +120,8 @@ static inline int h_step(h_cluster *h, int id, kq_replica_event *ev)
     if (u->truncate_to >= 0) {
         assert_true(u->truncate_to < b->len);
         b->len = u->truncate_to;
+        if (b->n_truncations < 8)
+            b->truncations[b->n_truncations] = u->truncate_to;
         b->n_truncations++;
         b->last_truncate_to = u->truncate_to;
         wrote = true;

@@ -237,6 +237,93 @@ static void test_4_6_unknown_old_epoch_refetches_from_log_start(void **state)
     h_free(&H);
 }
 
+/* Model logs for the truncation stories below: broker id's log is `len` records, of epoch
+ * epochs[k] from starts[k] on, with values base + offset. */
+static void h_log(int id, int64_t len, int n, const int32_t *epochs, const int64_t *starts,
+                  int base)
+{
+    h_broker *b = &H.b[id];
+    b->len = len;
+    b->n_ckpt = (size_t)n;
+    for (int k = 0; k < n; k++)
+        b->ckpt[k] = (kq_epoch_entry){.epoch = epochs[k], .start_offset = starts[k]};
+    for (int64_t o = 0; o < len; o++) {
+        int k = n - 1;
+        while (k > 0 && starts[k] > o)
+            k--;
+        b->epoch_at[o] = epochs[k];
+        b->value[o] = base + (int)o;
+    }
+}
+
+/* 4.6 after unclean elections (kq-sim seed 7700149976): broker 2 led epoch 0 alone (offsets
+ * 0-19) and epoch 2 (20-22); broker 1 copied offset 0, then wrote 1-17 in epoch 1, and now
+ * leads epoch 4. The leader's answer for epoch 2 is "epoch 1 ends at 18", an epoch broker 2
+ * never had: 18 lies inside broker 2's own epoch 0, where it need not be a batch boundary (the
+ * partition log refuses a truncation inside a batch, and the broker stopped, at every restart).
+ * KIP-279: broker 2 truncates to its own end of epoch 0 (20, where its epoch 2 starts), asks
+ * again, learns that epoch 0 ends at 1 and truncates there; then it holds the leader's log. */
+static void test_4_6_unknown_leader_epoch_truncates_to_own_end_then_asks_again(void **state)
+{
+    (void)state;
+    h_init(&H, 2, 1, 30000);
+    h_log(1, 18, 2, (const int32_t[]){0, 1}, (const int64_t[]){0, 1}, 100);
+    h_log(2, 23, 2, (const int32_t[]){0, 2}, (const int64_t[]){0, 20}, 100);
+    H.b[2].hw = 20; /* its high watermark when it led epoch 2 alone */
+    for (int o = 1; o < 18; o++)
+        H.b[1].value[o] = 500 + o; /* broker 1's own records of epoch 1 */
+    h_crash(&H, 1);
+    h_crash(&H, 2);
+    h_boot(&H, 1);
+    h_boot(&H, 2);
+    h_delta_all(&H, 1, 4, 0, ISR1, 1);
+    kq_replica_fetch_answer a = h_fetch(&H, 2);
+    assert_true(a.diverging);
+    assert_int_equal(a.diverging_epoch, 1);
+    assert_int_equal(a.diverging_end_offset, 18);
+    assert_int_equal(H.b[2].n_truncations, 1);
+    assert_int_equal(H.b[2].truncations[0], 20); /* its own end of epoch 0, not 18 */
+    a = h_fetch(&H, 2);
+    assert_true(a.diverging);
+    assert_int_equal(a.diverging_epoch, 0);
+    assert_int_equal(a.diverging_end_offset, 1);
+    assert_int_equal(H.b[2].n_truncations, 2);
+    assert_int_equal(H.b[2].truncations[1], 1);
+    h_catch_up(&H, 2);
+    h_assert_same_prefix(&H, 1, 2, 18);
+    h_free(&H);
+}
+
+/* The same rule in a clean history keeps what was committed: broker 2 holds epoch 0 up to 10
+ * (high watermark 8) and its own uncommitted epoch 2 (11-12); broker 3, elected cleanly at
+ * epoch 3, holds epoch 0 up to 7 and its epoch 1 (8-9). Answered "epoch 1 ends at 10", broker 2
+ * truncates to its own end of epoch 0 (11), then by epoch 0's end at the leader (8): never
+ * below its high watermark. (Rounding the leader's end down to the start of broker 2's epoch 0
+ * would drop everything, committed records included.) */
+static void test_4_6_unknown_leader_epoch_keeps_committed_records(void **state)
+{
+    (void)state;
+    h_init(&H, 3, 1, 30000);
+    h_log(2, 13, 2, (const int32_t[]){0, 2}, (const int64_t[]){0, 11}, 100);
+    H.b[2].hw = 8;
+    h_log(3, 10, 2, (const int32_t[]){0, 1}, (const int64_t[]){0, 8}, 100);
+    H.b[3].value[8] = 800;
+    H.b[3].value[9] = 801;
+    h_crash(&H, 2);
+    h_crash(&H, 3);
+    h_boot(&H, 2);
+    h_boot(&H, 3);
+    static const int32_t isr3[] = {3};
+    h_delta(&H, 3, 3, 3, 0, isr3, 1);
+    h_delta(&H, 2, 3, 3, 0, isr3, 1);
+    h_catch_up(&H, 2);
+    assert_int_equal(H.b[2].n_truncations, 2);
+    assert_int_equal(H.b[2].truncations[0], 11);
+    assert_int_equal(H.b[2].truncations[1], 8);
+    h_assert_same_prefix(&H, 3, 2, 10);
+    h_free(&H);
+}
+
 /* 4.7: becoming follower at a new leader epoch restarts the fetcher; a repeat does not. */
 static void test_4_7_fetcher_restarted_only_on_new_leader_epoch(void **state)
 {
@@ -264,6 +351,8 @@ int main(void)
         cmocka_unit_test(test_4_4_follower_hw_is_min_of_leader_hw_and_leo),
         cmocka_unit_test(test_seed_ledger_experiment),
         cmocka_unit_test(test_4_6_unknown_old_epoch_refetches_from_log_start),
+        cmocka_unit_test(test_4_6_unknown_leader_epoch_truncates_to_own_end_then_asks_again),
+        cmocka_unit_test(test_4_6_unknown_leader_epoch_keeps_committed_records),
         cmocka_unit_test(test_4_7_fetcher_restarted_only_on_new_leader_epoch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
