@@ -952,10 +952,10 @@ static int on_fetch_response(kq_replica *r, const kq_replica_fetch_response *p)
         char why[96];
         if (p->diverging_epoch >= 0) {
             if (end_offset_for(r, p->diverging_epoch, &e, &local_end)) {
-                /* We lack the leader's epoch: truncate to our own end of the largest smaller
-                 * epoch e and ask again (KIP-279; Kafka's getOffsetTruncationState). The
-                 * leader's end need not be a batch boundary of our log then (our epoch e is
-                 * not its epoch), and the next answer is about epoch e itself. */
+                /* KIP-279 (Kafka's getOffsetTruncationState): with the leader's epoch, to the
+                 * smaller of the two ends; without it (e is smaller), to our own end of e, and
+                 * ask again: the leader's end need not be a batch boundary of our log then,
+                 * and the next answer is about e itself. */
                 if (e != p->diverging_epoch || local_end < target) {
                     target = local_end;
                 }
