@@ -7,7 +7,8 @@
  *   kq-wiregen IN.proto TYPES.h TABLES.h TABLES.c
  *
  * It reads the subset of proto2 kq's files use: `//` comments only (none inside a string),
- * one field per line, enums and services skipped whole.
+ * one field per line, enums and services skipped whole, and the members of a oneof skipped (a
+ * oneof holds the bodies a codec picks by api key).
  *
  * TYPES.h holds the structs (pure C: no protobuf), included by the module's public header;
  * TABLES.h declares one `const kq_wire_msg kq_wt_<message>` per struct and TABLES.c defines
@@ -19,9 +20,14 @@
  *                       inline=STRUCT the message's fields live in STRUCT (a parent's
  *                                     KQ_WF_INLINE field; no struct of its own)
  *                       const         pointers are const by default
+ *                       inplace       decode without clearing the struct, encode without
+ *                                     initialising the message (kq_wire_msg.in_place): an
+ *                                     envelope's or a body's part of a larger struct
  *   a comment line `// @c+ TEXT` inside a message adds the raw member TEXT there;
  *   a comment line `// @kq include=HEADER` outside messages: TABLES.c includes HEADER.
- *   on a field line:    c=NAME t=CTYPE (int8_t, int16_t, int, int32_t, uint32_t, int64_t)
+ *   on a field line:    c=NAME t=CTYPE (int8_t, int16_t, int, int32_t, uint32_t, int64_t);
+ *                       NAME may be a path (raft.epoch) into a member declared elsewhere
+ *                       (by use= or `@c+`), which then gets no member of its own
  *                       min=LO max=HI range=LO..HI (integers; max is a length for strings and
  *                       bytes and a count for lists), absent=V (an optional scalar; on an
  *                       inline field: the value its integers take when it is absent), key,
@@ -61,7 +67,7 @@ typedef struct msg {
     char name[S], path[S * 2]; /* path: Outer.Inner */
     int parent;
     char c[S], inl[S], doc[2048];
-    bool is_const, emitted;
+    bool is_const, emitted, in_place;
     field f[MAXF];
     int nf;
 } msg;
@@ -178,6 +184,7 @@ static void parse(FILE *in)
 {
     char buf[4096], pending[2048] = "";
     int stack[32], depth = 0, line = 0, skip_depth = 0;
+    bool oneof[32] = {false}; /* oneof[d]: level d is a oneof block */
 
     while (fgets(buf, sizeof buf, in)) {
         bool whole = strchr(buf, '\n') || feof(in);
@@ -253,9 +260,12 @@ static void parse(FILE *in)
                     set(m->inl, w + 7, line);
                 else if (!strcmp(w, "const"))
                     m->is_const = true;
+                else if (!strcmp(w, "inplace"))
+                    m->in_place = true;
                 else
                     die(line, "unknown message annotation '%s'", w);
             }
+            oneof[depth] = false;
             stack[depth++] = nm++;
             continue;
         }
@@ -263,7 +273,7 @@ static void parse(FILE *in)
             if (!depth || depth == 31)
                 die(line, "oneof outside a message");
             stack[depth] = stack[depth - 1];
-            depth++;
+            oneof[depth++] = true;
             continue;
         }
         if (!strcmp(s, "}")) {
@@ -314,6 +324,9 @@ static void parse(FILE *in)
             }
             if (!f->c[0])
                 set(f->c, f->name, line);
+            /* A oneof member is a body the codec picks by api key (kq_wire_body_slot), never a
+             * member or a table row. */
+            f->skip = f->skip || oneof[depth - 1];
             f->is_const = m->is_const;
         }
     }
@@ -497,8 +510,8 @@ static void members(FILE *o, const msg *m)
             fprintf(o, "    %s\n", f->raw);
             continue;
         }
-        if (f->skip || f->cst[0])
-            continue;
+        if (f->skip || f->cst[0] || strchr(f->c, '.'))
+            continue; /* a path: inside a member declared by `@c+` */
         sub = resolve(m, f->type);
         if (sub && sub->inl[0]) {
             members(o, sub);
@@ -556,7 +569,7 @@ static void members(FILE *o, const msg *m)
             snprintf(d, sizeof d, "%s %s", ctype(f), f->c);
             member(o, d, f->doc);
         }
-        if (f->has[0] && !declared(m, f->has)) {
+        if (f->has[0] && !strchr(f->has, '.') && !declared(m, f->has)) {
             snprintf(d, sizeof d, "bool %s", f->has);
             member(o, d, "");
         }
@@ -847,8 +860,8 @@ int main(int argc, char **argv)
         emit_rows(tc, &ms[i], T);
         fprintf(tc,
                 "};\nconst kq_wire_msg %s = {.desc = &kq__%s__descriptor, .size = sizeof(%s), "
-                ".fields = %s_f, .n_fields = sizeof %s_f / sizeof %s_f[0]};\n",
-                t, d, T, t, t, t);
+                ".fields = %s_f, .n_fields = sizeof %s_f / sizeof %s_f[0]%s};\n",
+                t, d, T, t, t, t, ms[i].in_place ? ", .in_place = true" : "");
     }
     fprintf(th, "\n#endif\n");
     if (ferror(types) | ferror(th) | ferror(tc) | fclose(types) | fclose(th) | fclose(tc))

@@ -213,7 +213,7 @@ void kq_tools_print_topic_list(FILE *f, const kq_ctl_topics_desc *d, bool json)
 }
 
 /* "NAME://HOST:PORT" ("[HOST]" for an IPv6 literal) into buf; returns buf. */
-static const char *endpoint_str(const kq_ctl_endpoint *e, char *buf, size_t len)
+static const char *endpoint_str(const kq_rec_endpoint *e, char *buf, size_t len)
 {
     bool v6 = strchr(e->host, ':') != NULL;
 
@@ -229,7 +229,7 @@ void kq_tools_print_cluster(FILE *f, const kq_ctl_cluster_desc *d, bool json)
     if (json)
         json_begin_doc(&j, f, "brokers");
     for (int32_t i = 0; i < d->n_brokers; i++) {
-        const kq_ctl_broker_desc *b = &d->brokers[i];
+        const kq_broker *b = &d->brokers[i];
 
         if (json) {
             kq_json_begin_object(&j);

@@ -22,17 +22,12 @@
 #include "kq/util.h"
 #include "kq_record.pb-c.h"
 #include "kq_rpc.pb-c.h"
+#include "kq_rpc_tables.h"
 #include "pb_wire.h"
 #include "wire.h"
 
-/* Largest record count one batch may claim. */
-#define KQ_CODEC_MAX_BATCH_COUNT 1000000
-/* max_bytes a follower asks for in Fetch (the leader's host applies its own limit too). */
-#define KQ_CODEC_FETCH_MAX_BYTES (8 * 1024 * 1024)
 #define KQ_CODEC_MAX_ERROR_MESSAGE 255
 #define KQ_CODEC_DIRECTORY_ID_LEN 22
-#define KQ_CODEC_MAX_LISTENER 31
-/* Nesting depth of our schemas is 3 (Response > FetchResponse > Batch); allow some slack. */
 
 static const uint8_t empty_input[1];
 
@@ -67,213 +62,76 @@ static const char *body_name(int body_case)
 /* ---------------------------------------------------------------------------------------- */
 /* the tables                                                                                */
 
-#define RM kq_raft_msg
-#define RS kq_response
-#define I32 KQ_W_I32
-#define NODE KQ_WK_I32, -1, INT32_MAX  /* a node id, -1 none */
-#define EPOCH KQ_WK_I32, 0, INT32_MAX  /* an epoch */
-#define OFFSET KQ_WK_I64, 0, INT64_MAX /* an offset or a size */
-#define HINT KQ_WK_I64, -1, INT64_MAX  /* -1 unknown */
+/* The quorum APIs: their Raft message types and their request and answer tables, generated
+ * from proto/kq_rpc.proto over the Raft core's message (requests, the envelope's sender is its
+ * `from`) and kq_response (answers, the Raft message in `raft`). */
+static const struct quorum_api {
+    uint32_t api_key;
+    kq_raft_msg_type req_type, resp_type;
+    const kq_wire_msg *req, *resp;
+} quorum_apis[] = {
+    {KQ_API_VOTE, KQ_RAFT_VOTE_REQ, KQ_RAFT_VOTE_RESP, &kq_wt_vote_request, &kq_wt_vote_response},
+    {KQ_API_BEGIN_QUORUM_EPOCH, KQ_RAFT_BEGIN_EPOCH_REQ, KQ_RAFT_BEGIN_EPOCH_RESP,
+     &kq_wt_begin_quorum_epoch_request, &kq_wt_begin_quorum_epoch_response},
+    {KQ_API_END_QUORUM_EPOCH, KQ_RAFT_END_EPOCH_REQ, KQ_RAFT_END_EPOCH_RESP,
+     &kq_wt_end_quorum_epoch_request, &kq_wt_end_quorum_epoch_response},
+    {KQ_API_FETCH, KQ_RAFT_FETCH_REQ, KQ_RAFT_FETCH_RESP, &kq_wt_fetch_request,
+     &kq_wt_fetch_response},
+    {KQ_API_FETCH_SNAPSHOT, KQ_RAFT_FETCH_SNAPSHOT_REQ, KQ_RAFT_FETCH_SNAPSHOT_RESP,
+     &kq_wt_fetch_snapshot_request, &kq_wt_fetch_snapshot_response},
+    {KQ_API_DESCRIBE_QUORUM, 0, 0, &kq_wt_describe_quorum_request, &kq_wt_describe_quorum_response},
+    {KQ_API_WRITE, 0, 0, &kq_wt_write_request, &kq_wt_write_response},
+};
 
-static const kq_wire_field snapshot_id_f[] = {
-    KQ_W_INT(kq_raft_snapshot_id, end_offset, "end_offset", OFFSET),
-    KQ_W_INT(kq_raft_snapshot_id, epoch, "epoch", EPOCH),
-};
-static const kq_wire_msg snapshot_id_m =
-    KQ_W_TABLE(kq_raft_snapshot_id, kq__epoch_end_offset__descriptor, snapshot_id_f);
-/* A Fetch answer's snapshot id ends after offset 0. */
-static const kq_wire_field fetch_snapshot_id_f[] = {
-    KQ_W_INT(kq_raft_snapshot_id, end_offset, "end_offset", KQ_WK_I64, 1, INT64_MAX),
-    KQ_W_INT(kq_raft_snapshot_id, epoch, "epoch", EPOCH),
-};
-static const kq_wire_msg fetch_snapshot_id_m =
-    KQ_W_TABLE(kq_raft_snapshot_id, kq__epoch_end_offset__descriptor, fetch_snapshot_id_f);
-
-/* Requests, over the Raft core's message (the envelope's sender is its `from`). */
-static const kq_wire_field vote_req_f[] = {
-    KQ_W_INT(RM, epoch, "candidate_epoch", EPOCH),
-    KQ_W_INT(RM, u.vote_req.candidate_id, "candidate_id", NODE),
-    KQ_W_INT(RM, u.vote_req.last_epoch, "last_offset_epoch", EPOCH),
-    KQ_W_INT(RM, u.vote_req.last_offset, "last_offset", OFFSET),
-    KQ_W_BOOL(RM, u.vote_req.pre_vote, "pre_vote"),
-};
-static const kq_wire_field leader_f[] = {
-    KQ_W_INT(RM, leader_id, "leader_id", NODE),
-    KQ_W_INT(RM, epoch, "leader_epoch", EPOCH),
-};
-static const kq_wire_field end_req_f[] = {
-    KQ_W_INT(RM, leader_id, "leader_id", NODE),
-    KQ_W_INT(RM, epoch, "leader_epoch", EPOCH),
-    KQ_W_IDS(RM, u.end_req.preferred, u.end_req.n_preferred, "preferred_successors", KQ_WF_FIXED,
-             KQ_RAFT_MAX_VOTERS),
-};
-static const kq_wire_field fetch_req_f[] = {
-    KQ_W_INT(RM, from, "replica_id", I32),
-    KQ_W_INT(RM, epoch, "current_leader_epoch", EPOCH),
-    KQ_W_INT(RM, u.fetch_req.fetch_offset, "fetch_offset", OFFSET),
-    KQ_W_INT(RM, u.fetch_req.last_fetched_epoch, "last_fetched_epoch", EPOCH),
-    KQ_W_INT(RM, u.fetch_req.max_wait_ms, "max_wait_ms", EPOCH),
-    KQ_W_CONST("max_bytes", KQ_CODEC_FETCH_MAX_BYTES, 0, INT32_MAX),
-};
-static const kq_wire_field fetch_snapshot_req_f[] = {
-    KQ_W_INT(RM, from, "replica_id", I32),
-    KQ_W_INT(RM, epoch, "current_leader_epoch", EPOCH),
-    KQ_W_MSG_REQ(RM, u.fetch_snapshot_req.snapshot_id, "snapshot_id", &snapshot_id_m),
-    KQ_W_INT(RM, u.fetch_snapshot_req.position, "position", OFFSET),
-    KQ_W_INT(RM, u.fetch_snapshot_req.max_bytes, "max_bytes", EPOCH),
-};
-static const kq_wire_field write_req_f[] = {
-    KQ_W_BLOBS(kq_request, records, record_lens, n_records, "records", KQ_WF_NONEMPTY | KQ_WF_SIZE,
-               KQ_CODEC_MAX_WRITE_RECORDS, INT64_MAX),
-};
-static const kq_wire_msg write_req_m =
-    KQ_W_TABLE_IN_PLACE(kq_request, kq__write_request__descriptor, write_req_f);
-
-/* Answers, over kq_response (the Raft message in raft, the batches beside it). */
-static const kq_wire_field envelope_f[] = {
-    KQ_W_INT(RS, error, "error_code", KQ_WK_I32, 0, INT32_MAX),
-    KQ_W_TEXT_STRICT(RS, error_message, "error_message"),
-    KQ_W_OPT(RS, leader_id, "leader_id", NODE, -1),
-    KQ_W_OPT(RS, leader_epoch, "leader_epoch", KQ_WK_I32, -1, INT32_MAX, -1),
-    KQ_W_TEXT_STRICT(RS, leader_endpoint, "leader_endpoint"),
-};
-static const kq_wire_msg envelope_m = KQ_W_TABLE_IN_PLACE(RS, kq__response__descriptor, envelope_f);
-static const kq_wire_field vote_resp_f[] = {
-    KQ_W_INT(RS, raft.leader_id, "leader_id", NODE),
-    KQ_W_INT(RS, raft.epoch, "leader_epoch", EPOCH),
-    KQ_W_BOOL(RS, raft.u.vote_resp.granted, "vote_granted"),
-};
-static const kq_wire_field leader_resp_f[] = {
-    KQ_W_INT(RS, raft.leader_id, "leader_id", NODE),
-    KQ_W_INT(RS, raft.epoch, "leader_epoch", EPOCH),
-};
-static const kq_wire_field raft_batch_f[] = {
-    KQ_W_INT(kq_raft_batch, base_offset, "base_offset", OFFSET),
-    KQ_W_INT(kq_raft_batch, epoch, "epoch", EPOCH),
-    KQ_W_INT(kq_raft_batch, count, "count", KQ_WK_I32, 1, KQ_CODEC_MAX_BATCH_COUNT),
-    KQ_W_INT(kq_raft_batch, crc32c, "crc32c", KQ_WK_I32, 0, UINT32_MAX), /* its 32 bits */
-    KQ_W_BYTES(kq_raft_batch, data, len, "records", INT64_MAX),
-};
-static const kq_wire_msg raft_batch_m =
-    KQ_W_TABLE(kq_raft_batch, kq__batch__descriptor, raft_batch_f);
-#define FR raft.u.fetch_resp
-static const kq_wire_field diverging_f[] = {
-    KQ_W_INT(RS, FR.diverging_epoch, "epoch", EPOCH),
-    KQ_W_INT(RS, FR.diverging_end_offset, "end_offset", OFFSET),
-};
-static const kq_wire_msg diverging_m =
-    KQ_W_TABLE(RS, kq__epoch_end_offset__descriptor, diverging_f);
-static const kq_wire_field fetch_resp_f[] = {
-    KQ_W_INT(RS, raft.leader_id, "leader_id", NODE),
-    KQ_W_INT(RS, raft.epoch, "leader_epoch", EPOCH),
-    KQ_W_INT(RS, FR.high_watermark, "high_watermark", HINT),
-    KQ_W_INT(RS, FR.log_start_offset, "log_start_offset", OFFSET),
-    KQ_W_INLINE_HAS(RS, FR.diverging, "diverging_epoch", &diverging_m, 0),
-    KQ_W_MSG(RS, FR.snapshot_id, FR.snapshot, "snapshot_id", &fetch_snapshot_id_m),
-    KQ_W_MSGS(RS, batches, n_batches, "batches", KQ_WF_SIZE, KQ_RAFT_MAX_BATCHES, &raft_batch_m),
-};
-/* A leader sends the batches its host read (kq_codec_batch), after the rest of the answer. */
+/* A leader sends the batches its host read (kq_codec_batch) after the rest of its Fetch
+ * answer, through this second view of FetchResponse.batches (the Batch table reads them into
+ * the Raft core's kq_raft_batch). */
 typedef struct sent_batches {
     const kq_codec_batch *batches;
     size_t n;
 } sent_batches;
+#define CB(f) .off = offsetof(kq_codec_batch, f)
 static const kq_wire_field codec_batch_f[] = {
-    KQ_W_INT(kq_codec_batch, base_offset, "base_offset", OFFSET),
-    KQ_W_INT(kq_codec_batch, epoch, "epoch", EPOCH),
-    KQ_W_INT(kq_codec_batch, count, "count", KQ_WK_I32, 1, KQ_CODEC_MAX_BATCH_COUNT),
-    KQ_W_INT(kq_codec_batch, crc32c, "crc32c", KQ_WK_I32, 0, UINT32_MAX),
-    KQ_W_BYTES(kq_codec_batch, records, len, "records", INT64_MAX),
+    {.name = "base_offset", .kind = KQ_WK_I64, CB(base_offset), .max = INT64_MAX},
+    {.name = "epoch", .kind = KQ_WK_I32, CB(epoch), .max = INT32_MAX},
+    {.name = "count", .kind = KQ_WK_I32, CB(count), .min = 1, .max = KQ_CODEC_MAX_BATCH_COUNT},
+    {.name = "crc32c", .kind = KQ_WK_I32, CB(crc32c), .max = UINT32_MAX},
+    {.name = "records",
+     .kind = KQ_WK_BYTES,
+     CB(records),
+     .aux = offsetof(kq_codec_batch, len),
+     .max = INT64_MAX},
 };
-static const kq_wire_msg codec_batch_m =
-    KQ_W_TABLE(kq_codec_batch, kq__batch__descriptor, codec_batch_f);
+static const kq_wire_msg codec_batch_m = {&kq__batch__descriptor, sizeof(kq_codec_batch),
+                                          codec_batch_f, 5, false};
 static const kq_wire_field sent_batches_f[] = {
-    KQ_W_MSGS(sent_batches, batches, n, "batches", KQ_WF_SIZE, KQ_RAFT_MAX_BATCHES, &codec_batch_m),
+    {.name = "batches",
+     .kind = KQ_WK_MSGS,
+     .flags = KQ_WF_SIZE,
+     .off = offsetof(sent_batches, batches),
+     .aux = offsetof(sent_batches, n),
+     .max = KQ_RAFT_MAX_BATCHES,
+     .sub = &codec_batch_m},
 };
-static const kq_wire_msg sent_batches_m =
-    KQ_W_TABLE_IN_PLACE(sent_batches, kq__fetch_response__descriptor, sent_batches_f);
-#define FS raft.u.fetch_snapshot_resp
-static const kq_wire_field fetch_snapshot_resp_f[] = {
-    KQ_W_INT(RS, raft.leader_id, "leader_id", NODE),
-    KQ_W_INT(RS, raft.epoch, "leader_epoch", EPOCH),
-    KQ_W_MSG_REQ(RS, FS.snapshot_id, "snapshot_id", &snapshot_id_m),
-    KQ_W_INT(RS, FS.size, "size", HINT),
-    KQ_W_INT(RS, FS.position, "position", OFFSET),
-    KQ_W_BYTES(RS, FS.data, FS.len, "unaligned_records", KQ_CODEC_MAX_SNAPSHOT_CHUNK),
-};
-static const kq_wire_field replica_f[] = {
-    KQ_W_INT(kq_quorum_replica, id, "replica_id", NODE),
-    KQ_W_TEXT_STRICT(kq_quorum_replica, directory_id, "directory_id"),
-    KQ_W_INT(kq_quorum_replica, log_end_offset, "log_end_offset", HINT),
-    KQ_W_INT(kq_quorum_replica, last_fetch_timestamp, "last_fetch_timestamp", HINT),
-    KQ_W_INT(kq_quorum_replica, last_caught_up_timestamp, "last_caught_up_timestamp", HINT),
-};
-static const kq_wire_msg replica_m =
-    KQ_W_TABLE(kq_quorum_replica, kq__replica_state__descriptor, replica_f);
-static const kq_wire_field node_f[] = {
-    KQ_W_INT(kq_quorum_node, id, "node_id", NODE),
-    KQ_W_TEXT_STRICT(kq_quorum_node, listener, "listener"),
-    KQ_W_TEXT_STRICT(kq_quorum_node, host, "host"),
-    KQ_W_INT(kq_quorum_node, port, "port", KQ_WK_I32, 0, 65535),
-};
-static const kq_wire_msg node_m = KQ_W_TABLE(kq_quorum_node, kq__node_endpoint__descriptor, node_f);
-#define QD describe
-static const kq_wire_field describe_resp_f[] = {
-    KQ_W_TEXT_STRICT(RS, QD.cluster_id, "cluster_id"),
-    KQ_W_INT(RS, QD.leader_id, "leader_id", NODE),
-    KQ_W_INT(RS, QD.leader_epoch, "leader_epoch", EPOCH),
-    KQ_W_INT(RS, QD.high_watermark, "high_watermark", HINT),
-    KQ_W_MSGS(RS, QD.voters, QD.n_voters, "current_voters", KQ_WF_FIXED, KQ_RAFT_MAX_VOTERS,
-              &replica_m),
-    KQ_W_MSGS(RS, QD.observers, QD.n_observers, "observers", KQ_WF_FIXED, KQ_RAFT_MAX_OBSERVERS,
-              &replica_m),
-    KQ_W_MSGS(RS, QD.nodes, QD.n_nodes, "nodes", KQ_WF_FIXED, KQ_RAFT_MAX_VOTERS, &node_m),
-};
-static const kq_wire_field write_resp_f[] = {
-    KQ_W_INT(RS, write_base_offset, "base_offset", OFFSET),
-    KQ_W_INT(RS, write_epoch, "epoch", EPOCH),
-};
-
-/* The quorum APIs: their request and answer tables and Raft message types. */
-#define REQ(pbdesc, rows) KQ_W_TABLE_IN_PLACE(RM, pbdesc, rows)
-#define RESP(pbdesc, rows) KQ_W_TABLE_IN_PLACE(RS, pbdesc, rows)
-static const struct quorum_api {
-    uint32_t api_key;
-    kq_raft_msg_type req_type, resp_type;
-    kq_wire_msg req, resp;
-} quorum_apis[] = {
-    {KQ_API_VOTE, KQ_RAFT_VOTE_REQ, KQ_RAFT_VOTE_RESP,
-     REQ(kq__vote_request__descriptor, vote_req_f),
-     RESP(kq__vote_response__descriptor, vote_resp_f)},
-    {KQ_API_BEGIN_QUORUM_EPOCH, KQ_RAFT_BEGIN_EPOCH_REQ, KQ_RAFT_BEGIN_EPOCH_RESP,
-     REQ(kq__begin_quorum_epoch_request__descriptor, leader_f),
-     RESP(kq__begin_quorum_epoch_response__descriptor, leader_resp_f)},
-    {KQ_API_END_QUORUM_EPOCH, KQ_RAFT_END_EPOCH_REQ, KQ_RAFT_END_EPOCH_RESP,
-     REQ(kq__end_quorum_epoch_request__descriptor, end_req_f),
-     RESP(kq__end_quorum_epoch_response__descriptor, leader_resp_f)},
-    {KQ_API_FETCH, KQ_RAFT_FETCH_REQ, KQ_RAFT_FETCH_RESP,
-     REQ(kq__fetch_request__descriptor, fetch_req_f),
-     RESP(kq__fetch_response__descriptor, fetch_resp_f)},
-    {KQ_API_FETCH_SNAPSHOT, KQ_RAFT_FETCH_SNAPSHOT_REQ, KQ_RAFT_FETCH_SNAPSHOT_RESP,
-     REQ(kq__fetch_snapshot_request__descriptor, fetch_snapshot_req_f),
-     RESP(kq__fetch_snapshot_response__descriptor, fetch_snapshot_resp_f)},
-    {KQ_API_DESCRIBE_QUORUM,
-     0,
-     0,
-     {.desc = &kq__describe_quorum_request__descriptor},
-     RESP(kq__describe_quorum_response__descriptor, describe_resp_f)},
-    {KQ_API_WRITE,
-     0,
-     0,
-     {.desc = &kq__write_request__descriptor},
-     RESP(kq__write_response__descriptor, write_resp_f)},
-};
+static const kq_wire_msg sent_batches_m = {&kq__fetch_response__descriptor, sizeof(sent_batches),
+                                           sent_batches_f, 1, true};
 
 const kq_wire_msg *const kq_wire_quorum_tables[] = {
-    &quorum_apis[0].req,  &quorum_apis[1].req,  &quorum_apis[2].req,
-    &quorum_apis[3].req,  &quorum_apis[4].req,  &write_req_m,
-    &envelope_m,          &quorum_apis[0].resp, &quorum_apis[1].resp,
-    &quorum_apis[3].resp, &quorum_apis[4].resp, &quorum_apis[5].resp,
-    &quorum_apis[6].resp, &sent_batches_m,      NULL,
+    &kq_wt_vote_request,
+    &kq_wt_begin_quorum_epoch_request,
+    &kq_wt_end_quorum_epoch_request,
+    &kq_wt_fetch_request,
+    &kq_wt_fetch_snapshot_request,
+    &kq_wt_write_request,
+    &kq_wt_response,
+    &kq_wt_vote_response,
+    &kq_wt_begin_quorum_epoch_response,
+    &kq_wt_fetch_response,
+    &kq_wt_fetch_snapshot_response,
+    &kq_wt_describe_quorum_response,
+    &kq_wt_write_response,
+    &sent_batches_m,
+    NULL,
 };
 
 static const struct quorum_api *quorum_api(uint32_t api_key, kq_raft_msg_type type)
@@ -316,15 +174,15 @@ int kq_codec_encode_raft_request(const kq_raft_msg *m, const char *cluster_id, k
         (m->u.fetch_snapshot_req.position < 0 || m->u.fetch_snapshot_req.max_bytes < 0 ||
          sid->end_offset < 0 || sid->epoch < 0))
         return KQ_ERR_INVALID_REQUEST;
-    return kq_wire_send(q->api_key, cluster_id, m->from, &q->req, m, out);
+    return kq_wire_send(q->api_key, cluster_id, m->from, q->req, m, out);
 }
 
 int kq_codec_encode_describe_request(const char *cluster_id, kq_buf *out)
 {
     if (start(out) || check_cluster_id(cluster_id))
         return KQ_ERR_INVALID_REQUEST;
-    return kq_wire_send(KQ_API_DESCRIBE_QUORUM, cluster_id, -1,
-                        &quorum_api(KQ_API_DESCRIBE_QUORUM, 0)->req, NULL, out);
+    return kq_wire_send(KQ_API_DESCRIBE_QUORUM, cluster_id, -1, &kq_wt_describe_quorum_request,
+                        NULL, out);
 }
 
 int kq_codec_encode_write_request(const char *cluster_id, const uint8_t *const *records,
@@ -339,7 +197,7 @@ int kq_codec_encode_write_request(const char *cluster_id, const uint8_t *const *
     for (size_t i = 0; i < n; i++)
         if (!records[i] && lens[i] > 0)
             return KQ_ERR_INVALID_REQUEST;
-    return kq_wire_send(KQ_API_WRITE, cluster_id, -1, &write_req_m, &r, out);
+    return kq_wire_send(KQ_API_WRITE, cluster_id, -1, &kq_wt_write_request, &r, out);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -351,7 +209,7 @@ static int send_response(uint32_t api_key, const kq_response *v, const kq_wire_m
 {
     Kq__Response rs = KQ__RESPONSE__INIT;
     kq_arena a = {0};
-    int rc = kq_wire_encode(&envelope_m, v, &rs.base, &a);
+    int rc = kq_wire_encode(&kq_wt_response, v, &rs.base, &a);
 
     rs.api_key = api_key;
     if (!rc && m) {
@@ -402,7 +260,7 @@ int kq_codec_encode_raft_response(const kq_raft_msg *m, const kq_codec_batch *ba
     v.error = m->error;
     v.leader_id = m->leader_id < 0 ? -1 : m->leader_id;
     v.leader_epoch = m->epoch < 0 ? -1 : m->epoch;
-    return send_response(q->api_key, &v, &q->resp, n_batches ? &sent : NULL, out);
+    return send_response(q->api_key, &v, q->resp, n_batches ? &sent : NULL, out);
 }
 
 int kq_codec_encode_describe_response(const kq_quorum_description *d, kq_buf *out)
@@ -413,8 +271,7 @@ int kq_codec_encode_describe_response(const kq_quorum_description *d, kq_buf *ou
         return KQ_ERR_INVALID_REQUEST;
     v.describe = *d;
     v.leader_id = v.leader_epoch = -1;
-    return send_response(KQ_API_DESCRIBE_QUORUM, &v, &quorum_api(KQ_API_DESCRIBE_QUORUM, 0)->resp,
-                         NULL, out);
+    return send_response(KQ_API_DESCRIBE_QUORUM, &v, &kq_wt_describe_quorum_response, NULL, out);
 }
 
 int kq_codec_encode_write_response(int64_t base_offset, int32_t epoch, kq_buf *out)
@@ -425,7 +282,7 @@ int kq_codec_encode_write_response(int64_t base_offset, int32_t epoch, kq_buf *o
         return KQ_ERR_INVALID_REQUEST;
     v.write_base_offset = base_offset;
     v.write_epoch = epoch;
-    return send_response(KQ_API_WRITE, &v, &quorum_api(KQ_API_WRITE, 0)->resp, NULL, out);
+    return send_response(KQ_API_WRITE, &v, &kq_wt_write_response, NULL, out);
 }
 
 int kq_codec_encode_error_response(uint32_t api_key, int error, const char *message,
@@ -550,11 +407,11 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
         if (q && q->req_type) { /* a Raft request: into the core's message */
             out->raft.type = q->req_type;
             out->raft.from = rq->sender_id;
-            rc = kq_wire_decode(&q->req, *body, &out->raft, &o->a, errbuf, errlen);
+            rc = kq_wire_decode(q->req, *body, &out->raft, &o->a, errbuf, errlen);
             if (!rc)
                 rc = check_raft_request(&out->raft, rq, errbuf, errlen);
         } else if (rq->api_key == KQ_API_WRITE) {
-            rc = kq_wire_decode(&write_req_m, *body, out, &o->a, errbuf, errlen);
+            rc = kq_wire_decode(&kq_wt_write_request, *body, out, &o->a, errbuf, errlen);
         }
         /* A controller API's body is decoded and validated by kq_ctl_request_from_envelope
          * (include/kq/ctl_codec.h); DescribeQuorum has none. */
@@ -716,7 +573,7 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
         rc = BAD("response for unknown api key %u", rs->api_key);
     else if (nul)
         rc = BAD("%s response has a string with a NUL byte", name);
-    else if ((rc = kq_wire_decode(&envelope_m, &rs->base, out, &o->a, errbuf, errlen)))
+    else if ((rc = kq_wire_decode(&kq_wt_response, &rs->base, out, &o->a, errbuf, errlen)))
         ;
     else if (rs->body_case == KQ__RESPONSE__BODY__NOT_SET && rs->error_code == 0)
         rc = BAD("%s response has neither an error nor a body", name);
@@ -730,7 +587,7 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
         out->raft.leader_id = out->leader_id;
         out->raft.epoch = out->leader_epoch;
         if (q && rs->body_case != KQ__RESPONSE__BODY__NOT_SET &&
-            !(rc = kq_wire_decode(&q->resp, *body, out, &o->a, errbuf, errlen)))
+            !(rc = kq_wire_decode(q->resp, *body, out, &o->a, errbuf, errlen)))
             rc = check_response(out, errbuf, errlen);
         /* A controller API's body is read by the kq_ctl_decode_*_response functions. */
     }

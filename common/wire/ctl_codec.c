@@ -46,45 +46,12 @@ bool kq_ctl_is_controller_api(uint32_t k)
 
     return api && api->kind == KQ_API_KIND_CONTROLLER;
 }
-/* the hand-written tables: ElectLeaders' request, and the answers (the requests' tables are
- * generated from proto/kq_ctl.proto)                                                       */
+/* ---------------------------------------------------------------------------------------- */
+/* the request tables (generated from proto/kq_ctl.proto)                                    */
 
-#define I32 KQ_W_I32
-#define I64 KQ_W_I64
-#define ID KQ_WK_I32, 0, INT32_MAX /* broker ids, partition indexes: >= 0 */
-#define TOPIC_NAME KQ_CTL_MAX_TOPIC_NAME_BYTES
-
-/* ElectLeaders carries topics with their partitions; kq_elect_leaders lists (topic, partition)
- * targets, which the controller's results index. This is the wire's shape. */
-typedef struct elect_topic {
-    const char *topic;
-    const int32_t *partitions;
-    int32_t n;
-} elect_topic;
-typedef struct elect_request {
-    int8_t election_type;
-    bool all_partitions;
-    const elect_topic *topics;
-    int32_t n;
-} elect_request;
-static const kq_wire_field elect_topic_f[] = {
-    KQ_W_STR(elect_topic, topic, "topic", 0, TOPIC_NAME),
-    KQ_W_IDS(elect_topic, partitions, n, "partitions", 0, KQ_CTL_MAX_PARTITIONS),
-};
-static const kq_wire_msg elect_topic_m =
-    KQ_W_TABLE(elect_topic, kq__elect_topic_partitions__descriptor, elect_topic_f);
-static const kq_wire_field elect_f[] = {
-    KQ_W_INT(elect_request, election_type, "election_type", KQ_WK_I8, KQ_ELECTION_TYPE_PREFERRED,
-             KQ_ELECTION_TYPE_UNCLEAN),
-    KQ_W_BOOL(elect_request, all_partitions, "all_partitions"),
-    KQ_W_MSGS(elect_request, topics, n, "topic_partitions", 0, KQ_CTL_MAX_ITEMS, &elect_topic_m),
-};
-static const kq_wire_msg elect_m =
-    KQ_W_TABLE(elect_request, kq__elect_leaders_request__descriptor, elect_f);
-
-/* Every controller request body but ElectLeaders' is a generated table (proto/kq_ctl.proto)
- * over its member of kq_ctl_request's union; NULL fields: an empty body. */
-static const kq_wire_msg empty_elect_m = {.desc = &kq__elect_leaders_request__descriptor};
+/* Every controller request body but ElectLeaders' (whose targets are regrouped by topic on
+ * the wire) is a generated table over its member of kq_ctl_request's union; NULL fields: an
+ * empty body. */
 static const kq_wire_msg empty_cluster_m = {.desc = &kq__describe_cluster_request__descriptor};
 static const kq_wire_msg empty_features_m = {.desc = &kq__describe_features_request__descriptor};
 static const struct ctl_body {
@@ -98,7 +65,7 @@ static const struct ctl_body {
     {KQ_API_CREATE_TOPICS, &kq_wt_create_topics_request},
     {KQ_API_DELETE_TOPICS, &kq_wt_delete_topics_request},
     {KQ_API_CREATE_PARTITIONS, &kq_wt_create_partitions_request},
-    {KQ_API_ELECT_LEADERS, &empty_elect_m},
+    {KQ_API_ELECT_LEADERS, &kq_wt_elect_leaders_request},
     {KQ_API_INCREMENTAL_ALTER_CONFIGS, &kq_wt_incremental_alter_configs_request},
     {KQ_API_DESCRIBE_CONFIGS, &kq_wt_describe_configs_request},
     {KQ_API_UPDATE_FEATURES, &kq_wt_update_features_request},
@@ -222,10 +189,10 @@ static int check_body(kq_ctl_request *r, char *errbuf, size_t errlen)
 static int dec_elect_leaders(kq_arena *a, const ProtobufCMessage *body, kq_elect_leaders *r,
                              char *errbuf, size_t errlen)
 {
-    elect_request w;
+    kq_elect_wire w;
     size_t total = 0, k = 0;
     kq_elect_target *ts;
-    int rc = kq_wire_decode(&elect_m, body, &w, a, errbuf, errlen);
+    int rc = kq_wire_decode(&kq_wt_elect_leaders_request, body, &w, a, errbuf, errlen);
 
     if (rc)
         return rc;
@@ -363,13 +330,13 @@ int kq_ctl_decode_request(const uint8_t *buf, size_t len, kq_ctl_request *out, c
 /* request encoding                                                                          */
 
 /* The targets, grouped by topic as they come (the order the results index). */
-static int enc_elect_leaders(kq_arena *a, const kq_elect_leaders *r, elect_request *w)
+static int enc_elect_leaders(kq_arena *a, const kq_elect_leaders *r, kq_elect_wire *w)
 {
     int32_t n = r->all_partitions ? 0 : r->n_targets; /* all partitions: no list */
-    elect_topic *ts;
+    kq_elect_wire_topic *ts;
     int32_t *ps;
 
-    *w = (elect_request){r->election_type, r->all_partitions, NULL, 0};
+    *w = (kq_elect_wire){r->election_type, r->all_partitions, NULL, 0};
     if (n < 0 || (n > 0 && !r->targets))
         return KQ_ERR_INVALID_REQUEST;
     ts = kq_arena_alloc(a, (size_t)n, sizeof *ts);
@@ -380,7 +347,7 @@ static int enc_elect_leaders(kq_arena *a, const kq_elect_leaders *r, elect_reque
         const char *topic = r->targets[i].topic ? r->targets[i].topic : "";
 
         if (!w->n || strcmp(ts[w->n - 1].topic, topic))
-            ts[w->n++] = (elect_topic){topic, ps + i, 0};
+            ts[w->n++] = (kq_elect_wire_topic){topic, ps + i, 0};
         ps[i] = r->targets[i].partition;
         ts[w->n - 1].n++;
     }
@@ -393,7 +360,7 @@ int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ct
 {
     kq_arena a = {0};
     const kq_wire_msg *m;
-    elect_request w;
+    kq_elect_wire w;
     int rc = 0;
 
     if (!out)
@@ -405,7 +372,8 @@ int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ct
         return KQ_ERR_INVALID_REQUEST;
     if (req->api_key == KQ_API_ELECT_LEADERS &&
         !(rc = enc_elect_leaders(&a, &req->elect_leaders, &w)))
-        rc = kq_wire_send(req->api_key, cluster_id, sender_id, &elect_m, &w, out);
+        rc = kq_wire_send(req->api_key, cluster_id, sender_id, &kq_wt_elect_leaders_request, &w,
+                          out);
     else if (req->api_key != KQ_API_ELECT_LEADERS)
         rc = kq_wire_send(req->api_key, cluster_id, sender_id, m, BODY(req), out);
     kq_arena_free(&a);
@@ -414,42 +382,6 @@ int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ct
 
 /* ---------------------------------------------------------------------------------------- */
 /* decoded responses: tables over the structs of include/kq/ctl_codec.h (owned copies)        */
-
-static const kq_wire_field desc_endpoint_f[] = {
-    KQ_W_STR(kq_ctl_endpoint, name, "name", 0, KQ_REC_MAX_NAME),
-    KQ_W_STR(kq_ctl_endpoint, host, "host", 0, KQ_REC_MAX_NAME),
-    KQ_W_INT(kq_ctl_endpoint, port, "port", I32),
-};
-static const kq_wire_msg desc_endpoint_m =
-    KQ_W_TABLE(kq_ctl_endpoint, kq__ctl_endpoint__descriptor, desc_endpoint_f);
-static const kq_wire_field broker_desc_f[] = {
-    KQ_W_INT(kq_ctl_broker_desc, id, "broker_id", I32),
-    KQ_W_INT(kq_ctl_broker_desc, epoch, "broker_epoch", I64),
-    KQ_W_BOOL(kq_ctl_broker_desc, fenced, "fenced"),
-    KQ_W_BOOL(kq_ctl_broker_desc, in_controlled_shutdown, "in_controlled_shutdown"),
-    KQ_W_STR(kq_ctl_broker_desc, rack, "rack", 0, KQ_REC_MAX_NAME),
-    KQ_W_MSGS(kq_ctl_broker_desc, endpoints, n_endpoints, "endpoints", 0, KQ_REC_MAX_ENDPOINTS,
-              &desc_endpoint_m),
-};
-static const kq_wire_msg broker_desc_m =
-    KQ_W_TABLE(kq_ctl_broker_desc, kq__describe_cluster_broker__descriptor, broker_desc_f);
-static const kq_wire_field cluster_desc_f[] = {
-    KQ_W_STR(kq_ctl_cluster_desc, cluster_id, "cluster_id", 0, KQ_CODEC_MAX_CLUSTER_ID),
-    KQ_W_INT(kq_ctl_cluster_desc, controller_id, "controller_id", I32),
-    KQ_W_MSGS(kq_ctl_cluster_desc, brokers, n_brokers, "brokers", 0, KQ_CTL_MAX_PARTITIONS,
-              &broker_desc_m),
-};
-static const kq_wire_msg cluster_desc_m =
-    KQ_W_TABLE(kq_ctl_cluster_desc, kq__describe_cluster_response__descriptor, cluster_desc_f);
-
-/* DescribeTopics' configs: the CtlConfig message read into kq_ctl_config_entry (the
- * generated kq_ctl_topic_desc table names it). */
-static const kq_wire_field topic_config_f[] = {
-    KQ_W_STR(kq_ctl_config_entry, name, "name", 0, KQ_REC_MAX_NAME),
-    KQ_W_STR(kq_ctl_config_entry, value, "value", 0, KQ_REC_MAX_CONFIG_VALUE),
-};
-const kq_wire_msg kq_wt_topic_config =
-    KQ_W_TABLE(kq_ctl_config_entry, kq__ctl_config__descriptor, topic_config_f);
 
 /* Per-item results: one generated table per API over kq_ctl_item_result, in a
  * kq_ctl_item_results (ElectLeaders' is flattened from its topics below). */
@@ -464,73 +396,8 @@ static const struct {
     {KQ_API_UPDATE_FEATURES, &kq_wt_update_features_response},
 };
 
-/* ElectLeaders and AlterPartition answer per topic, and the structs list partitions: these
- * are the wire's shapes, flattened after decoding. */
-typedef struct elect_topic_result {
-    char *topic;
-    bool has_id;
-    uint8_t topic_id[16];
-    kq_ctl_item_result *partitions;
-    int32_t n;
-} elect_topic_result;
-typedef struct elect_results {
-    elect_topic_result *topics;
-    int32_t n;
-} elect_results;
-static const kq_wire_field elect_topic_result_f[] = {
-    KQ_W_STR(elect_topic_result, topic, "topic", 0, TOPIC_NAME),
-    KQ_W_UUID_HAS(elect_topic_result, topic_id, has_id, "topic_id"),
-    KQ_W_MSGS(elect_topic_result, partitions, n, "partitions", 0, KQ_CTL_MAX_PARTITIONS,
-              &kq_wt_elect_partition_result),
-};
-static const kq_wire_msg elect_topic_result_m =
-    KQ_W_TABLE(elect_topic_result, kq__elect_topic_result__descriptor, elect_topic_result_f);
-static const kq_wire_field elect_results_f[] = {
-    KQ_W_MSGS(elect_results, topics, n, "results", 0, KQ_CTL_MAX_ITEMS, &elect_topic_result_m),
-};
-static const kq_wire_msg elect_results_m =
-    KQ_W_TABLE(elect_results, kq__elect_leaders_response__descriptor, elect_results_f);
-
-/* AlterPartition answers: each partition's result with its index (from the request); decoded
- * answers keep the results in request order, without the index. */
-typedef struct ap_view {
-    kq_ap_result r;
-    int32_t partition_index;
-} ap_view;
-typedef struct ap_topic_view {
-    uint8_t topic_id[16]; /* version > 1 */
-    char *name;           /* version <= 1 */
-    ap_view *partitions;
-    int32_t n;
-} ap_topic_view;
-typedef struct ap_answer {
-    ap_topic_view *topics;
-    int32_t n;
-} ap_answer;
-static const kq_wire_field ap_view_f[] = {
-    KQ_W_INT(ap_view, partition_index, "partition_index", I32),
-    KQ_W_INT(ap_view, r.error, "error_code", I32),
-    KQ_W_INT(ap_view, r.leader_id, "leader_id", I32),
-    KQ_W_INT(ap_view, r.leader_epoch, "leader_epoch", I32),
-    KQ_W_IDS(ap_view, r.isr, r.n_isr, "isr", 0, KQ_REC_MAX_REPLICAS),
-    KQ_W_INT(ap_view, r.leader_recovery_state, "leader_recovery_state", KQ_WK_I8, INT8_MIN,
-             INT8_MAX),
-    KQ_W_INT(ap_view, r.partition_epoch, "partition_epoch", I32),
-};
-static const kq_wire_msg ap_view_m =
-    KQ_W_TABLE(ap_view, kq__alter_partition_partition_result__descriptor, ap_view_f);
-static const kq_wire_field ap_topic_view_f[] = {
-    KQ_W_UUID(ap_topic_view, topic_id, "topic_id", 0),
-    KQ_W_STR(ap_topic_view, name, "topic_name", 0, TOPIC_NAME),
-    KQ_W_MSGS(ap_topic_view, partitions, n, "partitions", 0, KQ_CTL_MAX_PARTITIONS, &ap_view_m),
-};
-static const kq_wire_msg ap_topic_view_m =
-    KQ_W_TABLE(ap_topic_view, kq__alter_partition_topic_result__descriptor, ap_topic_view_f);
-static const kq_wire_field ap_answer_f[] = {
-    KQ_W_MSGS(ap_answer, topics, n, "topics", 0, KQ_CTL_MAX_ITEMS, &ap_topic_view_m),
-};
-static const kq_wire_msg ap_answer_m =
-    KQ_W_TABLE(ap_answer, kq__alter_partition_response__descriptor, ap_answer_f);
+/* ElectLeaders and AlterPartition answer per topic, and their C structs list partitions: their
+ * wire shapes (kq_elect_wire_results, kq_ap_wire_answer) are flattened after decoding. */
 
 /* ---------------------------------------------------------------------------------------- */
 /* responses from results: a view of each answer in the decoders' structs, sent through the  */
@@ -639,7 +506,7 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
                                            const kq_alter_partition_result *res, kq_buf *out)
 {
     kq_arena a = {0};
-    ap_topic_view *ts;
+    kq_ap_wire_topic *ts;
     int32_t k = 0, total = 0;
 
     if (start(out) || !req || !res || req->n_topics < 0 || (req->n_topics && !req->topics))
@@ -655,7 +522,8 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
     for (int32_t i = 0; i < req->n_topics; i++) {
         const kq_ap_topic *t = &req->topics[i];
 
-        if (!(ts[i].partitions = kq_arena_alloc(&a, (size_t)t->n_partitions, sizeof(ap_view)))) {
+        if (!(ts[i].partitions =
+                  kq_arena_alloc(&a, (size_t)t->n_partitions, sizeof(kq_ap_wire_result)))) {
             kq_arena_free(&a);
             return KQ_ERR_NOMEM;
         }
@@ -665,7 +533,7 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
         else
             ts[i].name = (char *)t->name;
         for (int32_t p = 0; p < t->n_partitions; p++, k++) {
-            ap_view *v = &ts[i].partitions[p];
+            kq_ap_wire_result *v = &ts[i].partitions[p];
 
             v->partition_index = t->partitions[p].partition_index;
             v->r = res->results[k];
@@ -677,8 +545,8 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
             }
         }
     }
-    return send_body(KQ_API_ALTER_PARTITION, &ap_answer_m, &(ap_answer){ts, req->n_topics}, &a,
-                     out);
+    return send_body(KQ_API_ALTER_PARTITION, &kq_wt_alter_partition_response,
+                     &(kq_ap_wire_answer){ts, req->n_topics}, &a, out);
 }
 
 int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
@@ -739,9 +607,9 @@ int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_lea
                                          const kq_elect_result *res, int32_t n_res, kq_buf *out)
 {
     kq_arena a = {0};
-    elect_topic_result *ts;
+    kq_elect_wire_topic_result *ts;
     kq_ctl_item_result *ps;
-    elect_results body = {NULL, 0};
+    kq_elect_wire_results body = {NULL, 0};
 
     if (start(out) || !req || n_res < 0 || (n_res > 0 && !res))
         return KQ_ERR_INVALID_REQUEST;
@@ -770,9 +638,9 @@ int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_lea
         if (!name)
             name = "";
         if (!body.n || strcmp(ts[body.n - 1].topic, name)) {
-            ts[body.n] = (elect_topic_result){.topic = (char *)name,
-                                              .has_id = !kq_uuid_is_zero(r->topic_id),
-                                              .partitions = &ps[i]};
+            ts[body.n] = (kq_elect_wire_topic_result){.topic = (char *)name,
+                                                      .has_id = !kq_uuid_is_zero(r->topic_id),
+                                                      .partitions = &ps[i]};
             memcpy(ts[body.n++].topic_id, r->topic_id, 16);
         }
         ps[i].partition = r->partition;
@@ -780,7 +648,7 @@ int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_lea
         ts[body.n - 1].n++;
     }
     body.topics = ts;
-    return send_body(KQ_API_ELECT_LEADERS, &elect_results_m, &body, &a, out);
+    return send_body(KQ_API_ELECT_LEADERS, &kq_wt_elect_leaders_response, &body, &a, out);
 }
 
 int kq_ctl_encode_alter_configs_response(const kq_alter_config_resource *reqs,
@@ -818,37 +686,10 @@ int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
 /* ---------------------------------------------------------------------------------------- */
 /* describe responses from the image                                                         */
 
-static const kq_wire_field cluster_broker_f[] = {
-    KQ_W_INT(kq_broker, id, "broker_id", I32),
-    KQ_W_INT(kq_broker, epoch, "broker_epoch", I64),
-    KQ_W_BOOL(kq_broker, fenced, "fenced"),
-    KQ_W_BOOL(kq_broker, in_controlled_shutdown, "in_controlled_shutdown"),
-    KQ_W_STR(kq_broker, rack, "rack", 0, KQ_REC_MAX_NAME),
-    KQ_W_MSGS(kq_broker, endpoints, n_endpoints, "endpoints", 0, KQ_REC_MAX_ENDPOINTS,
-              &kq_wt_ctl_endpoint),
-};
-static const kq_wire_msg cluster_broker_m =
-    KQ_W_TABLE(kq_broker, kq__describe_cluster_broker__descriptor, cluster_broker_f);
-
-/* DescribeCluster as sent: the brokers are the image's, copied whole into one array. */
-typedef struct cluster_view {
-    const char *cluster_id;
-    int32_t controller_id;
-    kq_broker *brokers;
-    int32_t n;
-} cluster_view;
-static const kq_wire_field cluster_view_f[] = {
-    KQ_W_STR(cluster_view, cluster_id, "cluster_id", 0, KQ_CODEC_MAX_CLUSTER_ID),
-    KQ_W_INT(cluster_view, controller_id, "controller_id", I32),
-    KQ_W_MSGS(cluster_view, brokers, n, "brokers", 0, INT32_MAX, &cluster_broker_m),
-};
-static const kq_wire_msg cluster_view_m =
-    KQ_W_TABLE(cluster_view, kq__describe_cluster_response__descriptor, cluster_view_f);
-
 int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
                                    int32_t controller_id, kq_buf *out)
 {
-    cluster_view v = {cluster_id ? cluster_id : "", controller_id, NULL, 0};
+    kq_ctl_cluster_desc v = {(char *)(cluster_id ? cluster_id : ""), controller_id, NULL, 0};
     const kq_broker *b;
     kq_arena a = {0};
     size_t n = 0;
@@ -861,10 +702,10 @@ int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
         kq_arena_free(&a);
         return KQ_ERR_NOMEM;
     }
-    for (b = kq_image_broker_next(img, NULL); b && (size_t)v.n < n;
+    for (b = kq_image_broker_next(img, NULL); b && (size_t)v.n_brokers < n;
          b = kq_image_broker_next(img, b))
-        v.brokers[v.n++] = *b;
-    return send_body(KQ_API_DESCRIBE_CLUSTER, &cluster_view_m, &v, &a, out);
+        v.brokers[v.n_brokers++] = *b;
+    return send_body(KQ_API_DESCRIBE_CLUSTER, &kq_wt_describe_cluster_response, &v, &a, out);
 }
 
 /* The answers whose C struct is the generated one of their table, built by the controller
@@ -908,9 +749,8 @@ const kq_wire_msg *const kq_wire_ctl_tables[] = {
     &kq_wt_describe_topics_request,
     &empty_cluster_m,
     &empty_features_m,
-    &elect_m,
-    &cluster_broker_m,
-    &cluster_desc_m,
+    &kq_wt_elect_leaders_request,
+    &kq_wt_describe_cluster_response,
     &kq_wt_describe_topics_response,
     &kq_wt_describe_configs_response,
     &kq_wt_describe_features_response,
@@ -919,9 +759,8 @@ const kq_wire_msg *const kq_wire_ctl_tables[] = {
     &kq_wt_create_partitions_response,
     &kq_wt_incremental_alter_configs_response,
     &kq_wt_update_features_response,
-    &elect_results_m,
-    &ap_answer_m,
-    &cluster_view_m,
+    &kq_wt_elect_leaders_response,
+    &kq_wt_alter_partition_response,
     &kq_wt_broker_heartbeat_response,
     &kq_wt_broker_registration_response,
     NULL,
@@ -996,14 +835,15 @@ static bool desc_free(const kq_wire_msg *m, void *d)
 
 void kq_ctl_cluster_desc_free(kq_ctl_cluster_desc *d)
 {
-    if (desc_free(&cluster_desc_m, d))
+    if (desc_free(&kq_wt_describe_cluster_response, d))
         d->controller_id = -1;
 }
 
 int kq_ctl_decode_describe_cluster_response(const kq_response *env, kq_ctl_cluster_desc *out,
                                             char *errbuf, size_t errlen)
 {
-    int rc = dec_response(env, KQ_API_DESCRIBE_CLUSTER, &cluster_desc_m, out, errbuf, errlen);
+    int rc = dec_response(env, KQ_API_DESCRIBE_CLUSTER, &kq_wt_describe_cluster_response, out,
+                          errbuf, errlen);
 
     if (rc && out)
         out->controller_id = -1;
@@ -1068,9 +908,10 @@ void kq_ctl_item_results_free(kq_ctl_item_results *r)
 static int dec_elect_results(const kq_response *env, kq_ctl_item_results *out, char *errbuf,
                              size_t errlen)
 {
-    elect_results w;
+    kq_elect_wire_results w;
     int64_t total = 0;
-    int rc = dec_response(env, KQ_API_ELECT_LEADERS, &elect_results_m, &w, errbuf, errlen);
+    int rc =
+        dec_response(env, KQ_API_ELECT_LEADERS, &kq_wt_elect_leaders_response, &w, errbuf, errlen);
 
     if (rc)
         return rc;
@@ -1088,14 +929,14 @@ static int dec_elect_results(const kq_response *env, kq_ctl_item_results *out, c
                 rc = NOMEM();
         }
     if (!rc && !(out->items = flatten(w.topics, w.n, sizeof *w.topics,
-                                      offsetof(elect_topic_result, partitions),
-                                      offsetof(elect_topic_result, n), sizeof *out->items,
+                                      offsetof(kq_elect_wire_topic_result, partitions),
+                                      offsetof(kq_elect_wire_topic_result, n), sizeof *out->items,
                                       sizeof *out->items, &out->n)))
         rc = NOMEM();
     for (int32_t i = 0; rc && i < w.n; i++) /* the names are not in the table: free them here */
         for (int32_t p = 0; p < w.topics[i].n; p++)
             free(w.topics[i].partitions[p].name);
-    kq_wire_free(&elect_results_m, &w); /* after a flatten, only the topics are left */
+    kq_wire_free(&kq_wt_elect_leaders_response, &w); /* after a flatten, only the topics are left */
     return rc;
 }
 
@@ -1166,24 +1007,25 @@ void kq_ctl_alter_partition_response_free(kq_alter_partition_result *r)
 int kq_ctl_decode_alter_partition_response(const kq_response *env, kq_alter_partition_result *out,
                                            char *errbuf, size_t errlen)
 {
-    ap_answer w;
+    kq_ap_wire_answer w;
     int64_t total = 0;
     int rc;
 
     if (!out)
         return BAD("no output");
     memset(out, 0, sizeof *out);
-    if ((rc = dec_response(env, KQ_API_ALTER_PARTITION, &ap_answer_m, &w, errbuf, errlen)))
+    if ((rc = dec_response(env, KQ_API_ALTER_PARTITION, &kq_wt_alter_partition_response, &w, errbuf,
+                           errlen)))
         return rc;
     for (int32_t i = 0; i < w.n; i++)
         total += w.topics[i].n;
     if (total > KQ_CTL_MAX_PARTITIONS)
         rc = BAD("alter_partition response has more than %d partitions", KQ_CTL_MAX_PARTITIONS);
     else if (!(out->results =
-                   flatten(w.topics, w.n, sizeof *w.topics, offsetof(ap_topic_view, partitions),
-                           offsetof(ap_topic_view, n), sizeof(ap_view), sizeof(kq_ap_result),
-                           &out->n_results)))
+                   flatten(w.topics, w.n, sizeof *w.topics, offsetof(kq_ap_wire_topic, partitions),
+                           offsetof(kq_ap_wire_topic, n), sizeof(kq_ap_wire_result),
+                           sizeof(kq_ap_result), &out->n_results)))
         rc = NOMEM();
-    kq_wire_free(&ap_answer_m, &w);
+    kq_wire_free(&kq_wt_alter_partition_response, &w);
     return rc;
 }

@@ -4,7 +4,9 @@
  * Every message that crosses between a protobuf-c struct (generated from proto/) and the plain
  * C struct the rest of kq works with (include/kq/records.h, ctlapi.h, ...) is described once by
  * a kq_wire_msg: one kq_wire_field per field, naming the .proto field, where the C value lives
- * and the field's limits (range, length, count, non-empty). kq_wire_decode and kq_wire_encode
+ * and the field's limits (range, length, count, non-empty). kq-wiregen (proto/wiregen.c) writes
+ * the tables from the annotations in the .proto files; the one written by hand is a second view
+ * of FetchResponse's batches (codec.c). kq_wire_decode and kq_wire_encode
  * walk that table together with protobuf-c's own descriptor, so no codec copies a message field
  * by field; codecs keep only the rules that span fields (topic id or name by version,
  * duplicates, ordering) and the choice of which message to send.
@@ -91,110 +93,6 @@ struct kq_wire_msg {
     bool in_place;
 };
 
-/* Table rows. T is the C struct, f its member, pb the .proto field name.
- * KQ_W_INT(T, f, pb, kind, lo, hi) and KQ_W_OPT(T, f, pb, kind, lo, hi, absent); "kind, lo, hi"
- * may come from one macro (KQ_W_I32, KQ_W_I64: the type's whole range). */
-#define KQ_W_INT(...) KQ_W_INT_(__VA_ARGS__)
-#define KQ_W_INT_(T, f, pb, k, lo, hi)                                                             \
-    {                                                                                              \
-        .name = pb, .kind = k, .off = offsetof(T, f), .min = lo, .max = hi                         \
-    }
-#define KQ_W_OPT(...) KQ_W_OPT_(__VA_ARGS__)
-#define KQ_W_OPT_(T, f, pb, k, lo, hi, dflt)                                                       \
-    {                                                                                              \
-        .name = pb, .kind = k, .flags = KQ_WF_ABSENT, .off = offsetof(T, f), .min = lo, .max = hi, \
-        .absent = dflt                                                                             \
-    }
-#define KQ_W_KEY(...) KQ_W_KEY_(__VA_ARGS__)
-#define KQ_W_KEY_(T, f, pb, k, lo, hi)                                                             \
-    {                                                                                              \
-        .name = pb, .kind = k, .flags = KQ_WF_KEY, .off = offsetof(T, f), .min = lo, .max = hi     \
-    }
-#define KQ_W_I32 KQ_WK_I32, INT32_MIN, INT32_MAX
-#define KQ_W_I64 KQ_WK_I64, INT64_MIN, INT64_MAX
-#define KQ_W_BOOL(T, f, pb)                                                                        \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_BOOL, .off = offsetof(T, f), .max = 1                            \
-    }
-#define KQ_W_STR(T, f, pb, fl, maxlen)                                                             \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_STR, .flags = fl, .off = offsetof(T, f), .max = maxlen           \
-    }
-#define KQ_W_UUID(T, f, pb, fl)                                                                    \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_UUID, .flags = fl, .off = offsetof(T, f), .max = 16              \
-    }
-/* An optional uuid whose presence is the bool `has` (sent when has is true). */
-#define KQ_W_UUID_HAS(T, f, has, pb)                                                               \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_UUID, .flags = KQ_WF_HAS, .off = offsetof(T, f),                 \
-        .aux = offsetof(T, has), .max = 16                                                         \
-    }
-#define KQ_W_BYTES(T, f, n, pb, maxlen)                                                            \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_BYTES, .off = offsetof(T, f), .aux = offsetof(T, n),             \
-        .max = maxlen                                                                              \
-    }
-#define KQ_W_IDS(T, f, n, pb, fl, maxn)                                                            \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_IDS, .flags = fl, .off = offsetof(T, f), .aux = offsetof(T, n),  \
-        .max = maxn                                                                                \
-    }
-/* Repeated strings: each 1..maxlen bytes (0..maxlen without KQ_WF_NONEMPTY), at most maxn. */
-#define KQ_W_STRS(T, f, n, pb, fl, maxn, maxlen)                                                   \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_STRS, .flags = fl, .off = offsetof(T, f), .aux = offsetof(T, n), \
-        .max = maxn, .elem_max = maxlen                                                            \
-    }
-#define KQ_W_TEXT(T, f, pb)                                                                        \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_TEXT, .off = offsetof(T, f), .max = sizeof(((T *)0)->f) - 1      \
-    }
-/* A field kq always sends as `value` and accepts in [lo, hi] (e.g. a Fetch's max_bytes). */
-#define KQ_W_CONST(pb, value, lo, hi)                                                              \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_CONST, .min = lo, .max = hi, .absent = value                     \
-    }
-#define KQ_W_BLOBS(T, f, lens, n, pb, fl, maxn, maxlen)                                            \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_BLOBS, .flags = fl, .off = offsetof(T, f),                       \
-        .aux = offsetof(T, n), .aux2 = offsetof(T, lens), .max = maxn, .elem_max = maxlen          \
-    }
-#define KQ_W_INLINE(pb, s, dflt)                                                                   \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_MSG, .flags = KQ_WF_INLINE, .absent = dflt, .sub = s             \
-    }
-#define KQ_W_MSG(T, f, has, pb, s)                                                                 \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_MSG, .flags = KQ_WF_HAS, .off = offsetof(T, f),                  \
-        .aux = offsetof(T, has), .sub = s                                                          \
-    }
-#define KQ_W_MSGS(T, f, n, pb, fl, maxn, s)                                                        \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_MSGS, .flags = fl, .off = offsetof(T, f), .aux = offsetof(T, n), \
-        .max = maxn, .sub = s                                                                      \
-    }
-#define KQ_W_TABLE_IN_PLACE(T, pbdesc, rows)                                                       \
-    {                                                                                              \
-        .desc = &pbdesc, .size = sizeof(T), .fields = rows,                                        \
-        .n_fields = sizeof rows / sizeof rows[0], .in_place = true                                 \
-    }
-/* A required sub-message (no presence flag). */
-#define KQ_W_MSG_REQ(T, f, pb, s)                                                                  \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_MSG, .off = offsetof(T, f), .sub = s                             \
-    }
-/* A KQ_W_INLINE whose presence is the bool `has`. */
-#define KQ_W_INLINE_HAS(T, has, pb, s, dflt)                                                       \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_MSG, .flags = KQ_WF_INLINE | KQ_WF_HAS, .aux = offsetof(T, has), \
-        .absent = dflt, .sub = s                                                                   \
-    }
-#define KQ_W_TEXT_STRICT(T, f, pb)                                                                 \
-    {                                                                                              \
-        .name = pb, .kind = KQ_WK_TEXT, .flags = KQ_WF_STRICT, .off = offsetof(T, f),              \
-        .max = sizeof(((T *)0)->f) - 1                                                             \
-    }
 /* What a decoded kq_request or kq_response keeps in priv_: the unpacked envelope and the arena
  * of what was decoded from it. */
 typedef struct kq_wire_owned {
@@ -203,12 +101,6 @@ typedef struct kq_wire_owned {
 } kq_wire_owned;
 /* Frees the envelope, the arena and o itself (calloc'd by the decoder). NULL is fine. */
 void kq_wire_owned_free(kq_wire_owned *o);
-#define KQ_W_TABLE(T, pbdesc, rows)                                                                \
-    {                                                                                              \
-        .desc = &pbdesc, .size = sizeof(T), .fields = rows,                                        \
-        .n_fields = sizeof rows / sizeof rows[0]                                                   \
-    }
-
 /* Every top-level table of a codec, NULL-terminated (the property test in
  * tests/unit/codec/test_wire_tables.c round-trips each; sub-tables are reached through them).
  * The record tables are reached by type instead (kq_wire_record_table). */

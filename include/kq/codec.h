@@ -22,6 +22,8 @@
 #define KQ_CODEC_MAX_WRITE_RECORDS 10000
 #define KQ_CODEC_MAX_ENDPOINT 256
 #define KQ_CODEC_MAX_SNAPSHOT_CHUNK (8 * 1024 * 1024) /* bytes in one FetchSnapshot answer */
+#define KQ_CODEC_MAX_BATCH_COUNT 1000000              /* records one batch may claim */
+#define KQ_CODEC_FETCH_MAX_BYTES (8 * 1024 * 1024)    /* a follower's Fetch max_bytes */
 
 /* API keys: include/kq/api.h (KQ_API_*). */
 

@@ -129,26 +129,11 @@ int kq_ctl_encode_answer(uint32_t api_key, const void *body, kq_buf *out);
  * the problem), validates what it copies, and fills *out (owned; free with the *_free). An
  * envelope carrying an error (env->error != 0) has no body: check env->error first. */
 
-typedef struct kq_ctl_endpoint {
-    char *name;
-    char *host;
-    int32_t port;
-} kq_ctl_endpoint;
-
-typedef struct kq_ctl_broker_desc {
-    int32_t id;
-    int64_t epoch;
-    bool fenced;
-    bool in_controlled_shutdown;
-    char *rack; /* NULL: none */
-    kq_ctl_endpoint *endpoints;
-    int32_t n_endpoints;
-} kq_ctl_broker_desc;
-
+/* DescribeCluster: the image's brokers (kq_broker), strings and lists owned when decoded. */
 typedef struct kq_ctl_cluster_desc {
     char *cluster_id;
     int32_t controller_id;
-    kq_ctl_broker_desc *brokers;
+    kq_broker *brokers;
     int32_t n_brokers;
 } kq_ctl_cluster_desc;
 int kq_ctl_decode_describe_cluster_response(const kq_response *env, kq_ctl_cluster_desc *out,
@@ -167,24 +152,6 @@ int kq_ctl_decode_describe_features_response(const kq_response *env, kq_ctl_feat
                                              char *errbuf, size_t errlen);
 void kq_ctl_features_desc_free(kq_ctl_features_desc *d);
 
-/* One per-item result of CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders (one per
- * partition), IncrementalAlterConfigs, UpdateFeatures. */
-typedef struct kq_ctl_item_result {
-    char *name;           /* topic, resource or feature name ("" if none was sent) */
-    int32_t partition;    /* ElectLeaders; else -1 */
-    int8_t resource_type; /* IncrementalAlterConfigs; else 0 */
-    bool has_id;
-    uint8_t topic_id[16];   /* CreateTopics, DeleteTopics, ElectLeaders when sent */
-    int32_t num_partitions; /* CreateTopics; else -1 */
-    int32_t replication_factor;
-    int error;
-    char *message; /* NULL: none */
-} kq_ctl_item_result;
-
-typedef struct kq_ctl_item_results {
-    kq_ctl_item_result *items;
-    int32_t n;
-} kq_ctl_item_results;
 /* For env->api_key CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, ELECT_LEADERS,
  * INCREMENTAL_ALTER_CONFIGS or UPDATE_FEATURES. */
 int kq_ctl_decode_item_results(const kq_response *env, kq_ctl_item_results *out, char *errbuf,

@@ -35,8 +35,39 @@ typedef struct kq_ctl_ids {
     int32_t n;
 } kq_ctl_ids;
 
+/* One per-item result of CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders (one per
+ * partition), IncrementalAlterConfigs, UpdateFeatures. */
+typedef struct kq_ctl_item_result {
+    char *name;           /* topic, resource or feature name ("" if none was sent) */
+    int32_t partition;    /* ElectLeaders; else -1 */
+    int8_t resource_type; /* IncrementalAlterConfigs; else 0 */
+    bool has_id;
+    uint8_t topic_id[16];   /* CreateTopics, DeleteTopics, ElectLeaders when sent */
+    int32_t num_partitions; /* CreateTopics; else -1 */
+    int32_t replication_factor;
+    int error;
+    char *message; /* NULL: none */
+} kq_ctl_item_result;
+
+typedef struct kq_ctl_item_results {
+    kq_ctl_item_result *items;
+    int32_t n;
+} kq_ctl_item_results;
+
+/* One partition's AlterPartition result (the generated kq_ap_wire_result holds one). */
+typedef struct kq_ap_result {
+    int error;
+    int32_t leader_id;
+    int32_t leader_epoch;
+    int32_t *isr; /* malloc'd, freed by kq_alter_partition_result_free */
+    int32_t n_isr;
+    int8_t leader_recovery_state;
+    int32_t partition_epoch;
+} kq_ap_result;
+
 /* The request structs and the describe answers' (kq_ctl_topics_desc, kq_ctl_configs_desc,
- * kq_ctl_features_desc) are generated too. */
+ * kq_ctl_features_desc) are generated too, with the wire's shapes of ElectLeaders and the
+ * AlterPartition answer (kq_elect_wire*, kq_ap_wire*), which only the codec uses. */
 #include "kq/kq_ctl_types.h"
 
 /* ---- broker registration and heartbeats (kraft-semantics.md 3.2, 3.3) -------------------- */
@@ -83,16 +114,6 @@ typedef struct kq_simple_result {
 } kq_simple_result;
 
 /* ---- AlterPartition ---------------------------------------------------------------------- */
-
-typedef struct kq_ap_result {
-    int error;
-    int32_t leader_id;
-    int32_t leader_epoch;
-    int32_t *isr; /* malloc'd, freed by kq_alter_partition_result_free */
-    int32_t n_isr;
-    int8_t leader_recovery_state;
-    int32_t partition_epoch;
-} kq_ap_result;
 
 typedef struct kq_alter_partition_result {
     int error; /* top level: 0, NOT_CONTROLLER, STALE_BROKER_EPOCH, NOMEM */

@@ -364,7 +364,8 @@ typedef struct respfix {
     Kq__BeginQuorumEpochResponse begin;
     Kq__EndQuorumEpochResponse end;
     Kq__FetchResponse fetch;
-    Kq__EpochEndOffset diverging, snapshot;
+    Kq__DivergingEpoch diverging;
+    Kq__FetchSnapshotId snapshot;
     Kq__Batch batch[NB];
     Kq__Batch *batch_ptrs[NB];
     Kq__DescribeQuorumResponse describe;
@@ -390,8 +391,8 @@ static void respfix_init(respfix *f, uint32_t api)
     kq__begin_quorum_epoch_response__init(&f->begin);
     kq__end_quorum_epoch_response__init(&f->end);
     kq__fetch_response__init(&f->fetch);
-    kq__epoch_end_offset__init(&f->diverging);
-    kq__epoch_end_offset__init(&f->snapshot);
+    kq__diverging_epoch__init(&f->diverging);
+    kq__fetch_snapshot_id__init(&f->snapshot);
     kq__describe_quorum_response__init(&f->describe);
     kq__write_response__init(&f->write);
     tu_opaque_payload(&f->payload, 2, 4, 0x5a);

@@ -159,6 +159,29 @@ refuse tneedssub 'message B {  // @kq c=b
 message A {  // @kq c=a
   optional B b = 1;  // @kq t=other has=has_b
 }' "tneedssub.proto:5: t= on a message field needs sub="
+# A table over a struct written elsewhere, filled in place through member paths; a oneof's
+# members are neither members nor rows.
+run inplace 'message Env {  // @kq use=t_env inplace
+  required int32 epoch = 1;  // @kq c=raft.epoch min=0
+  // @c+ t_raft raft;
+  oneof body {
+    Env nested = 10;
+  }
+}
+message Part {  // @kq c=t_withraw
+  // @c+ t_raft r;
+  required int32 leader = 1;  // @kq c=r.leader
+  required int32 index = 2;
+}'
+[ $? -eq 0 ] || { echo "FAIL: inplace.proto refused:"; cat "$dir/inplace.out"; fails=$((fails + 1)); }
+want "$dir/inplace_tables.c" ".off = offsetof(t_env, raft.epoch), .min = 0"
+want "$dir/inplace_tables.c" ".in_place = true};"
+want "$dir/inplace_tables.c" ".off = offsetof(t_withraw, r.leader)"
+want "$dir/inplace_types.h" "    t_raft r;"
+want "$dir/inplace_types.h" "    int32_t index;"
+if grep -q "nested\|r.leader;\|int32_t leader" "$dir/inplace_tables.c" "$dir/inplace_types.h"; then
+    echo "FAIL: a oneof member or a path became a row or a member"; fails=$((fails + 1))
+fi
 run twospaces 'message  Spaced {  // @kq c=t_spaced
   required int32 x = 1;
 }'
