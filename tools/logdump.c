@@ -249,28 +249,13 @@ static bool read_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *out
     return false;
 }
 
-typedef struct desc_arg {
-    char desc[512];
-} desc_arg;
-
-static int desc_cb(void *arg, int64_t offset, kq_record_type type, const char *description)
-{
-    desc_arg *a = arg;
-
-    (void)offset;
-    (void)type;
-    snprintf(a->desc, sizeof a->desc, "%s", description ? description : "");
-    return 0;
-}
-
 /* Decodes the length-prefixed record at buf[*pos] (`what` names it in errors). */
 static int decode_item(kq_tools_dump *d, const uint8_t *buf, size_t len, size_t *pos,
                        const char *what, int64_t n, item *it)
 {
     size_t start = *pos;
     uint64_t vlen;
-    char derr[256] = "";
-    desc_arg da = {""};
+    char derr[256] = "", desc[512];
     int rc;
 
     memset(it, 0, sizeof *it);
@@ -291,12 +276,12 @@ static int decode_item(kq_tools_dump *d, const uint8_t *buf, size_t len, size_t 
         it->ok = true;
     } else {
         /* Not decodable here: is it a kq.Record at all? */
-        if (kq_codec_walk_records(buf + start, *pos - start + (size_t)vlen, 0, 1, desc_cb, &da)) {
+        if (kq_record_describe_raw(buf + *pos, (size_t)vlen, desc, sizeof desc)) {
             snprintf(d->err, sizeof d->err, "%s %" PRId64 " does not parse as a kq.Record: %s",
                      what, n, derr);
             return KQ_ERR_MALFORMED;
         }
-        it->desc = strdup(da.desc);
+        it->desc = strdup(desc);
         it->err = strdup(derr);
         if (!it->desc || !it->err) {
             item_free(it);

@@ -105,6 +105,37 @@ int kq_record_decode(const uint8_t *buf, size_t len, kq_record *out, char *errbu
     return rc;
 }
 
+int kq_record_describe_raw(const uint8_t *buf, size_t len, char *desc, size_t cap)
+{
+    static const uint8_t empty[1];
+    const ProtobufCFieldDescriptor *f = NULL;
+    const ProtobufCMessageDescriptor *md;
+    Kq__Record *m;
+    size_t n;
+    int rc;
+
+    if ((!buf && len) || !desc || !cap)
+        return KQ_ERR_MALFORMED;
+    m = (Kq__Record *)kq_pb_unpack(&kq__record__descriptor, len ? buf : empty, len, KQ_PB_REQUEST,
+                                   &rc, NULL, NULL, 0);
+    if (!m)
+        return KQ_ERR_MALFORMED;
+    if (m->body_case != KQ__RECORD__BODY__NOT_SET)
+        f = protobuf_c_message_descriptor_get_field(&kq__record__descriptor,
+                                                    (unsigned)m->body_case);
+    md = f && f->type == PROTOBUF_C_TYPE_MESSAGE ? f->descriptor : NULL;
+    kq__record__free_unpacked(m, NULL);
+    if (!md || !md->short_name) {
+        snprintf(desc, cap, "Unknown bytes=%zu", len);
+        return 0;
+    }
+    n = strlen(md->short_name); /* "TopicRecord": "Topic" */
+    if (n > 6 && !strcmp(md->short_name + n - 6, "Record"))
+        n -= 6;
+    snprintf(desc, cap, "%.*s bytes=%zu", (int)n, md->short_name, len);
+    return 0;
+}
+
 int kq_record_decode_next(const uint8_t *buf, size_t len, size_t *pos, kq_record *out, char *errbuf,
                           size_t errlen)
 {

@@ -137,27 +137,11 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
                              char *errbuf, size_t errlen);
 void kq_response_free(kq_response *r);
 
-/* Records inside a batch: each is a varint length then a packed kq.Record. */
-typedef enum kq_record_type {
-    KQ_RECORD_UNKNOWN = 0,
-    KQ_RECORD_LEADER_CHANGE = 1,
-    KQ_RECORD_NOOP = 2,
-    KQ_RECORD_OPAQUE = 3,
-} kq_record_type;
-
+/* Records inside a batch: each is a varint length then a packed kq.Record (records.h). */
 /* Append one encoded record (length-prefixed) to a growing buffer. */
 int kq_codec_append_leader_change(kq_buf *b, int32_t leader_id, const int32_t *voters, int n_voters,
                                   const int32_t *granting, int n_granting);
 int kq_codec_append_noop(kq_buf *b);
 int kq_codec_append_opaque(kq_buf *b, const uint8_t *data, size_t len);
-
-/* Iterate the records of a batch payload. cb gets the record type and a short
- * human-readable NUL-terminated description ("Topic bytes=23" for a metadata record: kq
- * log-dump prints it for a record that kq_record_decode cannot decode). Returns
- * KQ_ERR_MALFORMED if the payload does not parse or holds other than `count` records. */
-typedef int (*kq_record_cb)(void *arg, int64_t offset, kq_record_type type,
-                            const char *description);
-int kq_codec_walk_records(const uint8_t *records, size_t len, int64_t base_offset, int32_t count,
-                          kq_record_cb cb, void *arg);
 
 #endif

@@ -132,6 +132,11 @@ int kq_record_decode_next(const uint8_t *buf, size_t len, size_t *pos, kq_record
 int kq_record_check_batch(void *arg, int64_t base_offset, int32_t count, const uint8_t *records,
                           size_t len, char *errbuf, size_t errlen);
 
+/* For kq log-dump, of a record kq_record_decode refused: the name of its body from the schema
+ * and its size, "Topic bytes=23" ("Unknown bytes=N" for a body this build does not know),
+ * into desc (NUL-terminated). 0, or KQ_ERR_MALFORMED when buf is not a kq.Record at all. */
+int kq_record_describe_raw(const uint8_t *buf, size_t len, char *desc, size_t cap);
+
 /* One-line text for kq log-dump, e.g. "Topic name=foo id=<base64 uuid>" or
  * "PartitionChange topic=<id> partition=0 leader=2 isr=1,2". Always NUL-terminates a
  * non-empty buffer and ends with "..." when truncated. Returns the length written. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "codec_testutil.h"
+#include "kq/records.h"
 #include "kq/util.h"
 
 #define GARBAGE_ITERATIONS 200000
@@ -227,32 +228,38 @@ static void try_response(const uint8_t *data, size_t len, stats *st)
     kq_response_free(&r);
 }
 
-static int count_cb(void *arg, int64_t offset, kq_record_type type, const char *desc)
-{
-    assert_true(type >= KQ_RECORD_UNKNOWN && type <= KQ_RECORD_OPAQUE);
-    assert_true(strlen(desc) < 512);
-    (*(int *)arg)++;
-    return 0;
-}
-
+/* Garbage as a batch payload of `count` records: each one decodes (and renders) or is
+ * refused with MALFORMED or INVALID_REQUEST; the bytes from a refused one on are described
+ * (as kq log-dump does) or refused. ok: every record decoded and the payload used up. */
 static void try_walk(const uint8_t *data, size_t len, int32_t count, stats *st)
 {
     uint8_t *copy = malloc(len ? len : 1);
-    int seen = 0;
-    int rc;
+    char err[256], desc[512];
+    size_t pos = 0;
+    int32_t i;
 
     assert_non_null(copy);
     if (len)
         memcpy(copy, data, len);
-    rc = kq_codec_walk_records(copy, len, 0, count, count_cb, &seen);
-    free(copy);
-    if (rc == 0) {
-        assert_int_equal(seen, count);
-        st->ok++;
-    } else {
-        assert_int_equal(rc, KQ_ERR_MALFORMED);
-        st->err++;
+    for (i = 0; i < count; i++) {
+        kq_record r;
+        size_t at = pos;
+        int rc = kq_record_decode_next(copy, len, &pos, &r, err, sizeof err);
+
+        if (rc) {
+            assert_true(rc == KQ_ERR_MALFORMED || rc == KQ_ERR_INVALID_REQUEST);
+            rc = kq_record_describe_raw(copy + at, len - at, desc, sizeof desc);
+            assert_true(rc == 0 || rc == KQ_ERR_MALFORMED);
+            break;
+        }
+        assert_true(kq_record_render(&r, desc, sizeof desc) < sizeof desc);
+        kq_record_free(&r);
     }
+    free(copy);
+    if (i == count && pos == len)
+        st->ok++;
+    else
+        st->err++;
 }
 
 static void test_truncations(void **state)
