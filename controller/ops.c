@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cluster_control.h"
-#include "describe.h"
+#include "answers.h"
 #include "kq/error.h"
 #include "replication_control.h"
 

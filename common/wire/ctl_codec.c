@@ -383,19 +383,6 @@ int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ct
 /* ---------------------------------------------------------------------------------------- */
 /* decoded responses: tables over the structs of include/kq/ctl_codec.h (owned copies)        */
 
-/* Per-item results: one generated table per API over kq_ctl_item_result, in a
- * kq_ctl_item_results (ElectLeaders' is flattened from its topics below). */
-static const struct {
-    uint32_t api_key;
-    const kq_wire_msg *m;
-} item_results[] = {
-    {KQ_API_CREATE_TOPICS, &kq_wt_create_topics_response},
-    {KQ_API_DELETE_TOPICS, &kq_wt_delete_topics_response},
-    {KQ_API_CREATE_PARTITIONS, &kq_wt_create_partitions_response},
-    {KQ_API_INCREMENTAL_ALTER_CONFIGS, &kq_wt_incremental_alter_configs_response},
-    {KQ_API_UPDATE_FEATURES, &kq_wt_update_features_response},
-};
-
 /* ElectLeaders and AlterPartition answer per topic, and their C structs list partitions: their
  * wire shapes (kq_elect_wire_results, kq_ap_wire_answer) are flattened after decoding. */
 
@@ -427,45 +414,6 @@ static int send_body(uint32_t api_key, const kq_wire_msg *m, const void *c, kq_a
     kq_arena_free(a);
     return rc;
 }
-
-/* n item views in the arena, each with its message clipped into the arena; NULL when out of
- * memory (the arena is then freed). */
-static kq_ctl_item_result *item_views(kq_arena *a, int32_t n, const char *res, size_t stride,
-                                      size_t error_off, size_t msg_off)
-{
-    kq_ctl_item_result *v = kq_arena_alloc(a, (size_t)n, sizeof *v);
-    char *msgs = kq_arena_alloc(a, (size_t)n, KQ_CTL_MAX_MESSAGE + 1);
-
-    if (!v || !msgs) {
-        kq_arena_free(a);
-        return NULL;
-    }
-    for (int32_t i = 0; i < n; i++) {
-        const char *r = res + (size_t)i * stride;
-
-        memcpy(&v[i].error, r + error_off, sizeof v[i].error);
-        v[i].message = kq_wire_clip(r + msg_off, msgs + (size_t)i * (KQ_CTL_MAX_MESSAGE + 1),
-                                    KQ_CTL_MAX_MESSAGE);
-    }
-    return v;
-}
-/* Result type T has an int error and a char message[]. */
-#define ITEM_VIEWS(a, n, res, T)                                                                   \
-    item_views(a, n, (const char *)(res), sizeof(T), offsetof(T, error), offsetof(T, message))
-
-static int send_items(uint32_t api_key, kq_ctl_item_result *v, int32_t n, kq_arena *a, kq_buf *out)
-{
-    kq_ctl_item_results body = {v, n};
-
-    for (size_t i = 0; i < sizeof item_results / sizeof item_results[0]; i++)
-        if (item_results[i].api_key == api_key)
-            return send_body(api_key, item_results[i].m, &body, a, out);
-    kq_arena_free(a);
-    return KQ_ERR_INVALID_REQUEST;
-}
-
-/* The inputs of an item encoder: n >= 0 requests and results, present when n > 0. */
-#define ITEMS_OK(reqs, res, n) ((n) >= 0 && ((n) == 0 || ((reqs) && (res))))
 
 int kq_ctl_encode_broker_registration_response(const kq_registration_result *res, kq_buf *out)
 {
@@ -549,183 +497,33 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
                      &(kq_ap_wire_answer){ts, req->n_topics}, &a, out);
 }
 
-int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
-                                         const kq_create_topic_result *res, int32_t n, kq_buf *out)
-{
-    kq_arena a = {0};
-    kq_ctl_item_result *v;
-
-    if (start(out) || !ITEMS_OK(reqs, res, n))
-        return KQ_ERR_INVALID_REQUEST;
-    if (!(v = ITEM_VIEWS(&a, n, res, kq_create_topic_result)))
-        return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n; i++) {
-        v[i].name = (char *)reqs[i].name;
-        v[i].has_id = !res[i].error || (res[i].error == KQ_ERR_TOPIC_ALREADY_EXISTS &&
-                                        !kq_uuid_is_zero(res[i].topic_id));
-        memcpy(v[i].topic_id, res[i].topic_id, 16);
-        v[i].num_partitions = res[i].error ? -1 : res[i].num_partitions;
-        v[i].replication_factor = res[i].error ? -1 : res[i].replication_factor;
-    }
-    return send_items(KQ_API_CREATE_TOPICS, v, n, &a, out);
-}
-
-int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_simple_result *res,
-                                         int32_t n, kq_buf *out)
-{
-    kq_arena a = {0};
-    kq_ctl_item_result *v;
-
-    if (start(out) || !ITEMS_OK(reqs, res, n))
-        return KQ_ERR_INVALID_REQUEST;
-    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
-        return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n; i++) {
-        v[i].name = (char *)reqs[i].name; /* named by name, or else by id */
-        v[i].has_id = !reqs[i].name;
-        memcpy(v[i].topic_id, reqs[i].topic_id, 16);
-    }
-    return send_items(KQ_API_DELETE_TOPICS, v, n, &a, out);
-}
-
-int kq_ctl_encode_create_partitions_response(const kq_create_partitions *reqs,
-                                             const kq_simple_result *res, int32_t n, kq_buf *out)
-{
-    kq_arena a = {0};
-    kq_ctl_item_result *v;
-
-    if (start(out) || !ITEMS_OK(reqs, res, n))
-        return KQ_ERR_INVALID_REQUEST;
-    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
-        return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n; i++)
-        v[i].name = (char *)reqs[i].topic;
-    return send_items(KQ_API_CREATE_PARTITIONS, v, n, &a, out);
-}
-
-int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_leaders *req,
-                                         const kq_elect_result *res, int32_t n_res, kq_buf *out)
-{
-    kq_arena a = {0};
-    kq_elect_wire_topic_result *ts;
-    kq_ctl_item_result *ps;
-    kq_elect_wire_results body = {NULL, 0};
-
-    if (start(out) || !req || n_res < 0 || (n_res > 0 && !res))
-        return KQ_ERR_INVALID_REQUEST;
-    ts = kq_arena_alloc(&a, (size_t)n_res, sizeof *ts);
-    ps = kq_arena_alloc(&a, (size_t)n_res, sizeof *ps);
-    if (!ts || !ps) {
-        kq_arena_free(&a);
-        return KQ_ERR_NOMEM;
-    }
-    /* One topic entry per run of results for the same topic; their partitions share ps. */
-    for (int32_t i = 0; i < n_res; i++) {
-        const kq_elect_result *r = &res[i];
-        const char *name = NULL;
-
-        if (r->index >= 0) {
-            if (r->index >= req->n_targets || !req->targets) {
-                kq_arena_free(&a);
-                return KQ_ERR_INVALID_REQUEST;
-            }
-            name = req->targets[r->index].topic;
-        } else if (img) {
-            const kq_topic *t = kq_image_topic_by_id(img, r->topic_id);
-
-            name = t ? t->name : NULL;
-        }
-        if (!name)
-            name = "";
-        if (!body.n || strcmp(ts[body.n - 1].topic, name)) {
-            ts[body.n] = (kq_elect_wire_topic_result){.topic = (char *)name,
-                                                      .has_id = !kq_uuid_is_zero(r->topic_id),
-                                                      .partitions = &ps[i]};
-            memcpy(ts[body.n++].topic_id, r->topic_id, 16);
-        }
-        ps[i].partition = r->partition;
-        ps[i].error = r->error;
-        ts[body.n - 1].n++;
-    }
-    body.topics = ts;
-    return send_body(KQ_API_ELECT_LEADERS, &kq_wt_elect_leaders_response, &body, &a, out);
-}
-
-int kq_ctl_encode_alter_configs_response(const kq_alter_config_resource *reqs,
-                                         const kq_simple_result *res, int32_t n, kq_buf *out)
-{
-    kq_arena a = {0};
-    kq_ctl_item_result *v;
-
-    if (start(out) || !ITEMS_OK(reqs, res, n))
-        return KQ_ERR_INVALID_REQUEST;
-    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
-        return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n; i++) {
-        v[i].resource_type = reqs[i].resource_type;
-        v[i].name = (char *)reqs[i].resource_name;
-    }
-    return send_items(KQ_API_INCREMENTAL_ALTER_CONFIGS, v, n, &a, out);
-}
-
-int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
-                                           const kq_simple_result *res, int32_t n, kq_buf *out)
-{
-    kq_arena a = {0};
-    kq_ctl_item_result *v;
-
-    if (start(out) || !ITEMS_OK(reqs, res, n))
-        return KQ_ERR_INVALID_REQUEST;
-    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
-        return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n; i++)
-        v[i].name = (char *)reqs[i].name;
-    return send_items(KQ_API_UPDATE_FEATURES, v, n, &a, out);
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* describe responses from the image                                                         */
-
-int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
-                                   int32_t controller_id, kq_buf *out)
-{
-    kq_ctl_cluster_desc v = {(char *)(cluster_id ? cluster_id : ""), controller_id, NULL, 0};
-    const kq_broker *b;
-    kq_arena a = {0};
-    size_t n = 0;
-
-    if (start(out) || !img || blen(cluster_id, KQ_CODEC_MAX_CLUSTER_ID) > KQ_CODEC_MAX_CLUSTER_ID)
-        return KQ_ERR_INVALID_REQUEST;
-    for (b = kq_image_broker_next(img, NULL); b; b = kq_image_broker_next(img, b))
-        n++;
-    if (!(v.brokers = kq_arena_alloc(&a, n, sizeof *v.brokers))) {
-        kq_arena_free(&a);
-        return KQ_ERR_NOMEM;
-    }
-    for (b = kq_image_broker_next(img, NULL); b && (size_t)v.n_brokers < n;
-         b = kq_image_broker_next(img, b))
-        v.brokers[v.n_brokers++] = *b;
-    return send_body(KQ_API_DESCRIBE_CLUSTER, &kq_wt_describe_cluster_response, &v, &a, out);
-}
-
-/* The answers whose C struct is the generated one of their table, built by the controller
- * (controller/describe.c). */
+/* The answers whose C struct is the generated one of their table (or a kq_ctl_item_results),
+ * built by the controller (controller/answers.c); `items`: a per-item answer, which
+ * kq_ctl_decode_item_results reads. */
 static const struct {
     uint32_t api_key;
     const kq_wire_msg *m;
-} plain_answers[] = {
-    {KQ_API_DESCRIBE_TOPICS, &kq_wt_describe_topics_response},
-    {KQ_API_DESCRIBE_CONFIGS, &kq_wt_describe_configs_response},
-    {KQ_API_DESCRIBE_FEATURES, &kq_wt_describe_features_response},
+    bool items;
+} answers[] = {
+    {KQ_API_CREATE_TOPICS, &kq_wt_create_topics_response, true},
+    {KQ_API_DELETE_TOPICS, &kq_wt_delete_topics_response, true},
+    {KQ_API_CREATE_PARTITIONS, &kq_wt_create_partitions_response, true},
+    {KQ_API_INCREMENTAL_ALTER_CONFIGS, &kq_wt_incremental_alter_configs_response, true},
+    {KQ_API_UPDATE_FEATURES, &kq_wt_update_features_response, true},
+    {KQ_API_ELECT_LEADERS, &kq_wt_elect_leaders_response, false},
+    {KQ_API_DESCRIBE_CLUSTER, &kq_wt_describe_cluster_response, false},
+    {KQ_API_DESCRIBE_TOPICS, &kq_wt_describe_topics_response, false},
+    {KQ_API_DESCRIBE_CONFIGS, &kq_wt_describe_configs_response, false},
+    {KQ_API_DESCRIBE_FEATURES, &kq_wt_describe_features_response, false},
 };
 
 int kq_ctl_encode_answer(uint32_t api_key, const void *body, kq_buf *out)
 {
     if (start(out) || !body)
         return KQ_ERR_INVALID_REQUEST;
-    for (size_t i = 0; i < sizeof plain_answers / sizeof plain_answers[0]; i++)
-        if (plain_answers[i].api_key == api_key)
-            return kq_wire_send(api_key, KQ_WIRE_ANSWER, 0, plain_answers[i].m, body, out);
+    for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++)
+        if (answers[i].api_key == api_key)
+            return kq_wire_send(api_key, KQ_WIRE_ANSWER, 0, answers[i].m, body, out);
     return KQ_ERR_INVALID_REQUEST;
 }
 
@@ -900,7 +698,7 @@ void kq_ctl_item_results_free(kq_ctl_item_results *r)
 {
     if (!r)
         return;
-    kq_wire_free(item_results[0].m, r); /* every item table owns the same two strings */
+    kq_wire_free(answers[0].m, r); /* every item table owns the same two strings */
     memset(r, 0, sizeof *r);
 }
 
@@ -952,9 +750,9 @@ int kq_ctl_decode_item_results(const kq_response *env, kq_ctl_item_results *out,
         return BAD("no decoded response");
     if (env->api_key == KQ_API_ELECT_LEADERS)
         rc = dec_elect_results(env, out, errbuf, errlen);
-    for (size_t i = 0; i < sizeof item_results / sizeof item_results[0]; i++)
-        if (item_results[i].api_key == env->api_key)
-            rc = dec_response(env, env->api_key, item_results[i].m, out, errbuf, errlen);
+    for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++)
+        if (answers[i].items && answers[i].api_key == env->api_key)
+            rc = dec_response(env, env->api_key, answers[i].m, out, errbuf, errlen);
     for (int32_t i = 0; !rc && i < out->n; i++) {
         kq_ctl_item_result *it = &out->items[i];
 

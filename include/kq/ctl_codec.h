@@ -8,10 +8,11 @@
  *     values, id ranges -> KQ_ERR_INVALID_REQUEST with errbuf naming the field. Semantic checks
  *     (topic name rules, partition counts, known configs, epochs) are left to the decisions so
  *     they can answer per item. kq_ctl_encode_request is the inverse (tools, tests).
- *   - Responses: kq_ctl_encode_*_response from the decisions' results; the describe responses
- *     are built directly from a const kq_image * (DescribeCluster, DescribeTopics,
- *     DescribeConfigs, DescribeFeatures). A top-level error (NOT_CONTROLLER with a leader hint,
- *     INVALID_REQUEST, ...) is sent with kq_codec_encode_error_response.
+ *   - Responses: kq_ctl_encode_*_response from the decisions' results (registration,
+ *     heartbeat, unregistration, AlterPartition); the other answers are built by the
+ *     controller (controller/answers.h) and encoded by kq_ctl_encode_answer. A top-level error
+ * (NOT_CONTROLLER with a leader hint, INVALID_REQUEST, ...) is sent with
+ * kq_codec_encode_error_response.
  *   - Response decoders for the tool and tests: kq_ctl_decode_*_response read the body of a
  *     kq_response decoded by kq_codec_decode_response into plain structs.
  *
@@ -84,10 +85,11 @@ void kq_ctl_request_free(kq_ctl_request *r);
 int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ctl_request *req,
                           kq_buf *out);
 
-/* ---- responses from the decisions' results ----------------------------------------------- */
+/* ---- responses ----------------------------------------------------------------------------- */
 /* Each returns 0, KQ_ERR_INVALID_REQUEST (inconsistent arguments) or KQ_ERR_NOMEM. A result
  * whose top-level error is set is encoded as an error response (error_code + message, no
- * body). */
+ * body). The other answers are built by the controller (controller/answers.h) and encoded by
+ * kq_ctl_encode_answer. */
 
 int kq_ctl_encode_broker_registration_response(const kq_registration_result *res, kq_buf *out);
 int kq_ctl_encode_broker_heartbeat_response(const kq_heartbeat_result *res, kq_buf *out);
@@ -96,32 +98,13 @@ int kq_ctl_encode_unregister_broker_response(int error, const char *message, kq_
 /* res->results are in request order (one per request partition). */
 int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
                                            const kq_alter_partition_result *res, kq_buf *out);
-/* reqs[i] <-> res[i], n of each. */
-int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
-                                         const kq_create_topic_result *res, int32_t n, kq_buf *out);
-int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_simple_result *res,
-                                         int32_t n, kq_buf *out);
-int kq_ctl_encode_create_partitions_response(const kq_create_partitions *reqs,
-                                             const kq_simple_result *res, int32_t n, kq_buf *out);
-/* results from kq_rc_elect_leaders for `req`; topic names come from req->targets[index], or
- * from `img` (by topic id) for an all-partitions election. */
-int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_leaders *req,
-                                         const kq_elect_result *res, int32_t n_res, kq_buf *out);
-int kq_ctl_encode_alter_configs_response(const kq_alter_config_resource *reqs,
-                                         const kq_simple_result *res, int32_t n, kq_buf *out);
-int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
-                                           const kq_simple_result *res, int32_t n, kq_buf *out);
-
-/* ---- describe responses built from the image (pure) -------------------------------------- */
-
-/* Every registered broker in id order. controller_id: the active controller (-1 unknown). */
-int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
-                                   int32_t controller_id, kq_buf *out);
-/* Encodes body, the generated struct of api_key's answer (kq_ctl_topics_desc for
- * DescribeTopics, kq_ctl_configs_desc for DescribeConfigs, kq_ctl_features_desc for
- * DescribeFeatures; the controller builds them from the image in controller/describe.c),
- * into *out (malloc'd, the caller's). 0, KQ_ERR_INVALID_REQUEST (another API, a NULL body or
- * a value out of the message's limits) or KQ_ERR_NOMEM. */
+/* Encodes body, the C struct of api_key's answer, into *out (malloc'd, the caller's): a
+ * kq_ctl_item_results for CreateTopics, DeleteTopics, CreatePartitions,
+ * IncrementalAlterConfigs and UpdateFeatures; kq_elect_wire_results for ElectLeaders;
+ * kq_ctl_cluster_desc, kq_ctl_topics_desc, kq_ctl_configs_desc and kq_ctl_features_desc for
+ * DescribeCluster, DescribeTopics, DescribeConfigs and DescribeFeatures. The controller builds
+ * them (controller/answers.h). 0, KQ_ERR_INVALID_REQUEST (another API or a NULL body; limits
+ * are the receiver's to check) or KQ_ERR_NOMEM. */
 int kq_ctl_encode_answer(uint32_t api_key, const void *body, kq_buf *out);
 
 /* ---- decoded responses (tool, tests) ----------------------------------------------------- */

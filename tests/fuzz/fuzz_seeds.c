@@ -17,7 +17,7 @@
 
 #include "fuzz_wire.h"
 #include "kq/codec.h"
-#include "describe.h"
+#include "answers.h"
 #include "kq/ctl_codec.h"
 #include "kq/data_codec.h"
 #include "kq/image.h"

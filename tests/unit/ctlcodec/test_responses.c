@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "ctl_image_fixture.h"
-#include "describe.h"
+#include "answers.h"
 #include "kq/ctl_codec.h"
 #include "kq/error.h"
 

@@ -23,6 +23,7 @@
 #include "kq/error.h"
 #include "kq/rpc.h"
 #include "kq/util.h"
+#include "answers.h" /* the controller's CreateTopics answer */
 #include "kq_tools.h"
 
 /* Generous: the fakes answer at once, so only a dead address ever waits this long. */

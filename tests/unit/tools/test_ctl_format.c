@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "ctl_image_fixture.h"
-#include "describe.h"
+#include "answers.h"
 #include "kq/error.h"
 #include "kq/util.h"
 #include "kq_tools.h"

@@ -1,14 +1,17 @@
 /*
- * Describe answers built from the metadata image: see describe.h.
+ * The controller's answers, built from the metadata image and from its decisions' results:
+ * see answers.h.
  */
-#include "describe.h"
+#include "answers.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kq/arena.h"
 #include "kq/ctl_codec.h"
 #include "kq/error.h"
+#include "kq/util.h"
 
 /* The encoders' contract: *out is empty unless they succeed. */
 static bool reset(kq_buf *out)
@@ -334,4 +337,188 @@ int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_ra
 nomem:
     kq_arena_free(&a);
     return KQ_ERR_NOMEM;
+}
+
+/* ---- per-item answers from the decisions' results ---------------------------------------- */
+
+/* n item views in the arena, one per result (of `stride` bytes, with an int error and a
+ * NUL-terminated message at the offsets; an empty message is sent as none); NULL when out of
+ * memory (the arena is then freed). */
+static kq_ctl_item_result *item_views(kq_arena *a, int32_t n, const char *res, size_t stride,
+                                      size_t error_off, size_t msg_off)
+{
+    kq_ctl_item_result *v = kq_arena_alloc(a, (size_t)n, sizeof *v);
+
+    for (int32_t i = 0; v && i < n; i++) {
+        const char *r = res + (size_t)i * stride;
+
+        memcpy(&v[i].error, r + error_off, sizeof v[i].error);
+        v[i].message = r[msg_off] ? (char *)r + msg_off : NULL;
+    }
+    if (!v)
+        kq_arena_free(a);
+    return v;
+}
+/* Result type T has an int error and a char message[]. */
+#define ITEM_VIEWS(a, n, res, T)                                                                   \
+    item_views(a, n, (const char *)(res), sizeof(T), offsetof(T, error), offsetof(T, message))
+
+/* The inputs of an item answer: n >= 0 requests and results, present when n > 0. */
+#define ITEMS_OK(reqs, res, n) ((n) >= 0 && ((n) == 0 || ((reqs) && (res))))
+
+int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
+                                         const kq_create_topic_result *res, int32_t n, kq_buf *out)
+{
+    kq_arena a = {0};
+    kq_ctl_item_result *v;
+
+    if (!reset(out) || !ITEMS_OK(reqs, res, n))
+        return KQ_ERR_INVALID_REQUEST;
+    if (!(v = ITEM_VIEWS(&a, n, res, kq_create_topic_result)))
+        return KQ_ERR_NOMEM;
+    for (int32_t i = 0; i < n; i++) {
+        v[i].name = (char *)reqs[i].name;
+        v[i].has_id = !res[i].error || (res[i].error == KQ_ERR_TOPIC_ALREADY_EXISTS &&
+                                        !kq_uuid_is_zero(res[i].topic_id));
+        memcpy(v[i].topic_id, res[i].topic_id, 16);
+        v[i].num_partitions = res[i].error ? -1 : res[i].num_partitions;
+        v[i].replication_factor = res[i].error ? -1 : res[i].replication_factor;
+    }
+    return answer(KQ_API_CREATE_TOPICS, &(kq_ctl_item_results){v, n}, &a, out);
+}
+
+int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_simple_result *res,
+                                         int32_t n, kq_buf *out)
+{
+    kq_arena a = {0};
+    kq_ctl_item_result *v;
+
+    if (!reset(out) || !ITEMS_OK(reqs, res, n))
+        return KQ_ERR_INVALID_REQUEST;
+    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
+        return KQ_ERR_NOMEM;
+    for (int32_t i = 0; i < n; i++) {
+        v[i].name = (char *)reqs[i].name; /* named by name, or else by id */
+        v[i].has_id = !reqs[i].name;
+        memcpy(v[i].topic_id, reqs[i].topic_id, 16);
+    }
+    return answer(KQ_API_DELETE_TOPICS, &(kq_ctl_item_results){v, n}, &a, out);
+}
+
+int kq_ctl_encode_create_partitions_response(const kq_create_partitions *reqs,
+                                             const kq_simple_result *res, int32_t n, kq_buf *out)
+{
+    kq_arena a = {0};
+    kq_ctl_item_result *v;
+
+    if (!reset(out) || !ITEMS_OK(reqs, res, n))
+        return KQ_ERR_INVALID_REQUEST;
+    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
+        return KQ_ERR_NOMEM;
+    for (int32_t i = 0; i < n; i++)
+        v[i].name = (char *)reqs[i].topic;
+    return answer(KQ_API_CREATE_PARTITIONS, &(kq_ctl_item_results){v, n}, &a, out);
+}
+
+int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_leaders *req,
+                                         const kq_elect_result *res, int32_t n_res, kq_buf *out)
+{
+    kq_arena a = {0};
+    kq_elect_wire_topic_result *ts;
+    kq_ctl_item_result *ps;
+    kq_elect_wire_results body = {NULL, 0};
+
+    if (!reset(out) || !req || n_res < 0 || (n_res > 0 && !res))
+        return KQ_ERR_INVALID_REQUEST;
+    ts = kq_arena_alloc(&a, (size_t)n_res, sizeof *ts);
+    ps = kq_arena_alloc(&a, (size_t)n_res, sizeof *ps);
+    if (!ts || !ps) {
+        kq_arena_free(&a);
+        return KQ_ERR_NOMEM;
+    }
+    /* One topic entry per run of results for the same topic; their partitions share ps. */
+    for (int32_t i = 0; i < n_res; i++) {
+        const kq_elect_result *r = &res[i];
+        const char *name = NULL;
+
+        if (r->index >= 0) {
+            if (r->index >= req->n_targets || !req->targets) {
+                kq_arena_free(&a);
+                return KQ_ERR_INVALID_REQUEST;
+            }
+            name = req->targets[r->index].topic;
+        } else if (img) {
+            const kq_topic *t = kq_image_topic_by_id(img, r->topic_id);
+
+            name = t ? t->name : NULL;
+        }
+        if (!name)
+            name = "";
+        if (!body.n || strcmp(ts[body.n - 1].topic, name)) {
+            ts[body.n] = (kq_elect_wire_topic_result){.topic = (char *)name,
+                                                      .has_id = !kq_uuid_is_zero(r->topic_id),
+                                                      .partitions = &ps[i]};
+            memcpy(ts[body.n++].topic_id, r->topic_id, 16);
+        }
+        ps[i].partition = r->partition;
+        ps[i].error = r->error;
+        ts[body.n - 1].n++;
+    }
+    body.topics = ts;
+    return answer(KQ_API_ELECT_LEADERS, &body, &a, out);
+}
+
+int kq_ctl_encode_alter_configs_response(const kq_alter_config_resource *reqs,
+                                         const kq_simple_result *res, int32_t n, kq_buf *out)
+{
+    kq_arena a = {0};
+    kq_ctl_item_result *v;
+
+    if (!reset(out) || !ITEMS_OK(reqs, res, n))
+        return KQ_ERR_INVALID_REQUEST;
+    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
+        return KQ_ERR_NOMEM;
+    for (int32_t i = 0; i < n; i++) {
+        v[i].resource_type = reqs[i].resource_type;
+        v[i].name = (char *)reqs[i].resource_name;
+    }
+    return answer(KQ_API_INCREMENTAL_ALTER_CONFIGS, &(kq_ctl_item_results){v, n}, &a, out);
+}
+
+int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
+                                           const kq_simple_result *res, int32_t n, kq_buf *out)
+{
+    kq_arena a = {0};
+    kq_ctl_item_result *v;
+
+    if (!reset(out) || !ITEMS_OK(reqs, res, n))
+        return KQ_ERR_INVALID_REQUEST;
+    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
+        return KQ_ERR_NOMEM;
+    for (int32_t i = 0; i < n; i++)
+        v[i].name = (char *)reqs[i].name;
+    return answer(KQ_API_UPDATE_FEATURES, &(kq_ctl_item_results){v, n}, &a, out);
+}
+
+int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
+                                   int32_t controller_id, kq_buf *out)
+{
+    kq_ctl_cluster_desc v = {(char *)(cluster_id ? cluster_id : ""), controller_id, NULL, 0};
+    const kq_broker *b;
+    kq_arena a = {0};
+    size_t n = 0;
+
+    if (!reset(out) || !img ||
+        (cluster_id && strnlen(cluster_id, KQ_CODEC_MAX_CLUSTER_ID + 1) > KQ_CODEC_MAX_CLUSTER_ID))
+        return KQ_ERR_INVALID_REQUEST;
+    for (b = kq_image_broker_next(img, NULL); b; b = kq_image_broker_next(img, b))
+        n++;
+    if (!(v.brokers = kq_arena_alloc(&a, n, sizeof *v.brokers))) {
+        kq_arena_free(&a);
+        return KQ_ERR_NOMEM;
+    }
+    for (b = kq_image_broker_next(img, NULL); b && (size_t)v.n_brokers < n;
+         b = kq_image_broker_next(img, b))
+        v.brokers[v.n_brokers++] = *b;
+    return answer(KQ_API_DESCRIBE_CLUSTER, &v, &a, out);
 }
