@@ -366,6 +366,27 @@ static kq_ctl_item_result *item_views(kq_arena *a, int32_t n, const char *res, s
 /* The inputs of an item answer: n >= 0 requests and results, present when n > 0. */
 #define ITEMS_OK(reqs, res, n) ((n) >= 0 && ((n) == 0 || ((reqs) && (res))))
 
+/* Views of n simple results, each named by the string at name_off in reqs[i] (of `stride`
+ * bytes); NULL with *rc set for bad arguments (INVALID_REQUEST) or no memory. */
+static kq_ctl_item_result *simple_views(kq_arena *a, const void *reqs, size_t stride,
+                                        size_t name_off, const kq_simple_result *res, int32_t n,
+                                        kq_buf *out, int *rc)
+{
+    kq_ctl_item_result *v;
+
+    *rc = KQ_ERR_INVALID_REQUEST;
+    if (!reset(out) || !ITEMS_OK(reqs, res, n))
+        return NULL;
+    *rc = KQ_ERR_NOMEM;
+    if (!(v = ITEM_VIEWS(a, n, res, kq_simple_result)))
+        return NULL;
+    for (int32_t i = 0; i < n; i++)
+        v[i].name = *(char *const *)((const char *)reqs + (size_t)i * stride + name_off);
+    return v;
+}
+#define SIMPLE_VIEWS(a, reqs, T, name, res, n, out, rc)                                            \
+    simple_views(a, reqs, sizeof(T), offsetof(T, name), res, n, out, rc)
+
 int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
                                          const kq_create_topic_result *res, int32_t n, kq_buf *out)
 {
@@ -391,33 +412,24 @@ int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_s
                                          int32_t n, kq_buf *out)
 {
     kq_arena a = {0};
-    kq_ctl_item_result *v;
+    int rc;
+    kq_ctl_item_result *v = SIMPLE_VIEWS(&a, reqs, kq_delete_topic, name, res, n, out, &rc);
 
-    if (!reset(out) || !ITEMS_OK(reqs, res, n))
-        return KQ_ERR_INVALID_REQUEST;
-    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
-        return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n; i++) {
-        v[i].name = (char *)reqs[i].name; /* named by name, or else by id */
+    for (int32_t i = 0; v && i < n; i++) { /* named by name, or else by id */
         v[i].has_id = !reqs[i].name;
         memcpy(v[i].topic_id, reqs[i].topic_id, 16);
     }
-    return answer(KQ_API_DELETE_TOPICS, &(kq_ctl_item_results){v, n}, &a, out);
+    return v ? answer(KQ_API_DELETE_TOPICS, &(kq_ctl_item_results){v, n}, &a, out) : rc;
 }
 
 int kq_ctl_encode_create_partitions_response(const kq_create_partitions *reqs,
                                              const kq_simple_result *res, int32_t n, kq_buf *out)
 {
     kq_arena a = {0};
-    kq_ctl_item_result *v;
+    int rc;
+    kq_ctl_item_result *v = SIMPLE_VIEWS(&a, reqs, kq_create_partitions, topic, res, n, out, &rc);
 
-    if (!reset(out) || !ITEMS_OK(reqs, res, n))
-        return KQ_ERR_INVALID_REQUEST;
-    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
-        return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n; i++)
-        v[i].name = (char *)reqs[i].topic;
-    return answer(KQ_API_CREATE_PARTITIONS, &(kq_ctl_item_results){v, n}, &a, out);
+    return v ? answer(KQ_API_CREATE_PARTITIONS, &(kq_ctl_item_results){v, n}, &a, out) : rc;
 }
 
 int kq_ctl_encode_elect_leaders_response(const kq_image *img, const kq_elect_leaders *req,
@@ -472,32 +484,23 @@ int kq_ctl_encode_alter_configs_response(const kq_alter_config_resource *reqs,
                                          const kq_simple_result *res, int32_t n, kq_buf *out)
 {
     kq_arena a = {0};
-    kq_ctl_item_result *v;
+    int rc;
+    kq_ctl_item_result *v =
+        SIMPLE_VIEWS(&a, reqs, kq_alter_config_resource, resource_name, res, n, out, &rc);
 
-    if (!reset(out) || !ITEMS_OK(reqs, res, n))
-        return KQ_ERR_INVALID_REQUEST;
-    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
-        return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; v && i < n; i++)
         v[i].resource_type = reqs[i].resource_type;
-        v[i].name = (char *)reqs[i].resource_name;
-    }
-    return answer(KQ_API_INCREMENTAL_ALTER_CONFIGS, &(kq_ctl_item_results){v, n}, &a, out);
+    return v ? answer(KQ_API_INCREMENTAL_ALTER_CONFIGS, &(kq_ctl_item_results){v, n}, &a, out) : rc;
 }
 
 int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
                                            const kq_simple_result *res, int32_t n, kq_buf *out)
 {
     kq_arena a = {0};
-    kq_ctl_item_result *v;
+    int rc;
+    kq_ctl_item_result *v = SIMPLE_VIEWS(&a, reqs, kq_feature_update, name, res, n, out, &rc);
 
-    if (!reset(out) || !ITEMS_OK(reqs, res, n))
-        return KQ_ERR_INVALID_REQUEST;
-    if (!(v = ITEM_VIEWS(&a, n, res, kq_simple_result)))
-        return KQ_ERR_NOMEM;
-    for (int32_t i = 0; i < n; i++)
-        v[i].name = (char *)reqs[i].name;
-    return answer(KQ_API_UPDATE_FEATURES, &(kq_ctl_item_results){v, n}, &a, out);
+    return v ? answer(KQ_API_UPDATE_FEATURES, &(kq_ctl_item_results){v, n}, &a, out) : rc;
 }
 
 int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
