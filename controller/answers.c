@@ -342,16 +342,23 @@ nomem:
 /* ---- per-item answers from the decisions' results ---------------------------------------- */
 
 /* n item views in the arena, one per result (of `stride` bytes, with an int error and a
- * NUL-terminated message at the offsets; an empty message is sent as none); NULL when out of
- * memory (the arena is then freed). */
+ * message of msg_size bytes, NUL-terminated, at the offsets; an empty message is sent as
+ * none). NULL with *rc set when a message is not terminated (INVALID_REQUEST) or out of
+ * memory; the arena is then freed. */
 static kq_ctl_item_result *item_views(kq_arena *a, int32_t n, const char *res, size_t stride,
-                                      size_t error_off, size_t msg_off)
+                                      size_t error_off, size_t msg_off, size_t msg_size, int *rc)
 {
     kq_ctl_item_result *v = kq_arena_alloc(a, (size_t)n, sizeof *v);
 
+    *rc = v ? 0 : KQ_ERR_NOMEM;
     for (int32_t i = 0; v && i < n; i++) {
         const char *r = res + (size_t)i * stride;
 
+        if (!memchr(r + msg_off, 0, msg_size)) {
+            *rc = KQ_ERR_INVALID_REQUEST;
+            v = NULL;
+            break;
+        }
         memcpy(&v[i].error, r + error_off, sizeof v[i].error);
         v[i].message = r[msg_off] ? (char *)r + msg_off : NULL;
     }
@@ -359,9 +366,13 @@ static kq_ctl_item_result *item_views(kq_arena *a, int32_t n, const char *res, s
         kq_arena_free(a);
     return v;
 }
-/* Result type T has an int error and a char message[]. */
-#define ITEM_VIEWS(a, n, res, T)                                                                   \
-    item_views(a, n, (const char *)(res), sizeof(T), offsetof(T, error), offsetof(T, message))
+/* Result type T has an int error and a char message[] (at most KQ_CTL_MAX_MESSAGE bytes). */
+#define ITEM_VIEWS(a, n, res, T, rc)                                                               \
+    item_views(a, n, (const char *)(res), sizeof(T), offsetof(T, error), offsetof(T, message),     \
+               sizeof(((T *)0)->message), rc)
+_Static_assert(sizeof(((kq_simple_result *)0)->message) <= KQ_CTL_MAX_MESSAGE + 1 &&
+                   sizeof(((kq_create_topic_result *)0)->message) <= KQ_CTL_MAX_MESSAGE + 1,
+               "a result's message fits an answer's");
 
 /* The inputs of an item answer: n >= 0 requests and results, present when n > 0. */
 #define ITEMS_OK(reqs, res, n) ((n) >= 0 && ((n) == 0 || ((reqs) && (res))))
@@ -375,10 +386,8 @@ static kq_ctl_item_result *simple_views(kq_arena *a, const void *reqs, size_t st
     kq_ctl_item_result *v;
 
     *rc = KQ_ERR_INVALID_REQUEST;
-    if (!reset(out) || !ITEMS_OK(reqs, res, n))
-        return NULL;
-    *rc = KQ_ERR_NOMEM;
-    if (!(v = ITEM_VIEWS(a, n, res, kq_simple_result)))
+    if (!reset(out) || !ITEMS_OK(reqs, res, n) ||
+        !(v = ITEM_VIEWS(a, n, res, kq_simple_result, rc)))
         return NULL;
     for (int32_t i = 0; i < n; i++)
         v[i].name = *(char *const *)((const char *)reqs + (size_t)i * stride + name_off);
@@ -392,11 +401,12 @@ int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
 {
     kq_arena a = {0};
     kq_ctl_item_result *v;
+    int rc;
 
     if (!reset(out) || !ITEMS_OK(reqs, res, n))
         return KQ_ERR_INVALID_REQUEST;
-    if (!(v = ITEM_VIEWS(&a, n, res, kq_create_topic_result)))
-        return KQ_ERR_NOMEM;
+    if (!(v = ITEM_VIEWS(&a, n, res, kq_create_topic_result, &rc)))
+        return rc;
     for (int32_t i = 0; i < n; i++) {
         v[i].name = (char *)reqs[i].name;
         v[i].has_id = !res[i].error || (res[i].error == KQ_ERR_TOPIC_ALREADY_EXISTS &&

@@ -45,7 +45,8 @@ int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_ra
 
 /* ---- per-item answers from the decisions' results ---------------------------------------- */
 
-/* reqs[i] <-> res[i], n of each. */
+/* reqs[i] <-> res[i], n of each; each result's message NUL-terminated (else
+ * KQ_ERR_INVALID_REQUEST), "" for none. */
 int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
                                          const kq_create_topic_result *res, int32_t n, kq_buf *out);
 int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_simple_result *res,

@@ -851,9 +851,10 @@ int main(int argc, char **argv)
         table_name(&ms[i], t, sizeof t);
         path_name(&ms[i], "__", d, sizeof d);
         if (!ms[i].nf) {
-            fprintf(tc,
-                    "\nconst kq_wire_msg %s = {.desc = &kq__%s__descriptor, .size = sizeof(%s)};\n",
-                    t, d, T);
+            fprintf(
+                tc,
+                "\nconst kq_wire_msg %s = {.desc = &kq__%s__descriptor, .size = sizeof(%s)%s};\n",
+                t, d, T, ms[i].in_place ? ", .in_place = true" : "");
             continue;
         }
         fprintf(tc, "\nstatic const kq_wire_field %s_f[] = {\n", t);

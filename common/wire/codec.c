@@ -102,8 +102,10 @@ static const kq_wire_field codec_batch_f[] = {
      .aux = offsetof(kq_codec_batch, len),
      .max = INT64_MAX},
 };
+#undef CB
 static const kq_wire_msg codec_batch_m = {&kq__batch__descriptor, sizeof(kq_codec_batch),
-                                          codec_batch_f, 5, false};
+                                          codec_batch_f,
+                                          sizeof codec_batch_f / sizeof codec_batch_f[0], false};
 static const kq_wire_field sent_batches_f[] = {
     {.name = "batches",
      .kind = KQ_WK_MSGS,
@@ -114,7 +116,8 @@ static const kq_wire_field sent_batches_f[] = {
      .sub = &codec_batch_m},
 };
 static const kq_wire_msg sent_batches_m = {&kq__fetch_response__descriptor, sizeof(sent_batches),
-                                           sent_batches_f, 1, true};
+                                           sent_batches_f,
+                                           sizeof sent_batches_f / sizeof sent_batches_f[0], true};
 
 const kq_wire_msg *const kq_wire_quorum_tables[] = {
     &kq_wt_vote_request,

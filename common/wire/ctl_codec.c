@@ -381,14 +381,7 @@ int kq_ctl_encode_request(const char *cluster_id, int32_t sender_id, const kq_ct
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* decoded responses: tables over the structs of include/kq/ctl_codec.h (owned copies)        */
-
-/* ElectLeaders and AlterPartition answer per topic, and their C structs list partitions: their
- * wire shapes (kq_elect_wire_results, kq_ap_wire_answer) are flattened after decoding. */
-
-/* ---------------------------------------------------------------------------------------- */
-/* responses from results: a view of each answer in the decoders' structs, sent through the  */
-/* same tables                                                                               */
+/* responses                                                                                 */
 
 static int start(kq_buf *out)
 {
@@ -528,10 +521,12 @@ int kq_ctl_encode_answer(uint32_t api_key, const void *body, kq_buf *out)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* response decoding                                                                         */
+/* decoded responses (owned copies); ElectLeaders and AlterPartition answer per topic, and    */
+/* their C structs list partitions: their wire shapes (kq_elect_wire_results,                */
+/* kq_ap_wire_answer) are flattened after decoding                                           */
 
-/* ---------------------------------------------------------------------------------------- */
-/* decoded responses                                                                         */
+/* The flatten below keeps the first sizeof(kq_ap_result) bytes of each partition's result. */
+_Static_assert(offsetof(kq_ap_wire_result, r) == 0, "kq_ap_wire_result starts with its result");
 
 const kq_wire_msg *const kq_wire_ctl_tables[] = {
     &kq_wt_broker_registration_request,

@@ -10,9 +10,9 @@
  *     they can answer per item. kq_ctl_encode_request is the inverse (tools, tests).
  *   - Responses: kq_ctl_encode_*_response from the decisions' results (registration,
  *     heartbeat, unregistration, AlterPartition); the other answers are built by the
- *     controller (controller/answers.h) and encoded by kq_ctl_encode_answer. A top-level error
- * (NOT_CONTROLLER with a leader hint, INVALID_REQUEST, ...) is sent with
- * kq_codec_encode_error_response.
+ *     controller (controller/answers.h) and encoded by kq_ctl_encode_answer. A top-level
+ *     error (NOT_CONTROLLER with a leader hint, INVALID_REQUEST, ...) is sent with
+ *     kq_codec_encode_error_response.
  *   - Response decoders for the tool and tests: kq_ctl_decode_*_response read the body of a
  *     kq_response decoded by kq_codec_decode_response into plain structs.
  *
@@ -112,7 +112,8 @@ int kq_ctl_encode_answer(uint32_t api_key, const void *body, kq_buf *out);
  * the problem), validates what it copies, and fills *out (owned; free with the *_free). An
  * envelope carrying an error (env->error != 0) has no body: check env->error first. */
 
-/* DescribeCluster: the image's brokers (kq_broker), strings and lists owned when decoded. */
+/* DescribeCluster: the image's brokers (kq_broker), strings and lists owned when decoded.
+ * A decoded broker's incarnation_id and registration_offset are not on the wire (zero). */
 typedef struct kq_ctl_cluster_desc {
     char *cluster_id;
     int32_t controller_id;

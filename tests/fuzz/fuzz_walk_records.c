@@ -1,10 +1,11 @@
 /* libFuzzer target: a batch payload of records as the Raft host and kq log-dump read it; the
  * first byte picks the record count. Each record decodes (kq_record_decode_next) and renders,
- * or is refused cleanly, and then the bytes from it on are described (kq_record_describe_raw)
- * or refused. */
+ * or is refused cleanly; a refused record's body (after its length) is described
+ * (kq_record_describe_raw), as kq log-dump does, or refused. */
 #include "fuzz_check.h"
 
 #include "kq/records.h"
+#include "pb_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,9 +24,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int rc = kq_record_decode_next(data + 1, size - 1, &pos, &r, err, sizeof err);
 
         if (rc) {
+            uint64_t n;
+
             FUZZ_CHECK(rc == KQ_ERR_MALFORMED || rc == KQ_ERR_INVALID_REQUEST);
             FUZZ_CHECK(pos == at && err[0]);
-            rc = kq_record_describe_raw(data + 1 + at, size - 1 - at, desc, sizeof desc);
+            if (!kq_pb_read_varint(data + 1, size - 1, &pos, &n) || n > size - 1 - pos)
+                return 0; /* no body to describe */
+            rc = kq_record_describe_raw(data + 1 + pos, (size_t)n, desc, sizeof desc);
             FUZZ_CHECK(rc == 0 || rc == KQ_ERR_MALFORMED);
             FUZZ_CHECK(rc != 0 || strlen(desc) < sizeof desc);
             return 0;

@@ -197,6 +197,10 @@ static void test_item_results(void **state)
     assert_string_equal(items.items[0].name, "1");
     assert_int_equal(items.items[0].error, KQ_ERR_INVALID_CONFIG);
     kq_ctl_item_results_free(&items);
+    /* a result whose message is not NUL-terminated is refused, not read past its end */
+    memset(sr[0].message, 'x', sizeof sr[0].message);
+    assert_int_equal(kq_ctl_encode_alter_configs_response(ar, sr, 1, &b), KQ_ERR_INVALID_REQUEST);
+    assert_null(b.data);
     /* not an item-results response */
     kq_response_free(&env);
     assert_int_equal(kq_ctl_encode_unregister_broker_response(0, NULL, &b), 0);
