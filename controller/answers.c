@@ -377,45 +377,39 @@ _Static_assert(sizeof(((kq_simple_result *)0)->message) <= KQ_CTL_MAX_MESSAGE + 
 /* The inputs of an item answer: n >= 0 requests and results, present when n > 0. */
 #define ITEMS_OK(reqs, res, n) ((n) >= 0 && ((n) == 0 || ((reqs) && (res))))
 
-/* Views of n simple results, each named by the string at name_off in reqs[i] (of `stride`
- * bytes); NULL with *rc set for bad arguments (INVALID_REQUEST) or no memory. */
-static kq_ctl_item_result *simple_views(kq_arena *a, const void *reqs, size_t stride,
-                                        size_t name_off, const kq_simple_result *res, int32_t n,
-                                        kq_buf *out, int *rc)
+/* Views of the n results res (of type RT, see ITEM_VIEWS), each named by the string at
+ * name_off in reqs[i] (of `stride` bytes); NULL with *rc set for bad arguments
+ * (INVALID_REQUEST) or no memory. */
+#define NAMED_VIEWS(a, reqs, T, name, res, RT, n, out, rc)                                         \
+    (!reset(out) || !ITEMS_OK(reqs, res, n)                                                        \
+         ? (*(rc) = KQ_ERR_INVALID_REQUEST, (kq_ctl_item_result *)NULL)                            \
+         : name_views(ITEM_VIEWS(a, n, res, RT, rc), reqs, sizeof(T), offsetof(T, name), n))
+static kq_ctl_item_result *name_views(kq_ctl_item_result *v, const void *reqs, size_t stride,
+                                      size_t name_off, int32_t n)
 {
-    kq_ctl_item_result *v;
-
-    *rc = KQ_ERR_INVALID_REQUEST;
-    if (!reset(out) || !ITEMS_OK(reqs, res, n) ||
-        !(v = ITEM_VIEWS(a, n, res, kq_simple_result, rc)))
-        return NULL;
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; v && i < n; i++)
         v[i].name = *(char *const *)((const char *)reqs + (size_t)i * stride + name_off);
     return v;
 }
 #define SIMPLE_VIEWS(a, reqs, T, name, res, n, out, rc)                                            \
-    simple_views(a, reqs, sizeof(T), offsetof(T, name), res, n, out, rc)
+    NAMED_VIEWS(a, reqs, T, name, res, kq_simple_result, n, out, rc)
 
 int kq_ctl_encode_create_topics_response(const kq_create_topic *reqs,
                                          const kq_create_topic_result *res, int32_t n, kq_buf *out)
 {
     kq_arena a = {0};
-    kq_ctl_item_result *v;
     int rc;
+    kq_ctl_item_result *v =
+        NAMED_VIEWS(&a, reqs, kq_create_topic, name, res, kq_create_topic_result, n, out, &rc);
 
-    if (!reset(out) || !ITEMS_OK(reqs, res, n))
-        return KQ_ERR_INVALID_REQUEST;
-    if (!(v = ITEM_VIEWS(&a, n, res, kq_create_topic_result, &rc)))
-        return rc;
-    for (int32_t i = 0; i < n; i++) {
-        v[i].name = (char *)reqs[i].name;
+    for (int32_t i = 0; v && i < n; i++) {
         v[i].has_id = !res[i].error || (res[i].error == KQ_ERR_TOPIC_ALREADY_EXISTS &&
                                         !kq_uuid_is_zero(res[i].topic_id));
         memcpy(v[i].topic_id, res[i].topic_id, 16);
         v[i].num_partitions = res[i].error ? -1 : res[i].num_partitions;
         v[i].replication_factor = res[i].error ? -1 : res[i].replication_factor;
     }
-    return answer(KQ_API_CREATE_TOPICS, &(kq_ctl_item_results){v, n}, &a, out);
+    return v ? answer(KQ_API_CREATE_TOPICS, &(kq_ctl_item_results){v, n}, &a, out) : rc;
 }
 
 int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_simple_result *res,
