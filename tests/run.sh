@@ -25,8 +25,8 @@ LABELS='unit|raft|sim|integration|chaos|build|fuzz'
 NO_INSTALL=${KQ_NO_INSTALL:-0}
 # Build and test dependencies (Debian 12 package names).
 PACKAGES=(cmake ninja-build gcc libc6-dev pkgconf libprotobuf-c-dev protobuf-c-compiler
-    libnng-dev liblmdb-dev libcmocka-dev python3 iproute2 iptables procps coreutils
-    clang libclang-rt-14-dev)
+    libnng-dev libmbedtls-dev liblmdb-dev libcmocka-dev openssl python3 iproute2 iptables procps
+    coreutils clang libclang-rt-14-dev)
 
 while [[ $# -gt 0 ]]; do
     case $1 in
