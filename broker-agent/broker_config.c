@@ -1,6 +1,7 @@
 #include "broker_config.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -158,6 +159,29 @@ static int load_from(kq_config *c, kq_broker_config *out, char *errbuf, size_t e
                        "advertised.listeners to this host's address",
                        s != NULL && s[0] != '\0' ? "advertised.listeners" : "listeners", h);
     }
+
+    char controller_listener[32];
+    if ((rc = kq_config_string(c, "controller.listener.names", "CONTROLLER", &s, errbuf, errlen)) !=
+        0)
+        return rc;
+    snprintf(controller_listener, sizeof controller_listener, "%.*s", (int)strcspn(s, ", "), s);
+    if (!controller_listener[0])
+        return bad(errbuf, errlen, "%s: %s", "controller.listener.names",
+                   "empty (the listener name the controllers use, e.g. CONTROLLER)");
+    if ((rc = kq_config_protocol_map(c, &out->protocols, errbuf, errlen)) != 0 ||
+        (rc = kq_protocol_of(&out->protocols, out->listeners[0].name, &out->listener_protocol,
+                             errbuf, errlen)) != 0 ||
+        (rc = kq_protocol_of(&out->protocols, controller_listener, &out->controller_protocol,
+                             errbuf, errlen)) != 0)
+        return rc;
+    /* SSL anywhere in a map that was set (a leader's listener may be one of them) needs the
+     * ssl.* keys too */
+    int any_ssl =
+        out->listener_protocol == KQ_SECURITY_SSL || out->controller_protocol == KQ_SECURITY_SSL;
+    for (int i = 0; i < out->protocols.n && out->protocols.given; i++)
+        any_ssl |= out->protocols.v[i].protocol == KQ_SECURITY_SSL;
+    if ((rc = kq_config_ssl(c, any_ssl, &out->ssl, errbuf, errlen)) != 0)
+        return rc;
 
     if ((rc = kq_config_string(c, "log.dirs", NULL, &s, errbuf, errlen)) != 0)
         return rc;

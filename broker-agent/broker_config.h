@@ -27,6 +27,12 @@ typedef struct kq_broker_config {
     int n_listeners;
     kq_listener advertised[KQ_BROKER_MAX_LISTENERS]; /* advertised.listeners (default: listeners) */
     int n_advertised;
+    /* listener.security.protocol.map; the protocols of listeners[0] (the one served) and of
+     * controller.listener.names' first name (how the controllers are dialed); ssl.* (required
+     * when either is SSL) */
+    kq_protocol_map protocols;
+    kq_security_protocol listener_protocol, controller_protocol;
+    kq_ssl_config ssl;
     char log_dir[4096];                 /* log.dirs (or log.dir): the one data directory */
     char rack[256];                     /* broker.rack, "" = none */
     uint32_t heartbeat_interval_ms;     /* broker.heartbeat.interval.ms, 2000 */

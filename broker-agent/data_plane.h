@@ -44,6 +44,7 @@
 
 #include "replica_manager.h"
 #include "kq/codec.h"
+#include "kq/config.h"
 #include "kq/image.h"
 
 typedef struct kq_dp kq_dp;
@@ -76,6 +77,9 @@ typedef struct kq_dp_config {
     uint32_t test_fetch_delay_ms;       /* tests only: pause between a follower's fetches */
     uint32_t request_timeout_ms;        /* AlterPartition and fetch transport timeout */
     size_t max_msg_bytes;               /* rpc client receive limit */
+    /* listener.security.protocol.map, borrowed: a leader's first registered endpoint is dialed
+     * with its listener's protocol (tls+tcp:// for SSL). NULL: every endpoint is plaintext. */
+    const kq_protocol_map *protocols;
     /* Requests that may wait at once (acks=all Produces for the HW plus long-polling
      * Fetches): each holds a listener context until answered. Beyond it a Fetch is answered
      * at once (empty) and an acks=all Produce gets REQUEST_TIMED_OUT, retriable, unwritten,

@@ -8,14 +8,26 @@
 
 /* The fetcher of leader (url: its data-plane listener, from its registration in img). */
 static dp_fetcher *fetcher_for(kq_dp *dp, int32_t leader, const kq_image *img, char *url,
-                               size_t url_len)
+                               size_t url_len, uint64_t now)
 {
     const kq_broker *br = kq_image_broker(img, leader);
     if (br == NULL || br->n_endpoints < 1)
         return NULL;
     const kq_rec_endpoint *e = &br->endpoints[0];
-    snprintf(url, url_len, strchr(e->host, ':') ? "tcp://[%.250s]:%d" : "tcp://%.250s:%d", e->host,
-             e->port);
+    kq_security_protocol protocol = KQ_SECURITY_PLAINTEXT;
+    /* an endpoint whose listener has no protocol here is not dialed (fail closed) */
+    if (dp->cfg.protocols && kq_protocol_of(dp->cfg.protocols, e->name, &protocol, NULL, 0)) {
+        if (!dp->unmapped_logged_ms || now >= dp->unmapped_logged_ms + 60000) {
+            dp->unmapped_logged_ms = now ? now : 1;
+            KQ_WARN("replica",
+                    "not fetching from a leader whose listener has no protocol here; add it to "
+                    "listener.security.protocol.map",
+                    "leader=%d listener=%s", leader, e->name);
+        }
+        return NULL;
+    }
+    snprintf(url, url_len, strchr(e->host, ':') ? "%s[%.250s]:%d" : "%s%.250s:%d",
+             kq_protocol_scheme(protocol), e->host, e->port);
     dp_fetcher *f = NULL;
     for (int i = 0; i < dp->n_fetchers && f == NULL; i++)
         if (dp->fetchers[i].leader == leader)
@@ -81,7 +93,7 @@ void dp_pump_fetchers(kq_dp *dp, const kq_image *img, int64_t broker_epoch, uint
             batch[m++] = fps[j];
         }
         char url[300];
-        dp_fetcher *f = fetcher_for(dp, leader, img, url, sizeof(url));
+        dp_fetcher *f = fetcher_for(dp, leader, img, url, sizeof(url), now);
         if (f == NULL || f->in_flight || now < f->backoff_until) {
             free(batch);
             continue;

@@ -123,6 +123,7 @@ struct kq_dp {
     size_t n_fetches, cap_fetches;
     dp_reply *replies;
     size_t n_replies, cap_replies;
+    uint64_t unmapped_logged_ms; /* last "listener has no protocol here" warning */
     dp_fetcher fetchers[DP_MAX_FETCHERS];
     int n_fetchers;
     uint64_t token;

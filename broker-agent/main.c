@@ -786,6 +786,7 @@ static int start(broker *b, char *err, size_t errlen)
                            .test_fetch_delay_ms = b->cfg.test_fetch_delay_ms,
                            .request_timeout_ms = b->cfg.raft.request_timeout_ms,
                            .max_msg_bytes = KQ_RPC_DEFAULT_MAX_MSG,
+                           .protocols = &b->cfg.protocols,
                            .max_waiting = SERVER_CONTEXTS - 64,
                            .net = kq_dp_nng_net(b->dp_net),
                            .fatal = fatal};
@@ -796,15 +797,18 @@ static int start(broker *b, char *err, size_t errlen)
             goto out;
         }
     }
-    rc = kq_raft_net_open(b->cfg.voters, b->cfg.n_voters, b->cfg.max_request_bytes, b->q, EV_RAFT,
-                          &b->net, err, errlen);
+    bool ctl_tls = b->cfg.controller_protocol == KQ_SECURITY_SSL;
+    bool listener_tls = b->cfg.listener_protocol == KQ_SECURITY_SSL;
+    if (b->cfg.ssl.keystore[0] && (rc = kq_rpc_set_tls_config(&b->cfg.ssl, err, errlen)) != 0)
+        goto out;
+    rc = kq_raft_net_open(b->cfg.voters, b->cfg.n_voters, ctl_tls, b->cfg.max_request_bytes, b->q,
+                          EV_RAFT, &b->net, err, errlen);
     if (rc != 0)
         goto out;
     for (int i = 0; i < b->cfg.n_voters; i++) {
         char url[300];
         const kq_voter_addr *v = &b->cfg.voters[i];
-        snprintf(url, sizeof(url), strchr(v->host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", v->host,
-                 v->port);
+        kq_rpc_url(url, sizeof url, ctl_tls, v->host, v->port);
         rc = kq_rpc_client_open(url, KQ_RPC_DEFAULT_MAX_MSG, &b->ctl[i], err, errlen);
         if (rc != 0)
             goto out;
@@ -812,8 +816,7 @@ static int start(broker *b, char *err, size_t errlen)
     {
         const kq_listener *l = &b->cfg.listeners[0];
         char url[300];
-        snprintf(url, sizeof(url), strchr(l->host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", l->host,
-                 l->port);
+        kq_rpc_url(url, sizeof url, listener_tls, l->host, l->port);
         rc = kq_rpc_server_start(url, SERVER_CONTEXTS, b->cfg.max_request_bytes, on_request, b,
                                  &b->server, err, errlen);
         if (rc != 0)
@@ -828,8 +831,14 @@ static int start(broker *b, char *err, size_t errlen)
                 "incarnation_id=%s",
                 url, b->cluster_id, kq_plog_identity_of(b->plog)->directory_id, b->meta_dir,
                 (long long)rec.log_end_offset, b->incarnation_str);
-        KQ_WARN("broker", "listener is plaintext; use TLS outside local development", "url=%s",
-                url);
+        if (!listener_tls)
+            KQ_WARN("broker", "listener is plaintext; use TLS outside local development", "url=%s",
+                    url);
+        else if (b->cfg.ssl.client_auth != 2)
+            KQ_WARN("broker",
+                    "ssl.client.auth is not required: clients are not identified by certificate",
+                    "url=%s ssl.client.auth=%s", url,
+                    b->cfg.ssl.client_auth ? "requested" : "none");
     }
 
     b->now = kq_now_ms();
@@ -973,6 +982,8 @@ int main(int argc, char **argv)
         KQ_ERROR("broker", "cannot start", "error=%s detail=\"%s\"", kq_err_name(rc), err);
         return rc == KQ_ERR_IO || rc == KQ_ERR_NOMEM ? 1 : EXIT_CONFIG;
     }
+    if (b.cfg.ssl.keystore[0])
+        kq_daemon_on_reload(kq_rpc_reload_tls, &b.cfg.ssl);
     if (kq_daemon_signal_thread(&b.stop, b.q, EV_SIGNAL) != 0) {
         fprintf(stderr, "kq-broker-agent: cannot start the signal thread\n");
         return 1;

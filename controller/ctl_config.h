@@ -18,9 +18,12 @@ typedef struct kq_ctl_config {
     int32_t node_id;
     kq_voter_addr voters[KQ_RAFT_MAX_VOTERS];
     int n_voters;
-    kq_listener listener;   /* listeners: where this node binds */
-    kq_listener advertised; /* advertised.listeners (defaults to listeners) */
-    char log_dir[4096];     /* metadata.log.dir */
+    kq_listener listener;          /* listeners: where this node binds */
+    kq_listener advertised;        /* advertised.listeners (defaults to listeners) */
+    kq_security_protocol protocol; /* the listener's, from listener.security.protocol.map; the
+                                    * controllers dial each other with it too */
+    kq_ssl_config ssl;             /* ssl.* (required when protocol is SSL) */
+    char log_dir[4096];            /* metadata.log.dir */
     kq_raft_config raft;
     uint32_t append_linger_ms;      /* controller.quorum.append.linger.ms */
     uint32_t idle_interval_ms;      /* metadata.max.idle.interval.ms (0: no NoOps) */

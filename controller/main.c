@@ -1025,15 +1025,19 @@ static int start(ctl *c, char *err, size_t errlen)
     for (int i = 0; i < c->cfg.n_voters; i++)
         if (c->cfg.voters[i].id != c->cfg.node_id)
             others[n_others++] = c->cfg.voters[i];
-    rc = kq_raft_net_open(others, n_others, c->cfg.max_request_bytes, c->q, EV_RESPONSE, &c->net,
-                          err, errlen);
+    bool tls = c->cfg.protocol == KQ_SECURITY_SSL;
+    if (tls && (rc = kq_rpc_set_tls_config(&c->cfg.ssl, err, errlen)) != 0) {
+        free(rec.epochs);
+        return rc;
+    }
+    rc = kq_raft_net_open(others, n_others, tls, c->cfg.max_request_bytes, c->q, EV_RESPONSE,
+                          &c->net, err, errlen);
     if (rc != 0) {
         free(rec.epochs);
         return rc;
     }
     char url[300];
-    snprintf(url, sizeof(url), strchr(c->cfg.listener.host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d",
-             c->cfg.listener.host, c->cfg.listener.port);
+    kq_rpc_url(url, sizeof url, tls, c->cfg.listener.host, c->cfg.listener.port);
     rc = kq_rpc_server_start(url, SERVER_CONTEXTS, c->cfg.max_request_bytes, on_request, c,
                              &c->server, err, errlen);
     if (rc != 0) {
@@ -1052,8 +1056,13 @@ static int start(ctl *c, char *err, size_t errlen)
             url, kq_store_identity_of(c->store)->cluster_id,
             kq_store_identity_of(c->store)->directory_id, (long long)rec.log_end_offset,
             rec.qstate.epoch);
-    KQ_WARN("controller", "listener is plaintext; use TLS outside local development", "url=%s",
-            url);
+    if (!tls)
+        KQ_WARN("controller", "listener is plaintext; use TLS outside local development", "url=%s",
+                url);
+    else if (c->cfg.ssl.client_auth != 2)
+        KQ_WARN("controller",
+                "ssl.client.auth is not required: clients are not identified by certificate",
+                "url=%s ssl.client.auth=%s", url, c->cfg.ssl.client_auth ? "requested" : "none");
 
     c->now = kq_now_ms();
     c->host.durable_end = rec.log_end_offset;
@@ -1219,6 +1228,8 @@ int main(int argc, char **argv)
         KQ_ERROR("controller", "cannot start", "error=%s detail=\"%s\"", kq_err_name(rc), err);
         return rc == KQ_ERR_IO || rc == KQ_ERR_NOMEM ? 1 : EXIT_CONFIG;
     }
+    if (c.cfg.protocol == KQ_SECURITY_SSL)
+        kq_daemon_on_reload(kq_rpc_reload_tls, &c.cfg.ssl);
     if (kq_daemon_signal_thread(&c.stop, c.q, EV_SIGNAL) != 0) {
         fprintf(stderr, "kq-controller: cannot start the signal thread\n");
         return 1;

@@ -52,8 +52,8 @@
 
 typedef struct attempt {
     char addr[300];
-    bool answered;  /* an error answer (not a timeout or network failure) */
-    bool retriable; /* the failure may go away (worth another pass) */
+    bool answered;    /* an error answer (not a timeout or network failure) */
+    bool retriable;   /* the failure may go away (worth another pass) */
     char reason[640]; /* error name, message (< 256) and leader hint (< 256) */
 } attempt;
 
@@ -351,7 +351,7 @@ static void launch(call_state *cs, int idx, bool probe_first, attempt *at, int *
         }
     }
     kq_tools_format_addr(&s->addr, hp, sizeof hp);
-    snprintf(url, sizeof url, "tcp://%s", hp);
+    snprintf(url, sizeof url, "%s%s", kq_tools_scheme(), hp);
     if (s->client == NULL) {
         int rc = kq_rpc_client_open(url, KQ_RPC_DEFAULT_MAX_MSG, &s->client, errbuf, sizeof errbuf);
         if (rc != 0) {

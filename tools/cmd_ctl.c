@@ -24,6 +24,7 @@ enum {
     OPT_VERBOSE,
     OPT_JSON,
     OPT_HELP,
+    OPT_COMMAND_CONFIG,
     OPT_CREATE,
     OPT_LIST,
     OPT_DESCRIBE,
@@ -57,6 +58,7 @@ enum {
     {"bootstrap-controller", required_argument, NULL, OPT_BOOTSTRAP},                              \
         {"bootstrap-server", required_argument, NULL, OPT_BOOTSTRAP},                              \
         {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},                                      \
+        {"command-config", required_argument, NULL, OPT_COMMAND_CONFIG},                           \
         {"verbose", no_argument, NULL, OPT_VERBOSE}, {"json", no_argument, NULL, OPT_JSON},        \
     {                                                                                              \
         "help", no_argument, NULL, OPT_HELP                                                        \
@@ -68,6 +70,8 @@ enum {
     "  --timeout-ms MS              give up after MS (default 60000); until then failures\n"       \
     "                               that may pass (no active controller, timeouts,\n"              \
     "                               refused connections) are retried\n"                            \
+    "  --command-config FILE        client properties: security.protocol=SSL and the ssl.*\n"      \
+    "                               keys (docs/security.md)\n"                                     \
     "  --verbose                    say on stderr what is retried\n"
 
 typedef struct conn {
@@ -81,7 +85,7 @@ typedef struct conn {
 /* Handle a connection option; 1 if handled, 0 if not, -1 on a usage error (printed). */
 static int conn_opt(const char *cmd, const char *usage, conn *c, int opt, const char *v)
 {
-    char errbuf[256];
+    char errbuf[2048];
 
     switch (opt) {
     case OPT_BOOTSTRAP:
@@ -95,6 +99,12 @@ static int conn_opt(const char *cmd, const char *usage, conn *c, int opt, const 
         if (!kq_tools_parse_int(v, 1, MAX_TIMEOUT_MS, &c->timeout_ms)) {
             kq_tools_usage_error(cmd, usage, "--timeout-ms: '%s' is not an integer in [1, %d]", v,
                                  MAX_TIMEOUT_MS);
+            return -1;
+        }
+        return 1;
+    case OPT_COMMAND_CONFIG:
+        if (kq_tools_command_config(v, errbuf, sizeof errbuf) != 0) {
+            kq_tools_usage_error(cmd, NULL, "%s", errbuf);
             return -1;
         }
         return 1;

@@ -39,6 +39,8 @@ int kq_cmd_produce(int argc, char **argv)
         kq_tools_errorf("cannot read /dev/urandom for a producer id: %s", strerror(errno));
         return KQ_EXIT_FAILURE;
     }
+    if (a.command_config && kq_tools_command_config(a.command_config, err, sizeof err) != 0)
+        return kq_tools_usage_error("produce", NULL, "%s", err);
     if ((rc = kq_dc_open(a.bootstrap, a.n_bootstrap, (uint32_t)a.request_timeout_ms, &dc)) != 0) {
         kq_tools_errorf("%s", kq_err_message(rc));
         return KQ_EXIT_FAILURE;
@@ -192,6 +194,8 @@ int kq_cmd_consume(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    if (a.command_config && kq_tools_command_config(a.command_config, err, sizeof err) != 0)
+        return kq_tools_usage_error("consume", NULL, "%s", err);
     if ((rc = kq_dc_open(a.bootstrap, a.n_bootstrap, KQ_DC_DEFAULT_REQUEST_TIMEOUT_MS, &dc)) != 0) {
         kq_tools_errorf("%s", kq_err_message(rc));
         return KQ_EXIT_FAILURE;

@@ -30,6 +30,8 @@ static const char QUORUM_USAGE[] =
     "                               that may pass (no leader, timeouts, refused\n"
     "                               connections) are retried; one request waits at most\n"
     "                               2000 ms (controller.quorum.request.timeout.ms)\n"
+    "  --command-config FILE        client properties: security.protocol=SSL and the ssl.*\n"
+    "                               keys (docs/security.md)\n"
     "  --verbose                    say on stderr what is retried\n"
     "  describe --status            leader, epoch, high watermark, follower lag, voters,\n"
     "                               observers\n"
@@ -43,7 +45,8 @@ static const char WRITE_USAGE[] =
     "\n"
     "  Appends N opaque records of BYTES bytes each (default 1 x 100) to the metadata log\n"
     "  through the active controller and prints the offset of the first one once committed.\n"
-    "  --timeout-ms and --verbose as for metadata-quorum; a write whose answer was lost is\n"
+    "  --timeout-ms, --command-config and --verbose as for metadata-quorum; a write whose\n"
+    "  answer was lost is\n"
     "  sent again, so it is applied at least once.\n";
 
 /* Options shared by both commands. */
@@ -58,6 +61,7 @@ enum {
     OPT_SIZE,
     OPT_HELP,
     OPT_VERBOSE,
+    OPT_COMMAND_CONFIG,
 };
 
 /* getopt_long with our own messages; returns the option, -1 at the end, or '?' after
@@ -104,6 +108,14 @@ static int set_timeout(const char *cmd, const char *usage, conn_args *ca, const 
     return 0;
 }
 
+static int set_command_config(const char *cmd, const char *path)
+{
+    char errbuf[2048];
+    if (kq_tools_command_config(path, errbuf, sizeof errbuf) != 0)
+        return kq_tools_usage_error(cmd, NULL, "%s", errbuf);
+    return 0;
+}
+
 static kq_tools_call_opts call_opts(const conn_args *ca)
 {
     kq_tools_call_opts o = {
@@ -123,6 +135,7 @@ int kq_cmd_metadata_quorum(int argc, char **argv)
     static const struct option opts[] = {
         {"bootstrap-controller", required_argument, NULL, OPT_BOOTSTRAP},
         {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+        {"command-config", required_argument, NULL, OPT_COMMAND_CONFIG},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"status", no_argument, NULL, OPT_STATUS},
         {"replication", no_argument, NULL, OPT_REPLICATION},
@@ -150,6 +163,10 @@ int kq_cmd_metadata_quorum(int argc, char **argv)
             break;
         case OPT_TIMEOUT:
             if (set_timeout(cmd, QUORUM_USAGE, &ca, optarg) != 0)
+                return KQ_EXIT_USAGE;
+            break;
+        case OPT_COMMAND_CONFIG:
+            if (set_command_config(cmd, optarg) != 0)
                 return KQ_EXIT_USAGE;
             break;
         case OPT_VERBOSE:
@@ -226,6 +243,7 @@ int kq_cmd_metadata_write(int argc, char **argv)
     static const struct option opts[] = {
         {"bootstrap-controller", required_argument, NULL, OPT_BOOTSTRAP},
         {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+        {"command-config", required_argument, NULL, OPT_COMMAND_CONFIG},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"count", required_argument, NULL, OPT_COUNT},
         {"size", required_argument, NULL, OPT_SIZE},
@@ -253,6 +271,10 @@ int kq_cmd_metadata_write(int argc, char **argv)
             break;
         case OPT_TIMEOUT:
             if (set_timeout(cmd, WRITE_USAGE, &ca, optarg) != 0)
+                return KQ_EXIT_USAGE;
+            break;
+        case OPT_COMMAND_CONFIG:
+            if (set_command_config(cmd, optarg) != 0)
                 return KQ_EXIT_USAGE;
             break;
         case OPT_VERBOSE:

@@ -23,6 +23,7 @@ const char kq_dc_produce_usage[] =
     "  --request-timeout-ms N      wait for one answer (default 30000)\n"
     "  --delivery-timeout-ms N     retry one record for at most this long (default 120000)\n"
     "  --value V                   write V instead of reading stdin\n"
+    "  --command-config FILE       client properties: security.protocol=SSL and the ssl.* keys\n"
     "Exit status: 0 all written, 1 a record failed or no broker answered, 2 usage error.\n";
 
 const char kq_dc_consume_usage[] =
@@ -35,6 +36,7 @@ const char kq_dc_consume_usage[] =
     "  --max-records N             stop after N records\n"
     "  --timeout-ms N              stop when no record arrived for N ms (default: wait forever)\n"
     "  --print-offsets             print OFFSET<TAB>VALUE\n"
+    "  --command-config FILE       client properties: security.protocol=SSL and the ssl.* keys\n"
     "Prints \"Processed a total of N messages\" on stderr at the end.\n"
     "Exit status: 0 done, 1 failure, 2 usage error.\n";
 
@@ -50,6 +52,7 @@ enum {
     OPT_MAX_RECORDS,
     OPT_TIMEOUT,
     OPT_PRINT_OFFSETS,
+    OPT_COMMAND_CONFIG,
     OPT_HELP,
 };
 
@@ -136,6 +139,7 @@ int kq_dc_parse_produce_args(int argc, char **argv, kq_dc_produce_args *out, cha
         {"request-timeout-ms", required_argument, NULL, OPT_REQUEST_TIMEOUT},
         {"delivery-timeout-ms", required_argument, NULL, OPT_DELIVERY_TIMEOUT},
         {"value", required_argument, NULL, OPT_VALUE},
+        {"command-config", required_argument, NULL, OPT_COMMAND_CONFIG},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -152,6 +156,9 @@ int kq_dc_parse_produce_args(int argc, char **argv, kq_dc_produce_args *out, cha
         switch (o) {
         case OPT_BOOTSTRAP:
             rc = parse_bootstrap(optarg, out->bootstrap, &out->n_bootstrap, errbuf, errlen);
+            break;
+        case OPT_COMMAND_CONFIG:
+            out->command_config = optarg;
             break;
         case OPT_TOPIC:
             rc = parse_topic(optarg, &out->topic, errbuf, errlen);
@@ -217,6 +224,7 @@ int kq_dc_parse_consume_args(int argc, char **argv, kq_dc_consume_args *out, cha
         {"max-records", required_argument, NULL, OPT_MAX_RECORDS},
         {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
         {"print-offsets", no_argument, NULL, OPT_PRINT_OFFSETS},
+        {"command-config", required_argument, NULL, OPT_COMMAND_CONFIG},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -231,6 +239,9 @@ int kq_dc_parse_consume_args(int argc, char **argv, kq_dc_consume_args *out, cha
         switch (o) {
         case OPT_BOOTSTRAP:
             rc = parse_bootstrap(optarg, out->bootstrap, &out->n_bootstrap, errbuf, errlen);
+            break;
+        case OPT_COMMAND_CONFIG:
+            out->command_config = optarg;
             break;
         case OPT_TOPIC:
             rc = parse_topic(optarg, &out->topic, errbuf, errlen);

@@ -220,7 +220,7 @@ static int get_conn(kq_dc *c, const char *addr, conn **out, char *why, size_t wh
         k = &c->conns[c->n_conns];
         memset(k, 0, sizeof *k);
         snprintf(k->addr, sizeof k->addr, "%s", addr);
-        snprintf(url, sizeof url, "tcp://%s", addr);
+        snprintf(url, sizeof url, "%s%s", kq_tools_scheme(), addr);
         rc = kq_rpc_client_open(url, KQ_RPC_DEFAULT_MAX_MSG, &k->client, e, sizeof e);
         if (rc) {
             kq_errf(why, whylen, "%s", e[0] ? e : kq_err_message(rc));

@@ -47,8 +47,9 @@ typedef struct kq_dc_produce_args {
     int32_t acks;      /* -1 (all, default), 0 or 1 */
     int64_t request_timeout_ms;
     int64_t delivery_timeout_ms;
-    const char *value; /* into argv; NULL: one record per stdin line */
-    bool help;         /* --help: print the usage, nothing else parsed is meaningful */
+    const char *value;          /* into argv; NULL: one record per stdin line */
+    const char *command_config; /* --command-config FILE (into argv), or NULL */
+    bool help;                  /* --help: print the usage, nothing else parsed is meaningful */
 } kq_dc_produce_args;
 
 typedef struct kq_dc_consume_args {
@@ -60,6 +61,7 @@ typedef struct kq_dc_consume_args {
     int64_t max_records; /* -1: no limit */
     int64_t timeout_ms;  /* -1: wait forever */
     bool print_offsets;
+    const char *command_config; /* --command-config FILE (into argv), or NULL */
     bool help;
 } kq_dc_consume_args;
 

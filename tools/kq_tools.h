@@ -328,6 +328,18 @@ void kq_tools_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 int kq_tools_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* ---- --command-config (command_config.c) ------------------------------------------------- */
+
+/* Loads a client properties file (--command-config): security.protocol (PLAINTEXT, the
+ * default, or SSL) and, for SSL, ssl.keystore.location, ssl.key.password and
+ * ssl.truststore.location (PEM). With SSL the process's TLS identity is set from it and
+ * kq_tools_tls() is true from then on. 0, or KQ_ERR_CONFIG with errbuf naming the file and the
+ * key. */
+int kq_tools_command_config(const char *path, char *errbuf, size_t errlen);
+/* Whether connections use TLS, and the URL scheme that says so ("tcp://", "tls+tcp://"). */
+bool kq_tools_tls(void);
+const char *kq_tools_scheme(void);
+
 /* ---- controller client (client.c) -------------------------------------------------------- */
 
 /* The retry policy that every kq command talking to controllers shares, as Kafka's admin

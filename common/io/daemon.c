@@ -50,6 +50,7 @@ static void shutdown_signals(sigset_t *set)
     sigemptyset(set);
     sigaddset(set, SIGTERM);
     sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
 }
 
 void kq_daemon_block_signals(void)
@@ -64,7 +65,18 @@ static struct {
     volatile sig_atomic_t *stop;
     kq_loopq *q;
     int event;
-} sig_target;
+    pthread_mutex_t mu; /* guards reload and reload_arg */
+    kq_daemon_reload_fn reload;
+    void *reload_arg;
+} sig_target = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void kq_daemon_on_reload(kq_daemon_reload_fn fn, void *arg)
+{
+    pthread_mutex_lock(&sig_target.mu);
+    sig_target.reload = fn;
+    sig_target.reload_arg = arg;
+    pthread_mutex_unlock(&sig_target.mu);
+}
 
 static void *signal_thread(void *arg)
 {
@@ -75,6 +87,16 @@ static void *signal_thread(void *arg)
     for (;;) {
         if (sigwait(&set, &sig) != 0)
             continue;
+        if (sig == SIGHUP) {
+            pthread_mutex_lock(&sig_target.mu);
+            if (sig_target.reload)
+                sig_target.reload(sig_target.reload_arg);
+            else
+                KQ_INFO("daemon", "nothing to reload (no TLS listener or connection)", "signal=%s",
+                        "SIGHUP");
+            pthread_mutex_unlock(&sig_target.mu);
+            continue;
+        }
         *sig_target.stop = 1;
         kq_loopq_push(sig_target.q, sig_target.event, NULL);
     }

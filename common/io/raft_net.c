@@ -50,8 +50,8 @@ kq_raft_msg_type kq_raft_net_response_type(kq_raft_msg_type req)
     }
 }
 
-int kq_raft_net_open(const kq_voter_addr *peers, int n_peers, size_t max_msg_bytes, kq_loopq *q,
-                     int item_type, kq_raft_net **out, char *errbuf, size_t errlen)
+int kq_raft_net_open(const kq_voter_addr *peers, int n_peers, bool tls, size_t max_msg_bytes,
+                     kq_loopq *q, int item_type, kq_raft_net **out, char *errbuf, size_t errlen)
 {
     int rc = 0;
     kq_raft_net *n = NULL;
@@ -70,8 +70,7 @@ int kq_raft_net_open(const kq_voter_addr *peers, int n_peers, size_t max_msg_byt
     for (int i = 0; i < n_peers; i++) {
         char url[300];
         const kq_voter_addr *v = &peers[i];
-        snprintf(url, sizeof(url), strchr(v->host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", v->host,
-                 v->port);
+        kq_rpc_url(url, sizeof url, tls, v->host, v->port);
         n->peers[i].id = v->id;
         rc = kq_rpc_client_open(url, max_msg_bytes, &n->peers[i].client, errbuf, errlen);
         if (rc != 0)

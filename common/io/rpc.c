@@ -34,6 +34,7 @@
 
 #include "kq/error.h"
 #include "kq/log.h"
+#include "kq/tls.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* helpers */
@@ -150,6 +151,188 @@ direct:
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* the process's TLS identity (kq_rpc_set_tls) */
+
+#define TLS_SCHEME "tls+tcp://"
+
+/* The configs every tls+tcp:// listener and dialer of the process uses, and the listeners and
+ * dialers to hand a new pair to. A replaced config is never freed: nng 1.5.2 reads a
+ * listener's or dialer's config without a lock (when it posts an accept or starts a dial) and
+ * takes its reference later, so no moment is safe; each costs a few KB per SIGHUP. */
+static struct {
+    pthread_mutex_t mu;
+    nng_tls_config *cfg[2]; /* [0] listeners, [1] dialers */
+    nng_listener *listeners;
+    nng_dialer *dialers;
+    size_t n_listeners, n_dialers, cap_listeners, cap_dialers;
+} tls = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void kq_rpc_url(char *buf, size_t cap, bool secure, const char *host, int port)
+{
+    snprintf(buf, cap, strchr(host, ':') ? "%s[%s]:%d" : "%s%s:%d", secure ? TLS_SCHEME : "tcp://",
+             host, port);
+}
+
+static bool is_tls_url(const char *url)
+{
+    return strncmp(url, TLS_SCHEME, strlen(TLS_SCHEME)) == 0;
+}
+
+int kq_rpc_set_tls(const kq_tls_settings *settings, char *errbuf, size_t errlen)
+{
+    nng_tls_config *fresh[2] = {NULL, NULL};
+    char err[1024];
+
+    if (kq_tls_config_new(settings, true, &fresh[0], err, sizeof err) ||
+        kq_tls_config_new(settings, false, &fresh[1], err, sizeof err)) {
+        if (fresh[0])
+            nng_tls_config_free(fresh[0]);
+        kq_errf(errbuf, errlen, "%s", err);
+        return KQ_ERR_CONFIG;
+    }
+    pthread_mutex_lock(&tls.mu);
+    for (int side = 0; side < 2; side++)
+        tls.cfg[side] = fresh[side]; /* the old one is kept: see tls */
+    /* Connections already made keep their sessions; the next ones use the new files. A closed
+     * listener or dialer answers NNG_ENOENT, and is forgotten when it is closed. */
+    for (size_t i = 0; i < tls.n_listeners; i++)
+        (void)nng_listener_set_ptr(tls.listeners[i], NNG_OPT_TLS_CONFIG, tls.cfg[0]);
+    for (size_t i = 0; i < tls.n_dialers; i++)
+        (void)nng_dialer_set_ptr(tls.dialers[i], NNG_OPT_TLS_CONFIG, tls.cfg[1]);
+    pthread_mutex_unlock(&tls.mu);
+    return 0;
+}
+
+int kq_rpc_set_tls_config(const kq_ssl_config *ssl, char *errbuf, size_t errlen)
+{
+    kq_tls_settings s = {
+        .keystore = ssl->keystore,
+        .key_password = ssl->has_key_password ? ssl->key_password : NULL,
+        .truststore = ssl->truststore,
+        .client_auth = ssl->client_auth == 2   ? KQ_TLS_CLIENT_AUTH_REQUIRED
+                       : ssl->client_auth == 1 ? KQ_TLS_CLIENT_AUTH_REQUESTED
+                                               : KQ_TLS_CLIENT_AUTH_NONE,
+    };
+
+    return kq_rpc_set_tls(&s, errbuf, errlen);
+}
+
+void kq_rpc_reload_tls(void *ssl_config)
+{
+    const kq_ssl_config *ssl = ssl_config;
+    char err[1024] = "";
+
+    if (kq_rpc_set_tls_config(ssl, err, sizeof err) == 0)
+        KQ_INFO("rpc", "TLS certificates re-read; new connections use them",
+                "keystore=%s truststore=%s", ssl->keystore, ssl->truststore);
+    else
+        KQ_ERROR("rpc", "TLS certificates not re-read; the ones in use stay", "error=\"%s\"", err);
+}
+
+/* Gives a tls+tcp:// listener (side 0) or dialer (side 1), identified by its nng id, the
+ * current config and remembers it for kq_rpc_set_tls. Caller holds tls.mu. */
+static int tls_attach(int side, uint32_t id, const char *url, char *errbuf, size_t errlen)
+{
+    size_t *n = side ? &tls.n_dialers : &tls.n_listeners;
+    size_t *cap = side ? &tls.cap_dialers : &tls.cap_listeners;
+    void **v = side ? (void **)&tls.dialers : (void **)&tls.listeners;
+    size_t size = side ? sizeof(nng_dialer) : sizeof(nng_listener);
+    int rv;
+
+    if (!tls.cfg[side]) {
+        kq_errf(errbuf, errlen,
+                "%s is a TLS address (SSL) but no TLS settings were given "
+                "(ssl.keystore.location, ssl.truststore.location)",
+                url);
+        return KQ_ERR_CONFIG;
+    }
+    if (*n == *cap) {
+        size_t bigger = *cap ? 2 * *cap : 8;
+        void *grown = realloc(*v, bigger * size);
+
+        if (!grown) {
+            kq_errf(errbuf, errlen, "rpc %s: out of memory", url);
+            return KQ_ERR_NOMEM;
+        }
+        *v = grown;
+        *cap = bigger;
+    }
+    if (side) {
+        nng_dialer d = {.id = id};
+
+        rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, tls.cfg[1]);
+        tls.dialers[*n] = d;
+    } else {
+        nng_listener l = {.id = id};
+
+        rv = nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, tls.cfg[0]);
+        tls.listeners[*n] = l;
+    }
+    if (rv) {
+        kq_errf(errbuf, errlen, "rpc %s: cannot set its TLS config: %s", url, nng_strerror(rv));
+        return KQ_ERR_IO;
+    }
+    ++*n;
+    return 0;
+}
+
+/* Forgets a listener or dialer that is being closed. */
+static void tls_detach(int side, uint32_t id)
+{
+    pthread_mutex_lock(&tls.mu);
+    if (side) {
+        for (size_t i = 0; i < tls.n_dialers; i++)
+            if (tls.dialers[i].id == id)
+                tls.dialers[i] = tls.dialers[--tls.n_dialers];
+    } else {
+        for (size_t i = 0; i < tls.n_listeners; i++)
+            if (tls.listeners[i].id == id)
+                tls.listeners[i] = tls.listeners[--tls.n_listeners];
+    }
+    pthread_mutex_unlock(&tls.mu);
+}
+
+/* Creates and starts the listener (side 0) or dialer (side 1) of sock for url, with the
+ * process's TLS config for a tls+tcp:// URL. 0, or a kq error with errbuf set. */
+static int endpoint_start(int side, nng_socket sock, const char *url, uint32_t *id, char *errbuf,
+                          size_t errlen)
+{
+    bool secure = is_tls_url(url);
+    nng_listener l = NNG_LISTENER_INITIALIZER;
+    nng_dialer d = NNG_DIALER_INITIALIZER;
+    int rv, err;
+
+    rv = side ? nng_dialer_create(&d, sock, url) : nng_listener_create(&l, sock, url);
+    if (rv) {
+        kq_errf(errbuf, errlen, "rpc: cannot %s %s: %s", side ? "dial" : "listen on", url,
+                nng_strerror(rv));
+        return KQ_ERR_IO;
+    }
+    *id = side ? (uint32_t)nng_dialer_id(d) : (uint32_t)nng_listener_id(l);
+    if (secure) {
+        pthread_mutex_lock(&tls.mu);
+        err = tls_attach(side, *id, url, errbuf, errlen);
+        pthread_mutex_unlock(&tls.mu);
+        if (err)
+            goto fail;
+    }
+    rv = side ? nng_dialer_start(d, NNG_FLAG_NONBLOCK) : nng_listener_start(l, 0);
+    if (rv == 0)
+        return 0;
+    kq_errf(errbuf, errlen, "rpc: cannot %s %s: %s", side ? "dial" : "listen on", url,
+            nng_strerror(rv));
+    err = KQ_ERR_IO;
+fail:
+    if (secure)
+        tls_detach(side, *id);
+    if (side)
+        nng_dialer_close(d);
+    else
+        nng_listener_close(l);
+    return err;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* connection limits: every pipe of a server socket, by peer address (nng pipe callbacks) */
 
 #define REFUSAL_LOG_INTERVAL_MS 1000
@@ -158,6 +341,7 @@ typedef struct conn_entry {
     uint32_t pipe;
     bool refused;     /* closed at ADD_PRE; gone at REM_POST */
     uint8_t addr[16]; /* IPv6, or IPv4-mapped; all zero when unknown */
+    char *subject;    /* TLS: the peer certificate's verified subject, "" for none; owned */
 } conn_entry;
 
 /* Owned by the server; freed with it, or leaked if its socket's close was abandoned (nng may
@@ -170,6 +354,7 @@ typedef struct conn_table {
     uint64_t open, refused;
     kq_metric *open_metric, *refused_metric; /* NULL until kq_rpc_server_conn_metrics */
     uint64_t last_log_ms, unlogged;
+    bool tls;      /* a tls+tcp:// listener: every entry has a subject */
     char url[128]; /* the server's */
 } conn_table;
 
@@ -208,13 +393,27 @@ static void conn_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
     uint64_t skipped = 0;
     int value = 0;
     bool log_it = false;
+    char *subject = NULL;
 
+    if (ev == NNG_PIPE_EV_ADD_PRE && t->tls) {
+        /* The handshake is done by now; a pipe whose peer cannot be told is refused. */
+        char buf[KQ_TLS_SUBJECT_MAX + 1];
+        int rv = kq_tls_pipe_subject(p, buf, sizeof buf);
+
+        if (rv || (subject = strdup(buf)) == NULL) {
+            KQ_WARN("rpc", "refused a TLS connection: its peer cannot be identified",
+                    "url=%s err=\"%s\"", t->url, rv ? nng_strerror(rv) : "out of memory");
+            nng_pipe_close(p);
+            return;
+        }
+    }
     pthread_mutex_lock(&t->mu);
     if (ev == NNG_PIPE_EV_REM_POST) {
         for (size_t i = 0; i < t->n; i++) {
             if (t->v[i].pipe == id) {
                 t->open -= !t->v[i].refused;
                 kq_metric_set_int(t->open_metric, (int64_t)t->open);
+                free(t->v[i].subject);
                 t->v[i] = t->v[--t->n];
                 break;
             }
@@ -228,6 +427,7 @@ static void conn_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 
         if (v == NULL) {
             pthread_mutex_unlock(&t->mu);
+            free(subject);
             nng_pipe_close(p); /* out of memory: refuse rather than lose track */
             return;
         }
@@ -239,6 +439,7 @@ static void conn_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 
     e->pipe = id;
     e->refused = false;
+    e->subject = subject;
     peer_addr(p, e->addr);
     for (size_t i = 0; i + 1 < t->n; i++)
         same += !t->v[i].refused && !memcmp(t->v[i].addr, e->addr, 16);
@@ -292,10 +493,24 @@ static conn_table *conn_table_new(const char *url)
     return t;
 }
 
+/* The subject of the peer on pipe id of a TLS listener's table, copied into buf: "" when the
+ * peer has no verified certificate or the pipe is gone. */
+static void conn_subject(conn_table *t, uint32_t id, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    pthread_mutex_lock(&t->mu);
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i].pipe == id && !t->v[i].refused && t->v[i].subject)
+            snprintf(buf, cap, "%s", t->v[i].subject);
+    pthread_mutex_unlock(&t->mu);
+}
+
 static void conn_table_free(conn_table *t)
 {
     if (t == NULL)
         return;
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i].subject);
     pthread_mutex_destroy(&t->mu);
     free(t->v);
     free(t);
@@ -319,7 +534,9 @@ struct kq_rpc_req {
     nng_aio *aio;
     bool ctx_open;
     enum srv_state state;
-    nng_msg *msg; /* request (SRV_WAIT only); owned by the slot */
+    nng_msg *msg;                      /* request (SRV_WAIT only); owned by the slot */
+    bool tls;                          /* SRV_WAIT: it came over a TLS listener */
+    char peer[KQ_TLS_SUBJECT_MAX + 1]; /* then: kq_rpc_req_peer */
 };
 
 struct kq_rpc_server {
@@ -335,6 +552,7 @@ struct kq_rpc_server {
     kq_rpc_on_request cb;
     void *arg;
     conn_table *conns; /* owned; NULL once leaked (see conn_table) */
+    uint32_t listener; /* nng id; forgotten by the TLS registry at stop */
     char url[128];
 };
 
@@ -420,7 +638,15 @@ static void srv_aio_cb(void *p)
         r->msg = msg;
         r->state = SRV_WAIT;
         s->refs++;
+        /* s->conns is set to NULL (and the table leaked, not freed) if a stop gave up on the
+         * socket: take it while the lock is held. */
+        conn_table *conns = s->conns;
+        r->tls = is_tls_url(s->url);
         pthread_mutex_unlock(&s->mu);
+        r->peer[0] = '\0'; /* a TLS request whose peer cannot be found is nobody's */
+        if (r->tls && conns)
+            conn_subject(conns, (uint32_t)nng_pipe_id(nng_msg_get_pipe(msg)), r->peer,
+                         sizeof r->peer);
         /* The application owns r from here; it may reply inline. Touch nothing after this. */
         s->cb(s->arg, r);
         return;
@@ -508,6 +734,7 @@ int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes, k
         kq_errf(errbuf, errlen, "rpc server %s: out of memory", url);
         goto out;
     }
+    s->conns->tls = is_tls_url(url);
     if ((rv = nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, conn_cb, s->conns)) != 0 ||
         (rv = nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, conn_cb, s->conns)) != 0) {
         kq_errf(errbuf, errlen, "rpc server %s: cannot watch connections: %s", url,
@@ -530,10 +757,9 @@ int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes, k
         }
         r->ctx_open = true;
     }
-    if ((rv = nng_listen(s->sock, url, NULL, 0)) != 0) {
-        kq_errf(errbuf, errlen, "rpc server: cannot listen on %s: %s", url, nng_strerror(rv));
+    if ((err = endpoint_start(0, s->sock, url, &s->listener, errbuf, errlen)) != 0)
         goto out;
-    }
+    err = KQ_ERR_IO;
     for (int i = 0; i < n_contexts; i++) {
         s->slots[i].state = SRV_RECV;
         nng_ctx_recv(s->slots[i].ctx, s->slots[i].aio);
@@ -575,13 +801,17 @@ void kq_rpc_server_stop(kq_rpc_server *s)
 
     /* No new operation starts from now on (closing is set and nobody is inside nng_ctx_*).
      * Closing the socket fails every pending operation; then wait for the callbacks. */
+    if (is_tls_url(s->url))
+        tls_detach(0, s->listener);
     if (!close_socket_bounded(s->sock, "server", s->url)) {
         /* nng may still call back into it: leak it with the socket, and let it touch nothing
          * its owner frees (the metrics registry) */
         pthread_mutex_lock(&s->conns->mu);
         s->conns->open_metric = s->conns->refused_metric = NULL;
         pthread_mutex_unlock(&s->conns->mu);
+        pthread_mutex_lock(&s->mu);
         s->conns = NULL;
+        pthread_mutex_unlock(&s->mu);
     }
     for (int i = 0; i < s->n_slots; i++)
         nng_aio_stop(s->slots[i].aio);
@@ -638,6 +868,13 @@ int kq_rpc_server_conn_metrics(kq_rpc_server *s, kq_metrics *m)
     s->conns->refused_metric = refused_m;
     pthread_mutex_unlock(&s->conns->mu);
     return 0;
+}
+
+const char *kq_rpc_req_peer(const kq_rpc_req *req)
+{
+    if (req == NULL || req->msg == NULL || !req->tls)
+        return NULL;
+    return req->peer;
 }
 
 const uint8_t *kq_rpc_req_data(const kq_rpc_req *req)
@@ -757,6 +994,7 @@ struct kq_rpc_client {
     int entering;               /* threads inside nng_ctx_* / nng_ctx_open for this socket */
     struct rpc_call *free_list; /* idle slots */
     struct rpc_call *all;       /* every slot, owned */
+    uint32_t dialer;            /* nng id; forgotten by the TLS registry at close */
     char url[128];
 };
 
@@ -893,10 +1131,8 @@ int kq_rpc_client_open(const char *url, size_t max_msg_bytes, kq_rpc_client **ou
                 nng_strerror(rv));
         goto out;
     }
-    if ((rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0) {
-        kq_errf(errbuf, errlen, "rpc client: cannot dial %s: %s", url, nng_strerror(rv));
+    if ((err = endpoint_start(1, c->sock, url, &c->dialer, errbuf, errlen)) != 0)
         goto out;
-    }
     *out = c;
     c = NULL;
     err = 0;
@@ -927,6 +1163,8 @@ void kq_rpc_client_close(kq_rpc_client *c)
 
     /* Nobody is inside nng_ctx_* for this socket and nobody starts anything new. Closing the
      * socket fails every pending operation on every context with NNG_ECLOSED. */
+    if (is_tls_url(c->url))
+        tls_detach(1, c->dialer);
     close_socket_bounded(c->sock, "client", c->url);
 
     pthread_mutex_lock(&c->mu);

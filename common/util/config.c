@@ -898,3 +898,171 @@ int kq_config_parse_hostport(const char *value, char *host, size_t hostlen, int 
     }
     return 0;
 }
+
+/* ---- security ---------------------------------------------------------------------------- */
+
+static int protocol_parse(const char *s, size_t n, kq_security_protocol *out)
+{
+    if (n == 9 && !strncasecmp(s, "PLAINTEXT", 9))
+        *out = KQ_SECURITY_PLAINTEXT;
+    else if (n == 3 && !strncasecmp(s, "SSL", 3))
+        *out = KQ_SECURITY_SSL;
+    else
+        return -1;
+    return 0;
+}
+
+int kq_config_protocol_map(kq_config *c, kq_protocol_map *out, char *errbuf, size_t errlen)
+{
+    const char *key = "listener.security.protocol.map";
+    const char *v = kq_config_get(c, key);
+
+    memset(out, 0, sizeof *out);
+    out->given = v != NULL && v[0] != '\0';
+    if (!out->given)
+        v = "PLAINTEXT:PLAINTEXT,SSL:SSL";
+    for (const char *p = v; *p;) {
+        const char *end = p + strcspn(p, ",");
+        const char *colon;
+        char raw[160], entry[160];
+
+        snprintf(raw, sizeof raw, "%.*s", (int)(end - p), p);
+        trimmed(raw, entry, sizeof entry);
+        if (!entry[0]) {
+            p = *end ? end + 1 : end;
+            continue;
+        }
+        colon = strchr(entry, ':');
+        if (!colon || colon == entry || !colon[1]) {
+            kq_errf(errbuf, errlen, "%s: '%s' is not LISTENER_NAME:PROTOCOL", key, entry);
+            return KQ_ERR_CONFIG;
+        }
+        size_t nlen = (size_t)(colon - entry);
+        char proto[64];
+        kq_security_protocol sp;
+
+        trimmed(colon + 1, proto, sizeof proto);
+        while (nlen && is_ws(entry[nlen - 1]))
+            nlen--;
+        if (protocol_parse(proto, strlen(proto), &sp)) {
+            kq_errf(errbuf, errlen, "%s: '%s': protocol '%s' is not PLAINTEXT or SSL%s", key, entry,
+                    proto,
+                    !strncasecmp(proto, "SASL", 4) ? " (kq has no SASL; use SSL with client "
+                                                     "certificates)"
+                                                   : "");
+            return KQ_ERR_CONFIG;
+        }
+        if (nlen >= sizeof out->v[0].name) {
+            kq_errf(errbuf, errlen, "%s: listener name in '%s' is longer than %zu characters", key,
+                    entry, sizeof out->v[0].name - 1);
+            return KQ_ERR_CONFIG;
+        }
+        for (int i = 0; i < out->n; i++)
+            if (strlen(out->v[i].name) == nlen && !strncasecmp(out->v[i].name, entry, nlen)) {
+                kq_errf(errbuf, errlen, "%s: listener '%.*s' is mapped twice", key, (int)nlen,
+                        entry);
+                return KQ_ERR_CONFIG;
+            }
+        if (out->n == KQ_MAX_PROTOCOL_MAP) {
+            kq_errf(errbuf, errlen, "%s: more than %d listeners", key, KQ_MAX_PROTOCOL_MAP);
+            return KQ_ERR_CONFIG;
+        }
+        memcpy(out->v[out->n].name, entry, nlen);
+        out->v[out->n].name[nlen] = '\0';
+        out->v[out->n++].protocol = sp;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+int kq_protocol_of(const kq_protocol_map *m, const char *name, kq_security_protocol *out,
+                   char *errbuf, size_t errlen)
+{
+    for (int i = 0; i < m->n; i++)
+        if (!strcasecmp(m->v[i].name, name)) {
+            *out = m->v[i].protocol;
+            return 0;
+        }
+    if (!m->given) {
+        *out = KQ_SECURITY_PLAINTEXT;
+        return 0;
+    }
+    kq_errf(errbuf, errlen,
+            "listener.security.protocol.map: no protocol for listener '%s' (add %s:SSL or "
+            "%s:PLAINTEXT)",
+            name, name, name);
+    return KQ_ERR_CONFIG;
+}
+
+const char *kq_protocol_scheme(kq_security_protocol p)
+{
+    return p == KQ_SECURITY_SSL ? "tls+tcp://" : "tcp://";
+}
+
+/* A path-valued ssl.* key into buf; empty when unset. */
+static int ssl_path(kq_config *c, const char *key, int needed, char *buf, size_t cap, char *errbuf,
+                    size_t errlen)
+{
+    const char *v = kq_config_get(c, key);
+
+    buf[0] = '\0';
+    if (v == NULL || v[0] == '\0') {
+        if (!needed)
+            return 0;
+        kq_errf(errbuf, errlen, "%s: missing required key (a listener or connection uses SSL)",
+                key);
+        return KQ_ERR_CONFIG;
+    }
+    if (strlen(v) >= cap) {
+        kq_errf(errbuf, errlen, "%s: longer than %zu characters", key, cap - 1);
+        return KQ_ERR_CONFIG;
+    }
+    snprintf(buf, cap, "%s", v);
+    return 0;
+}
+
+int kq_config_ssl(kq_config *c, int needed, kq_ssl_config *out, char *errbuf, size_t errlen)
+{
+    static const char *const types[] = {"ssl.keystore.type", "ssl.truststore.type"};
+    const char *v;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < 2; i++) {
+        v = kq_config_get(c, types[i]);
+        if (v && v[0] && strcasecmp(v, "PEM")) {
+            kq_errf(errbuf, errlen,
+                    "%s: '%s' is not supported (kq reads PEM files only: set PEM; see "
+                    "docs/security.md to convert a JKS or PKCS12 store)",
+                    types[i], v);
+            return KQ_ERR_CONFIG;
+        }
+    }
+    if ((rc = ssl_path(c, "ssl.keystore.location", needed, out->keystore, sizeof out->keystore,
+                       errbuf, errlen)) ||
+        (rc = ssl_path(c, "ssl.truststore.location", needed, out->truststore,
+                       sizeof out->truststore, errbuf, errlen)))
+        return rc;
+    v = kq_config_get(c, "ssl.key.password");
+    if (v && v[0]) {
+        if (strlen(v) >= sizeof out->key_password) {
+            kq_errf(errbuf, errlen, "ssl.key.password: longer than %zu characters",
+                    sizeof out->key_password - 1);
+            return KQ_ERR_CONFIG;
+        }
+        snprintf(out->key_password, sizeof out->key_password, "%s", v);
+        out->has_key_password = 1;
+    }
+    v = kq_config_get(c, "ssl.client.auth");
+    if (v == NULL || v[0] == '\0' || !strcasecmp(v, "none"))
+        out->client_auth = 0;
+    else if (!strcasecmp(v, "requested"))
+        out->client_auth = 1;
+    else if (!strcasecmp(v, "required"))
+        out->client_auth = 2;
+    else {
+        kq_errf(errbuf, errlen, "ssl.client.auth: '%s' is not one of required, requested, none", v);
+        return KQ_ERR_CONFIG;
+    }
+    return 0;
+}

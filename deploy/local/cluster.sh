@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # deploy/local/cluster.sh: a local kq cluster on 127.0.0.1: a controller quorum and broker agents.
 #
-#   deploy/local/cluster.sh up [--controllers 3|5] [--brokers N]   install, build, format, start
-#                                    the controllers, wait for a leader, then start N brokers
-#                                    (default 3, 0 allowed) and wait until they are unfenced
+#   deploy/local/cluster.sh up [--controllers 3|5] [--brokers N] [--tls]   install, build,
+#                                    format, start the controllers, wait for a leader, then
+#                                    start N brokers (default 3, 0 allowed) and wait until they
+#                                    are unfenced. --tls (a new cluster only): a private CA and
+#                                    a certificate per node (CN=node-ID) and for an admin
+#                                    (CN=admin) under tls/, every listener SSL with client
+#                                    certificates required, and admin.properties for kq's
+#                                    --command-config
 #   deploy/local/cluster.sh status   describe --status, cluster describe, which processes live
 #   deploy/local/cluster.sh stop NODE       SIGKILL: a crash, as the seeds' "stop broker 3"
 #   deploy/local/cluster.sh kill NODE       the same (SIGKILL)
@@ -52,7 +57,7 @@ CTL=$BIN/kq-controller
 BA=$BIN/kq-broker-agent
 WAIT_SECS=${KQ_WAIT_SECS:-30}
 PACKAGES=(cmake ninja-build gcc libc6-dev pkgconf libprotobuf-c-dev protobuf-c-compiler
-    libnng-dev liblmdb-dev libcmocka-dev)
+    libnng-dev libmbedtls-dev liblmdb-dev libcmocka-dev openssl)
 
 say() { printf 'cluster.sh: %s\n' "$*"; }
 die() {
@@ -160,7 +165,38 @@ save_env() {
     printf '%s\n' "CONTROLLERS=$CONTROLLERS" "BASE_PORT=$BASE_PORT" "PORT_STEP=$PORT_STEP" \
         "CLUSTER_ID=$CLUSTER_ID" "BROKERS=$BROKERS" "BROKER_BASE_PORT=$BROKER_BASE_PORT" \
         "CONTROLLER_ID_BASE=$CONTROLLER_ID_BASE" "FIRST_BROKER_ID=$FIRST_BROKER_ID" \
-        >"$LOCAL_DIR/cluster.env"
+        "TLS=$TLS" >"$LOCAL_DIR/cluster.env"
+}
+
+# ---- TLS (up --tls) ----
+TLS=0
+TLS_DIR=$LOCAL_DIR/tls
+ADMIN_CONFIG=$LOCAL_DIR/admin.properties
+
+# kq's connection options: --command-config admin.properties on a TLS cluster.
+kq_client_args() {
+    ((TLS)) && printf '%s\n' --command-config "$ADMIN_CONFIG"
+    return 0
+}
+
+# make_certs NODE_ID...: the CA, the admin's keystore and one per node (kept when present).
+make_certs() {
+    local names=(admin) id
+    for id in "$@"; do
+        names+=("node-$id")
+    done
+    "$ROOT/deploy/tls/make-certs.sh" "$TLS_DIR" "${names[@]}" || die "making certificates failed"
+    [[ -f $ADMIN_CONFIG ]] || printf '%s\n' "# kq client properties for the admin (CN=admin)" \
+        "security.protocol=SSL" "ssl.keystore.type=PEM" "ssl.keystore.location=$TLS_DIR/admin.pem" \
+        "ssl.truststore.type=PEM" "ssl.truststore.location=$TLS_DIR/ca.pem" >"$ADMIN_CONFIG"
+}
+
+# tls_config NODE_ID: the ssl.* lines of a node's properties.
+tls_config() {
+    printf '%s\n' "# TLS: every connection authenticated by certificate (docs/security.md)" \
+        "ssl.keystore.type=PEM" "ssl.keystore.location=$TLS_DIR/node-$1.pem" \
+        "ssl.truststore.type=PEM" "ssl.truststore.location=$TLS_DIR/ca.pem" \
+        "ssl.client.auth=required"
 }
 
 ctl_id() { # INDEX (1..CONTROLLERS) -> node id
@@ -234,6 +270,8 @@ print_bootstrap() {
     else
         echo "brokers: none (up --brokers N adds some)"
     fi
+    ((TLS)) && echo "command-config: $ADMIN_CONFIG"
+    return 0
 }
 
 voters() {
@@ -307,6 +345,12 @@ metadata.log.dir=$LOCAL_DIR/node-$id
 metrics.listener=127.0.0.1:$((p + 1))
 log.level=info
 EOT
+        if ((TLS)); then
+            {
+                echo "listener.security.protocol.map=CONTROLLER:SSL"
+                tls_config "$id"
+            } >>"$LOCAL_DIR/node-$id.properties"
+        fi
         if [[ -n ${KQ_CONTROLLER_EXTRA_CONFIG:-} ]]; then
             # shellcheck disable=SC2086 # one setting per word
             printf '%s\n' "# from KQ_CONTROLLER_EXTRA_CONFIG" ${KQ_CONTROLLER_EXTRA_CONFIG} >>"$LOCAL_DIR/node-$id.properties"
@@ -315,14 +359,15 @@ EOT
 }
 
 write_broker_config() { # BROKER ID
-    local b=$1 p
+    local b=$1 p listener=PLAINTEXT
     p=$(broker_port_of "$b")
+    ((TLS)) && listener=SSL
     cat >"$LOCAL_DIR/broker-$b.properties" <<EOT
 # kq broker $b of a local cluster (written by deploy/local/cluster.sh); keys: docs/broker.md
 process.roles=broker
 node.id=$b
 controller.quorum.voters=$(voters)
-listeners=PLAINTEXT://127.0.0.1:$p
+listeners=$listener://127.0.0.1:$p
 log.dirs=$LOCAL_DIR/broker-$b
 # Shorter than signal_node's 30 s wait, so \`down\` never needs SIGKILL.
 broker.controlled.shutdown.timeout.ms=20000
@@ -330,6 +375,13 @@ broker.controlled.shutdown.timeout.ms=20000
 metrics.listener=127.0.0.1:$((p + 1))
 log.level=info
 EOT
+    if ((TLS)); then
+        {
+            echo "listener.security.protocol.map=CONTROLLER:SSL,SSL:SSL"
+            echo "controller.listener.names=CONTROLLER"
+            tls_config "$b"
+        } >>"$LOCAL_DIR/broker-$b.properties"
+    fi
     if [[ -n ${KQ_BROKER_EXTRA_CONFIG:-} ]]; then
         # shellcheck disable=SC2086 # one setting per word
         printf '%s\n' "# from KQ_BROKER_EXTRA_CONFIG" ${KQ_BROKER_EXTRA_CONFIG} >>"$LOCAL_DIR/broker-$b.properties"
@@ -339,6 +391,7 @@ EOT
 # format_brokers FROM TO: write the configs and format log.dirs of brokers FROM..TO.
 format_brokers() {
     local b
+    ((TLS)) && make_certs $(seq "$1" "$2")
     for ((b = $1; b <= $2; b++)); do
         write_broker_config "$b"
         "$KQ" storage format --config "$LOCAL_DIR/broker-$b.properties" --cluster-id "$CLUSTER_ID" ||
@@ -429,11 +482,13 @@ stop_all() {
 # kq retries while no controller is active, up to --timeout-ms: 5 s here, so that `status` of a
 # stopped cluster answers promptly and the wait loops below keep their own deadlines.
 describe() { # extra args
-    "$KQ" metadata-quorum --timeout-ms 5000 --bootstrap-controller "$(bootstrap)" describe "$@"
+    "$KQ" metadata-quorum --timeout-ms 5000 --bootstrap-controller "$(bootstrap)" \
+        $(kq_client_args) describe "$@"
 }
 
 cluster_describe() { # extra args
-    "$KQ" cluster --timeout-ms 5000 --bootstrap-controller "$(bootstrap)" describe "$@"
+    "$KQ" cluster --timeout-ms 5000 --bootstrap-controller "$(bootstrap)" $(kq_client_args) \
+        describe "$@"
 }
 
 wait_for_leader() {
@@ -521,9 +576,10 @@ start_brokers() {
 # Commands
 
 cmd_up() {
-    local n=3 nb="" c
+    local n=3 nb="" c tls=0
     while [[ $# -gt 0 ]]; do
         case $1 in
+        --tls) tls=1 && shift ;;
         --controllers) n=${2:-} && shift 2 ;;
         --controllers=*) n=${1#*=} && shift ;;
         --brokers) nb=${2:-} && shift 2 ;;
@@ -546,6 +602,9 @@ cmd_up() {
         fi
         if [[ -n $nb ]] && ((nb < BROKERS)); then
             die "$LOCAL_DIR holds $BROKERS brokers; run '$0 down --purge' first to create a cluster with $nb"
+        fi
+        if ((tls && !TLS)); then
+            die "$LOCAL_DIR holds a plaintext cluster; run '$0 down --purge' first to create one with --tls"
         fi
     fi
     ensure_built
@@ -573,10 +632,12 @@ cmd_up() {
         BROKER_BASE_PORT=${KQ_BROKER_BASE_PORT:-$((BASE_PORT + 100))}
         CONTROLLER_ID_BASE=$NEW_CONTROLLER_ID_BASE
         FIRST_BROKER_ID=$NEW_FIRST_BROKER_ID
+        TLS=$tls
         [[ $BASE_PORT =~ ^[0-9]+$ && $PORT_STEP =~ ^[0-9]+$ && $BROKER_BASE_PORT =~ ^[0-9]+$ ]] ||
             die "KQ_BASE_PORT, KQ_PORT_STEP and KQ_BROKER_BASE_PORT must be numbers"
         check_ports
         CLUSTER_ID=$("$KQ" storage random-uuid) || die "kq storage random-uuid failed"
+        ((TLS)) && make_certs $(seq "$((CONTROLLER_ID_BASE + 1))" "$((CONTROLLER_ID_BASE + CONTROLLERS))")
         write_configs
         while read -r c; do
             "$KQ" storage format --config "$LOCAL_DIR/$c.properties" --cluster-id "$CLUSTER_ID" ||
@@ -596,7 +657,10 @@ cmd_up() {
     fi
     start_brokers
     print_bootstrap
-    say "up: $CONTROLLERS controllers (node ids $(ctl_id 1)..$(ctl_id "$CONTROLLERS")), $(broker_summary); try: $KQ metadata-quorum --bootstrap-controller $(bootstrap) describe --replication"
+    say "up: $CONTROLLERS controllers (node ids $(ctl_id 1)..$(ctl_id "$CONTROLLERS")), $(broker_summary); try: $KQ metadata-quorum --bootstrap-controller $(bootstrap) $(kq_client_args | tr '\n' ' ')describe --replication"
+    if ((TLS)); then
+        say "TLS: every listener is SSL and wants a client certificate; give kq --command-config $ADMIN_CONFIG"
+    fi
 }
 
 broker_summary() {

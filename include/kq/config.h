@@ -62,4 +62,45 @@ int kq_config_parse_listener(const char *value, kq_listener *out, char *errbuf, 
 int kq_config_parse_hostport(const char *value, char *host, size_t hostlen, int *port, char *errbuf,
                              size_t errlen);
 
+/* ---- security (Kafka's keys; docs/security.md) ---- */
+
+typedef enum kq_security_protocol {
+    KQ_SECURITY_PLAINTEXT = 0,
+    KQ_SECURITY_SSL = 1,
+} kq_security_protocol;
+
+#define KQ_MAX_PROTOCOL_MAP 16
+/* listener.security.protocol.map: listener name -> protocol. */
+typedef struct kq_protocol_map {
+    int n;
+    int given; /* the key was set (else Kafka's default map) */
+    struct {
+        char name[32];
+        kq_security_protocol protocol;
+    } v[KQ_MAX_PROTOCOL_MAP];
+} kq_protocol_map;
+
+/* Reads listener.security.protocol.map ("CONTROLLER:SSL,PLAINTEXT:PLAINTEXT"); its default
+ * is Kafka's, PLAINTEXT:PLAINTEXT,SSL:SSL. SASL_PLAINTEXT and SASL_SSL are refused (kq has no
+ * SASL). 0 or KQ_ERR_CONFIG naming the key. */
+int kq_config_protocol_map(kq_config *c, kq_protocol_map *out, char *errbuf, size_t errlen);
+/* The protocol of listener `name`. A name the map lacks is PLAINTEXT when the map was not
+ * set (as Kafka treats its controller listener), an error naming the key when it was. */
+int kq_protocol_of(const kq_protocol_map *m, const char *name, kq_security_protocol *out,
+                   char *errbuf, size_t errlen);
+/* "tcp://" or "tls+tcp://": the nng URL scheme of a protocol. */
+const char *kq_protocol_scheme(kq_security_protocol p);
+
+/* The ssl.* keys. Only PEM stores: certificate chain and key in one file, CAs in another. */
+typedef struct kq_ssl_config {
+    char keystore[4096];     /* ssl.keystore.location */
+    char truststore[4096];   /* ssl.truststore.location */
+    char key_password[1024]; /* ssl.key.password */
+    int has_key_password;
+    int client_auth; /* ssl.client.auth: 0 none (default), 1 requested, 2 required */
+} kq_ssl_config;
+/* Reads the ssl.* keys; `needed` (something uses SSL) makes the two locations required.
+ * ssl.keystore.type and ssl.truststore.type must be PEM. 0 or KQ_ERR_CONFIG naming the key. */
+int kq_config_ssl(kq_config *c, int needed, kq_ssl_config *out, char *errbuf, size_t errlen);
+
 #endif

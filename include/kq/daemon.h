@@ -29,13 +29,19 @@ void kq_daemon_exit_if_no_space(const char *daemon, const char *dir, const char 
  * to stdout), KQ_DAEMON_EXIT_CONFIG for anything else (usage printed to stderr). */
 int kq_daemon_args(int argc, char **argv, const char *usage, const char **config, int *exit_code);
 
-/* Blocks SIGTERM and SIGINT in the calling thread (call before any thread exists, so every
- * thread inherits the mask) and ignores SIGPIPE. */
+/* Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (call before any thread exists, so
+ * every thread inherits the mask) and ignores SIGPIPE. */
 void kq_daemon_block_signals(void);
 
-/* Starts the thread that sigwait()s for SIGTERM/SIGINT; on each it sets *stop = 1 and pushes
+/* Starts the thread that sigwait()s for SIGTERM/SIGINT/SIGHUP; on SIGTERM or SIGINT it sets
+ * *stop = 1 and pushes
  * an event of type `event` (ptr NULL) to q. One per process. 0 or KQ_ERR_INTERNAL. */
 int kq_daemon_signal_thread(volatile sig_atomic_t *stop, kq_loopq *q, int event);
+
+/* What SIGHUP does: the signal thread calls fn(arg) (on its own thread, so fn must be
+ * thread-safe; it re-reads the TLS files). Without one, SIGHUP is logged and ignored. */
+typedef void (*kq_daemon_reload_fn)(void *arg);
+void kq_daemon_on_reload(kq_daemon_reload_fn fn, void *arg);
 
 /* nng 1.5.2 can hang closing a socket whose peer vanished mid-message (upstream #1636, fixed
  * after 1.5.2). Call once everything durable is committed, before network teardown: if the

@@ -22,6 +22,7 @@
 #define KQ_RAFT_NET_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kq/codec.h"
@@ -32,10 +33,10 @@
 typedef struct kq_raft_net kq_raft_net;
 typedef struct kq_raft_net_item kq_raft_net_item; /* what the loop pops */
 
-/* peers: the other voters (the caller leaves itself out). Returns 0, or an error with errbuf
- * naming the peer. */
-int kq_raft_net_open(const kq_voter_addr *peers, int n_peers, size_t max_msg_bytes, kq_loopq *q,
-                     int item_type, kq_raft_net **out, char *errbuf, size_t errlen);
+/* peers: the other voters (the caller leaves itself out), dialed over TLS when tls (the
+ * process's identity, kq_rpc_set_tls). Returns 0, or an error with errbuf naming the peer. */
+int kq_raft_net_open(const kq_voter_addr *peers, int n_peers, bool tls, size_t max_msg_bytes,
+                     kq_loopq *q, int item_type, kq_raft_net **out, char *errbuf, size_t errlen);
 /* Cancels outstanding calls (their items are still pushed) and frees. NULL is fine. */
 void kq_raft_net_close(kq_raft_net *n);
 

@@ -1,9 +1,9 @@
 /*
  * kq_rpc: request/response transport over nng REQ/REP (DESIGN.md section 6).
  *
- * Server: one REP socket listening on a tcp:// URL with a pool of contexts, each running
- * recv -> deliver -> (reply) -> recv. The on_request callback runs on an nng thread: it must
- * not block and must not touch loop-owned state; it takes ownership of the kq_rpc_req and the
+ * Server: one REP socket listening on a tcp:// or tls+tcp:// URL with a pool of contexts, each
+ * running recv -> deliver -> (reply) -> recv. The on_request callback runs on an nng thread: it
+ * must not block and must not touch loop-owned state; it takes ownership of the kq_rpc_req and the
  * loop later answers it with kq_rpc_reply (any thread). A receive size limit is always set
  * (NNG_OPT_RECVMAXSZ); oversized or garbage messages never crash the server.
  *
@@ -12,17 +12,23 @@
  * (NNG_OPT_REQ_RESENDTIME = NNG_DURATION_INFINITE), each call on its own REQ context with its
  * own timeout. Every call completes exactly once: with the response bytes, or with
  * KQ_ERR_REQUEST_TIMED_OUT / KQ_ERR_NETWORK_EXCEPTION.
+ *
+ * TLS: a tls+tcp:// listener or dialer uses the process's TLS identity (kq_rpc_set_tls), one
+ * per process: its certificate is presented to every peer and its trust store checks them.
  */
 #ifndef KQ_RPC_H
 #define KQ_RPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kq/config.h"
 #include "kq/error.h"
 #include "kq/metrics.h"
+#include "kq/tls.h"
 
 #define KQ_RPC_DEFAULT_MAX_MSG (64u * 1024u * 1024u)
 #define KQ_RPC_DEFAULT_CONTEXTS 64
@@ -32,11 +38,29 @@
 typedef struct kq_rpc_server kq_rpc_server;
 typedef struct kq_rpc_req kq_rpc_req;
 
+/* "tcp://host:port" or, when secure, "tls+tcp://host:port" (an IPv6 host in brackets). */
+void kq_rpc_url(char *buf, size_t cap, bool secure, const char *host, int port);
+
+/* Sets the process's TLS identity from the PEM files in s (read now, not kept): the config
+ * every later tls+tcp:// listener and dialer uses. Called again (SIGHUP), it re-reads the
+ * files and hands the new config to every open tls+tcp:// listener and dialer: connections
+ * already made keep their sessions, new ones use the new files (nng binds the config to the
+ * accept it has already posted, so one more connection may still get the old one). On an
+ * error nothing changes. 0, or KQ_ERR_CONFIG with the problem in errbuf. Thread-safe. */
+int kq_rpc_set_tls(const kq_tls_settings *s, char *errbuf, size_t errlen);
+/* kq_rpc_set_tls from the ssl.* keys (kq_config_ssl). */
+int kq_rpc_set_tls_config(const kq_ssl_config *ssl, char *errbuf, size_t errlen);
+/* For kq_daemon_on_reload: re-reads the files named by the kq_ssl_config at ssl_config (which
+ * must outlive the process's use of it) and logs the outcome; on an error the certificates in
+ * use stay. */
+void kq_rpc_reload_tls(void *ssl_config);
+
 /* Called on an nng thread; owns req from here on. */
 typedef void (*kq_rpc_on_request)(void *arg, kq_rpc_req *req);
 
-/* url like "tcp://127.0.0.1:9093". Returns 0 or KQ_ERR_IO with errbuf naming the URL and the
- * nng error (e.g. address in use). Caller owns *out; stop with kq_rpc_server_stop. */
+/* url like "tcp://127.0.0.1:9093" or "tls+tcp://127.0.0.1:9093". Returns 0, or KQ_ERR_IO
+ * (KQ_ERR_CONFIG for a tls+tcp:// URL before kq_rpc_set_tls) with errbuf naming the URL and
+ * the nng error (e.g. address in use). Caller owns *out; stop with kq_rpc_server_stop. */
 int kq_rpc_server_start(const char *url, int n_contexts, size_t max_msg_bytes, kq_rpc_on_request cb,
                         void *arg, kq_rpc_server **out, char *errbuf, size_t errlen);
 /* Stops listening, drops unanswered requests, frees the server. Do not call from a callback. */
@@ -58,6 +82,10 @@ void kq_rpc_server_conn_counts(kq_rpc_server *s, uint64_t *open, uint64_t *refus
 int kq_rpc_server_conn_metrics(kq_rpc_server *s, kq_metrics *m);
 
 const uint8_t *kq_rpc_req_data(const kq_rpc_req *req);
+/* Who sent req: NULL on a plaintext listener; on a TLS listener the subject of the client's
+ * verified certificate ("CN=node-1"), or "" for a client without one. Valid until req is
+ * released. */
+const char *kq_rpc_req_peer(const kq_rpc_req *req);
 size_t kq_rpc_req_len(const kq_rpc_req *req);
 /* Send the reply and release req (always, even on error). Thread-safe. */
 int kq_rpc_reply(kq_rpc_req *req, const uint8_t *data, size_t len);
@@ -66,7 +94,8 @@ void kq_rpc_req_drop(kq_rpc_req *req);
 
 typedef struct kq_rpc_client kq_rpc_client;
 
-/* url like "tcp://127.0.0.1:9093". Never blocks on the peer being down. */
+/* url like "tcp://127.0.0.1:9093" or "tls+tcp://..." (after kq_rpc_set_tls). Never blocks on
+ * the peer being down. */
 int kq_rpc_client_open(const char *url, size_t max_msg_bytes, kq_rpc_client **out, char *errbuf,
                        size_t errlen);
 /* Cancels outstanding calls (their callbacks run with KQ_ERR_NETWORK_EXCEPTION) and frees. */

@@ -23,6 +23,9 @@ KD_CTL=""
 KD_BROKERS=""
 KD_OUT=""
 KD_LINE=""
+# kq's connection options: --command-config admin.properties once the cluster is TLS (kd_up
+# --tls, or KQ_TEST_TLS=1 for any data test).
+KD_CLIENT=()
 
 kd_init() { # BIN_DIR NAME BASE_PORT
     kt_init "$@"
@@ -72,8 +75,11 @@ kd_cluster() {
 }
 
 kd_up() { # [cluster.sh up options]
-    kt_log "starting the local cluster (cluster.sh up $*)"
-    kd_cluster up "$@"
+    local args=("$@")
+    [[ ${KQ_TEST_TLS:-0} == 1 && " $* " != *" --tls "* ]] && args+=(--tls)
+    kt_log "starting the local cluster (cluster.sh up ${args[*]})"
+    [[ " ${args[*]} " == *" --tls "* ]] && KD_CLIENT=(--command-config "$KQ_LOCAL_DIR/admin.properties")
+    kd_cluster up "${args[@]}"
 }
 
 # kd_broker_config B KEY=VALUE...: add settings to broker B's properties (takes effect at its
@@ -106,7 +112,7 @@ kd_resume() { kill -CONT "$(kd_pid "$1")" && kt_log "SIGCONT broker $1"; }
 # kd_kq ARGS...: the kq tool against the controllers; output in KD_OUT.
 kd_kq() {
     local rc=0
-    KD_OUT=$(timeout 60 "$KT_KQ" "$@" --bootstrap-controller "$KD_CTL" 2>&1) || rc=$?
+    KD_OUT=$(timeout 60 "$KT_KQ" "$@" --bootstrap-controller "$KD_CTL" "${KD_CLIENT[@]}" 2>&1) || rc=$?
     return "$rc"
 }
 
@@ -153,7 +159,8 @@ kd_produce() {
     local acks=$1 v=$2 rc=0
     shift 2
     KD_OUT=$(timeout 120 "$KT_KQ" produce --bootstrap-server "$KD_BROKERS" --topic "${KD_TOPIC:-ledger}" \
-        --acks "$acks" --request-timeout-ms 5000 --delivery-timeout-ms 8000 --value "$v" "$@" 2>&1) || rc=$?
+        --acks "$acks" --request-timeout-ms 5000 --delivery-timeout-ms 8000 --value "$v" \
+        "${KD_CLIENT[@]}" "$@" 2>&1) || rc=$?
     echo "acks=$acks '$v': $KD_OUT"
     return "$rc"
 }
@@ -162,7 +169,8 @@ kd_produce() {
 # line in KD_OUT.
 kd_consume() {
     KD_OUT=$(timeout 60 "$KT_KQ" consume --bootstrap-server "$KD_BROKERS" --topic "${KD_TOPIC:-ledger}" \
-        --from-beginning --timeout-ms 2000 "$@" 2>/dev/null) || kt_fail "kq consume failed: $KD_OUT"
+        --from-beginning --timeout-ms 2000 "${KD_CLIENT[@]}" "$@" 2>/dev/null) ||
+        kt_fail "kq consume failed: $KD_OUT"
 }
 
 # kd_log_has B PATTERN: broker B's log has a line matching the fixed string.

@@ -127,6 +127,41 @@ static void test_two_listeners(void **state)
     expect_error("listeners=A://127.0.0.1:1,,B://127.0.0.1:2", "listeners", "empty entry");
 }
 
+static void test_security_protocols(void **state)
+{
+    (void)state;
+    /* plaintext by default: no ssl.* needed */
+    assert_int_equal(parse(BASE), 0);
+    assert_int_equal(cfg.listener_protocol, KQ_SECURITY_PLAINTEXT);
+    assert_int_equal(cfg.controller_protocol, KQ_SECURITY_PLAINTEXT);
+    /* an SSL listener with the controllers over SSL too */
+    assert_int_equal(parse(BASE "listeners=SSL://127.0.0.1:9092\n"
+                                "listener.security.protocol.map=CONTROLLER:SSL,SSL:SSL\n"
+                                "ssl.keystore.location=/k.pem\nssl.truststore.location=/ca.pem\n"),
+                     0);
+    assert_int_equal(cfg.listener_protocol, KQ_SECURITY_SSL);
+    assert_int_equal(cfg.controller_protocol, KQ_SECURITY_SSL);
+    assert_string_equal(cfg.ssl.keystore, "/k.pem");
+    /* a plaintext broker whose controllers are SSL */
+    assert_int_equal(parse(BASE
+                           "listener.security.protocol.map=CONTROLLER:SSL,PLAINTEXT:PLAINTEXT\n"
+                           "ssl.keystore.location=/k.pem\nssl.truststore.location=/ca.pem\n"),
+                     0);
+    assert_int_equal(cfg.listener_protocol, KQ_SECURITY_PLAINTEXT);
+    assert_int_equal(cfg.controller_protocol, KQ_SECURITY_SSL);
+    /* SSL anywhere in a set map (another broker's listener) needs the keys */
+    expect_error("listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
+                 "ssl.keystore.location", "missing required key");
+    expect_error("listeners=SSL://127.0.0.1:9092", "ssl.keystore.location", "missing required key");
+    /* a set map must name the served listener and the controllers' */
+    expect_error("listener.security.protocol.map=CONTROLLER:PLAINTEXT",
+                 "listener.security.protocol.map", "no protocol for listener 'PLAINTEXT'");
+    expect_error("listener.security.protocol.map=PLAINTEXT:PLAINTEXT",
+                 "listener.security.protocol.map", "no protocol for listener 'CONTROLLER'");
+    expect_error("controller.listener.names=", "controller.listener.names", "empty");
+    expect_error("ssl.client.auth=maybe", "ssl.client.auth", NULL);
+}
+
 static void test_bad_values_name_the_key(void **state)
 {
     (void)state;
@@ -220,7 +255,7 @@ int main(void)
         cmocka_unit_test(test_defaults),      cmocka_unit_test(test_all_keys),
         cmocka_unit_test(test_two_listeners), cmocka_unit_test(test_bad_values_name_the_key),
         cmocka_unit_test(test_missing_keys),  cmocka_unit_test(test_node_id_must_not_be_a_voter),
-        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_load_file),     cmocka_unit_test(test_security_protocols),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

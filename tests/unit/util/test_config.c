@@ -493,6 +493,104 @@ static void test_hostport(void **state)
     assert_contains(err, "host is longer than 3 characters");
 }
 
+/* ---- security ----------------------------------------------------------------------------- */
+
+static void test_protocol_map(void **state)
+{
+    kq_protocol_map m;
+    kq_security_protocol p = KQ_SECURITY_SSL;
+    kq_config *c = parse_ok("");
+
+    (void)state;
+    /* Kafka's default map; a name it lacks (the controller listener) is PLAINTEXT */
+    assert_int_equal(kq_config_protocol_map(c, &m, err, sizeof err), 0);
+    assert_int_equal(m.given, 0);
+    assert_int_equal(kq_protocol_of(&m, "SSL", &p, err, sizeof err), 0);
+    assert_int_equal(p, KQ_SECURITY_SSL);
+    assert_int_equal(kq_protocol_of(&m, "CONTROLLER", &p, err, sizeof err), 0);
+    assert_int_equal(p, KQ_SECURITY_PLAINTEXT);
+    kq_config_free(c);
+
+    c = parse_ok("listener.security.protocol.map = CONTROLLER:SSL, internal : plaintext\n");
+    assert_int_equal(kq_config_protocol_map(c, &m, err, sizeof err), 0);
+    assert_int_equal(m.n, 2);
+    assert_int_equal(kq_protocol_of(&m, "CONTROLLER", &p, err, sizeof err), 0);
+    assert_int_equal(p, KQ_SECURITY_SSL);
+    assert_string_equal(kq_protocol_scheme(p), "tls+tcp://");
+    assert_int_equal(kq_protocol_of(&m, "INTERNAL", &p, err, sizeof err), 0);
+    assert_int_equal(p, KQ_SECURITY_PLAINTEXT);
+    assert_string_equal(kq_protocol_scheme(p), "tcp://");
+    /* a set map names every listener */
+    assert_int_equal(kq_protocol_of(&m, "PLAINTEXT", &p, err, sizeof err), KQ_ERR_CONFIG);
+    assert_contains(err, "no protocol for listener 'PLAINTEXT'");
+    kq_config_free(c);
+
+    static const struct {
+        const char *map, *want;
+    } bad[] = {
+        {"CONTROLLER:SASL_SSL", "kq has no SASL"},
+        {"CONTROLLER:TLS", "protocol 'TLS' is not PLAINTEXT or SSL"},
+        {"CONTROLLER", "is not LISTENER_NAME:PROTOCOL"},
+        {":SSL", "is not LISTENER_NAME:PROTOCOL"},
+        {"A:SSL,a:PLAINTEXT", "mapped twice"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256];
+
+        snprintf(text, sizeof text, "listener.security.protocol.map=%s\n", bad[i].map);
+        c = parse_ok(text);
+        assert_int_equal(kq_config_protocol_map(c, &m, err, sizeof err), KQ_ERR_CONFIG);
+        assert_contains(err, "listener.security.protocol.map");
+        assert_contains(err, bad[i].want);
+        kq_config_free(c);
+    }
+}
+
+static void test_ssl_keys(void **state)
+{
+    kq_ssl_config ssl;
+    kq_config *c = parse_ok("");
+
+    (void)state;
+    /* nothing uses SSL: nothing is required */
+    assert_int_equal(kq_config_ssl(c, 0, &ssl, err, sizeof err), 0);
+    assert_int_equal(ssl.keystore[0], '\0');
+    assert_int_equal(kq_config_ssl(c, 1, &ssl, err, sizeof err), KQ_ERR_CONFIG);
+    assert_contains(err, "ssl.keystore.location: missing required key");
+    kq_config_free(c);
+
+    c = parse_ok(
+        "ssl.keystore.location=/k.pem\nssl.keystore.type=PEM\n"
+        "ssl.truststore.location=/ca.pem\nssl.key.password=pw\nssl.client.auth=required\n");
+    assert_int_equal(kq_config_ssl(c, 1, &ssl, err, sizeof err), 0);
+    assert_string_equal(ssl.keystore, "/k.pem");
+    assert_string_equal(ssl.truststore, "/ca.pem");
+    assert_string_equal(ssl.key_password, "pw");
+    assert_int_equal(ssl.has_key_password, 1);
+    assert_int_equal(ssl.client_auth, 2);
+    kq_config_free(c);
+
+    c = parse_ok("ssl.keystore.location=/k.pem\n");
+    assert_int_equal(kq_config_ssl(c, 1, &ssl, err, sizeof err), KQ_ERR_CONFIG);
+    assert_contains(err, "ssl.truststore.location: missing required key");
+    kq_config_free(c);
+
+    c = parse_ok("ssl.keystore.type=JKS\n");
+    assert_int_equal(kq_config_ssl(c, 0, &ssl, err, sizeof err), KQ_ERR_CONFIG);
+    assert_contains(err, "ssl.keystore.type: 'JKS' is not supported");
+    kq_config_free(c);
+
+    c = parse_ok("ssl.client.auth=sometimes\n");
+    assert_int_equal(kq_config_ssl(c, 0, &ssl, err, sizeof err), KQ_ERR_CONFIG);
+    assert_contains(err, "ssl.client.auth: 'sometimes' is not one of required, requested, none");
+    kq_config_free(c);
+
+    c = parse_ok("ssl.client.auth=requested\n");
+    assert_int_equal(kq_config_ssl(c, 0, &ssl, err, sizeof err), 0);
+    assert_int_equal(ssl.client_auth, 1);
+    kq_config_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,6 +606,8 @@ int main(void)
         cmocka_unit_test(test_voters_rejected),
         cmocka_unit_test(test_listener),
         cmocka_unit_test(test_hostport),
+        cmocka_unit_test(test_protocol_map),
+        cmocka_unit_test(test_ssl_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
