@@ -2,6 +2,7 @@
  * The broker agent's data plane: see data_plane.h.
  */
 #include "dp_internal.h"
+#include "kq/principal.h"
 
 static void on_rm_update(void *arg, const kq_rm_partition *hp, kq_replica *r,
                          const kq_replica_update *u);
@@ -363,8 +364,28 @@ static void on_rm_update(void *arg, const kq_rm_partition *hp, kq_replica *r,
 
 /* ---------- requests ---------- */
 
+/* A follower's request (replica_id >= 0) comes from that replica's principal, when
+ * identities are checked; refused (answered) otherwise. */
+static bool speaks_for_itself(kq_dp *dp, void *req, const kq_data_request *r, const char *principal)
+{
+    const char *tmpl = dp->cfg.node_principal_template;
+    int32_t id = r->api_key == KQ_API_DATA_FETCH     ? r->u.fetch.replica_id
+                 : r->api_key == KQ_API_LIST_OFFSETS ? r->u.list_offsets.replica_id
+                                                     : -1;
+    char msg[900];
+
+    if (!tmpl || id < 0 || kq_principal_is_node(tmpl, principal, id))
+        return true;
+    snprintf(msg, sizeof msg, "principal %.600s may not act for replica %d (needs %.200s)",
+             principal ? principal : KQ_PRINCIPAL_ANONYMOUS, id, tmpl);
+    dp->counts.refused_requests++;
+    kq_log_refusal("broker", principal ? principal : KQ_PRINCIPAL_ANONYMOUS, msg);
+    dp_reply_error(dp, req, r->api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, msg);
+    return false;
+}
+
 int kq_dp_on_request(kq_dp *dp, void *req, const uint8_t *data, size_t len, const kq_image *img,
-                     uint64_t now_ms)
+                     const char *principal, uint64_t now_ms)
 {
     kq_data_request r;
     char err[300];
@@ -384,6 +405,10 @@ int kq_dp_on_request(kq_dp *dp, void *req, const uint8_t *data, size_t len, cons
         snprintf(err, sizeof(err), "request for cluster %.64s, this is cluster %.64s", r.cluster_id,
                  dp->cfg.cluster_id);
         dp_reply_error(dp, req, r.api_key, KQ_ERR_INCONSISTENT_CLUSTER_ID, err);
+        kq_data_request_free(&r);
+        return 1;
+    }
+    if (!speaks_for_itself(dp, req, &r, principal)) {
         kq_data_request_free(&r);
         return 1;
     }

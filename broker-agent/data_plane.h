@@ -80,6 +80,9 @@ typedef struct kq_dp_config {
     /* listener.security.protocol.map, borrowed: a leader's first registered endpoint is dialed
      * with its listener's protocol (tls+tcp:// for SSL). NULL: every endpoint is plaintext. */
     const kq_protocol_map *protocols;
+    /* node.principal.template, borrowed: a follower's Fetch or ListOffsets (replica_id >= 0)
+     * is accepted only from the principal of that replica id. NULL: no identity checks. */
+    const char *node_principal_template;
     /* Requests that may wait at once (acks=all Produces for the HW plus long-polling
      * Fetches): each holds a listener context until answered. Beyond it a Fetch is answered
      * at once (empty) and an acks=all Produce gets REQUEST_TIMED_OUT, retriable, unwritten,
@@ -97,9 +100,10 @@ void kq_dp_free(kq_dp *dp);
 
 /* A request from the listener (its bytes borrowed for the call): 1 if it was a data-plane API
  * (the data plane owns req and answers it), 0 if not (req untouched: the caller answers it).
- * img is the broker's image. */
+ * img is the broker's image; principal who sent it, when cfg.node_principal_template is
+ * set. */
 int kq_dp_on_request(kq_dp *dp, void *req, const uint8_t *data, size_t len, const kq_image *img,
-                     uint64_t now_ms);
+                     const char *principal, uint64_t now_ms);
 /* The answer to what net.send sent with token: err 0 and the answer bytes (borrowed), or a
  * transport error (REQUEST_TIMED_OUT, NETWORK_EXCEPTION, ...). */
 void kq_dp_on_answer(kq_dp *dp, void *token, int err, const uint8_t *data, size_t len,
@@ -119,6 +123,7 @@ uint64_t kq_dp_deadline(const kq_dp *dp, uint64_t now_ms);
 
 typedef struct kq_dp_counts {
     uint64_t produce_requests, produce_errors, fetch_requests, invalid_requests;
+    uint64_t refused_requests; /* CLUSTER_AUTHORIZATION_FAILED */
     uint64_t records_appended, isr_shrinks, isr_expands;
     size_t parked_produces, parked_fetches;
 } kq_dp_counts;

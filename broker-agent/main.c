@@ -47,6 +47,7 @@
 #include "kq/raft.h"
 #include "kq/raft_host.h"
 #include "kq/raft_net.h"
+#include "kq/principal.h"
 #include "kq/rpc.h"
 #include "kq/store.h"
 #include "kq/util.h"
@@ -81,7 +82,7 @@ typedef struct broker_metrics {
     kq_metric *rm_leaders, *rm_followers, *rm_changes; /* replica manager */
     uint64_t rm_changes_seen;
     /* data plane: counters follow kq_dp_counts (the *_seen fields are what was added so far) */
-    kq_metric *produce, *produce_err, *fetch, *invalid, *appended, *shrinks, *expands;
+    kq_metric *produce, *produce_err, *fetch, *invalid, *refused, *appended, *shrinks, *expands;
     kq_metric *under_replicated, *under_min_isr, *at_min_isr, *parked_produces, *parked_fetches;
     kq_dp_counts dp_seen;
     uint64_t gauges_at; /* when the per-partition gauges were last computed (once a second) */
@@ -89,6 +90,9 @@ typedef struct broker_metrics {
 
 typedef struct broker {
     kq_broker_config cfg;
+    /* Node identities are checked (an SSL listener with ssl.client.auth=required): the
+     * mapping rules for the peers' principals. NULL otherwise. */
+    kq_principal_rules *principal_rules;
     char cluster_id[KQ_STORE_ID_LEN + 1];
     char meta_dir[4200];
     uint8_t incarnation[16];
@@ -452,8 +456,11 @@ static void handle_ctl_answer(broker *b, ctl_ev *ev)
  * it with an error, never leave a client hanging. */
 static void handle_request(broker *b, kq_rpc_req *req)
 {
+    char principal[KQ_PRINCIPAL_MAX] = "";
+    if (b->principal_rules)
+        kq_principal_of(b->principal_rules, kq_rpc_req_peer(req), principal, sizeof principal);
     if (kq_dp_on_request(b->dp, req, kq_rpc_req_data(req), kq_rpc_req_len(req), b->meta.img,
-                         b->now))
+                         b->principal_rules ? principal : NULL, b->now))
         return;
     kq_request r;
     kq_buf out = {0};
@@ -540,6 +547,11 @@ static int metrics_init(broker *b, char *err, size_t errlen)
                            "Data-plane Fetch requests received (consumers and followers)", NULL);
     m->invalid = kq_metrics_counter(m->reg, "kq_broker_invalid_requests_total",
                                     "Data-plane requests answered INVALID_REQUEST", NULL);
+    m->refused = kq_metrics_counter(
+        m->reg, "kq_authorization_failures_total",
+        "Requests refused with CLUSTER_AUTHORIZATION_FAILED: the sender may not act for the "
+        "replica it claims",
+        NULL);
     m->appended =
         kq_metrics_counter(m->reg, "kq_broker_records_appended_total",
                            "Records written to partition logs (as leader or follower)", NULL);
@@ -596,6 +608,7 @@ static void metrics_update(broker *b)
     kq_metric_add(b->m.produce_err, (double)(dc.produce_errors - seen->produce_errors));
     kq_metric_add(b->m.fetch, (double)(dc.fetch_requests - seen->fetch_requests));
     kq_metric_add(b->m.invalid, (double)(dc.invalid_requests - seen->invalid_requests));
+    kq_metric_add(b->m.refused, (double)(dc.refused_requests - seen->refused_requests));
     kq_metric_add(b->m.appended, (double)(dc.records_appended - seen->records_appended));
     kq_metric_add(b->m.shrinks, (double)(dc.isr_shrinks - seen->isr_shrinks));
     kq_metric_add(b->m.expands, (double)(dc.isr_expands - seen->isr_expands));
@@ -787,6 +800,8 @@ static int start(broker *b, char *err, size_t errlen)
                            .request_timeout_ms = b->cfg.raft.request_timeout_ms,
                            .max_msg_bytes = KQ_RPC_DEFAULT_MAX_MSG,
                            .protocols = &b->cfg.protocols,
+                           .node_principal_template =
+                               b->principal_rules ? b->cfg.ssl.principal_template : NULL,
                            .max_waiting = SERVER_CONTEXTS - 64,
                            .net = kq_dp_nng_net(b->dp_net),
                            .fatal = fatal};
@@ -799,7 +814,8 @@ static int start(broker *b, char *err, size_t errlen)
     }
     bool ctl_tls = b->cfg.controller_protocol == KQ_SECURITY_SSL;
     bool listener_tls = b->cfg.listener_protocol == KQ_SECURITY_SSL;
-    if (b->cfg.ssl.keystore[0] && (rc = kq_rpc_set_tls_config(&b->cfg.ssl, err, errlen)) != 0)
+    if (b->cfg.ssl.keystore[0] && ((rc = kq_rpc_set_tls_config(&b->cfg.ssl, err, errlen)) != 0 ||
+                                   (rc = kq_rpc_tls_metrics(b->m.reg)) != 0))
         goto out;
     rc = kq_raft_net_open(b->cfg.voters, b->cfg.n_voters, ctl_tls, b->cfg.max_request_bytes, b->q,
                           EV_RAFT, &b->net, err, errlen);
@@ -835,10 +851,11 @@ static int start(broker *b, char *err, size_t errlen)
             KQ_WARN("broker", "listener is plaintext; use TLS outside local development", "url=%s",
                     url);
         else if (b->cfg.ssl.client_auth != 2)
-            KQ_WARN("broker",
-                    "ssl.client.auth is not required: clients are not identified by certificate",
-                    "url=%s ssl.client.auth=%s", url,
-                    b->cfg.ssl.client_auth ? "requested" : "none");
+            KQ_WARN(
+                "broker",
+                "ssl.client.auth is not required: clients are not identified and node identities "
+                "are not checked",
+                "url=%s ssl.client.auth=%s", url, b->cfg.ssl.client_auth ? "requested" : "none");
     }
 
     b->now = kq_now_ms();
@@ -975,6 +992,14 @@ int main(int argc, char **argv)
         return EXIT_CONFIG;
     }
     kq_log_init(b.cfg.node_id, b.cfg.log_level);
+    /* Node identities are checked where peers are identified: an SSL listener with required
+     * client certificates (docs/security.md). */
+    if (b.cfg.listener_protocol == KQ_SECURITY_SSL && b.cfg.ssl.client_auth == 2 &&
+        kq_principal_rules_parse(b.cfg.ssl.mapping_rules, &b.principal_rules, err, sizeof(err)) !=
+            0) {
+        fprintf(stderr, "kq-broker-agent: %s: %s\n", config, err);
+        return EXIT_CONFIG;
+    }
     b.last_leader = -1;
     rc = start(&b, err, sizeof(err));
     if (rc != 0) {

@@ -36,6 +36,7 @@
 #include "kq/raft.h"
 #include "kq/raft_host.h"
 #include "kq/raft_net.h"
+#include "kq/principal.h"
 #include "kq/rpc.h"
 #include "kq/store.h"
 #include "kq/util.h"
@@ -77,7 +78,7 @@ typedef struct ctl_metrics {
     kq_metric *state[6]; /* indexed by kq_raft_role */
     kq_metric *epoch, *leader, *hw, *leo, *active, *applied, *elections, *commit_latency;
     kq_metric *leader_fetch_age;
-    kq_metric *requests[N_API_LABELS], *invalid;
+    kq_metric *requests[N_API_LABELS], *invalid, *refused;
     /* From the committed image (KAFKA-14457: never from uncommitted state). */
     kq_metric *image_hash, *brokers_active, *brokers_fenced, *topics, *partitions, *offline,
         *imbalance, *snapshot_end;
@@ -94,6 +95,9 @@ typedef struct proposal_time {
 
 typedef struct ctl {
     kq_ctl_config cfg;
+    /* Node identities are checked (a TLS listener with ssl.client.auth=required): the mapping
+     * rules for the peers' principals. NULL otherwise. */
+    kq_principal_rules *principal_rules;
     kq_ctl_node node; /* proposals, parked answers, the image (controller/node.h) */
     ctl_metrics m;
     kq_http *http;
@@ -193,6 +197,12 @@ static void reply_buf(kq_rpc_req *req, kq_buf *b)
 static void reply_error(ctl *c, kq_rpc_req *req, uint32_t api, int err, const char *msg)
 {
     kq_buf b = {0};
+    if (err == KQ_ERR_CLUSTER_AUTHORIZATION_FAILED) {
+        char who[KQ_PRINCIPAL_MAX];
+        kq_principal_of(c->principal_rules, kq_rpc_req_peer(req), who, sizeof who);
+        kq_metric_inc(c->m.refused);
+        kq_log_refusal("controller", who, msg);
+    }
     char ep[300];
     int32_t leader = c->host.st.leader_id;
     leader_endpoint(c, leader, ep, sizeof(ep));
@@ -510,6 +520,9 @@ static void handle_request(ctl *c, kq_rpc_req *req)
         reply_error(c, req, r.api_key, KQ_ERR_INCONSISTENT_CLUSTER_ID, err);
         goto out;
     }
+    char principal[KQ_PRINCIPAL_MAX] = "";
+    if (c->principal_rules)
+        kq_principal_of(c->principal_rules, kq_rpc_req_peer(req), principal, sizeof principal);
     switch (r.api_key) {
     case KQ_API_VOTE:
     case KQ_API_BEGIN_QUORUM_EPOCH:
@@ -522,6 +535,17 @@ static void handle_request(ctl *c, kq_rpc_req *req)
             snprintf(err, sizeof(err), "sender id %d is not allowed for api %u", r.sender_id,
                      r.api_key);
             reply_error(c, req, r.api_key, KQ_ERR_INVALID_REQUEST, err);
+            goto out;
+        }
+        /* A Raft request speaks for the node it names (as a voter when the id is one): only
+         * that node's certificate may send it. Refused before the core sees it. */
+        if (c->principal_rules &&
+            !kq_principal_is_node(c->cfg.ssl.principal_template, principal, r.sender_id)) {
+            char why[1000];
+            snprintf(why, sizeof(why), "principal %s may not act for node %d (%s needs %s)",
+                     principal, r.sender_id, kq_api_find(r.api_key)->name,
+                     c->cfg.ssl.principal_template);
+            reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
             goto out;
         }
         uint64_t token = token_make(c, req);
@@ -546,7 +570,8 @@ static void handle_request(ctl *c, kq_rpc_req *req)
         describe(c, req);
         break;
     default:
-        if (kq_ctl_node_request(&c->node, req, &r, c->now) != 0)
+        if (kq_ctl_node_request(&c->node, req, &r, c->principal_rules ? principal : NULL, c->now) !=
+            0)
             kq_metric_inc(c->m.invalid);
         break;
     }
@@ -810,6 +835,11 @@ static int metrics_init(ctl *c, char *err, size_t errlen)
     }
     m->invalid = kq_metrics_counter(m->reg, "kq_rpc_invalid_requests_total",
                                     "Requests rejected as malformed or invalid", NULL);
+    m->refused = kq_metrics_counter(
+        m->reg, "kq_authorization_failures_total",
+        "Requests refused with CLUSTER_AUTHORIZATION_FAILED: the sender may not act for the "
+        "node it claims",
+        NULL);
     m->image_hash = kq_metrics_gauge_int(
         m->reg, "kq_metadata_image_hash",
         "Hash of the committed metadata image content (low 48 bits); equal on every controller "
@@ -965,7 +995,9 @@ static int start(ctl *c, char *err, size_t errlen)
                                .max_write_bytes = MAX_WRITE_BYTES,
                                .max_batch_bytes = MAX_BATCH_BYTES,
                                .max_waiting = MAX_WAITING_WRITES,
-                               .seed = kq_now_ns() ^ (uint64_t)getpid()};
+                               .seed = kq_now_ns() ^ (uint64_t)getpid(),
+                               .node_principal_template =
+                                   c->principal_rules ? c->cfg.ssl.principal_template : NULL};
     for (int i = 0; i < c->cfg.n_voters; i++)
         ncfg.voters[i] = c->cfg.voters[i].id;
     kq_ctl_node_ops nops = {.ctx = c,
@@ -1026,7 +1058,8 @@ static int start(ctl *c, char *err, size_t errlen)
         if (c->cfg.voters[i].id != c->cfg.node_id)
             others[n_others++] = c->cfg.voters[i];
     bool tls = c->cfg.protocol == KQ_SECURITY_SSL;
-    if (tls && (rc = kq_rpc_set_tls_config(&c->cfg.ssl, err, errlen)) != 0) {
+    if (tls && ((rc = kq_rpc_set_tls_config(&c->cfg.ssl, err, errlen)) != 0 ||
+                (rc = kq_rpc_tls_metrics(c->m.reg)) != 0)) {
         free(rec.epochs);
         return rc;
     }
@@ -1061,7 +1094,8 @@ static int start(ctl *c, char *err, size_t errlen)
                 url);
     else if (c->cfg.ssl.client_auth != 2)
         KQ_WARN("controller",
-                "ssl.client.auth is not required: clients are not identified by certificate",
+                "ssl.client.auth is not required: clients are not identified and node identities "
+                "are not checked",
                 "url=%s ssl.client.auth=%s", url, c->cfg.ssl.client_auth ? "requested" : "none");
 
     c->now = kq_now_ms();
@@ -1222,6 +1256,14 @@ int main(int argc, char **argv)
         return EXIT_CONFIG;
     }
     kq_log_init(c.cfg.node_id, c.cfg.log_level);
+    /* Node identities are checked where peers are identified: TLS with required client
+     * certificates (docs/security.md). */
+    if (c.cfg.protocol == KQ_SECURITY_SSL && c.cfg.ssl.client_auth == 2 &&
+        kq_principal_rules_parse(c.cfg.ssl.mapping_rules, &c.principal_rules, err, sizeof(err)) !=
+            0) {
+        fprintf(stderr, "kq-controller: %s: %s\n", config, err);
+        return EXIT_CONFIG;
+    }
     rc = start(&c, err, sizeof(err));
     if (rc != 0) {
         fprintf(stderr, "kq-controller: %s\n", err);

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kq/api.h"
 #include "kq/ctl_codec.h"
 #include "kq/error.h"
+#include "kq/principal.h"
 #include "ops.h"
 
 /* The active controller checks for expired broker sessions at least this often. */
@@ -359,7 +361,36 @@ static kq_op_ctx op_ctx(kq_ctl_node *n)
 }
 
 /* A controller API: only the active controller answers; others point at the leader. */
-static int handle_ctl(kq_ctl_node *n, void *req, const kq_request *env)
+/* A request that speaks for a broker comes from that broker's principal, when identities
+ * are checked; false with the reason in err otherwise. */
+static bool speaks_for_itself(const kq_ctl_node *n, const kq_ctl_request *cr, const char *principal,
+                              char *err, size_t errlen)
+{
+    const char *tmpl = n->cfg.node_principal_template;
+    int32_t id;
+
+    switch (cr->api_key) {
+    case KQ_API_BROKER_REGISTRATION:
+        id = cr->broker_registration.broker_id;
+        break;
+    case KQ_API_BROKER_HEARTBEAT:
+        id = cr->broker_heartbeat.broker_id;
+        break;
+    case KQ_API_ALTER_PARTITION:
+        id = cr->alter_partition.broker_id;
+        break;
+    default:
+        return true;
+    }
+    if (!tmpl || kq_principal_is_node(tmpl, principal, id))
+        return true;
+    snprintf(err, errlen, "principal %s may not act for broker %d (%s needs %s with {id} %d)",
+             principal ? principal : KQ_PRINCIPAL_ANONYMOUS, id, kq_api_find(cr->api_key)->name,
+             tmpl, id);
+    return false;
+}
+
+static int handle_ctl(kq_ctl_node *n, void *req, const kq_request *env, const char *principal)
 {
     kq_ctl_request cr;
     char err[512] = "";
@@ -385,6 +416,11 @@ static int handle_ctl(kq_ctl_node *n, void *req, const kq_request *env)
                            rc == KQ_ERR_MALFORMED ? KQ_ERR_INVALID_REQUEST : rc, err);
         return KQ_ERR_INVALID_REQUEST;
     }
+    if (!speaks_for_itself(n, &cr, principal, err, sizeof err)) {
+        kq_ctl_request_free(&cr);
+        n->ops.reply_error(n->ops.ctx, req, env->api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, err);
+        return 0;
+    }
     kq_op_ctx ctx = op_ctx(n);
     rc = kq_op_run(&ctx, &cr, &resp, &wait, err, sizeof(err));
     kq_ctl_request_free(&cr);
@@ -403,7 +439,8 @@ static int handle_ctl(kq_ctl_node *n, void *req, const kq_request *env)
     return 0;
 }
 
-int kq_ctl_node_request(kq_ctl_node *n, void *req, const kq_request *env, uint64_t now)
+int kq_ctl_node_request(kq_ctl_node *n, void *req, const kq_request *env, const char *principal,
+                        uint64_t now)
 {
     n->now = now;
     if (n->failed) {
@@ -415,7 +452,7 @@ int kq_ctl_node_request(kq_ctl_node *n, void *req, const kq_request *env, uint64
         return 0;
     }
     if (kq_ctl_is_controller_api(env->api_key))
-        return handle_ctl(n, req, env);
+        return handle_ctl(n, req, env, principal);
     n->ops.reply_error(n->ops.ctx, req, env->api_key, KQ_ERR_INVALID_REQUEST, "unsupported api");
     return 0;
 }

@@ -49,6 +49,11 @@ typedef struct kq_ctl_node_config {
     size_t max_batch_bytes;         /* one proposed batch */
     size_t max_waiting;             /* writes and answers waiting for a commit */
     uint64_t seed;                  /* the image's PRNG (placement) */
+    /* node.principal.template ("User:CN=node-{id}"), borrowed: a request that speaks for a
+     * broker (BrokerRegistration, BrokerHeartbeat, AlterPartition) is accepted only from the
+     * principal of the broker id it claims. NULL: no identity checks (plaintext, or TLS
+     * without required client certificates). */
+    const char *node_principal_template;
 } kq_ctl_node_config;
 
 /* What the node reports, for logs, metrics and the simulator's checks. */
@@ -121,10 +126,12 @@ int kq_ctl_node_init(kq_ctl_node *n, const kq_ctl_node_config *cfg, const kq_raf
 void kq_ctl_node_free(kq_ctl_node *n);
 
 /* A Write or a controller API (env decoded and checked by the caller; borrowed). Answers
- * at once (not the active controller, overloaded, refused) or parks the answer. Returns
- * KQ_ERR_INVALID_REQUEST when the body did not decode (answered; the caller counts it),
- * else 0. */
-int kq_ctl_node_request(kq_ctl_node *n, void *req, const kq_request *env, uint64_t now);
+ * at once (not the active controller, overloaded, refused) or parks the answer. principal:
+ * who sent it ("User:CN=node-1", User:ANONYMOUS), when cfg.node_principal_template is set.
+ * Returns KQ_ERR_INVALID_REQUEST when the body did not decode (answered; the caller counts
+ * it), else 0. */
+int kq_ctl_node_request(kq_ctl_node *n, void *req, const kq_request *env, const char *principal,
+                        uint64_t now);
 
 /* From the host's after_step, for every step: a role change (lost leadership deactivates). */
 void kq_ctl_node_after_step(kq_ctl_node *n, const kq_raft_update *u, uint64_t now);

@@ -161,7 +161,9 @@ direct:
  * takes its reference later, so no moment is safe; each costs a few KB per SIGHUP. */
 static struct {
     pthread_mutex_t mu;
-    nng_tls_config *cfg[2]; /* [0] listeners, [1] dialers */
+    nng_tls_config *cfg[2];   /* [0] listeners, [1] dialers */
+    kq_tls_settings settings; /* the last ones set (their strings are the caller's) */
+    bool have_settings;
     nng_listener *listeners;
     nng_dialer *dialers;
     size_t n_listeners, n_dialers, cap_listeners, cap_dialers;
@@ -171,6 +173,24 @@ void kq_rpc_url(char *buf, size_t cap, bool secure, const char *host, int port)
 {
     snprintf(buf, cap, strchr(host, ':') ? "%s[%s]:%d" : "%s%s:%d", secure ? TLS_SCHEME : "tcp://",
              host, port);
+}
+
+/* kq_rpc_tls_metrics' gauges, and the files they were last set from. */
+static struct {
+    kq_metric *keystore, *truststore;
+} tls_gauges;
+
+/* Sets the expiry gauges from the files s names (a file that cannot be read leaves its gauge
+ * as it was: kq_tls_config_new has just read it). */
+static void tls_gauges_set(const kq_tls_settings *s)
+{
+    int64_t t;
+    char err[512];
+
+    if (tls_gauges.keystore && kq_tls_cert_describe(s->keystore, NULL, 0, &t, err, sizeof err) == 0)
+        kq_metric_set_int(tls_gauges.keystore, t);
+    if (tls_gauges.truststore && kq_tls_earliest_expiry(s->truststore, &t, err, sizeof err) == 0)
+        kq_metric_set_int(tls_gauges.truststore, t);
 }
 
 static bool is_tls_url(const char *url)
@@ -191,6 +211,9 @@ int kq_rpc_set_tls(const kq_tls_settings *settings, char *errbuf, size_t errlen)
         return KQ_ERR_CONFIG;
     }
     pthread_mutex_lock(&tls.mu);
+    tls.settings = *settings;
+    tls.have_settings = true;
+    tls_gauges_set(settings);
     for (int side = 0; side < 2; side++)
         tls.cfg[side] = fresh[side]; /* the old one is kept: see tls */
     /* Connections already made keep their sessions; the next ones use the new files. A closed
@@ -227,6 +250,27 @@ void kq_rpc_reload_tls(void *ssl_config)
                 "keystore=%s truststore=%s", ssl->keystore, ssl->truststore);
     else
         KQ_ERROR("rpc", "TLS certificates not re-read; the ones in use stay", "error=\"%s\"", err);
+}
+
+int kq_rpc_tls_metrics(kq_metrics *m)
+{
+    static const char help[] =
+        "Expiry (notAfter, Unix seconds) of this node's TLS certificate (store=keystore) and of "
+        "the earliest CA certificate it trusts (store=truststore), as last loaded";
+    kq_metric *k = kq_metrics_gauge_int(m, "kq_tls_certificate_expiry_timestamp_seconds", help,
+                                        "store=\"keystore\"");
+    kq_metric *t = kq_metrics_gauge_int(m, "kq_tls_certificate_expiry_timestamp_seconds", help,
+                                        "store=\"truststore\"");
+
+    if (!k || !t)
+        return KQ_ERR_NOMEM;
+    pthread_mutex_lock(&tls.mu);
+    tls_gauges.keystore = k;
+    tls_gauges.truststore = t;
+    if (tls.have_settings)
+        tls_gauges_set(&tls.settings);
+    pthread_mutex_unlock(&tls.mu);
+    return 0;
 }
 
 /* Gives a tls+tcp:// listener (side 0) or dialer (side 1), identified by its nng id, the

@@ -793,6 +793,36 @@ static int64_t days_from_civil(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
+static int64_t unix_time(const mbedtls_x509_time *t)
+{
+    return days_from_civil(t->year, t->mon, t->day) * 86400 + t->hour * 3600 + t->min * 60 + t->sec;
+}
+
+int kq_tls_earliest_expiry(const char *pem_path, int64_t *not_after, char *err, size_t errlen)
+{
+    char *pem = read_pem("certificate", pem_path, err, errlen);
+    mbedtls_x509_crt crt;
+    int rc;
+
+    if (!pem)
+        return -1;
+    mbedtls_x509_crt_init(&crt);
+    rc = mbedtls_x509_crt_parse(&crt, (const unsigned char *)pem, strlen(pem) + 1);
+    if (rc < 0 || !crt.raw.p) {
+        snprintf(err, errlen, "%s: no certificate", pem_path);
+        rc = -1;
+    } else {
+        *not_after = INT64_MAX;
+        for (const mbedtls_x509_crt *c = &crt; c && c->raw.p; c = c->next)
+            if (unix_time(&c->valid_to) < *not_after)
+                *not_after = unix_time(&c->valid_to);
+        rc = 0;
+    }
+    mbedtls_x509_crt_free(&crt);
+    free(pem);
+    return rc;
+}
+
 int kq_tls_cert_describe(const char *pem_path, char *subject, size_t cap, int64_t *not_after,
                          char *err, size_t errlen)
 {
@@ -815,10 +845,7 @@ int kq_tls_cert_describe(const char *pem_path, char *subject, size_t cap, int64_
                  cap - 1);
         rc = -1;
     } else {
-        const mbedtls_x509_time *t = &crt.valid_to;
-
-        *not_after = days_from_civil(t->year, t->mon, t->day) * 86400 + t->hour * 3600 +
-                     t->min * 60 + t->sec;
+        *not_after = unix_time(&crt.valid_to);
         rc = 0;
     }
     mbedtls_x509_crt_free(&crt);

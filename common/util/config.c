@@ -17,6 +17,7 @@
 
 #include "kq/error.h"
 #include "kq/log.h"
+#include "kq/principal.h"
 
 #define CONFIG_FILE_MAX (16u << 20) /* a properties file larger than this is a mistake */
 
@@ -1052,6 +1053,30 @@ int kq_config_ssl(kq_config *c, int needed, kq_ssl_config *out, char *errbuf, si
         }
         snprintf(out->key_password, sizeof out->key_password, "%s", v);
         out->has_key_password = 1;
+    }
+    v = kq_config_get(c, "node.principal.template");
+    snprintf(out->principal_template, sizeof out->principal_template, "%s",
+             v && v[0] ? v : KQ_NODE_PRINCIPAL_TEMPLATE_DEFAULT);
+    if (v && strlen(v) >= sizeof out->principal_template) {
+        kq_errf(errbuf, errlen, "node.principal.template: longer than %zu characters",
+                sizeof out->principal_template - 1);
+        return KQ_ERR_CONFIG;
+    }
+    if ((rc = kq_node_principal_template_check(out->principal_template, errbuf, errlen)) != 0)
+        return rc;
+    v = kq_config_get(c, "ssl.principal.mapping.rules");
+    if (v && strlen(v) >= sizeof out->mapping_rules) {
+        kq_errf(errbuf, errlen, "ssl.principal.mapping.rules: longer than %zu characters",
+                sizeof out->mapping_rules - 1);
+        return KQ_ERR_CONFIG;
+    }
+    snprintf(out->mapping_rules, sizeof out->mapping_rules, "%s", v && v[0] ? v : "DEFAULT");
+    {
+        kq_principal_rules *rules = NULL;
+
+        if ((rc = kq_principal_rules_parse(out->mapping_rules, &rules, errbuf, errlen)) != 0)
+            return rc;
+        kq_principal_rules_free(rules);
     }
     v = kq_config_get(c, "ssl.client.auth");
     if (v == NULL || v[0] == '\0' || !strcasecmp(v, "none"))

@@ -2,10 +2,13 @@
  * kq_log: logfmt lines on stderr, one write(2) per line.
  */
 #include "kq/log.h"
+#include "kq/util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,4 +234,45 @@ void kq_logf(kq_log_level level, const char *component, const char *msg, const c
     }
     lb.b[lb.len++] = '\n';
     write_all(lb.b, lb.len);
+}
+
+#define REFUSAL_PEERS 64
+
+void kq_log_refusal(const char *component, const char *principal, const char *detail)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static struct {
+        char principal[128];
+        uint64_t last_ms, skipped;
+    } peers[REFUSAL_PEERS];
+    uint64_t now = kq_now_ms(), skipped = 0;
+    size_t slot = 0;
+    bool log_it = true;
+
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < REFUSAL_PEERS; i++) {
+        if (!strncmp(peers[i].principal, principal, sizeof peers[i].principal - 1)) {
+            slot = i;
+            break;
+        }
+        if (peers[i].last_ms < peers[slot].last_ms)
+            slot = i; /* else the least recently logged one is reused */
+    }
+    if (!strncmp(peers[slot].principal, principal, sizeof peers[slot].principal - 1) &&
+        peers[slot].last_ms && now - peers[slot].last_ms < 60000) {
+        peers[slot].skipped++;
+        log_it = false;
+    } else {
+        if (strncmp(peers[slot].principal, principal, sizeof peers[slot].principal - 1))
+            peers[slot].skipped = 0;
+        snprintf(peers[slot].principal, sizeof peers[slot].principal, "%s", principal);
+        skipped = peers[slot].skipped;
+        peers[slot].skipped = 0;
+        peers[slot].last_ms = now;
+    }
+    pthread_mutex_unlock(&mu);
+    if (log_it)
+        KQ_WARN(component, "refused a request: its sender may not do that",
+                "principal=\"%s\" detail=\"%s\" refused_since_last_line=%llu", principal, detail,
+                (unsigned long long)skipped);
 }

@@ -97,10 +97,14 @@ typedef struct kq_ssl_config {
     char truststore[4096];   /* ssl.truststore.location */
     char key_password[1024]; /* ssl.key.password */
     int has_key_password;
-    int client_auth; /* ssl.client.auth: 0 none (default), 1 requested, 2 required */
+    int client_auth;              /* ssl.client.auth: 0 none (default), 1 requested, 2 required */
+    char principal_template[260]; /* node.principal.template (default User:CN=node-{id}) */
+    char mapping_rules[2048];     /* ssl.principal.mapping.rules (default DEFAULT) */
 } kq_ssl_config;
-/* Reads the ssl.* keys; `needed` (something uses SSL) makes the two locations required.
- * ssl.keystore.type and ssl.truststore.type must be PEM. 0 or KQ_ERR_CONFIG naming the key. */
+/* Reads the ssl.* keys, node.principal.template and ssl.principal.mapping.rules (both
+ * checked, see kq/principal.h); `needed` (something uses SSL) makes the two locations
+ * required. ssl.keystore.type and ssl.truststore.type must be PEM. 0 or KQ_ERR_CONFIG naming
+ * the key. */
 int kq_config_ssl(kq_config *c, int needed, kq_ssl_config *out, char *errbuf, size_t errlen);
 
 #endif

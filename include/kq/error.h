@@ -27,6 +27,8 @@
     X(NOT_ENOUGH_REPLICAS, 19, 1, "not enough in-sync replicas")                                   \
     X(NOT_ENOUGH_REPLICAS_AFTER_APPEND, 20, 1, "not enough in-sync replicas after append")         \
     X(INVALID_REQUIRED_ACKS, 21, 0, "invalid required acks")                                       \
+    X(TOPIC_AUTHORIZATION_FAILED, 29, 0, "topic authorization failed")                             \
+    X(CLUSTER_AUTHORIZATION_FAILED, 31, 0, "cluster authorization failed")                         \
     X(INVALID_TIMESTAMP, 32, 0, "invalid timestamp")                                               \
     X(UNSUPPORTED_VERSION, 35, 0, "unsupported version")                                           \
     X(TOPIC_ALREADY_EXISTS, 36, 0, "topic already exists")                                         \

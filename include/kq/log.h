@@ -34,4 +34,9 @@ void kq_logf(kq_log_level level, const char *component, const char *msg, const c
 #define KQ_WARN(comp, msg, ...) kq_logf(KQ_LOG_WARN, comp, msg, __VA_ARGS__)
 #define KQ_ERROR(comp, msg, ...) kq_logf(KQ_LOG_ERROR, comp, msg, __VA_ARGS__)
 
+/* Logs a request refused for who sent it (CLUSTER_AUTHORIZATION_FAILED) under component, at
+ * most once a minute per principal (the lines skipped meanwhile are counted in the next).
+ * Thread-safe. */
+void kq_log_refusal(const char *component, const char *principal, const char *detail);
+
 #endif

@@ -50,6 +50,11 @@ void kq_rpc_url(char *buf, size_t cap, bool secure, const char *host, int port);
 int kq_rpc_set_tls(const kq_tls_settings *s, char *errbuf, size_t errlen);
 /* kq_rpc_set_tls from the ssl.* keys (kq_config_ssl). */
 int kq_rpc_set_tls_config(const kq_ssl_config *ssl, char *errbuf, size_t errlen);
+/* Registers kq_tls_certificate_expiry_timestamp_seconds{store="keystore"|"truststore"} in m
+ * (the keystore's certificate, the earliest CA of the truststore) and keeps them current at
+ * every kq_rpc_set_tls from then on. m must outlive the process's use of TLS. 0 or
+ * KQ_ERR_NOMEM. */
+int kq_rpc_tls_metrics(kq_metrics *m);
 /* For kq_daemon_on_reload: re-reads the files named by the kq_ssl_config at ssl_config (which
  * must outlive the process's use of it) and logs the outcome; on an error the certificates in
  * use stay. */
@@ -86,6 +91,7 @@ const uint8_t *kq_rpc_req_data(const kq_rpc_req *req);
  * verified certificate ("CN=node-1"), or "" for a client without one. Valid until req is
  * released. */
 const char *kq_rpc_req_peer(const kq_rpc_req *req);
+
 size_t kq_rpc_req_len(const kq_rpc_req *req);
 /* Send the reply and release req (always, even on error). Thread-safe. */
 int kq_rpc_reply(kq_rpc_req *req, const uint8_t *data, size_t len);

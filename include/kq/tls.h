@@ -71,4 +71,8 @@ int kq_tls_pipe_subject(nng_pipe p, char *buf, size_t cap);
 int kq_tls_cert_describe(const char *pem_path, char *subject, size_t cap, int64_t *not_after,
                          char *err, size_t errlen);
 
+/* The earliest expiry (notAfter, Unix seconds) among all certificates in a PEM file (a
+ * truststore's CAs, a keystore's chain). 0, or -1 with the problem in err. */
+int kq_tls_earliest_expiry(const char *pem_path, int64_t *not_after, char *err, size_t errlen);
+
 #endif

@@ -8,7 +8,8 @@
 #   - every node's certificate is renewed and re-read with SIGHUP, one node at a time, while a
 #     producer writes with acks=all: no write fails or is lost, the quorum keeps its leader and
 #     epoch, and every broker keeps its registration (epoch) and its place in the ISR;
-#   - a SIGHUP with a broken keystore keeps the certificate in use and says so.
+#   - a SIGHUP with a broken keystore keeps the certificate in use and says so;
+#   - kq_tls_certificate_expiry_timestamp_seconds shows the expiry of the certificate loaded.
 # usage: test_tls.sh BIN_DIR
 # shellcheck source=SCRIPTDIR/../lib/kqdata.sh
 source "$(dirname "$0")/../lib/kqdata.sh"
@@ -89,6 +90,13 @@ for node in node-3001 node-3002 node-3003 broker-1 broker-2 broker-3; do
         sleep 0.1
     done
     kt_log "$node re-read its renewed certificate"
+    if [[ $node == node-3001 ]]; then
+        # its expiry gauge follows the certificate it loaded
+        want=$(date -d "$(openssl x509 -in "$TLS_DIR/node-$id.pem" -noout -enddate | cut -d= -f2)" +%s)
+        seen=$(kt_metrics $((KQ_BASE_PORT + 1)) |
+            awk '$1 == "kq_tls_certificate_expiry_timestamp_seconds{store=\"keystore\"}" { print $2 }')
+        kt_assert_eq "node 3001's kq_tls_certificate_expiry_timestamp_seconds{store=\"keystore\"}" "$want" "$seen"
+    fi
     sleep 1
 done
 echo "## a broken keystore keeps the certificate in use"

@@ -3255,7 +3255,7 @@ static void ctl_on_request(sim *s, sim_node *n, const ctl_pkt *p)
     trace(s, "n%d < b%d #%" PRIu64 " %s%s", n->id, s->actors[p->actor].id, p->req_id,
           api_name(p->api), h->node.meta.active ? "" : " (not the active controller)");
     h->busy = true;
-    rc = kq_ctl_node_request(&h->node, req, &env, ctl_now(s, n));
+    rc = kq_ctl_node_request(&h->node, req, &env, NULL, ctl_now(s, n));
     kq_request_free(&env);
     if (rc)
         fail(s, "codec: n%d cannot decode a %s body", n->id, api_name(p->api));
@@ -3742,7 +3742,7 @@ static void dp_deliver(sim *s, const ctl_pkt *p)
     *q = (dp_req){.from = p->actor, .req_id = p->req_id};
     const kq_image *img = s->nodes[t->node].bm.img;
     g_dp_actor = t->idx;
-    if (!kq_dp_on_request(t->dp, q, p->wire.data, p->wire.len, img, broker_clock(s, t))) {
+    if (!kq_dp_on_request(t->dp, q, p->wire.data, p->wire.len, img, NULL, broker_clock(s, t))) {
         free(q);
         fail(s, "b%d: its data plane refused a request from %d as not a data-plane API", t->id,
              party_id(s, p->actor));

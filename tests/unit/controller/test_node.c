@@ -32,6 +32,7 @@ typedef struct answer {
 } answer;
 
 typedef struct host {
+    const char *principal; /* who sends the next requests (NULL: identities not checked) */
     kq_raft_status st;
     kq_ctl_node node;
     batch log[MAX_LOG];
@@ -134,6 +135,9 @@ static void op_fatal(void *ctx, const char *what, const char *detail)
     ((host *)ctx)->fatals++;
 }
 
+/* node.principal.template of the hosts host_new makes (NULL: no identity checks). */
+static const char *node_template;
+
 static host *host_new(size_t max_waiting)
 {
     host *h = calloc(1, sizeof(*h));
@@ -151,7 +155,8 @@ static host *host_new(size_t max_waiting)
                               .max_write_bytes = 1 << 20,
                               .max_batch_bytes = 4 << 20,
                               .max_waiting = max_waiting,
-                              .seed = 7};
+                              .seed = 7,
+                              .node_principal_template = node_template};
     kq_decide_settings_default(&cfg.decide);
     kq_ctl_node_ops ops = {.ctx = h,
                            .propose = op_propose,
@@ -216,7 +221,7 @@ static int send_encoded(host *h, int no, const kq_buf *wire, uint64_t now)
     char err[256];
     memset(&env, 0, sizeof(env));
     assert_int_equal(kq_codec_decode_request(wire->data, wire->len, &env, err, sizeof(err)), 0);
-    int rc = kq_ctl_node_request(&h->node, &reqs[no], &env, now);
+    int rc = kq_ctl_node_request(&h->node, &reqs[no], &env, h->principal, now);
     kq_request_free(&env);
     return rc;
 }
@@ -322,6 +327,56 @@ static void test_leadership_lost_fails_parked_and_rolls_back(void **state)
     assert_null(kq_image_broker(h->node.meta.img, 7));
     assert_int_equal(h->deactivations, 1);
     assert_int_equal(kq_ctl_node_waiting(&h->node), 0);
+    host_free(h);
+}
+
+/* With identities checked, a request that speaks for a broker is accepted only from that
+ * broker's principal: CLUSTER_AUTHORIZATION_FAILED otherwise, and nothing is written. */
+static void test_requests_for_a_broker_need_its_principal(void **state)
+{
+    (void)state;
+    node_template = "User:CN=node-{id}";
+    host *h = host_new(16);
+    node_template = NULL;
+    become_active(h, 1000);
+    int64_t end = h->st.log_end_offset;
+
+    static const char *const impostors[] = {"User:CN=node-8", "User:ANONYMOUS", "User:CN=node-70",
+                                            "User:CN=admin"};
+    for (int i = 0; i < 4; i++) {
+        h->principal = impostors[i];
+        send_registration(h, 10 + i, 7, 1001);
+        const answer *a = answer_for(h, 10 + i);
+        assert_non_null(a);
+        assert_int_equal(a->err, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED);
+    }
+    kq_ctl_node_run(&h->node, 1001);
+    assert_int_equal(h->st.log_end_offset, end); /* nothing proposed */
+    assert_null(kq_image_broker(h->node.meta.img, 7));
+
+    h->principal = "User:CN=node-7";
+    send_registration(h, 20, 7, 1002);
+    kq_ctl_node_run(&h->node, 1002);
+    commit_to(h, h->st.log_end_offset, 1003);
+    const answer *a = answer_for(h, 20);
+    assert_non_null(a);
+    assert_int_equal(a->err, 0);
+    assert_non_null(kq_image_broker(h->node.meta.img, 7));
+
+    /* broker 7's heartbeat: from another broker's certificate refused, from its own served */
+    h->principal = "User:CN=node-8";
+    send_heartbeat(h, 21, 7, 1004);
+    a = answer_for(h, 21);
+    assert_non_null(a);
+    assert_int_equal(a->err, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED);
+    h->principal = "User:CN=node-7";
+    send_heartbeat(h, 22, 7, 1005);
+    kq_ctl_node_run(&h->node, 1005);
+    commit_to(h, h->st.log_end_offset, 1006);
+    a = answer_for(h, 22);
+    assert_non_null(a);
+    assert_int_equal(a->err, 0);
+    assert_int_equal(h->fatals, 0);
     host_free(h);
 }
 
@@ -596,6 +651,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_write_answered_after_its_last_record_commits),
         cmocka_unit_test(test_leadership_lost_fails_parked_and_rolls_back),
+        cmocka_unit_test(test_requests_for_a_broker_need_its_principal),
         cmocka_unit_test(test_standby_refuses_at_once),
         cmocka_unit_test(test_activation_waits_for_the_leader_change_to_commit),
         cmocka_unit_test(test_overload_refuses_writes),

@@ -588,6 +588,23 @@ static void test_ssl_keys(void **state)
     c = parse_ok("ssl.client.auth=requested\n");
     assert_int_equal(kq_config_ssl(c, 0, &ssl, err, sizeof err), 0);
     assert_int_equal(ssl.client_auth, 1);
+    assert_string_equal(ssl.principal_template, "User:CN=node-{id}");
+    assert_string_equal(ssl.mapping_rules, "DEFAULT");
+    kq_config_free(c);
+
+    c = parse_ok("node.principal.template=User:CN=kq-{id},O=Example\n"
+                 "ssl.principal.mapping.rules=RULE:^CN=([^,]*),O=Example$/$1/,DEFAULT\n");
+    assert_int_equal(kq_config_ssl(c, 0, &ssl, err, sizeof err), 0);
+    assert_string_equal(ssl.principal_template, "User:CN=kq-{id},O=Example");
+    kq_config_free(c);
+    c = parse_ok("node.principal.template=CN=node-{id}\n");
+    assert_int_equal(kq_config_ssl(c, 0, &ssl, err, sizeof err), KQ_ERR_CONFIG);
+    assert_contains(err, "node.principal.template: 'CN=node-{id}' must start with 'User:'");
+    kq_config_free(c);
+    c = parse_ok("ssl.principal.mapping.rules=RULE:^CN=(.*?)$/$1/\n");
+    assert_int_equal(kq_config_ssl(c, 0, &ssl, err, sizeof err), KQ_ERR_CONFIG);
+    assert_contains(err, "ssl.principal.mapping.rules");
+    assert_contains(err, "lazy quantifier");
     kq_config_free(c);
 }
 
