@@ -180,7 +180,8 @@ static int load_from(kq_config *c, kq_broker_config *out, char *errbuf, size_t e
         out->listener_protocol == KQ_SECURITY_SSL || out->controller_protocol == KQ_SECURITY_SSL;
     for (int i = 0; i < out->protocols.n && out->protocols.given; i++)
         any_ssl |= out->protocols.v[i].protocol == KQ_SECURITY_SSL;
-    if ((rc = kq_config_ssl(c, any_ssl, &out->ssl, errbuf, errlen)) != 0)
+    if ((rc = kq_config_ssl(c, any_ssl, &out->ssl, errbuf, errlen)) != 0 ||
+        (rc = kq_config_authorizer(c, &out->authz, errbuf, errlen)) != 0)
         return rc;
 
     if ((rc = kq_config_string(c, "log.dirs", NULL, &s, errbuf, errlen)) != 0)

@@ -33,6 +33,7 @@ typedef struct kq_broker_config {
     kq_protocol_map protocols;
     kq_security_protocol listener_protocol, controller_protocol;
     kq_ssl_config ssl;
+    kq_authorizer_config authz;         /* authorizer.class.name, super.users, allow.everyone... */
     char log_dir[4096];                 /* log.dirs (or log.dir): the one data directory */
     char rack[256];                     /* broker.rack, "" = none */
     uint32_t heartbeat_interval_ms;     /* broker.heartbeat.interval.ms, 2000 */

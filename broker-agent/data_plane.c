@@ -2,6 +2,7 @@
  * The broker agent's data plane: see data_plane.h.
  */
 #include "dp_internal.h"
+#include "kq/authorizer.h"
 #include "kq/principal.h"
 
 static void on_rm_update(void *arg, const kq_rm_partition *hp, kq_replica *r,
@@ -384,6 +385,68 @@ static bool speaks_for_itself(kq_dp *dp, void *req, const kq_data_request *r, co
     return false;
 }
 
+/* One topic of a request, by id (unknown ids are left to the handler) or by name: 0, or
+ * TOPIC_AUTHORIZATION_FAILED with msg set. */
+static int topic_allowed(kq_dp *dp, const kq_image *img, const char *principal, kq_acl_operation op,
+                         const uint8_t *id, const char *name, char *msg, size_t len)
+{
+    const kq_topic *t = id && img ? kq_image_topic_by_id(img, id) : NULL;
+
+    name = name ? name : t ? t->name : NULL;
+    if (!name || kq_authorize(dp->cfg.authorizer, NULL, 0, principal, "", op, KQ_ACL_RESOURCE_TOPIC,
+                              name, msg, len))
+        return 0;
+    return KQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+}
+
+/* Kafka's rules for the data-plane APIs (ACL records are not in the image yet: super users
+ * and allow.everyone.if.no.acl.found decide). Answers and returns false when refused. */
+static bool client_allowed(kq_dp *dp, void *req, const kq_data_request *r, const kq_image *img,
+                           const char *principal)
+{
+    char msg[900];
+    int rc = 0;
+
+    if (!dp->cfg.authorizer || !dp->cfg.authorizer->enabled)
+        return true;
+    principal = principal ? principal : KQ_PRINCIPAL_ANONYMOUS;
+    switch (r->api_key) {
+    case KQ_API_PRODUCE:
+        rc = topic_allowed(dp, img, principal, KQ_ACL_OP_WRITE, r->u.produce.topic_id, NULL, msg,
+                           sizeof msg);
+        break;
+    case KQ_API_DATA_FETCH:
+        for (size_t i = 0; r->u.fetch.replica_id < 0 && i < r->u.fetch.n_partitions && !rc; i++)
+            rc = topic_allowed(dp, img, principal, KQ_ACL_OP_READ,
+                               r->u.fetch.partitions[i].topic_id, NULL, msg, sizeof msg);
+        break;
+    case KQ_API_LIST_OFFSETS:
+        for (size_t i = 0;
+             r->u.list_offsets.replica_id < 0 && i < r->u.list_offsets.n_partitions && !rc; i++)
+            rc = topic_allowed(dp, img, principal, KQ_ACL_OP_DESCRIBE,
+                               r->u.list_offsets.partitions[i].topic_id, NULL, msg, sizeof msg);
+        break;
+    case KQ_API_METADATA:
+        if (r->u.metadata.n_topics == 0) /* every topic: each must be describable */
+            for (const kq_topic *t = img ? kq_image_topic_next(img, NULL) : NULL; t && !rc;
+                 t = kq_image_topic_next(img, t))
+                rc = topic_allowed(dp, img, principal, KQ_ACL_OP_DESCRIBE, NULL, t->name, msg,
+                                   sizeof msg);
+        for (size_t i = 0; i < r->u.metadata.n_topics && !rc; i++)
+            rc = topic_allowed(dp, img, principal, KQ_ACL_OP_DESCRIBE, NULL,
+                               r->u.metadata.topics[i], msg, sizeof msg);
+        break;
+    default:
+        break;
+    }
+    if (!rc)
+        return true;
+    dp->counts.refused_requests++;
+    kq_log_refusal("broker", principal, msg);
+    dp_reply_error(dp, req, r->api_key, rc, msg);
+    return false;
+}
+
 int kq_dp_on_request(kq_dp *dp, void *req, const uint8_t *data, size_t len, const kq_image *img,
                      const char *principal, uint64_t now_ms)
 {
@@ -408,7 +471,8 @@ int kq_dp_on_request(kq_dp *dp, void *req, const uint8_t *data, size_t len, cons
         kq_data_request_free(&r);
         return 1;
     }
-    if (!speaks_for_itself(dp, req, &r, principal)) {
+    if (!speaks_for_itself(dp, req, &r, principal) ||
+        !client_allowed(dp, req, &r, img, principal)) {
         kq_data_request_free(&r);
         return 1;
     }

@@ -43,6 +43,7 @@
 #include <stdint.h>
 
 #include "replica_manager.h"
+#include "kq/authorizer.h"
 #include "kq/codec.h"
 #include "kq/config.h"
 #include "kq/image.h"
@@ -83,6 +84,10 @@ typedef struct kq_dp_config {
     /* node.principal.template, borrowed: a follower's Fetch or ListOffsets (replica_id >= 0)
      * is accepted only from the principal of that replica id. NULL: no identity checks. */
     const char *node_principal_template;
+    /* The authorizer, borrowed (NULL or not enabled: none): Produce needs Write on its topic,
+     * a consumer's Fetch Read, ListOffsets and Metadata Describe; the request is refused
+     * whole (TOPIC_AUTHORIZATION_FAILED) when one topic is not allowed. */
+    const kq_authorizer_config *authorizer;
     /* Requests that may wait at once (acks=all Produces for the HW plus long-polling
      * Fetches): each holds a listener context until answered. Beyond it a Fetch is answered
      * at once (empty) and an acks=all Produce gets REQUEST_TIMED_OUT, retriable, unwritten,

@@ -549,8 +549,8 @@ static int metrics_init(broker *b, char *err, size_t errlen)
                                     "Data-plane requests answered INVALID_REQUEST", NULL);
     m->refused = kq_metrics_counter(
         m->reg, "kq_authorization_failures_total",
-        "Requests refused with CLUSTER_AUTHORIZATION_FAILED: the sender may not act for the "
-        "replica it claims",
+        "Requests refused for their sender (CLUSTER_AUTHORIZATION_FAILED or "
+        "TOPIC_AUTHORIZATION_FAILED): not the replica it claims, or not authorized",
         NULL);
     m->appended =
         kq_metrics_counter(m->reg, "kq_broker_records_appended_total",
@@ -802,6 +802,7 @@ static int start(broker *b, char *err, size_t errlen)
                            .protocols = &b->cfg.protocols,
                            .node_principal_template =
                                b->principal_rules ? b->cfg.ssl.principal_template : NULL,
+                           .authorizer = &b->cfg.authz,
                            .max_waiting = SERVER_CONTEXTS - 64,
                            .net = kq_dp_nng_net(b->dp_net),
                            .fatal = fatal};

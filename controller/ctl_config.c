@@ -123,7 +123,8 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
     if ((rc = kq_config_protocol_map(c, &protocols, errbuf, errlen)) != 0 ||
         (rc = kq_protocol_of(&protocols, out->listener.name, &out->protocol, errbuf, errlen)) !=
             0 ||
-        (rc = kq_config_ssl(c, out->protocol == KQ_SECURITY_SSL, &out->ssl, errbuf, errlen)) != 0)
+        (rc = kq_config_ssl(c, out->protocol == KQ_SECURITY_SSL, &out->ssl, errbuf, errlen)) != 0 ||
+        (rc = kq_config_authorizer(c, &out->authz, errbuf, errlen)) != 0)
         goto out;
 
     if ((rc = metadata_log_dir(c, out->log_dir, sizeof(out->log_dir), errbuf, errlen)) != 0)

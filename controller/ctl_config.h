@@ -23,6 +23,7 @@ typedef struct kq_ctl_config {
     kq_security_protocol protocol; /* the listener's, from listener.security.protocol.map; the
                                     * controllers dial each other with it too */
     kq_ssl_config ssl;             /* ssl.* (required when protocol is SSL) */
+    kq_authorizer_config authz;    /* authorizer.class.name, super.users, allow.everyone... */
     char log_dir[4096];            /* metadata.log.dir */
     kq_raft_config raft;
     uint32_t append_linger_ms;      /* controller.quorum.append.linger.ms */

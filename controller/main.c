@@ -197,7 +197,7 @@ static void reply_buf(kq_rpc_req *req, kq_buf *b)
 static void reply_error(ctl *c, kq_rpc_req *req, uint32_t api, int err, const char *msg)
 {
     kq_buf b = {0};
-    if (err == KQ_ERR_CLUSTER_AUTHORIZATION_FAILED) {
+    if (err == KQ_ERR_CLUSTER_AUTHORIZATION_FAILED || err == KQ_ERR_TOPIC_AUTHORIZATION_FAILED) {
         char who[KQ_PRINCIPAL_MAX];
         kq_principal_of(c->principal_rules, kq_rpc_req_peer(req), who, sizeof who);
         kq_metric_inc(c->m.refused);
@@ -566,9 +566,17 @@ static void handle_request(ctl *c, kq_rpc_req *req)
         }
         break;
     }
-    case KQ_API_DESCRIBE_QUORUM:
+    case KQ_API_DESCRIBE_QUORUM: {
+        char why[800];
+        if (!kq_authorize(&c->cfg.authz, NULL, 0, c->principal_rules ? principal : NULL, "",
+                          KQ_ACL_OP_DESCRIBE, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, why,
+                          sizeof why)) {
+            reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
+            goto out;
+        }
         describe(c, req);
         break;
+    }
     default:
         if (kq_ctl_node_request(&c->node, req, &r, c->principal_rules ? principal : NULL, c->now) !=
             0)
@@ -835,11 +843,11 @@ static int metrics_init(ctl *c, char *err, size_t errlen)
     }
     m->invalid = kq_metrics_counter(m->reg, "kq_rpc_invalid_requests_total",
                                     "Requests rejected as malformed or invalid", NULL);
-    m->refused = kq_metrics_counter(
-        m->reg, "kq_authorization_failures_total",
-        "Requests refused with CLUSTER_AUTHORIZATION_FAILED: the sender may not act for the "
-        "node it claims",
-        NULL);
+    m->refused =
+        kq_metrics_counter(m->reg, "kq_authorization_failures_total",
+                           "Requests refused for their sender (CLUSTER_AUTHORIZATION_FAILED or "
+                           "TOPIC_AUTHORIZATION_FAILED): not the node it claims, or not authorized",
+                           NULL);
     m->image_hash = kq_metrics_gauge_int(
         m->reg, "kq_metadata_image_hash",
         "Hash of the committed metadata image content (low 48 bits); equal on every controller "
@@ -997,7 +1005,8 @@ static int start(ctl *c, char *err, size_t errlen)
                                .max_waiting = MAX_WAITING_WRITES,
                                .seed = kq_now_ns() ^ (uint64_t)getpid(),
                                .node_principal_template =
-                                   c->principal_rules ? c->cfg.ssl.principal_template : NULL};
+                                   c->principal_rules ? c->cfg.ssl.principal_template : NULL,
+                               .authorizer = &c->cfg.authz};
     for (int i = 0; i < c->cfg.n_voters; i++)
         ncfg.voters[i] = c->cfg.voters[i].id;
     kq_ctl_node_ops nops = {.ctx = c,

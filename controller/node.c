@@ -6,9 +6,11 @@
 #include <string.h>
 
 #include "kq/api.h"
+#include "kq/authorizer.h"
 #include "kq/ctl_codec.h"
 #include "kq/error.h"
 #include "kq/principal.h"
+#include "kq/records.h"
 #include "ops.h"
 
 /* The active controller checks for expired broker sessions at least this often. */
@@ -390,6 +392,104 @@ static bool speaks_for_itself(const kq_ctl_node *n, const kq_ctl_request *cr, co
     return false;
 }
 
+/* One check of the authorizer: 0, or the error to refuse the request with (err set). */
+static int check(const kq_ctl_node *n, const char *principal, kq_acl_operation op,
+                 kq_acl_resource_type type, const char *name, char *err, size_t errlen)
+{
+    /* ACL records are not in the image yet: super users and the no-ACL rule decide */
+    if (kq_authorize(n->cfg.authorizer, NULL, 0, principal, "", op, type, name, err, errlen))
+        return 0;
+    return type == KQ_ACL_RESOURCE_TOPIC ? KQ_ERR_TOPIC_AUTHORIZATION_FAILED
+                                         : KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+}
+
+static int check_cluster(const kq_ctl_node *n, const char *principal, kq_acl_operation op,
+                         char *err, size_t errlen)
+{
+    return check(n, principal, op, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, err, errlen);
+}
+
+/* A config resource: a topic by name; a broker (or the cluster default) is the cluster. */
+static int check_config(const kq_ctl_node *n, const char *principal, kq_acl_operation op,
+                        int8_t type, const char *name, char *err, size_t errlen)
+{
+    return type == KQ_CONFIG_RESOURCE_TOPIC
+               ? check(n, principal, op, KQ_ACL_RESOURCE_TOPIC, name, err, errlen)
+               : check_cluster(n, principal, op, err, errlen);
+}
+
+/* Kafka's rules per admin API (the request is refused whole when one of its items is not
+ * allowed). Node APIs are checked by identity instead (speaks_for_itself). 0 or the error. */
+static int authorize(const kq_ctl_node *n, const kq_ctl_request *cr, const char *principal,
+                     char *err, size_t errlen)
+{
+    const kq_image *img = n->meta.img;
+    int rc = 0;
+
+    if (!n->cfg.authorizer || !n->cfg.authorizer->enabled)
+        return 0;
+    principal = principal ? principal : KQ_PRINCIPAL_ANONYMOUS;
+    switch (cr->api_key) {
+    case KQ_API_CREATE_TOPICS:
+        /* Create on the cluster, or on each topic */
+        if (check_cluster(n, principal, KQ_ACL_OP_CREATE, err, errlen) == 0)
+            return 0;
+        for (int32_t i = 0; i < cr->create_topics.n && !rc; i++)
+            rc = check(n, principal, KQ_ACL_OP_CREATE, KQ_ACL_RESOURCE_TOPIC,
+                       cr->create_topics.topics[i].name, err, errlen);
+        return rc;
+    case KQ_API_DELETE_TOPICS:
+        for (int32_t i = 0; i < cr->delete_topics.n && !rc; i++) {
+            const kq_delete_topic *t = &cr->delete_topics.topics[i];
+            const kq_topic *known = t->name ? NULL : kq_image_topic_by_id(img, t->topic_id);
+            const char *name = t->name ? t->name : known ? known->name : NULL;
+
+            if (name) /* an unknown id is answered UNKNOWN_TOPIC_ID by the operation */
+                rc =
+                    check(n, principal, KQ_ACL_OP_DELETE, KQ_ACL_RESOURCE_TOPIC, name, err, errlen);
+        }
+        return rc;
+    case KQ_API_CREATE_PARTITIONS:
+        for (int32_t i = 0; i < cr->create_partitions.n && !rc; i++)
+            rc = check(n, principal, KQ_ACL_OP_ALTER, KQ_ACL_RESOURCE_TOPIC,
+                       cr->create_partitions.topics[i].topic, err, errlen);
+        return rc;
+    case KQ_API_INCREMENTAL_ALTER_CONFIGS:
+        for (int32_t i = 0; i < cr->alter_configs.n && !rc; i++)
+            rc = check_config(n, principal, KQ_ACL_OP_ALTER_CONFIGS,
+                              cr->alter_configs.resources[i].resource_type,
+                              cr->alter_configs.resources[i].resource_name, err, errlen);
+        return rc;
+    case KQ_API_DESCRIBE_CONFIGS:
+        for (int32_t i = 0; i < cr->describe_configs.n && !rc; i++)
+            rc = check_config(n, principal, KQ_ACL_OP_DESCRIBE_CONFIGS,
+                              cr->describe_configs.resources[i].resource_type,
+                              cr->describe_configs.resources[i].resource_name, err, errlen);
+        return rc;
+    case KQ_API_DESCRIBE_TOPICS:
+        if (cr->describe_topics.n == 0) { /* every topic: each must be describable */
+            for (const kq_topic *t = kq_image_topic_next(img, NULL); t && !rc;
+                 t = kq_image_topic_next(img, t))
+                rc = check(n, principal, KQ_ACL_OP_DESCRIBE, KQ_ACL_RESOURCE_TOPIC, t->name, err,
+                           errlen);
+            return rc;
+        }
+        for (int32_t i = 0; i < cr->describe_topics.n && !rc; i++)
+            rc = check(n, principal, KQ_ACL_OP_DESCRIBE, KQ_ACL_RESOURCE_TOPIC,
+                       cr->describe_topics.names[i], err, errlen);
+        return rc;
+    case KQ_API_ELECT_LEADERS:
+    case KQ_API_UPDATE_FEATURES:
+    case KQ_API_UNREGISTER_BROKER:
+        return check_cluster(n, principal, KQ_ACL_OP_ALTER, err, errlen);
+    case KQ_API_DESCRIBE_CLUSTER:
+    case KQ_API_DESCRIBE_FEATURES:
+        return check_cluster(n, principal, KQ_ACL_OP_DESCRIBE, err, errlen);
+    default:
+        return 0;
+    }
+}
+
 static int handle_ctl(kq_ctl_node *n, void *req, const kq_request *env, const char *principal)
 {
     kq_ctl_request cr;
@@ -421,6 +521,11 @@ static int handle_ctl(kq_ctl_node *n, void *req, const kq_request *env, const ch
         n->ops.reply_error(n->ops.ctx, req, env->api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, err);
         return 0;
     }
+    if ((rc = authorize(n, &cr, principal, err, sizeof err)) != 0) {
+        kq_ctl_request_free(&cr);
+        n->ops.reply_error(n->ops.ctx, req, env->api_key, rc, err);
+        return 0;
+    }
     kq_op_ctx ctx = op_ctx(n);
     rc = kq_op_run(&ctx, &cr, &resp, &wait, err, sizeof(err));
     kq_ctl_request_free(&cr);
@@ -448,6 +553,18 @@ int kq_ctl_node_request(kq_ctl_node *n, void *req, const kq_request *env, const 
         return 0;
     }
     if (env->api_key == KQ_API_WRITE) {
+        /* opaque records straight into the metadata log: super users only */
+        if (n->cfg.authorizer && n->cfg.authorizer->enabled &&
+            !kq_authorizer_is_super_user(n->cfg.authorizer, principal)) {
+            char err[300];
+            snprintf(err, sizeof err,
+                     "principal %s may not Write to the metadata log (super "
+                     "users only)",
+                     principal ? principal : KQ_PRINCIPAL_ANONYMOUS);
+            n->ops.reply_error(n->ops.ctx, req, env->api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED,
+                               err);
+            return 0;
+        }
         queue_write(n, req, env);
         return 0;
     }

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "decide.h"
+#include "kq/authorizer.h"
 #include "kq/codec.h"
 #include "kq/raft.h"
 #include "meta.h"
@@ -54,6 +55,10 @@ typedef struct kq_ctl_node_config {
      * principal of the broker id it claims. NULL: no identity checks (plaintext, or TLS
      * without required client certificates). */
     const char *node_principal_template;
+    /* authorizer.class.name, super.users, allow.everyone.if.no.acl.found, borrowed: with
+     * authorizer->enabled, every admin API is authorized for the principal that sent it
+     * (User:ANONYMOUS when nobody is identified). NULL: no authorizer. */
+    const kq_authorizer_config *authorizer;
 } kq_ctl_node_config;
 
 /* What the node reports, for logs, metrics and the simulator's checks. */

@@ -1091,3 +1091,27 @@ int kq_config_ssl(kq_config *c, int needed, kq_ssl_config *out, char *errbuf, si
     }
     return 0;
 }
+
+int kq_config_authorizer(kq_config *c, kq_authorizer_config *out, char *errbuf, size_t errlen)
+{
+    const char *v = kq_config_get(c, "authorizer.class.name");
+    int b = 0, rc;
+
+    memset(out, 0, sizeof *out);
+    if (v && v[0]) {
+        if (strcmp(v, KQ_AUTHORIZER_CLASS) != 0) {
+            kq_errf(errbuf, errlen,
+                    "authorizer.class.name: '%s' is not supported (kq has %s, ACLs in the "
+                    "metadata log)",
+                    v, KQ_AUTHORIZER_CLASS);
+            return KQ_ERR_CONFIG;
+        }
+        out->enabled = true;
+    }
+    if (kq_authorizer_parse_super_users(kq_config_get(c, "super.users"), out, errbuf, errlen))
+        return KQ_ERR_CONFIG;
+    if ((rc = kq_config_bool(c, "allow.everyone.if.no.acl.found", 0, &b, errbuf, errlen)) != 0)
+        return rc;
+    out->allow_everyone_if_no_acl_found = b;
+    return 0;
+}

@@ -7,7 +7,8 @@
 #                                    are unfenced. --tls (a new cluster only): a private CA and
 #                                    a certificate per node (CN=node-ID) and for an admin
 #                                    (CN=admin) under tls/, every listener SSL with client
-#                                    certificates required, and admin.properties for kq's
+#                                    certificates required, the authorizer on with the admin
+#                                    as its super user, and admin.properties for kq's
 #                                    --command-config
 #   deploy/local/cluster.sh status   describe --status, cluster describe, which processes live
 #   deploy/local/cluster.sh stop NODE       SIGKILL: a crash, as the seeds' "stop broker 3"
@@ -191,12 +192,15 @@ make_certs() {
         "ssl.truststore.type=PEM" "ssl.truststore.location=$TLS_DIR/ca.pem" >"$ADMIN_CONFIG"
 }
 
-# tls_config NODE_ID: the ssl.* lines of a node's properties.
+# tls_config NODE_ID: the ssl.* and authorizer lines of a node's properties.
 tls_config() {
     printf '%s\n' "# TLS: every connection authenticated by certificate (docs/security.md)" \
         "ssl.keystore.type=PEM" "ssl.keystore.location=$TLS_DIR/node-$1.pem" \
         "ssl.truststore.type=PEM" "ssl.truststore.location=$TLS_DIR/ca.pem" \
-        "ssl.client.auth=required"
+        "ssl.client.auth=required" \
+        "# the authorizer: only the admin may administer, produce and consume" \
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer" \
+        "super.users=User:CN=admin"
 }
 
 ctl_id() { # INDEX (1..CONTROLLERS) -> node id

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kq/authorizer.h"
 #include "kq/raft.h"
 
 typedef struct kq_config kq_config;
@@ -106,5 +107,10 @@ typedef struct kq_ssl_config {
  * required. ssl.keystore.type and ssl.truststore.type must be PEM. 0 or KQ_ERR_CONFIG naming
  * the key. */
 int kq_config_ssl(kq_config *c, int needed, kq_ssl_config *out, char *errbuf, size_t errlen);
+
+/* authorizer.class.name (empty: no authorizer; Kafka's StandardAuthorizer class name turns
+ * kq's on), super.users, allow.everyone.if.no.acl.found (default false). 0 or KQ_ERR_CONFIG
+ * naming the key. */
+int kq_config_authorizer(kq_config *c, kq_authorizer_config *out, char *errbuf, size_t errlen);
 
 #endif

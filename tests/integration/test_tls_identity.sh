@@ -4,6 +4,8 @@
 # kq-forge claims to be another node:
 #   - broker 1's certificate cannot register or heartbeat as broker 2, nor fetch as follower
 #     replica 2 from a leader; broker 2's own certificate can (positive controls);
+#   - with the authorizer on (super user User:CN=admin), broker 1's certificate cannot delete or
+#     create a topic, unregister a broker, write to the metadata log or produce; the admin can;
 #   - a broker's or the admin's certificate sending Raft Fetch or Vote as voter 3002 is
 #     refused with CLUSTER_AUTHORIZATION_FAILED, counted and logged;
 #   - with both followers paused (SIGSTOP) and forged voter Fetches from those certificates
@@ -67,6 +69,35 @@ kt_assert_contains "follower fetch as replica 2 with broker 1's certificate" "er
 forge node-2 "$(broker_port 1)" --as 2 data-fetch --topic-id "$topic_id"
 kt_assert_eq "follower fetch as replica 2 with its own certificate" "" "$(grep CLUSTER_AUTHORIZATION_FAILED <<<"$FORGED" || true)"
 kd_wait_metric 1 30 kq_authorization_failures_total 1
+
+echo "## the authorizer: a broker's certificate is no admin; the admin (a super user) is"
+# kqa WHO ARGS...: kq against the controllers with WHO's certificate; output in KD_OUT
+kqa() {
+    local who=$1 rc=0
+    shift
+    KD_OUT=$(timeout 60 "$KT_KQ" "$@" --bootstrap-controller "$KD_CTL" \
+        --command-config "$KT_DIR/$who.properties" 2>&1) || rc=$?
+    return "$rc"
+}
+kqa node-1 topics --delete --topic idt && kt_fail "broker 1's certificate deleted a topic: $KD_OUT"
+kt_assert_contains "topics --delete with broker 1's certificate" "TOPIC_AUTHORIZATION_FAILED" "$KD_OUT"
+kt_assert_contains "the refusal names principal, operation and resource" \
+    "principal User:CN=node-1 is not allowed to Delete on Topic idt" "$KD_OUT"
+kqa node-1 cluster unregister --id 2 && kt_fail "broker 1's certificate unregistered broker 2: $KD_OUT"
+kt_assert_contains "cluster unregister with broker 1's certificate" "CLUSTER_AUTHORIZATION_FAILED" "$KD_OUT"
+kqa node-1 topics --create --topic evil --partitions 1 --replication-factor 1 &&
+    kt_fail "broker 1's certificate created a topic: $KD_OUT"
+kqa node-1 metadata-write --timeout-ms 3000 && kt_fail "broker 1's certificate wrote to the metadata log: $KD_OUT"
+kt_assert_contains "metadata-write with broker 1's certificate" "super users only" "$KD_OUT"
+rc=0
+out=$(timeout 60 "$KT_KQ" produce --bootstrap-server "$KD_BROKERS" --topic idt --value x \
+    --request-timeout-ms 3000 --delivery-timeout-ms 3000 --command-config "$KT_DIR/node-1.properties" 2>&1) || rc=$?
+kt_assert_ne "exit status of produce with broker 1's certificate" 0 "$rc"
+kt_assert_contains "produce with broker 1's certificate" "TOPIC_AUTHORIZATION_FAILED" "$out"
+kd_describe idt || kt_fail "the admin cannot describe: $KD_OUT"
+kd_kq topics --create --topic scratch --partitions 1 --replication-factor 3 ||
+    kt_fail "the admin cannot create a topic: $KD_OUT"
+kd_kq topics --delete --topic scratch || kt_fail "the admin cannot delete a topic: $KD_OUT"
 
 echo "## certificates that are not voter 3002's cannot act as voter 3002"
 for who in node-1 admin; do

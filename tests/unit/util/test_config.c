@@ -608,6 +608,34 @@ static void test_ssl_keys(void **state)
     kq_config_free(c);
 }
 
+static void test_authorizer_keys(void **state)
+{
+    kq_authorizer_config a;
+    kq_config *c = parse_ok("");
+
+    (void)state;
+    assert_int_equal(kq_config_authorizer(c, &a, err, sizeof err), 0);
+    assert_false(a.enabled);
+    kq_config_free(c);
+    c = parse_ok("authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+                 "super.users=User:CN=admin;User:ops\nallow.everyone.if.no.acl.found=true\n");
+    assert_int_equal(kq_config_authorizer(c, &a, err, sizeof err), 0);
+    assert_true(a.enabled);
+    assert_int_equal(a.n_super_users, 2);
+    assert_string_equal(a.super_users[0], "User:CN=admin");
+    assert_true(a.allow_everyone_if_no_acl_found);
+    kq_config_free(c);
+    c = parse_ok("authorizer.class.name=kafka.security.authorizer.AclAuthorizer\n");
+    assert_int_equal(kq_config_authorizer(c, &a, err, sizeof err), KQ_ERR_CONFIG);
+    assert_contains(err, "authorizer.class.name: 'kafka.security.authorizer.AclAuthorizer' is "
+                         "not supported");
+    kq_config_free(c);
+    c = parse_ok("super.users=admin\n");
+    assert_int_equal(kq_config_authorizer(c, &a, err, sizeof err), KQ_ERR_CONFIG);
+    assert_contains(err, "super.users: 'admin' is not a principal");
+    kq_config_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -625,6 +653,7 @@ int main(void)
         cmocka_unit_test(test_hostport),
         cmocka_unit_test(test_protocol_map),
         cmocka_unit_test(test_ssl_keys),
+        cmocka_unit_test(test_authorizer_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
