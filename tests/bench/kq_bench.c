@@ -51,6 +51,7 @@
 #include "kq/ctl_codec.h"
 #include "kq/error.h"
 #include "kq/rpc.h"
+#include "kq_tools.h"
 #include "kq/util.h"
 
 typedef struct worker {
@@ -141,7 +142,7 @@ static int find_leader(const char *bootstrap, char *url, size_t urllen)
             kq_buf req = {0};
             const uint8_t *recs[1] = {(const uint8_t *)"x"};
             size_t lens[1] = {1};
-            snprintf(cand, sizeof(cand), "tcp://%s", hp);
+            snprintf(cand, sizeof(cand), "%s%s", kq_tools_scheme(), hp);
             for (int hop = 0; hop < 3; hop++) {
                 if (kq_rpc_client_open(cand, KQ_RPC_DEFAULT_MAX_MSG, &cl, err, sizeof(err)) != 0)
                     break;
@@ -156,7 +157,7 @@ static int find_leader(const char *bootstrap, char *url, size_t urllen)
                 }
                 if (hint[0] == '\0')
                     break;
-                snprintf(cand, sizeof(cand), "tcp://%s", hint);
+                snprintf(cand, sizeof(cand), "%s%s", kq_tools_scheme(), hint);
                 hint[0] = '\0';
             }
         }
@@ -865,6 +866,7 @@ int main(int argc, char **argv)
                                          {"requests", required_argument, NULL, 'n'},
                                          {"interval-ms", required_argument, NULL, 'i'},
                                          {"poll-us", required_argument, NULL, 'p'},
+                                         {"command-config", required_argument, NULL, 'C'},
                                          {NULL, 0, NULL, 0}};
     int o;
     uint64_t v = 0;
@@ -881,7 +883,7 @@ int main(int argc, char **argv)
             return 2;                                                                              \
     } while (0)
     int optidx = 0;
-    while ((o = getopt_long(argc, argv, "b:w:s:W:z:f:Ac:k:P:Lm:n:i:p:", opts, &optidx)) != -1) {
+    while ((o = getopt_long(argc, argv, "b:w:s:W:z:f:Ac:k:P:Lm:n:i:p:C:", opts, &optidx)) != -1) {
         for (int k = 0; opts[k].name; k++) /* the short form too names its long option */
             if (opts[k].val == o)
                 optidx = k;
@@ -890,6 +892,14 @@ int main(int argc, char **argv)
         switch (o) {
         case 'f':
             return fsync_probe(optarg);
+        case 'C': { /* TLS: security.protocol=SSL and the ssl.* keys, as kq's --command-config */
+            char err[2048];
+            if (kq_tools_command_config(optarg, err, sizeof err) != 0) {
+                fprintf(stderr, "kq-bench: %s\n", err);
+                return 2;
+            }
+            break;
+        }
         case 'A':
             alter = 1;
             break;
@@ -985,7 +995,7 @@ int main(int argc, char **argv)
     return 0;
 usage:
     fprintf(stderr, "usage: kq-bench --bootstrap-controller HOST:PORT[,...] [--writers N] "
-                    "[--seconds S] [--warmup S] [--size BYTES]\n"
+                    "[--seconds S] [--warmup S] [--size BYTES] [--command-config FILE]\n"
                     "       kq-bench --alter-partition --bootstrap-controller HOST:PORT[,...] "
                     "--cluster-id ID [--writers CLIENTS] [--brokers K] [--partitions P] "
                     "[--seconds S] [--warmup S]\n"
