@@ -375,10 +375,19 @@ static bool speaks_for_itself(kq_dp *dp, void *req, const kq_data_request *r, co
                                                      : -1;
     char msg[900];
 
-    if (!tmpl || id < 0 || kq_principal_is_node(tmpl, principal, id))
+    if (id < 0)
         return true;
-    snprintf(msg, sizeof msg, "principal %.600s may not act for replica %d (needs %.200s)",
-             principal ? principal : KQ_PRINCIPAL_ANONYMOUS, id, tmpl);
+    if (!tmpl) { /* nobody is identified: as in Kafka, an authorizer wants ClusterAction */
+        if (!dp->cfg.authorizer ||
+            kq_authorize(dp->cfg.authorizer, NULL, 0, principal, "", KQ_ACL_OP_CLUSTER_ACTION,
+                         KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, msg, sizeof msg))
+            return true;
+    } else if (kq_principal_is_node(tmpl, principal, id)) {
+        return true;
+    } else {
+        snprintf(msg, sizeof msg, "principal %.600s may not act for replica %d (needs %.200s)",
+                 principal ? principal : KQ_PRINCIPAL_ANONYMOUS, id, tmpl);
+    }
     dp->counts.refused_requests++;
     kq_log_refusal("broker", principal ? principal : KQ_PRINCIPAL_ANONYMOUS, msg);
     dp_reply_error(dp, req, r->api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, msg);

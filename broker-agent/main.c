@@ -90,9 +90,11 @@ typedef struct broker_metrics {
 
 typedef struct broker {
     kq_broker_config cfg;
-    /* Node identities are checked (an SSL listener with ssl.client.auth=required): the
-     * mapping rules for the peers' principals. NULL otherwise. */
+    /* An SSL listener: the mapping rules for the peers' principals (NULL on plaintext:
+     * User:ANONYMOUS). check_identity: ssl.client.auth=required too (a follower's requests
+     * are checked against its principal; otherwise an authorizer wants ClusterAction). */
     kq_principal_rules *principal_rules;
+    bool check_identity;
     char cluster_id[KQ_STORE_ID_LEN + 1];
     char meta_dir[4200];
     uint8_t incarnation[16];
@@ -801,7 +803,7 @@ static int start(broker *b, char *err, size_t errlen)
                            .max_msg_bytes = KQ_RPC_DEFAULT_MAX_MSG,
                            .protocols = &b->cfg.protocols,
                            .node_principal_template =
-                               b->principal_rules ? b->cfg.ssl.principal_template : NULL,
+                               b->check_identity ? b->cfg.ssl.principal_template : NULL,
                            .authorizer = &b->cfg.authz,
                            .max_waiting = SERVER_CONTEXTS - 64,
                            .net = kq_dp_nng_net(b->dp_net),
@@ -993,14 +995,21 @@ int main(int argc, char **argv)
         return EXIT_CONFIG;
     }
     kq_log_init(b.cfg.node_id, b.cfg.log_level);
-    /* Node identities are checked where peers are identified: an SSL listener with required
-     * client certificates (docs/security.md). */
-    if (b.cfg.listener_protocol == KQ_SECURITY_SSL && b.cfg.ssl.client_auth == 2 &&
+    /* Peers have principals on an SSL listener; node identities are checked where every peer
+     * is identified: required client certificates (docs/security.md). */
+    if (b.cfg.listener_protocol == KQ_SECURITY_SSL &&
         kq_principal_rules_parse(b.cfg.ssl.mapping_rules, &b.principal_rules, err, sizeof(err)) !=
             0) {
         fprintf(stderr, "kq-broker-agent: %s: %s\n", config, err);
         return EXIT_CONFIG;
     }
+    b.check_identity = b.cfg.listener_protocol == KQ_SECURITY_SSL && b.cfg.ssl.client_auth == 2;
+    if (b.cfg.authz.enabled && !b.check_identity && !b.cfg.authz.allow_everyone_if_no_acl_found)
+        KQ_WARN("broker",
+                "the authorizer is on but followers are not identified by certificate: their "
+                "fetches need ClusterAction, which User:ANONYMOUS has only as a super user; use "
+                "SSL with ssl.client.auth=required",
+                "authorizer.class.name=%s", KQ_AUTHORIZER_CLASS);
     b.last_leader = -1;
     rc = start(&b, err, sizeof(err));
     if (rc != 0) {

@@ -95,9 +95,12 @@ typedef struct proposal_time {
 
 typedef struct ctl {
     kq_ctl_config cfg;
-    /* Node identities are checked (a TLS listener with ssl.client.auth=required): the mapping
-     * rules for the peers' principals. NULL otherwise. */
+    /* A TLS listener: the mapping rules for the peers' principals (NULL on plaintext, where
+     * everyone is User:ANONYMOUS). check_identity: ssl.client.auth=required too, so a request
+     * that speaks for a node is checked against that node's principal; otherwise, with an
+     * authorizer, it needs ClusterAction on the cluster (as in Kafka). */
     kq_principal_rules *principal_rules;
+    bool check_identity;
     kq_ctl_node node; /* proposals, parked answers, the image (controller/node.h) */
     ctl_metrics m;
     kq_http *http;
@@ -537,14 +540,29 @@ static void handle_request(ctl *c, kq_rpc_req *req)
             reply_error(c, req, r.api_key, KQ_ERR_INVALID_REQUEST, err);
             goto out;
         }
+        /* A vote is asked for by its candidate, not on its behalf. */
+        if (r.api_key == KQ_API_VOTE && r.raft.u.vote_req.candidate_id != r.sender_id) {
+            snprintf(err, sizeof(err), "vote for candidate %d sent by node %d",
+                     r.raft.u.vote_req.candidate_id, r.sender_id);
+            reply_error(c, req, r.api_key, KQ_ERR_INVALID_REQUEST, err);
+            goto out;
+        }
         /* A Raft request speaks for the node it names (as a voter when the id is one): only
-         * that node's certificate may send it. Refused before the core sees it. */
-        if (c->principal_rules &&
+         * that node's certificate may send it; where nobody is identified, an authorizer
+         * wants ClusterAction. Refused before the core sees it. */
+        char why[1000];
+        if (c->check_identity &&
             !kq_principal_is_node(c->cfg.ssl.principal_template, principal, r.sender_id)) {
-            char why[1000];
             snprintf(why, sizeof(why), "principal %s may not act for node %d (%s needs %s)",
                      principal, r.sender_id, kq_api_find(r.api_key)->name,
                      c->cfg.ssl.principal_template);
+            reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
+            goto out;
+        }
+        if (!c->check_identity &&
+            !kq_authorize(&c->cfg.authz, NULL, 0, c->principal_rules ? principal : NULL, "",
+                          KQ_ACL_OP_CLUSTER_ACTION, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME,
+                          why, sizeof why)) {
             reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
             goto out;
         }
@@ -1005,7 +1023,7 @@ static int start(ctl *c, char *err, size_t errlen)
                                .max_waiting = MAX_WAITING_WRITES,
                                .seed = kq_now_ns() ^ (uint64_t)getpid(),
                                .node_principal_template =
-                                   c->principal_rules ? c->cfg.ssl.principal_template : NULL,
+                                   c->check_identity ? c->cfg.ssl.principal_template : NULL,
                                .authorizer = &c->cfg.authz};
     for (int i = 0; i < c->cfg.n_voters; i++)
         ncfg.voters[i] = c->cfg.voters[i].id;
@@ -1265,14 +1283,21 @@ int main(int argc, char **argv)
         return EXIT_CONFIG;
     }
     kq_log_init(c.cfg.node_id, c.cfg.log_level);
-    /* Node identities are checked where peers are identified: TLS with required client
-     * certificates (docs/security.md). */
-    if (c.cfg.protocol == KQ_SECURITY_SSL && c.cfg.ssl.client_auth == 2 &&
+    /* Peers have principals on a TLS listener; node identities are checked where every peer
+     * is identified: TLS with required client certificates (docs/security.md). */
+    if (c.cfg.protocol == KQ_SECURITY_SSL &&
         kq_principal_rules_parse(c.cfg.ssl.mapping_rules, &c.principal_rules, err, sizeof(err)) !=
             0) {
         fprintf(stderr, "kq-controller: %s: %s\n", config, err);
         return EXIT_CONFIG;
     }
+    c.check_identity = c.cfg.protocol == KQ_SECURITY_SSL && c.cfg.ssl.client_auth == 2;
+    if (c.cfg.authz.enabled && !c.check_identity && !c.cfg.authz.allow_everyone_if_no_acl_found)
+        KQ_WARN("controller",
+                "the authorizer is on but nodes are not identified by certificate: their own "
+                "requests (Raft, registrations, heartbeats) need ClusterAction, which "
+                "User:ANONYMOUS has only as a super user; use SSL with ssl.client.auth=required",
+                "authorizer.class.name=%s", KQ_AUTHORIZER_CLASS);
     rc = start(&c, err, sizeof(err));
     if (rc != 0) {
         fprintf(stderr, "kq-controller: %s\n", err);

@@ -384,7 +384,11 @@ static bool speaks_for_itself(const kq_ctl_node *n, const kq_ctl_request *cr, co
     default:
         return true;
     }
-    if (!tmpl || kq_principal_is_node(tmpl, principal, id))
+    if (!tmpl) /* nobody is identified: as in Kafka, an authorizer wants ClusterAction */
+        return !n->cfg.authorizer ||
+               kq_authorize(n->cfg.authorizer, NULL, 0, principal, "", KQ_ACL_OP_CLUSTER_ACTION,
+                            KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, err, errlen);
+    if (kq_principal_is_node(tmpl, principal, id))
         return true;
     snprintf(err, errlen, "principal %s may not act for broker %d (%s needs %s with {id} %d)",
              principal ? principal : KQ_PRINCIPAL_ANONYMOUS, id, kq_api_find(cr->api_key)->name,
@@ -397,7 +401,8 @@ static int check(const kq_ctl_node *n, const char *principal, kq_acl_operation o
                  kq_acl_resource_type type, const char *name, char *err, size_t errlen)
 {
     /* ACL records are not in the image yet: super users and the no-ACL rule decide */
-    if (kq_authorize(n->cfg.authorizer, NULL, 0, principal, "", op, type, name, err, errlen))
+    if (kq_authorize(n->cfg.authorizer, NULL, 0, principal, "", op, type, name ? name : "", err,
+                     errlen))
         return 0;
     return type == KQ_ACL_RESOURCE_TOPIC ? KQ_ERR_TOPIC_AUTHORIZATION_FAILED
                                          : KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;

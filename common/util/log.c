@@ -242,7 +242,7 @@ void kq_log_refusal(const char *component, const char *principal, const char *de
 {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     static struct {
-        char principal[128];
+        char principal[600];
         uint64_t last_ms, skipped;
     } peers[REFUSAL_PEERS];
     uint64_t now = kq_now_ms(), skipped = 0;

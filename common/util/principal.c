@@ -71,8 +71,7 @@ static char *until_slash(const char **p)
 static int parse_rule(const char **p, rule *r, char *errbuf, size_t errlen)
 {
     const char *start = *p;
-    char *pattern, anchored[1100];
-    int rc;
+    char *pattern;
 
     *p += 5; /* "RULE:" */
     if (!(pattern = until_slash(p)) || !(r->replacement = until_slash(p))) {
@@ -83,6 +82,17 @@ static int parse_rule(const char **p, rule *r, char *errbuf, size_t errlen)
     }
     if (**p == 'L' || **p == 'U')
         r->case_fold = *(*p)++;
+    if (strstr(pattern, "\\d") || strstr(pattern, "\\w") || strstr(pattern, "\\s") ||
+        strstr(pattern, "\\D") || strstr(pattern, "\\W") || strstr(pattern, "\\S")) {
+        kq_errf(errbuf, errlen,
+                "ssl.principal.mapping.rules: pattern '%.200s' uses a Java class escape (\\d, "
+                "\\w, \\s), which POSIX extended regular expressions do not have: write "
+                "[0-9], [[:alnum:]_], [[:space:]]",
+                pattern);
+        free(pattern);
+        free(r->replacement);
+        return KQ_ERR_CONFIG;
+    }
     if (strstr(pattern, "*?") || strstr(pattern, "+?") || strstr(pattern, "??") ||
         strstr(pattern, "}?")) {
         kq_errf(errbuf, errlen,
@@ -94,9 +104,8 @@ static int parse_rule(const char **p, rule *r, char *errbuf, size_t errlen)
         free(r->replacement);
         return KQ_ERR_CONFIG;
     }
-    /* Kafka matches the whole subject */
-    snprintf(anchored, sizeof anchored, "^(%s)$", pattern);
-    if (strlen(pattern) > 1000 || (rc = regcomp(&r->re, anchored, REG_EXTENDED)) != 0) {
+    /* Kafka matches the whole subject: kq_principal_of checks the match spans it */
+    if (strlen(pattern) > 1000 || regcomp(&r->re, pattern, REG_EXTENDED) != 0) {
         kq_errf(errbuf, errlen,
                 "ssl.principal.mapping.rules: pattern '%.200s' is not a valid extended "
                 "regular expression",
@@ -157,7 +166,7 @@ int kq_principal_rules_parse(const char *value, kq_principal_rules **out, char *
     return 0;
 }
 
-/* replacement with $1..$9 (of the pattern, whose own group 1 is our anchoring group) */
+/* replacement with $0 (the whole match) and $1..$9 */
 static bool substitute(const rule *r, const char *subject, const regmatch_t *m, char *out,
                        size_t cap)
 {
@@ -167,8 +176,8 @@ static bool substitute(const rule *r, const char *subject, const regmatch_t *m, 
         const char *piece = s;
         size_t len = 1;
 
-        if (*s == '$' && s[1] >= '1' && s[1] <= '9') {
-            const regmatch_t *g = &m[s[1] - '0' + 1];
+        if (*s == '$' && s[1] >= '0' && s[1] <= '9') {
+            const regmatch_t *g = &m[s[1] - '0'];
 
             piece = g->rm_so >= 0 ? subject + g->rm_so : "";
             len = g->rm_so >= 0 ? (size_t)(g->rm_eo - g->rm_so) : 0;
@@ -194,14 +203,15 @@ bool kq_principal_of(const kq_principal_rules *r, const char *subject, char *out
 
     if (subject && subject[0] && r) {
         for (int i = 0; i < r->n; i++) {
-            regmatch_t m[11];
+            regmatch_t m[10];
 
             if (r->v[i].is_default) {
                 if ((size_t)snprintf(out, cap, "User:%s", subject) < cap)
                     return true;
                 break;
             }
-            if (regexec(&r->v[i].re, subject, 11, m, 0) != 0)
+            if (regexec(&r->v[i].re, subject, 10, m, 0) != 0 || m[0].rm_so != 0 ||
+                (size_t)m[0].rm_eo != strlen(subject))
                 continue;
             if (substitute(&r->v[i], subject, m, name, sizeof name) && name[0] &&
                 (size_t)snprintf(out, cap, "User:%s", name) < cap)

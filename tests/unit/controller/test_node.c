@@ -135,8 +135,9 @@ static void op_fatal(void *ctx, const char *what, const char *detail)
     ((host *)ctx)->fatals++;
 }
 
-/* node.principal.template of the hosts host_new makes (NULL: no identity checks). */
+/* node.principal.template and the authorizer of the hosts host_new makes (NULL: none). */
 static const char *node_template;
+static const kq_authorizer_config *node_authorizer;
 
 static host *host_new(size_t max_waiting)
 {
@@ -156,7 +157,8 @@ static host *host_new(size_t max_waiting)
                               .max_batch_bytes = 4 << 20,
                               .max_waiting = max_waiting,
                               .seed = 7,
-                              .node_principal_template = node_template};
+                              .node_principal_template = node_template,
+                              .authorizer = node_authorizer};
     kq_decide_settings_default(&cfg.decide);
     kq_ctl_node_ops ops = {.ctx = h,
                            .propose = op_propose,
@@ -377,6 +379,36 @@ static void test_requests_for_a_broker_need_its_principal(void **state)
     assert_non_null(a);
     assert_int_equal(a->err, 0);
     assert_int_equal(h->fatals, 0);
+    host_free(h);
+}
+
+/* An authorizer where nobody is identified: a broker's own requests need ClusterAction (as in
+ * Kafka: a super user here), admin requests what Kafka's rules say, the Write super users. */
+static void test_authorizer_without_identities(void **state)
+{
+    kq_authorizer_config authz = {.enabled = true};
+    char err[256];
+
+    (void)state;
+    assert_int_equal(kq_authorizer_parse_super_users("User:admin", &authz, err, sizeof err), 0);
+    node_authorizer = &authz;
+    host *h = host_new(16);
+    node_authorizer = NULL;
+    become_active(h, 1000);
+
+    h->principal = NULL; /* User:ANONYMOUS */
+    send_registration(h, 1, 7, 1001);
+    assert_non_null(answer_for(h, 1));
+    assert_int_equal(answer_for(h, 1)->err, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED);
+    send_write(h, 2, 1, 1001);
+    assert_int_equal(answer_for(h, 2)->err, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED);
+    h->principal = "User:admin";
+    send_registration(h, 3, 7, 1002);
+    kq_ctl_node_run(&h->node, 1002);
+    commit_to(h, h->st.log_end_offset, 1003);
+    assert_non_null(answer_for(h, 3));
+    assert_int_equal(answer_for(h, 3)->err, 0);
+    assert_non_null(kq_image_broker(h->node.meta.img, 7));
     host_free(h);
 }
 
@@ -652,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_write_answered_after_its_last_record_commits),
         cmocka_unit_test(test_leadership_lost_fails_parked_and_rolls_back),
         cmocka_unit_test(test_requests_for_a_broker_need_its_principal),
+        cmocka_unit_test(test_authorizer_without_identities),
         cmocka_unit_test(test_standby_refuses_at_once),
         cmocka_unit_test(test_activation_waits_for_the_leader_change_to_commit),
         cmocka_unit_test(test_overload_refuses_writes),

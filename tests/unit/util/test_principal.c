@@ -62,6 +62,12 @@ static void test_rules_in_order(void **state)
     expect(r, "CN=node-7", true, "User:node-7");
     expect(r, "CN=intruder", false, "User:ANONYMOUS");
     kq_principal_rules_free(r);
+    /* unanchored patterns still match the whole subject only; $0 is the whole match */
+    r = rules("RULE:CN=admin/$0-ops/");
+    expect(r, "CN=admin", true, "User:CN=admin-ops");
+    expect(r, "X=1,CN=admin", false, "User:ANONYMOUS");
+    expect(r, "CN=admin,O=x", false, "User:ANONYMOUS");
+    kq_principal_rules_free(r);
     /* a slash in a pattern, escaped */
     r = rules("RULE:^CN=a\\/b$/ab/");
     expect(r, "CN=a/b", true, "User:ab");
@@ -77,6 +83,7 @@ static void test_bad_rules_are_named(void **state)
         {"RULE:^CN=(.*$/$1/", "not a valid extended regular expression"},
         {"RULE:^CN=x$", "is not RULE:pattern/replacement/[LU]"},
         {"RULE:^CN=x$/y/Q", "unexpected 'Q'"},
+        {"RULE:^CN=node-(\\d+)$/$1/", "Java class escape"},
         {"DEFAULTS", "is not DEFAULT or RULE"},
         {"SOMETHING", "is not DEFAULT or RULE"},
     };
