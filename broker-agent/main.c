@@ -995,21 +995,12 @@ int main(int argc, char **argv)
         return EXIT_CONFIG;
     }
     kq_log_init(b.cfg.node_id, b.cfg.log_level);
-    /* Peers have principals on an SSL listener; node identities are checked where every peer
-     * is identified: required client certificates (docs/security.md). */
-    if (b.cfg.listener_protocol == KQ_SECURITY_SSL &&
-        kq_principal_rules_parse(b.cfg.ssl.mapping_rules, &b.principal_rules, err, sizeof(err)) !=
-            0) {
+    if (kq_rpc_identity_setup(b.cfg.listener_protocol == KQ_SECURITY_SSL, &b.cfg.ssl, &b.cfg.authz,
+                              "broker", &b.principal_rules, &b.check_identity, err,
+                              sizeof(err)) != 0) {
         fprintf(stderr, "kq-broker-agent: %s: %s\n", config, err);
         return EXIT_CONFIG;
     }
-    b.check_identity = b.cfg.listener_protocol == KQ_SECURITY_SSL && b.cfg.ssl.client_auth == 2;
-    if (b.cfg.authz.enabled && !b.check_identity && !b.cfg.authz.allow_everyone_if_no_acl_found)
-        KQ_WARN("broker",
-                "the authorizer is on but followers are not identified by certificate: their "
-                "fetches need ClusterAction, which User:ANONYMOUS has only as a super user; use "
-                "SSL with ssl.client.auth=required",
-                "authorizer.class.name=%s", KQ_AUTHORIZER_CLASS);
     b.last_leader = -1;
     rc = start(&b, err, sizeof(err));
     if (rc != 0) {

@@ -1283,21 +1283,12 @@ int main(int argc, char **argv)
         return EXIT_CONFIG;
     }
     kq_log_init(c.cfg.node_id, c.cfg.log_level);
-    /* Peers have principals on a TLS listener; node identities are checked where every peer
-     * is identified: TLS with required client certificates (docs/security.md). */
-    if (c.cfg.protocol == KQ_SECURITY_SSL &&
-        kq_principal_rules_parse(c.cfg.ssl.mapping_rules, &c.principal_rules, err, sizeof(err)) !=
-            0) {
+    if (kq_rpc_identity_setup(c.cfg.protocol == KQ_SECURITY_SSL, &c.cfg.ssl, &c.cfg.authz,
+                              "controller", &c.principal_rules, &c.check_identity, err,
+                              sizeof(err)) != 0) {
         fprintf(stderr, "kq-controller: %s: %s\n", config, err);
         return EXIT_CONFIG;
     }
-    c.check_identity = c.cfg.protocol == KQ_SECURITY_SSL && c.cfg.ssl.client_auth == 2;
-    if (c.cfg.authz.enabled && !c.check_identity && !c.cfg.authz.allow_everyone_if_no_acl_found)
-        KQ_WARN("controller",
-                "the authorizer is on but nodes are not identified by certificate: their own "
-                "requests (Raft, registrations, heartbeats) need ClusterAction, which "
-                "User:ANONYMOUS has only as a super user; use SSL with ssl.client.auth=required",
-                "authorizer.class.name=%s", KQ_AUTHORIZER_CLASS);
     rc = start(&c, err, sizeof(err));
     if (rc != 0) {
         fprintf(stderr, "kq-controller: %s\n", err);

@@ -240,6 +240,24 @@ int kq_rpc_set_tls_config(const kq_ssl_config *ssl, char *errbuf, size_t errlen)
     return kq_rpc_set_tls(&s, errbuf, errlen);
 }
 
+int kq_rpc_identity_setup(bool secure, const kq_ssl_config *ssl, const kq_authorizer_config *authz,
+                          const char *component, kq_principal_rules **rules, bool *check_identity,
+                          char *errbuf, size_t errlen)
+{
+    *rules = NULL;
+    *check_identity = secure && ssl->client_auth == 2;
+    if (secure && kq_principal_rules_parse(ssl->mapping_rules, rules, errbuf, errlen) != 0)
+        return KQ_ERR_CONFIG;
+    if (authz->enabled && !*check_identity && !authz->allow_everyone_if_no_acl_found)
+        KQ_WARN(component,
+                "the authorizer is on but nodes are not identified by certificate: their own "
+                "requests (Raft, registrations, heartbeats, follower fetches) need "
+                "ClusterAction, which User:ANONYMOUS has only as a super user; use SSL with "
+                "ssl.client.auth=required",
+                "authorizer.class.name=%s", KQ_AUTHORIZER_CLASS);
+    return 0;
+}
+
 void kq_rpc_reload_tls(void *ssl_config)
 {
     const kq_ssl_config *ssl = ssl_config;

@@ -28,6 +28,7 @@
 #include "kq/config.h"
 #include "kq/error.h"
 #include "kq/metrics.h"
+#include "kq/principal.h"
 #include "kq/tls.h"
 
 #define KQ_RPC_DEFAULT_MAX_MSG (64u * 1024u * 1024u)
@@ -55,6 +56,15 @@ int kq_rpc_set_tls_config(const kq_ssl_config *ssl, char *errbuf, size_t errlen)
  * every kq_rpc_set_tls from then on. m must outlive the process's use of TLS. 0 or
  * KQ_ERR_NOMEM. */
 int kq_rpc_tls_metrics(kq_metrics *m);
+/* How a daemon's listener tells who sent a request (docs/security.md): on a TLS listener
+ * (tls) the principal mapping rules from ssl (*rules, the caller's, kq_principal_rules_free;
+ * NULL on plaintext, where everyone is User:ANONYMOUS), and whether node identities are
+ * checked (*check_identity: TLS with ssl.client.auth=required). Warns under component when an
+ * authorizer is on but nodes cannot be identified (their own requests then need
+ * ClusterAction). 0, or KQ_ERR_CONFIG with errbuf set. */
+int kq_rpc_identity_setup(bool tls, const kq_ssl_config *ssl, const kq_authorizer_config *authz,
+                          const char *component, kq_principal_rules **rules, bool *check_identity,
+                          char *errbuf, size_t errlen);
 /* For kq_daemon_on_reload: re-reads the files named by the kq_ssl_config at ssl_config (which
  * must outlive the process's use of it) and logs the outcome; on an error the certificates in
  * use stay. */
