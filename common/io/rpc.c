@@ -164,9 +164,11 @@ static struct {
     nng_tls_config *cfg[2];   /* [0] listeners, [1] dialers */
     kq_tls_settings settings; /* the last ones set (their strings are the caller's) */
     bool have_settings;
-    nng_listener *listeners;
-    nng_dialer *dialers;
-    size_t n_listeners, n_dialers, cap_listeners, cap_dialers;
+    struct tls_endpoint {
+        int side; /* 0 listener, 1 dialer */
+        uint32_t id;
+    } * endpoints;
+    size_t n_endpoints, cap_endpoints;
 } tls = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 void kq_rpc_url(char *buf, size_t cap, bool secure, const char *host, int port)
@@ -198,6 +200,18 @@ static bool is_tls_url(const char *url)
     return strncmp(url, TLS_SCHEME, strlen(TLS_SCHEME)) == 0;
 }
 
+/* Hands the listener (side 0) or dialer (side 1) with nng id `id` the current config of its
+ * side. Caller holds tls.mu. An nng error (NNG_ENOENT once it is closed). */
+static int tls_set_config(int side, uint32_t id)
+{
+    if (side) {
+        nng_dialer d = {.id = id};
+        return nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, tls.cfg[1]);
+    }
+    nng_listener l = {.id = id};
+    return nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, tls.cfg[0]);
+}
+
 int kq_rpc_set_tls(const kq_tls_settings *settings, char *errbuf, size_t errlen)
 {
     nng_tls_config *fresh[2] = {NULL, NULL};
@@ -218,10 +232,8 @@ int kq_rpc_set_tls(const kq_tls_settings *settings, char *errbuf, size_t errlen)
         tls.cfg[side] = fresh[side]; /* the old one is kept: see tls */
     /* Connections already made keep their sessions; the next ones use the new files. A closed
      * listener or dialer answers NNG_ENOENT, and is forgotten when it is closed. */
-    for (size_t i = 0; i < tls.n_listeners; i++)
-        (void)nng_listener_set_ptr(tls.listeners[i], NNG_OPT_TLS_CONFIG, tls.cfg[0]);
-    for (size_t i = 0; i < tls.n_dialers; i++)
-        (void)nng_dialer_set_ptr(tls.dialers[i], NNG_OPT_TLS_CONFIG, tls.cfg[1]);
+    for (size_t i = 0; i < tls.n_endpoints; i++)
+        (void)tls_set_config(tls.endpoints[i].side, tls.endpoints[i].id);
     pthread_mutex_unlock(&tls.mu);
     return 0;
 }
@@ -295,10 +307,6 @@ int kq_rpc_tls_metrics(kq_metrics *m)
  * current config and remembers it for kq_rpc_set_tls. Caller holds tls.mu. */
 static int tls_attach(int side, uint32_t id, const char *url, char *errbuf, size_t errlen)
 {
-    size_t *n = side ? &tls.n_dialers : &tls.n_listeners;
-    size_t *cap = side ? &tls.cap_dialers : &tls.cap_listeners;
-    void **v = side ? (void **)&tls.dialers : (void **)&tls.listeners;
-    size_t size = side ? sizeof(nng_dialer) : sizeof(nng_listener);
     int rv;
 
     if (!tls.cfg[side]) {
@@ -308,33 +316,22 @@ static int tls_attach(int side, uint32_t id, const char *url, char *errbuf, size
                 url);
         return KQ_ERR_CONFIG;
     }
-    if (*n == *cap) {
-        size_t bigger = *cap ? 2 * *cap : 8;
-        void *grown = realloc(*v, bigger * size);
+    if (tls.n_endpoints == tls.cap_endpoints) {
+        size_t bigger = tls.cap_endpoints ? 2 * tls.cap_endpoints : 8;
+        void *grown = realloc(tls.endpoints, bigger * sizeof *tls.endpoints);
 
         if (!grown) {
             kq_errf(errbuf, errlen, "rpc %s: out of memory", url);
             return KQ_ERR_NOMEM;
         }
-        *v = grown;
-        *cap = bigger;
+        tls.endpoints = grown;
+        tls.cap_endpoints = bigger;
     }
-    if (side) {
-        nng_dialer d = {.id = id};
-
-        rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, tls.cfg[1]);
-        tls.dialers[*n] = d;
-    } else {
-        nng_listener l = {.id = id};
-
-        rv = nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, tls.cfg[0]);
-        tls.listeners[*n] = l;
-    }
-    if (rv) {
+    if ((rv = tls_set_config(side, id)) != 0) {
         kq_errf(errbuf, errlen, "rpc %s: cannot set its TLS config: %s", url, nng_strerror(rv));
         return KQ_ERR_IO;
     }
-    ++*n;
+    tls.endpoints[tls.n_endpoints++] = (struct tls_endpoint){side, id};
     return 0;
 }
 
@@ -342,15 +339,9 @@ static int tls_attach(int side, uint32_t id, const char *url, char *errbuf, size
 static void tls_detach(int side, uint32_t id)
 {
     pthread_mutex_lock(&tls.mu);
-    if (side) {
-        for (size_t i = 0; i < tls.n_dialers; i++)
-            if (tls.dialers[i].id == id)
-                tls.dialers[i] = tls.dialers[--tls.n_dialers];
-    } else {
-        for (size_t i = 0; i < tls.n_listeners; i++)
-            if (tls.listeners[i].id == id)
-                tls.listeners[i] = tls.listeners[--tls.n_listeners];
-    }
+    for (size_t i = 0; i < tls.n_endpoints; i++)
+        if (tls.endpoints[i].side == side && tls.endpoints[i].id == id)
+            tls.endpoints[i] = tls.endpoints[--tls.n_endpoints];
     pthread_mutex_unlock(&tls.mu);
 }
 
