@@ -367,7 +367,8 @@ static void on_rm_update(void *arg, const kq_rm_partition *hp, kq_replica *r,
 
 /* A follower's request (replica_id >= 0) comes from that replica's principal, when
  * identities are checked; refused (answered) otherwise. */
-static bool speaks_for_itself(kq_dp *dp, void *req, const kq_data_request *r, const char *principal)
+static bool speaks_for_itself(kq_dp *dp, void *req, const kq_data_request *r, const kq_image *img,
+                              const char *principal)
 {
     const char *tmpl = dp->cfg.node_principal_template;
     int32_t id = r->api_key == KQ_API_DATA_FETCH     ? r->u.fetch.replica_id
@@ -378,8 +379,11 @@ static bool speaks_for_itself(kq_dp *dp, void *req, const kq_data_request *r, co
     if (id < 0)
         return true;
     if (!tmpl) { /* nobody is identified: as in Kafka, an authorizer wants ClusterAction */
+        size_t n_acls;
+        const kq_acl *acls = kq_image_acls(img, &n_acls);
+
         if (!dp->cfg.authorizer ||
-            kq_authorize(dp->cfg.authorizer, NULL, 0, principal, "", KQ_ACL_OP_CLUSTER_ACTION,
+            kq_authorize(dp->cfg.authorizer, acls, n_acls, principal, "", KQ_ACL_OP_CLUSTER_ACTION,
                          KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, msg, sizeof msg))
             return true;
     } else if (kq_principal_is_node(tmpl, principal, id)) {
@@ -400,16 +404,18 @@ static int topic_allowed(kq_dp *dp, const kq_image *img, const char *principal, 
                          const uint8_t *id, const char *name, char *msg, size_t len)
 {
     const kq_topic *t = id && img ? kq_image_topic_by_id(img, id) : NULL;
+    size_t n_acls;
+    const kq_acl *acls = kq_image_acls(img, &n_acls);
 
     name = name ? name : t ? t->name : NULL;
-    if (!name || kq_authorize(dp->cfg.authorizer, NULL, 0, principal, "", op, KQ_ACL_RESOURCE_TOPIC,
-                              name, msg, len))
+    if (!name || kq_authorize(dp->cfg.authorizer, acls, n_acls, principal, "", op,
+                              KQ_ACL_RESOURCE_TOPIC, name, msg, len))
         return 0;
     return KQ_ERR_TOPIC_AUTHORIZATION_FAILED;
 }
 
-/* Kafka's rules for the data-plane APIs (ACL records are not in the image yet: super users
- * and allow.everyone.if.no.acl.found decide). Answers and returns false when refused. */
+/* Kafka's rules for the data-plane APIs, over the ACLs of the broker's image (the metadata
+ * log as far as this broker applied it). Answers and returns false when refused. */
 static bool client_allowed(kq_dp *dp, void *req, const kq_data_request *r, const kq_image *img,
                            const char *principal)
 {
@@ -480,7 +486,7 @@ int kq_dp_on_request(kq_dp *dp, void *req, const uint8_t *data, size_t len, cons
         kq_data_request_free(&r);
         return 1;
     }
-    if (!speaks_for_itself(dp, req, &r, principal) ||
+    if (!speaks_for_itself(dp, req, &r, img, principal) ||
         !client_allowed(dp, req, &r, img, principal)) {
         kq_data_request_free(&r);
         return 1;

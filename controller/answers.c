@@ -426,6 +426,16 @@ int kq_ctl_encode_delete_topics_response(const kq_delete_topic *reqs, const kq_s
     return v ? answer(KQ_API_DELETE_TOPICS, &(kq_ctl_item_results){v, n}, &a, out) : rc;
 }
 
+int kq_ctl_encode_create_acls_response(const kq_simple_result *res, int32_t n, kq_buf *out)
+{
+    kq_arena a = {0};
+    int rc = KQ_ERR_INVALID_REQUEST;
+    kq_ctl_item_result *v =
+        reset(out) && ITEMS_OK(res, res, n) ? ITEM_VIEWS(&a, n, res, kq_simple_result, &rc) : NULL;
+
+    return v ? answer(KQ_API_CREATE_ACLS, &(kq_ctl_item_results){v, n}, &a, out) : rc;
+}
+
 int kq_ctl_encode_create_partitions_response(const kq_create_partitions *reqs,
                                              const kq_simple_result *res, int32_t n, kq_buf *out)
 {

@@ -66,4 +66,7 @@ int kq_ctl_encode_update_features_response(const kq_feature_update *reqs,
 int kq_ctl_encode_describe_cluster(const kq_image *img, const char *cluster_id,
                                    int32_t controller_id, kq_buf *out);
 
+/* CreateAcls: one result per creation, in request order. */
+int kq_ctl_encode_create_acls_response(const kq_simple_result *res, int32_t n, kq_buf *out);
+
 #endif

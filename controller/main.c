@@ -559,8 +559,11 @@ static void handle_request(ctl *c, kq_rpc_req *req)
             reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
             goto out;
         }
+        size_t n_acls;
+        const kq_acl *acls = kq_image_acls(c->node.meta.img, &n_acls);
+
         if (!c->check_identity &&
-            !kq_authorize(&c->cfg.authz, NULL, 0, c->principal_rules ? principal : NULL, "",
+            !kq_authorize(&c->cfg.authz, acls, n_acls, c->principal_rules ? principal : NULL, "",
                           KQ_ACL_OP_CLUSTER_ACTION, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME,
                           why, sizeof why)) {
             reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
@@ -586,7 +589,10 @@ static void handle_request(ctl *c, kq_rpc_req *req)
     }
     case KQ_API_DESCRIBE_QUORUM: {
         char why[800];
-        if (!kq_authorize(&c->cfg.authz, NULL, 0, c->principal_rules ? principal : NULL, "",
+        size_t n_acls;
+        const kq_acl *acls = kq_image_acls(c->node.meta.img, &n_acls);
+
+        if (!kq_authorize(&c->cfg.authz, acls, n_acls, c->principal_rules ? principal : NULL, "",
                           KQ_ACL_OP_DESCRIBE, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, why,
                           sizeof why)) {
             reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);

@@ -384,10 +384,14 @@ static bool speaks_for_itself(const kq_ctl_node *n, const kq_ctl_request *cr, co
     default:
         return true;
     }
-    if (!tmpl) /* nobody is identified: as in Kafka, an authorizer wants ClusterAction */
-        return !n->cfg.authorizer ||
-               kq_authorize(n->cfg.authorizer, NULL, 0, principal, "", KQ_ACL_OP_CLUSTER_ACTION,
-                            KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, err, errlen);
+    if (!tmpl) { /* nobody is identified: as in Kafka, an authorizer wants ClusterAction */
+        size_t n_acls;
+        const kq_acl *acls = kq_image_acls(n->meta.img, &n_acls);
+
+        return !n->cfg.authorizer || kq_authorize(n->cfg.authorizer, acls, n_acls, principal, "",
+                                                  KQ_ACL_OP_CLUSTER_ACTION, KQ_ACL_RESOURCE_CLUSTER,
+                                                  KQ_ACL_CLUSTER_NAME, err, errlen);
+    }
     if (kq_principal_is_node(tmpl, principal, id))
         return true;
     snprintf(err, errlen, "principal %s may not act for broker %d (%s needs %s with {id} %d)",
@@ -400,9 +404,11 @@ static bool speaks_for_itself(const kq_ctl_node *n, const kq_ctl_request *cr, co
 static int check(const kq_ctl_node *n, const char *principal, kq_acl_operation op,
                  kq_acl_resource_type type, const char *name, char *err, size_t errlen)
 {
-    /* ACL records are not in the image yet: super users and the no-ACL rule decide */
-    if (kq_authorize(n->cfg.authorizer, NULL, 0, principal, "", op, type, name ? name : "", err,
-                     errlen))
+    size_t n_acls;
+    const kq_acl *acls = kq_image_acls(n->meta.img, &n_acls);
+
+    if (kq_authorize(n->cfg.authorizer, acls, n_acls, principal, "", op, type, name ? name : "",
+                     err, errlen))
         return 0;
     return type == KQ_ACL_RESOURCE_TOPIC ? KQ_ERR_TOPIC_AUTHORIZATION_FAILED
                                          : KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
@@ -486,9 +492,12 @@ static int authorize(const kq_ctl_node *n, const kq_ctl_request *cr, const char 
     case KQ_API_ELECT_LEADERS:
     case KQ_API_UPDATE_FEATURES:
     case KQ_API_UNREGISTER_BROKER:
+    case KQ_API_CREATE_ACLS:
+    case KQ_API_DELETE_ACLS:
         return check_cluster(n, principal, KQ_ACL_OP_ALTER, err, errlen);
     case KQ_API_DESCRIBE_CLUSTER:
     case KQ_API_DESCRIBE_FEATURES:
+    case KQ_API_DESCRIBE_ACLS:
         return check_cluster(n, principal, KQ_ACL_OP_DESCRIBE, err, errlen);
     default:
         return 0;

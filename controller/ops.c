@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl_control.h"
 #include "cluster_control.h"
 #include "answers.h"
 #include "kq/error.h"
@@ -230,6 +231,30 @@ static void alter_configs_one(const kq_op_ctx *ctx, int32_t i, kq_reclist *out,
                         res);
 }
 
+static void create_acl_one(const kq_op_ctx *ctx, int32_t i, kq_reclist *out, kq_simple_result *res,
+                           const void *reqs)
+{
+    if (kq_acl_create(ctx->meta->img, &((const kq_acl *)reqs)[i], &ctx->meta->rng, out, res)) {
+        res->error = KQ_ERR_NOMEM;
+        snprintf(res->message, sizeof res->message, "out of memory");
+    }
+}
+
+static int op_delete_acls(const kq_op_ctx *ctx, const kq_delete_acls *req, kq_buf *resp,
+                          char *errbuf, size_t errlen)
+{
+    kq_reclist out;
+    kq_reclist_init(&out);
+    int rc = kq_acl_delete(ctx->meta->img, req->filters, req->n, &out, resp);
+    if (rc == 0)
+        rc = add_records(ctx, &out, errbuf, errlen);
+    else
+        kq_reclist_free(&out);
+    if (rc != 0)
+        kq_buf_free(resp);
+    return rc;
+}
+
 static int op_elect_leaders(const kq_op_ctx *ctx, const kq_elect_leaders *req, kq_buf *resp,
                             char *errbuf, size_t errlen)
 {
@@ -367,6 +392,18 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int
     }
     case KQ_API_DESCRIBE_FEATURES:
         rc = kq_ctl_encode_describe_features(img, SUPPORTED_FEATURES, N_SUPPORTED_FEATURES, resp);
+        break;
+    case KQ_API_CREATE_ACLS:
+        rc = run_items(ctx, req->create_acls.acls, req->create_acls.n, create_acl_one, &items,
+                       errbuf, errlen);
+        if (rc == 0)
+            rc = kq_ctl_encode_create_acls_response(items, req->create_acls.n, resp);
+        break;
+    case KQ_API_DESCRIBE_ACLS:
+        rc = kq_acl_describe(img, &req->describe_acls.filter, resp, errbuf, errlen);
+        break;
+    case KQ_API_DELETE_ACLS:
+        rc = op_delete_acls(ctx, &req->delete_acls, resp, errbuf, errlen);
         break;
     default:
         snprintf(errbuf, errlen, "api %u is not a controller api", req->api_key);

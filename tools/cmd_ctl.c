@@ -1,5 +1,5 @@
-/* kq topics, kq cluster, kq leader-election, kq configs, kq features: the controller metadata
- * commands. Each sends one controller RPC (include/kq/ctl_codec.h) through
+/* kq topics, kq cluster, kq leader-election, kq configs, kq features, kq acls: the controller
+ * metadata commands. Each sends one controller RPC (include/kq/ctl_codec.h) through
  * kq_tools_call_controller, which follows NOT_CONTROLLER leader hints and retries retriable
  * failures until --timeout-ms. */
 #include <getopt.h>
@@ -52,6 +52,17 @@ enum {
     OPT_UNSAFE,
     OPT_DRY_RUN,
     OPT_ID,
+    OPT_ADD,
+    OPT_REMOVE,
+    OPT_ALLOW_PRINCIPAL,
+    OPT_DENY_PRINCIPAL,
+    OPT_PRINCIPAL,
+    OPT_ALLOW_HOST,
+    OPT_DENY_HOST,
+    OPT_OPERATION,
+    OPT_CLUSTER,
+    OPT_PATTERN_TYPE,
+    OPT_FORCE,
 };
 
 #define CONN_OPTIONS                                                                               \
@@ -198,6 +209,14 @@ static int call_decode(const conn *c, const kq_ctl_request *req, void *out)
     case KQ_API_DESCRIBE_FEATURES:
         what = "DescribeFeatures ";
         rc = kq_ctl_decode_describe_features_response(&resp, out, err, sizeof err);
+        break;
+    case KQ_API_DESCRIBE_ACLS:
+        what = "DescribeAcls ";
+        rc = kq_ctl_decode_describe_acls_response(&resp, out, err, sizeof err);
+        break;
+    case KQ_API_DELETE_ACLS:
+        what = "DeleteAcls ";
+        rc = kq_ctl_decode_delete_acls_response(&resp, out, err, sizeof err);
         break;
     default:
         rc = kq_ctl_decode_item_results(&resp, out, err, sizeof err);
@@ -1083,4 +1102,376 @@ int kq_cmd_features(int argc, char **argv)
          : strcmp(sub, "downgrade") == 0 ? KQ_TOOLS_FEATURE_DOWNGRADE
                                          : KQ_TOOLS_FEATURE_DISABLE;
     return update_features(&c, op, values, n_values, unsafe, dry_run);
+}
+
+/* ---- kq acls ------------------------------------------------------------------------------- */
+
+static const char ACLS_USAGE[] =
+    "Usage: kq acls --bootstrap-controller HOST:PORT[,...] ACTION [options]\n"
+    "  --add     (--allow-principal P | --deny-principal P)... [--operation OP]...\n"
+    "            (--topic T | --cluster)... [--resource-pattern-type literal|prefixed]\n"
+    "  --remove  [--allow-principal P | --deny-principal P]... [--operation OP]...\n"
+    "            (--topic T | --cluster)... [--resource-pattern-type TYPE] [--force]\n"
+    "  --list    [--topic T | --cluster]... [--principal P] [--resource-pattern-type TYPE]\n"
+    "            [--json]\n"
+    "  --allow-host H, --deny-host H  only * (kq does not scope ACLs by client address)\n"
+    "  --operation OP     All, Read, Write, Create, Delete, Alter, Describe, ClusterAction,\n"
+    "                     DescribeConfigs, AlterConfigs, IdempotentWrite (default All; --list\n"
+    "                     and --remove: Any)\n"
+    "  --resource-pattern-type  literal (default), prefixed; --list and --remove also any\n"
+    "                     and match (the ACLs that apply to the named resource)\n"
+    "  --force            --remove without asking\n" CONN_USAGE
+    "  --json                       --list: one JSON object\n";
+
+#define ACL_MAX_ARGS 64
+
+typedef struct acl_args {
+    const char *principals[ACL_MAX_ARGS];
+    int8_t permissions[ACL_MAX_ARGS]; /* per principal: ALLOW or DENY */
+    int n_principals;
+    const char *list_principal;
+    int8_t ops[ACL_MAX_ARGS];
+    int n_ops;
+    kq_acl resources[ACL_MAX_ARGS]; /* type and name (pattern set after parsing) */
+    int n_resources;
+    int8_t pattern; /* 0 until given */
+} acl_args;
+
+static int acl_add_value(const char *cmd, int *n, const char *what)
+{
+    if (*n < ACL_MAX_ARGS)
+        return 0;
+    return kq_tools_usage_error(cmd, ACLS_USAGE, "at most %d %s options", ACL_MAX_ARGS, what);
+}
+
+/* The bindings of --add, or the filters of --remove, one per resource x principal x operation
+ * (a filter with no principal or operation given takes any). */
+static int acl_combinations(const acl_args *a, bool filters, kq_acl *bindings, kq_acl_filter *fs,
+                            int max)
+{
+    int n = 0, np = a->n_principals ? a->n_principals : 1, no = a->n_ops ? a->n_ops : 1;
+
+    for (int r = 0; r < a->n_resources; r++)
+        for (int p = 0; p < np; p++)
+            for (int o = 0; o < no && n < max; o++, n++) {
+                const char *principal = a->n_principals ? a->principals[p] : NULL;
+                int8_t perm = a->n_principals ? a->permissions[p] : KQ_ACL_ANY;
+                int8_t op = a->n_ops ? a->ops[o] : filters ? KQ_ACL_ANY : KQ_ACL_OP_ALL;
+
+                if (filters)
+                    fs[n] = (kq_acl_filter){a->resources[r].resource_type,
+                                            a->resources[r].resource_name,
+                                            a->pattern,
+                                            principal,
+                                            NULL,
+                                            op,
+                                            perm};
+                else
+                    bindings[n] = (kq_acl){.resource_type = a->resources[r].resource_type,
+                                           .resource_name = a->resources[r].resource_name,
+                                           .pattern_type = a->pattern,
+                                           .principal = principal,
+                                           .host = "*",
+                                           .operation = op,
+                                           .permission = perm};
+            }
+    return n;
+}
+
+static int describe_acls(const conn *c, const kq_acl_filter *f, kq_ctl_acls_desc *out)
+{
+    kq_ctl_request req = {.api_key = KQ_API_DESCRIBE_ACLS};
+
+    req.describe_acls.filter = *f;
+    return call_decode(c, &req, out);
+}
+
+/* After --add: the resource's ACLs as they now are, as kafka-acls.sh prints them. */
+static int print_current(const conn *c, const kq_acl *resource)
+{
+    kq_acl_filter f = {resource->resource_type,
+                       resource->resource_name,
+                       resource->pattern_type,
+                       NULL,
+                       NULL,
+                       KQ_ACL_ANY,
+                       KQ_ACL_ANY};
+    kq_ctl_acls_desc d = {0};
+
+    if (describe_acls(c, &f, &d) != KQ_EXIT_OK)
+        return KQ_EXIT_FAILURE;
+    kq_tools_print_acls(stdout, d.acls, d.n, false);
+    putchar('\n');
+    kq_ctl_acls_desc_free(&d);
+    return KQ_EXIT_OK;
+}
+
+static int add_acls(const conn *c, const acl_args *a)
+{
+    int max = a->n_resources * a->n_principals * (a->n_ops ? a->n_ops : 1);
+    kq_acl *b = calloc((size_t)max, sizeof *b);
+    kq_ctl_request req = {.api_key = KQ_API_CREATE_ACLS};
+    kq_ctl_item_results items = {0};
+    char buf[1024];
+    int ret, failed = 0;
+
+    if (!b) {
+        kq_tools_errorf("out of memory");
+        return KQ_EXIT_FAILURE;
+    }
+    req.create_acls.acls = b;
+    req.create_acls.n = acl_combinations(a, false, b, NULL, max);
+    for (int32_t i = 0; i < req.create_acls.n; i++) {
+        if (i == 0 || b[i].resource_name != b[i - 1].resource_name) {
+            kq_tools_acl_resource(&b[i], buf, sizeof buf);
+            printf("%sAdding ACLs for resource `%s`: \n", i ? "\n" : "", buf);
+        }
+        kq_acl_entry_format(&b[i], buf, sizeof buf);
+        printf(" \t%s \n", buf);
+    }
+    putchar('\n');
+    ret = call_decode(c, &req, &items);
+    for (int32_t i = 0; ret == KQ_EXIT_OK && i < items.n && i < req.create_acls.n; i++) {
+        if (!items.items[i].error)
+            continue;
+        kq_acl_entry_format(&b[i], buf, sizeof buf);
+        kq_tools_errorf("Error while adding ACL %s: %s", buf, item_message(&items.items[i]));
+        failed++;
+    }
+    kq_ctl_item_results_free(&items);
+    for (int r = 0; ret == KQ_EXIT_OK && r < a->n_resources; r++) {
+        kq_acl res = a->resources[r];
+
+        res.pattern_type = a->pattern;
+        ret = print_current(c, &res);
+    }
+    free(b);
+    return ret != KQ_EXIT_OK || failed ? KQ_EXIT_FAILURE : KQ_EXIT_OK;
+}
+
+static int remove_acls(const conn *c, const acl_args *a, bool force)
+{
+    int max = a->n_resources * (a->n_principals ? a->n_principals : 1) * (a->n_ops ? a->n_ops : 1);
+    kq_acl_filter *f = calloc((size_t)max, sizeof *f);
+    kq_ctl_request req = {.api_key = KQ_API_DELETE_ACLS};
+    kq_ctl_delete_acls_desc d = {0};
+    char buf[1024];
+    int ret, failed = 0;
+
+    if (!f) {
+        kq_tools_errorf("out of memory");
+        return KQ_EXIT_FAILURE;
+    }
+    req.delete_acls.filters = f;
+    req.delete_acls.n = acl_combinations(a, true, NULL, f, max);
+    if (!force) {
+        char answer[16] = "";
+
+        printf("Are you sure you want to remove ACLs matching %d filter(s) from the cluster? "
+               "(y/n)\n",
+               (int)req.delete_acls.n);
+        fflush(stdout);
+        if (!fgets(answer, sizeof answer, stdin) || (answer[0] != 'y' && answer[0] != 'Y')) {
+            free(f);
+            return KQ_EXIT_OK;
+        }
+    }
+    ret = call_decode(c, &req, &d);
+    for (int32_t i = 0; ret == KQ_EXIT_OK && i < d.n; i++) {
+        const kq_ctl_delete_acls_result *r = &d.results[i];
+
+        if (r->error) {
+            kq_tools_errorf("Error while removing ACLs: %s",
+                            r->message && r->message[0] ? r->message : kq_err_message(r->error));
+            failed++;
+            continue;
+        }
+        for (int32_t k = 0; k < r->n; k++) {
+            kq_tools_acl_resource(&r->acls[k], buf, sizeof buf);
+            printf("Removed ACL from resource `%s`: ", buf);
+            kq_acl_entry_format(&r->acls[k], buf, sizeof buf);
+            printf("%s\n", buf);
+        }
+    }
+    kq_ctl_delete_acls_desc_free(&d);
+    free(f);
+    return ret != KQ_EXIT_OK || failed ? KQ_EXIT_FAILURE : KQ_EXIT_OK;
+}
+
+static int list_acls(const conn *c, const acl_args *a)
+{
+    kq_ctl_acls_desc all = {0};
+    int n = a->n_resources ? a->n_resources : 1, ret = KQ_EXIT_OK;
+
+    for (int r = 0; r < n && ret == KQ_EXIT_OK; r++) {
+        kq_acl_filter f = {KQ_ACL_ANY,        NULL, a->pattern ? a->pattern : KQ_ACL_ANY,
+                           a->list_principal, NULL, KQ_ACL_ANY,
+                           KQ_ACL_ANY};
+        kq_ctl_acls_desc d = {0};
+        kq_acl *grown;
+
+        if (a->n_resources) {
+            f.resource_type = a->resources[r].resource_type;
+            f.resource_name = a->resources[r].resource_name;
+        }
+        if ((ret = describe_acls(c, &f, &d)) != KQ_EXIT_OK)
+            break;
+        grown = d.n ? realloc(all.acls, (size_t)(all.n + d.n) * sizeof *all.acls) : all.acls;
+        if (d.n && !grown) {
+            kq_tools_errorf("out of memory");
+            ret = KQ_EXIT_FAILURE;
+        } else if (d.n) {
+            all.acls = grown;
+            memcpy(all.acls + all.n, d.acls, (size_t)d.n * sizeof *d.acls);
+            all.n += d.n;
+            free(d.acls); /* the strings moved to `all` */
+            d.acls = NULL;
+            d.n = 0;
+        }
+        kq_ctl_acls_desc_free(&d);
+    }
+    if (ret == KQ_EXIT_OK)
+        kq_tools_print_acls(stdout, all.acls, all.n, c->json);
+    kq_ctl_acls_desc_free(&all);
+    return ret;
+}
+
+int kq_cmd_acls(int argc, char **argv)
+{
+    static const char cmd[] = "acls";
+    static const struct option opts[] = {
+        CONN_OPTIONS,
+        {"add", no_argument, NULL, OPT_ADD},
+        {"remove", no_argument, NULL, OPT_REMOVE},
+        {"list", no_argument, NULL, OPT_LIST},
+        {"allow-principal", required_argument, NULL, OPT_ALLOW_PRINCIPAL},
+        {"deny-principal", required_argument, NULL, OPT_DENY_PRINCIPAL},
+        {"principal", required_argument, NULL, OPT_PRINCIPAL},
+        {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
+        {"deny-host", required_argument, NULL, OPT_DENY_HOST},
+        {"operation", required_argument, NULL, OPT_OPERATION},
+        {"topic", required_argument, NULL, OPT_TOPIC},
+        {"cluster", no_argument, NULL, OPT_CLUSTER},
+        {"resource-pattern-type", required_argument, NULL, OPT_PATTERN_TYPE},
+        {"force", no_argument, NULL, OPT_FORCE},
+        {NULL, 0, NULL, 0},
+    };
+    conn c = {.timeout_ms = DEFAULT_TIMEOUT_MS};
+    acl_args *a = calloc(1, sizeof *a);
+    int action = 0, o, ret;
+    bool force = false;
+
+    if (!a) {
+        kq_tools_errorf("out of memory");
+        return KQ_EXIT_FAILURE;
+    }
+    optind = 0;
+    while ((o = next_opt(cmd, ACLS_USAGE, argc, argv, opts, &c)) != -1) {
+        ret = -1;
+        switch (o) {
+        case OPT_ADD:
+        case OPT_REMOVE:
+        case OPT_LIST:
+            if (action && action != o)
+                ret =
+                    kq_tools_usage_error(cmd, ACLS_USAGE, "give one of --add, --remove and --list");
+            action = o;
+            break;
+        case OPT_ALLOW_PRINCIPAL:
+        case OPT_DENY_PRINCIPAL:
+            if (!(ret = acl_add_value(cmd, &a->n_principals, "principal"))) {
+                a->principals[a->n_principals] = optarg;
+                a->permissions[a->n_principals++] =
+                    o == OPT_ALLOW_PRINCIPAL ? KQ_ACL_ALLOW : KQ_ACL_DENY;
+                ret = -1;
+            }
+            break;
+        case OPT_PRINCIPAL:
+            a->list_principal = optarg;
+            break;
+        case OPT_ALLOW_HOST:
+        case OPT_DENY_HOST:
+            if (strcmp(optarg, "*"))
+                ret = kq_tools_usage_error(cmd, ACLS_USAGE,
+                                           "--allow-host/--deny-host '%s': kq does not scope ACLs "
+                                           "by client address; only * is accepted",
+                                           optarg);
+            break;
+        case OPT_OPERATION: {
+            int op = kq_acl_operation_parse(optarg, true);
+
+            if (!op)
+                ret = kq_tools_usage_error(cmd, ACLS_USAGE, "--operation: unknown operation '%s'",
+                                           optarg);
+            else if (!(ret = acl_add_value(cmd, &a->n_ops, "--operation"))) {
+                a->ops[a->n_ops++] = (int8_t)op;
+                ret = -1;
+            }
+            break;
+        }
+        case OPT_TOPIC:
+        case OPT_CLUSTER:
+            if (!(ret = acl_add_value(cmd, &a->n_resources, "--topic/--cluster"))) {
+                kq_acl *r = &a->resources[a->n_resources++];
+
+                r->resource_type = o == OPT_TOPIC ? KQ_ACL_RESOURCE_TOPIC : KQ_ACL_RESOURCE_CLUSTER;
+                r->resource_name = o == OPT_TOPIC ? optarg : KQ_ACL_CLUSTER_NAME;
+                ret = -1;
+            }
+            break;
+        case OPT_PATTERN_TYPE:
+            if (!(a->pattern = (int8_t)kq_acl_pattern_type_parse(optarg, true)))
+                ret = kq_tools_usage_error(cmd, ACLS_USAGE,
+                                           "--resource-pattern-type: '%s' is not literal, "
+                                           "prefixed, any or match",
+                                           optarg);
+            break;
+        case OPT_FORCE:
+            force = true;
+            break;
+        case 'h':
+        case OPT_HELP:
+            fputs(ACLS_USAGE, stdout);
+            ret = KQ_EXIT_OK;
+            break;
+        default:
+            ret = KQ_EXIT_USAGE;
+            break;
+        }
+        if (ret >= 0)
+            goto out;
+    }
+    ret = -1;
+    if (optind < argc)
+        ret = kq_tools_usage_error(cmd, ACLS_USAGE, "unexpected argument '%s'", argv[optind]);
+    else if (!action)
+        ret = kq_tools_usage_error(cmd, ACLS_USAGE, "missing action: --add, --remove or --list");
+    else if (c.n_addrs == 0)
+        ret = kq_tools_usage_error(cmd, ACLS_USAGE, "missing --bootstrap-controller");
+    else if (c.json && action != OPT_LIST)
+        ret = kq_tools_usage_error(cmd, ACLS_USAGE, "--json goes with --list");
+    else if (action != OPT_LIST && !a->n_resources)
+        ret = kq_tools_usage_error(cmd, ACLS_USAGE, "--add and --remove need --topic or --cluster");
+    else if (action == OPT_ADD && !a->n_principals)
+        ret = kq_tools_usage_error(cmd, ACLS_USAGE,
+                                   "--add needs --allow-principal or --deny-principal");
+    else if (action == OPT_ADD && a->pattern && a->pattern != KQ_ACL_PATTERN_LITERAL &&
+             a->pattern != KQ_ACL_PATTERN_PREFIXED)
+        ret = kq_tools_usage_error(cmd, ACLS_USAGE,
+                                   "--add needs --resource-pattern-type literal or prefixed");
+    if (ret >= 0)
+        goto out;
+    if (!a->pattern && action != OPT_LIST)
+        a->pattern = KQ_ACL_PATTERN_LITERAL;
+    for (int i = 0; action == OPT_ADD && i < a->n_ops; i++)
+        if (a->ops[i] == KQ_ACL_ANY) {
+            ret = kq_tools_usage_error(cmd, ACLS_USAGE, "--add needs operations, not Any");
+            goto out;
+        }
+    ret = action == OPT_ADD      ? add_acls(&c, a)
+          : action == OPT_REMOVE ? remove_acls(&c, a, force)
+                                 : list_acls(&c, a);
+out:
+    free(a);
+    return ret;
 }

@@ -541,3 +541,63 @@ out:
     free(v);
     return rc;
 }
+
+void kq_tools_acl_resource(const kq_acl *a, char *buf, size_t cap)
+{
+    char type[32], pattern[32];
+
+    kq_acl_enum_name(kq_acl_resource_type_name(a->resource_type), type, sizeof type);
+    kq_acl_enum_name(kq_acl_pattern_type_name(a->pattern_type), pattern, sizeof pattern);
+    snprintf(buf, cap, "ResourcePattern(resourceType=%s, name=%s, patternType=%s)", type,
+             a->resource_name ? a->resource_name : "", pattern);
+}
+
+static bool same_resource(const kq_acl *a, const kq_acl *b)
+{
+    return a->resource_type == b->resource_type && a->pattern_type == b->pattern_type &&
+           !strcmp(a->resource_name ? a->resource_name : "",
+                   b->resource_name ? b->resource_name : "");
+}
+
+void kq_tools_print_acls(FILE *f, const kq_acl *acls, int32_t n, bool json)
+{
+    char buf[1024];
+    kq_json j;
+
+    if (json)
+        json_begin_doc(&j, f, "acls");
+    for (int32_t i = 0; i < n; i++) {
+        const kq_acl *a = &acls[i];
+
+        if (json) {
+            const char *keys[] = {"resourceType", "patternType", "operation", "permissionType"};
+            const char *names[] = {kq_acl_resource_type_name(a->resource_type),
+                                   kq_acl_pattern_type_name(a->pattern_type),
+                                   kq_acl_operation_name(a->operation),
+                                   kq_acl_permission_name(a->permission)};
+
+            kq_json_begin_object(&j);
+            kq_json_key(&j, "resourceName");
+            kq_json_string(&j, a->resource_name ? a->resource_name : "");
+            kq_json_key(&j, "principal");
+            kq_json_string(&j, a->principal ? a->principal : "");
+            kq_json_key(&j, "host");
+            kq_json_string(&j, a->host ? a->host : "");
+            for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+                kq_acl_enum_name(names[k], buf, sizeof buf);
+                kq_json_key(&j, keys[k]);
+                kq_json_string(&j, buf);
+            }
+            kq_json_end_object(&j);
+            continue;
+        }
+        if (i == 0 || !same_resource(a, &acls[i - 1])) {
+            kq_tools_acl_resource(a, buf, sizeof buf);
+            fprintf(f, "%sCurrent ACLs for resource `%s`: \n", i ? "\n" : "", buf);
+        }
+        kq_acl_entry_format(a, buf, sizeof buf);
+        fprintf(f, " \t%s \n", buf);
+    }
+    if (json)
+        json_end_doc(&j);
+}

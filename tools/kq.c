@@ -34,6 +34,7 @@ static const command COMMANDS[] = {
     {"leader-election", NULL, kq_cmd_leader_election, "run a PREFERRED or UNCLEAN leader election"},
     {"configs", NULL, kq_cmd_configs, "describe and alter topic and broker configs"},
     {"features", NULL, kq_cmd_features, "describe, upgrade, downgrade and disable feature levels"},
+    {"acls", NULL, kq_cmd_acls, "add, remove and list ACLs (kafka-acls.sh)"},
     {"produce", NULL, kq_cmd_produce, "write records (stdin lines or --value) to a partition"},
     {"consume", NULL, kq_cmd_consume, "print the committed records of a partition"},
 };

@@ -142,6 +142,13 @@ void kq_tools_print_cluster(FILE *f, const kq_ctl_cluster_desc *d, bool json);
 void kq_tools_print_configs(FILE *f, const kq_ctl_config_result *r, bool all, bool json);
 /* `kq features describe`: Kafka's lines (metadata.version as a release string), or JSON. */
 void kq_tools_print_features(FILE *f, const kq_ctl_features_desc *d, bool json);
+/* `kq acls --list`: kafka-acls.sh's "Current ACLs for resource `ResourcePattern(...)`:" blocks,
+ * one per resource (the bindings come sorted by resource), or with json one object
+ * {"acls": [{"resourceType": "TOPIC", "resourceName", "patternType", "principal", "host",
+ * "operation", "permissionType"}, ...]} with Kafka's upper-case enum names. */
+void kq_tools_print_acls(FILE *f, const kq_acl *acls, int32_t n, bool json);
+/* "ResourcePattern(resourceType=TOPIC, name=t, patternType=LITERAL)" into buf. */
+void kq_tools_acl_resource(const kq_acl *a, char *buf, size_t cap);
 /* metadata.version level as Kafka's release string ("3.9-IV0"); NULL if unknown. */
 const char *kq_tools_metadata_version_name(int level);
 /* `kq leader-election` result lines (`type` "PREFERRED" / "UNCLEAN"); returns the number of
@@ -312,6 +319,7 @@ int kq_cmd_cluster(int argc, char **argv);
 int kq_cmd_leader_election(int argc, char **argv);
 int kq_cmd_configs(int argc, char **argv);
 int kq_cmd_features(int argc, char **argv);
+int kq_cmd_acls(int argc, char **argv);
 
 /* Each takes the arguments after the command name (argv[0] is the command name) and returns
  * a KQ_EXIT_* code. */

@@ -44,6 +44,10 @@ const char *kq_tools_record_type_name(kq_rec_type t)
         return "CONFIG_RECORD";
     case KQ_REC_FEATURE_LEVEL:
         return "FEATURE_LEVEL_RECORD";
+    case KQ_REC_ACL:
+        return "ACCESS_CONTROL_ENTRY_RECORD";
+    case KQ_REC_REMOVE_ACL:
+        return "REMOVE_ACCESS_CONTROL_ENTRY_RECORD";
     default:
         return "UNKNOWN";
     }
@@ -203,6 +207,19 @@ void kq_tools_record_data_json(kq_json *j, const kq_record *r)
     case KQ_REC_FEATURE_LEVEL:
         j_str(j, "name", r->feature_level.name);
         j_int(j, "featureLevel", r->feature_level.level);
+        break;
+    case KQ_REC_ACL: /* Kafka's AccessControlEntryRecord field names */
+        j_uuid(j, "id", r->acl.id);
+        j_int(j, "resourceType", r->acl.resource_type);
+        j_str(j, "resourceName", r->acl.resource_name);
+        j_int(j, "patternType", r->acl.pattern_type);
+        j_str(j, "principal", r->acl.principal);
+        j_str(j, "host", r->acl.host);
+        j_int(j, "operation", r->acl.operation);
+        j_int(j, "permissionType", r->acl.permission);
+        break;
+    case KQ_REC_REMOVE_ACL:
+        j_uuid(j, "id", r->remove_acl.id);
         break;
     default: /* NoOp has no fields */
         break;

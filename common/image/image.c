@@ -11,7 +11,8 @@
  *     and lpos its position in the leader's leader vector (swap-remove in O(1));
  *   - brokers: one node per broker id ever referenced (registered or not), sorted by id; each
  *     node holds the registration and the broker -> partitions index;
- *   - configs and features: small sorted arrays.
+ *   - configs and features: small sorted arrays; ACLs: an array sorted by id, which is also
+ *     the contiguous kq_acl list the authorizer reads.
  *
  * Apply is two-phase: every allocation (new lists, index capacity, undo entry) happens before
  * the first mutation, so a failure leaves the image untouched. Vectors and tables never
@@ -66,6 +67,8 @@ enum {
     U_PART_APPEND,  /* partition appended: drop it */
     U_CONFIG,       /* key (copies) and old value (moved; NULL = absent) */
     U_FEATURE,      /* name (copy) and old level (0 = absent) */
+    U_ACL_ADD,      /* ACL added: remove it (by id) */
+    U_ACL_REMOVE,   /* ACL removed: reinsert it (moved) */
 };
 
 typedef struct undo {
@@ -88,6 +91,7 @@ typedef struct undo {
         } removed;
         cfg config;
         feat feature;
+        kq_acl acl;
     };
 } undo;
 
@@ -112,6 +116,8 @@ struct kq_image {
     size_t n_cfgs, cap_cfgs;
     feat *feats;
     size_t n_feats, cap_feats;
+    kq_acl *acls; /* sorted by id */
+    size_t n_acls, cap_acls;
 
     undo *u;
     size_t u_head, u_n, u_cap;
@@ -710,6 +716,51 @@ static bool feat_set(kq_image *img, char *name, int16_t level)
     return true;
 }
 
+static size_t acl_pos(const kq_image *img, const uint8_t id[16], bool *found)
+{
+    size_t lo = 0, hi = img->n_acls;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (memcmp(img->acls[mid].id, id, 16) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = lo < img->n_acls && !memcmp(img->acls[lo].id, id, 16);
+    return lo;
+}
+
+/* Insert an entry (takes its strings); capacity must be reserved. */
+static void acl_insert(kq_image *img, kq_acl a)
+{
+    bool found;
+    size_t i = acl_pos(img, a.id, &found);
+
+    memmove(img->acls + i + 1, img->acls + i, (img->n_acls - i) * sizeof *img->acls);
+    img->acls[i] = a;
+    img->n_acls++;
+}
+
+/* Take entry i out of the table (the caller owns its strings afterwards). */
+static kq_acl acl_take(kq_image *img, size_t i)
+{
+    kq_acl a = img->acls[i];
+
+    memmove(img->acls + i, img->acls + i + 1, (img->n_acls - i - 1) * sizeof *img->acls);
+    img->n_acls--;
+    return a;
+}
+
+static void acl_clear(kq_acl *a)
+{
+    kq_record r = {.type = KQ_REC_ACL, .acl = *a};
+
+    kq_record_free(&r);
+    memset(a, 0, sizeof *a);
+}
+
 /* ---- undo log ----------------------------------------------------------------------------- */
 
 static int undo_reserve(kq_image *img)
@@ -767,6 +818,9 @@ static void undo_release(undo *e)
         break;
     case U_FEATURE:
         free(e->feature.name);
+        break;
+    case U_ACL_REMOVE:
+        acl_clear(&e->acl);
         break;
     default:
         break;
@@ -846,6 +900,20 @@ static void undo_revert(kq_image *img, undo *e)
     case U_FEATURE:
         if (!feat_set(img, e->feature.name, e->feature.level))
             free(e->feature.name);
+        break;
+    case U_ACL_ADD: {
+        bool found;
+        size_t i = acl_pos(img, e->acl.id, &found);
+        kq_acl a;
+
+        if (found) {
+            a = acl_take(img, i);
+            acl_clear(&a);
+        }
+        break;
+    }
+    case U_ACL_REMOVE:
+        acl_insert(img, e->acl); /* capacity: it was in the table */
         break;
     default:
         break;
@@ -1277,6 +1345,60 @@ static int apply_feature(kq_image *img, int64_t off, const kq_rec_feature_level 
     return 0;
 }
 
+static int apply_acl(kq_image *img, int64_t off, const kq_record *r, bool u)
+{
+    bool found;
+    char id[23];
+    kq_record copy;
+    int rc;
+
+    acl_pos(img, r->acl.id, &found);
+    if (found) {
+        id_str(r->acl.id, id);
+        return errf(img, KQ_ERR_INVALID_REQUEST, "AccessControlEntry: an ACL with id %s exists",
+                    id);
+    }
+    if (u && (rc = undo_reserve(img)))
+        return rc;
+    if (img->n_acls == img->cap_acls) {
+        size_t ncap = img->cap_acls ? img->cap_acls * 2 : 16;
+        kq_acl *na = realloc(img->acls, ncap * sizeof *na);
+
+        if (!na)
+            return errf(img, KQ_ERR_NOMEM, "out of memory growing the ACL table");
+        img->acls = na;
+        img->cap_acls = ncap;
+    }
+    if (kq_record_copy(&copy, r))
+        return errf(img, KQ_ERR_NOMEM, "out of memory copying an ACL");
+    if (u)
+        memcpy(undo_push(img, off, U_ACL_ADD)->acl.id, r->acl.id, 16);
+    acl_insert(img, copy.acl);
+    return 0;
+}
+
+static int apply_remove_acl(kq_image *img, int64_t off, const kq_rec_remove_acl *r, bool u)
+{
+    bool found;
+    size_t i = acl_pos(img, r->id, &found);
+    char id[23];
+    kq_acl a;
+    int rc;
+
+    if (!found) {
+        id_str(r->id, id);
+        return errf(img, KQ_ERR_INVALID_REQUEST, "RemoveAccessControlEntry: no ACL with id %s", id);
+    }
+    if (u && (rc = undo_reserve(img)))
+        return rc;
+    a = acl_take(img, i);
+    if (u)
+        undo_push(img, off, U_ACL_REMOVE)->acl = a;
+    else
+        acl_clear(&a);
+    return 0;
+}
+
 static int apply_one(kq_image *img, int64_t off, const kq_record *r, bool u)
 {
     switch (r->type) {
@@ -1298,6 +1420,10 @@ static int apply_one(kq_image *img, int64_t off, const kq_record *r, bool u)
         return apply_config(img, off, &r->config, u);
     case KQ_REC_FEATURE_LEVEL:
         return apply_feature(img, off, &r->feature_level, u);
+    case KQ_REC_ACL:
+        return apply_acl(img, off, r, u);
+    case KQ_REC_REMOVE_ACL:
+        return apply_remove_acl(img, off, &r->remove_acl, u);
     default:
         return 0; /* LeaderChange, NoOp, Opaque */
     }
@@ -1428,6 +1554,9 @@ void kq_image_clear(kq_image *img)
     for (size_t i = 0; i < img->n_feats; i++)
         free(img->feats[i].name);
     free(img->feats);
+    for (size_t i = 0; i < img->n_acls; i++)
+        acl_clear(&img->acls[i]);
+    free(img->acls);
     memset(img, 0, sizeof *img);
     img->offset = img->committed = -1;
 }
@@ -1672,6 +1801,12 @@ int kq_image_foreach_config(const kq_image *img, int resource_type, const char *
     return 0;
 }
 
+const kq_acl *kq_image_acls(const kq_image *img, size_t *n)
+{
+    *n = img ? img->n_acls : 0;
+    return img ? img->acls : NULL;
+}
+
 int16_t kq_image_feature(const kq_image *img, const char *name)
 {
     bool found;
@@ -1713,6 +1848,7 @@ void kq_image_get_counts(const kq_image *img, kq_image_counts *out)
     out->under_replicated = img->n_under;
     out->configs = (uint32_t)img->n_cfgs;
     out->features = (uint32_t)img->n_feats;
+    out->acls = (uint32_t)img->n_acls;
 }
 
 /* ---- hash --------------------------------------------------------------------------------- */
@@ -1779,6 +1915,16 @@ uint64_t kq_image_hash(const kq_image *img)
     }
     for (size_t i = 0; i < img->n_feats; i++)
         sum += mix64(hstep(hstr(4, img->feats[i].name), (uint16_t)img->feats[i].level));
+    for (size_t i = 0; i < img->n_acls; i++) {
+        const kq_acl *a = &img->acls[i];
+        uint64_t h = hbytes(5, a->id, 16);
+
+        h = hstr(hstep(hstr(hstep(h, (uint8_t)a->resource_type), a->resource_name),
+                       (uint8_t)a->pattern_type),
+                 a->principal);
+        h = hstep(hstep(hstr(h, a->host), (uint8_t)a->operation), (uint8_t)a->permission);
+        sum += mix64(h);
+    }
     return sum;
 }
 
@@ -1814,6 +1960,10 @@ size_t kq_image_memory_bytes(const kq_image *img)
         n += strlen(img->cfgs[i].resource) + strlen(img->cfgs[i].name) + 2 +
              (img->cfgs[i].value ? strlen(img->cfgs[i].value) + 1 : 0);
     n += img->cap_feats * sizeof(feat);
+    n += img->cap_acls * sizeof(kq_acl);
+    for (size_t i = 0; i < img->n_acls; i++)
+        n += strlen(img->acls[i].resource_name) + strlen(img->acls[i].principal) +
+             strlen(img->acls[i].host) + 3;
     n += img->u_cap * sizeof(undo);
     return n;
 }
@@ -1907,6 +2057,13 @@ int kq_image_foreach_record(const kq_image *img, kq_image_record_cb cb, void *ar
         r.config.resource_name = img->cfgs[i].resource;
         r.config.name = img->cfgs[i].name;
         r.config.value = img->cfgs[i].value;
+        if ((rc = cb(arg, &r)))
+            goto out;
+    }
+    for (size_t i = 0; i < img->n_acls; i++) {
+        memset(&r, 0, sizeof r);
+        r.type = KQ_REC_ACL;
+        r.acl = img->acls[i];
         if ((rc = cb(arg, &r)))
             goto out;
     }

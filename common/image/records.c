@@ -38,6 +38,10 @@ const char *kq_rec_type_name(kq_rec_type t)
         return "Config";
     case KQ_REC_FEATURE_LEVEL:
         return "FeatureLevel";
+    case KQ_REC_ACL:
+        return "AccessControlEntry";
+    case KQ_REC_REMOVE_ACL:
+        return "RemoveAccessControlEntry";
     default:
         return "Unknown";
     }
@@ -56,25 +60,6 @@ static int fail(char *errbuf, size_t errlen, const char *fmt, ...)
         va_end(ap);
     }
     return KQ_ERR_INVALID_REQUEST;
-}
-
-bool kq_topic_name_valid(const char *name)
-{
-    size_t n;
-
-    if (!name)
-        return false;
-    n = strnlen(name, KQ_REC_MAX_TOPIC_NAME + 1);
-    if (n == 0 || n > KQ_REC_MAX_TOPIC_NAME || !strcmp(name, ".") || !strcmp(name, ".."))
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return false;
-    }
-    return true;
 }
 
 /* Check a string: non-NULL (unless may_be_null), length <= max, non-empty if required. */
@@ -325,6 +310,26 @@ int kq_record_validate(const kq_record *r, char *errbuf, size_t errlen)
             return fail(errbuf, errlen, "FeatureLevel: negative level %d",
                         (int)r->feature_level.level);
         return 0;
+    case KQ_REC_ACL: {
+        char why[512];
+
+        if (kq_uuid_is_zero(r->acl.id))
+            return fail(errbuf, errlen, "AccessControlEntry: id is zero");
+        if ((rc = check_str(r->acl.resource_name, KQ_REC_MAX_NAME, false,
+                            "AccessControlEntry resource name", errbuf, errlen)) ||
+            (rc = check_str(r->acl.principal, KQ_REC_MAX_NAME, true, "AccessControlEntry principal",
+                            errbuf, errlen)) ||
+            (rc = check_str(r->acl.host, KQ_REC_MAX_NAME, true, "AccessControlEntry host", errbuf,
+                            errlen)))
+            return rc;
+        if (kq_acl_binding_check(&r->acl, why, sizeof why))
+            return fail(errbuf, errlen, "AccessControlEntry: %s", why);
+        return 0;
+    }
+    case KQ_REC_REMOVE_ACL:
+        if (kq_uuid_is_zero(r->remove_acl.id))
+            return fail(errbuf, errlen, "RemoveAccessControlEntry: id is zero");
+        return 0;
     default:
         return fail(errbuf, errlen, "unknown record type %d", (int)r->type);
     }
@@ -380,6 +385,11 @@ void kq_record_free(kq_record *r)
         break;
     case KQ_REC_FEATURE_LEVEL:
         free(r->feature_level.name);
+        break;
+    case KQ_REC_ACL:
+        free((char *)r->acl.resource_name);
+        free((char *)r->acl.principal);
+        free((char *)r->acl.host);
         break;
     default:
         break;
@@ -489,6 +499,20 @@ int kq_record_copy(kq_record *dst, const kq_record *src)
     case KQ_REC_FEATURE_LEVEL:
         rc = dup_str(&dst->feature_level.name, src->feature_level.name);
         break;
+    case KQ_REC_ACL: {
+        char *name = NULL, *principal = NULL, *host = NULL;
+
+        dst->acl.principal = dst->acl.host = NULL;
+        rc = dup_str(&name, src->acl.resource_name);
+        dst->acl.resource_name = name;
+        if (!rc)
+            rc = dup_str(&principal, src->acl.principal);
+        dst->acl.principal = principal;
+        if (!rc)
+            rc = dup_str(&host, src->acl.host);
+        dst->acl.host = host;
+        break;
+    }
     default:
         break;
     }

@@ -346,3 +346,22 @@ uint64_t kq_hist_quantile(const kq_hist *h, double q)
         v = h->min_ns;
     return v;
 }
+
+bool kq_topic_name_valid(const char *name)
+{
+    size_t n;
+
+    if (!name)
+        return false;
+    n = strnlen(name, KQ_TOPIC_NAME_MAX + 1);
+    if (n == 0 || n > KQ_TOPIC_NAME_MAX || !strcmp(name, ".") || !strcmp(name, ".."))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}

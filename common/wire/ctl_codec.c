@@ -72,6 +72,9 @@ static const struct ctl_body {
     {KQ_API_DESCRIBE_TOPICS, &kq_wt_describe_topics_request},
     {KQ_API_DESCRIBE_CLUSTER, &empty_cluster_m},
     {KQ_API_DESCRIBE_FEATURES, &empty_features_m},
+    {KQ_API_CREATE_ACLS, &kq_wt_create_acls_request},
+    {KQ_API_DESCRIBE_ACLS, &kq_wt_describe_acls_request},
+    {KQ_API_DELETE_ACLS, &kq_wt_delete_acls_request},
 };
 
 /* Where every member of a request's union starts: the C struct a body table fills. */
@@ -508,6 +511,9 @@ static const struct {
     {KQ_API_DESCRIBE_TOPICS, &kq_wt_describe_topics_response, false},
     {KQ_API_DESCRIBE_CONFIGS, &kq_wt_describe_configs_response, false},
     {KQ_API_DESCRIBE_FEATURES, &kq_wt_describe_features_response, false},
+    {KQ_API_CREATE_ACLS, &kq_wt_create_acls_response, true},
+    {KQ_API_DESCRIBE_ACLS, &kq_wt_describe_acls_response, false},
+    {KQ_API_DELETE_ACLS, &kq_wt_delete_acls_response, false},
 };
 
 int kq_ctl_encode_answer(uint32_t api_key, const void *body, kq_buf *out)
@@ -556,6 +562,12 @@ const kq_wire_msg *const kq_wire_ctl_tables[] = {
     &kq_wt_alter_partition_response,
     &kq_wt_broker_heartbeat_response,
     &kq_wt_broker_registration_response,
+    &kq_wt_create_acls_request,
+    &kq_wt_describe_acls_request,
+    &kq_wt_delete_acls_request,
+    &kq_wt_create_acls_response,
+    &kq_wt_describe_acls_response,
+    &kq_wt_delete_acls_response,
     NULL,
 };
 
@@ -687,6 +699,29 @@ int kq_ctl_decode_describe_features_response(const kq_response *env, kq_ctl_feat
     if (rc && out)
         out->epoch = -1;
     return rc;
+}
+
+void kq_ctl_acls_desc_free(kq_ctl_acls_desc *d)
+{
+    desc_free(&kq_wt_describe_acls_response, d);
+}
+
+int kq_ctl_decode_describe_acls_response(const kq_response *env, kq_ctl_acls_desc *out,
+                                         char *errbuf, size_t errlen)
+{
+    return dec_response(env, KQ_API_DESCRIBE_ACLS, &kq_wt_describe_acls_response, out, errbuf,
+                        errlen);
+}
+
+void kq_ctl_delete_acls_desc_free(kq_ctl_delete_acls_desc *d)
+{
+    desc_free(&kq_wt_delete_acls_response, d);
+}
+
+int kq_ctl_decode_delete_acls_response(const kq_response *env, kq_ctl_delete_acls_desc *out,
+                                       char *errbuf, size_t errlen)
+{
+    return dec_response(env, KQ_API_DELETE_ACLS, &kq_wt_delete_acls_response, out, errbuf, errlen);
 }
 
 void kq_ctl_item_results_free(kq_ctl_item_results *r)

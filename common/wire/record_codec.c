@@ -331,6 +331,19 @@ size_t kq_record_render(const kq_record *r, char *buf, size_t cap)
         put(&o, " name=%s level=%d", r->feature_level.name ? r->feature_level.name : "",
             (int)r->feature_level.level);
         break;
+    case KQ_REC_ACL: {
+        char entry[KQ_REC_MAX_NAME * 2 + 128];
+
+        put_uuid(&o, "id", r->acl.id);
+        kq_acl_entry_format(&r->acl, entry, sizeof entry);
+        put(&o, " resource=%s:%s:%s %s", kq_acl_resource_type_name(r->acl.resource_type),
+            kq_acl_pattern_type_name(r->acl.pattern_type),
+            r->acl.resource_name ? r->acl.resource_name : "", entry);
+        break;
+    }
+    case KQ_REC_REMOVE_ACL:
+        put_uuid(&o, "id", r->remove_acl.id);
+        break;
     default:
         break;
     }

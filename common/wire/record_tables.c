@@ -29,6 +29,8 @@ static const kq_wire_msg *const record_m[] = {
     [KQ_REC_REMOVE_TOPIC] = &kq_wt_remove_topic_record,
     [KQ_REC_CONFIG] = &kq_wt_config_record,
     [KQ_REC_FEATURE_LEVEL] = &kq_wt_feature_level_record,
+    [KQ_REC_ACL] = &kq_wt_access_control_entry_record,
+    [KQ_REC_REMOVE_ACL] = &kq_wt_remove_access_control_entry_record,
 };
 
 /* The table of a record type and the oneof member that carries it; NULL for neither. */

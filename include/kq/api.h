@@ -47,6 +47,9 @@
     X(UNREGISTER_BROKER, 64, "UnregisterBroker", unregister_broker, CONTROLLER)                    \
     X(DESCRIBE_TOPICS, 75, "DescribeTopics", describe_topics, CONTROLLER)                          \
     X(DESCRIBE_FEATURES, 1001, "DescribeFeatures", describe_features, CONTROLLER)                  \
+    X(DESCRIBE_ACLS, 29, "DescribeAcls", describe_acls, CONTROLLER)                                \
+    X(CREATE_ACLS, 30, "CreateAcls", create_acls, CONTROLLER)                                      \
+    X(DELETE_ACLS, 31, "DeleteAcls", delete_acls, CONTROLLER)                                      \
     X(DATA_FETCH, 1100, "Fetch", data_fetch, DATA)                                                 \
     X(PRODUCE, 1101, "Produce", produce, DATA)                                                     \
     X(LIST_OFFSETS, 2, "ListOffsets", list_offsets, DATA)                                          \

@@ -22,6 +22,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Kafka's codes. ANY (1) is only a filter value: it matches every value. */
+#define KQ_ACL_ANY 1
+/* PatternType MATCH (2), a filter value: the ACLs that apply to the named resource (LITERAL
+ * with its name or "*", PREFIXED whose name starts it). */
+#define KQ_ACL_PATTERN_MATCH 2
+
 typedef enum kq_acl_operation {
     KQ_ACL_OP_ALL = 2,
     KQ_ACL_OP_READ = 3,
@@ -54,7 +60,10 @@ typedef enum kq_acl_permission {
 /* The name of the cluster resource, as Kafka calls it. */
 #define KQ_ACL_CLUSTER_NAME "kafka-cluster"
 
+/* One ACL binding, as an AccessControlEntryRecord (include/kq/records.h) carries it: `id`
+ * names it in the log (RemoveAccessControlEntryRecord); the decision does not read it. */
 typedef struct kq_acl {
+    uint8_t id[16];
     int8_t resource_type; /* kq_acl_resource_type */
     const char *resource_name;
     int8_t pattern_type;   /* kq_acl_pattern_type */
@@ -63,6 +72,45 @@ typedef struct kq_acl {
     int8_t operation;      /* kq_acl_operation */
     int8_t permission;     /* kq_acl_permission */
 } kq_acl;
+
+/* A DescribeAcls / DeleteAcls filter: KQ_ACL_ANY (or NULL for the strings) matches every
+ * value; pattern_type KQ_ACL_PATTERN_MATCH matches what applies to resource_name. */
+typedef struct kq_acl_filter {
+    int8_t resource_type;
+    const char *resource_name;
+    int8_t pattern_type;
+    const char *principal;
+    const char *host;
+    int8_t operation;
+    int8_t permission;
+} kq_acl_filter;
+
+/* Whether filter f selects binding a (Kafka's AclBindingFilter.matches). */
+bool kq_acl_filter_matches(const kq_acl_filter *f, const kq_acl *a);
+
+/* Whether the filter's values are each a value or ANY/MATCH/NULL (no UNKNOWN, no out-of-range
+ * code). 0, or -1 with the problem in err. */
+int kq_acl_filter_check(const kq_acl_filter *f, char *err, size_t errlen);
+
+/* Whether a is a binding kq can store and enforce: resource Topic (a valid topic name, a
+ * prefix of one, or "*" when literal) or Cluster ("kafka-cluster", literal); pattern LITERAL or
+ * PREFIXED; principal "User:NAME" (NAME non-empty, or "*"); host "*" (the peer's address is
+ * not known to the decision: a host-scoped ACL could never match); an operation that applies
+ * to the resource type (Kafka's table); ALLOW or DENY. 0, or -1 with the problem in err. */
+int kq_acl_binding_check(const kq_acl *a, char *err, size_t errlen);
+
+/* Kafka's names, parsed case-insensitively with or without underscores ("DescribeConfigs",
+ * "describe_configs"); "Any" only when allow_any. The code, or 0 (UNKNOWN) when not a name. */
+int kq_acl_operation_parse(const char *s, bool allow_any);
+int kq_acl_pattern_type_parse(const char *s, bool allow_any);
+
+/* Kafka's upper-case enum spelling (READ, DESCRIBE_CONFIGS) of one of the names above, into
+ * out (cap > 0 bytes, NUL-terminated). Returns the length. */
+size_t kq_acl_enum_name(const char *camel, char *out, size_t cap);
+
+/* A one-line rendering as kafka-acls.sh prints a binding:
+ * "(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)". */
+size_t kq_acl_entry_format(const kq_acl *a, char *buf, size_t cap);
 
 #define KQ_AUTHORIZER_MAX_SUPER_USERS 32
 
@@ -95,5 +143,7 @@ bool kq_authorizer_is_super_user(const kq_authorizer_config *cfg, const char *pr
 /* Kafka's names: "Describe", "Topic", "Prefixed", "Allow"; "Unknown" for others. */
 const char *kq_acl_operation_name(int op);
 const char *kq_acl_resource_type_name(int type);
+const char *kq_acl_pattern_type_name(int type);
+const char *kq_acl_permission_name(int permission);
 
 #endif

@@ -64,6 +64,9 @@ typedef struct kq_ctl_request {
         kq_describe_configs describe_configs;
         kq_update_features update_features;
         kq_describe_topics describe_topics; /* n == 0: every topic */
+        kq_create_acls create_acls;
+        kq_describe_acls describe_acls;
+        kq_delete_acls delete_acls;
         /* DescribeCluster, DescribeFeatures: no fields */
     };
     void *priv_; /* private: allocations and, for kq_ctl_decode_request, the envelope */
@@ -100,7 +103,8 @@ int kq_ctl_encode_alter_partition_response(const kq_alter_partition *req,
                                            const kq_alter_partition_result *res, kq_buf *out);
 /* Encodes body, the C struct of api_key's answer, into *out (malloc'd, the caller's): a
  * kq_ctl_item_results for CreateTopics, DeleteTopics, CreatePartitions,
- * IncrementalAlterConfigs and UpdateFeatures; kq_elect_wire_results for ElectLeaders;
+ * IncrementalAlterConfigs, UpdateFeatures and CreateAcls; kq_elect_wire_results for ElectLeaders;
+ * kq_ctl_acls_desc for DescribeAcls and kq_ctl_delete_acls_desc for DeleteAcls;
  * kq_ctl_cluster_desc, kq_ctl_topics_desc, kq_ctl_configs_desc and kq_ctl_features_desc for
  * DescribeCluster, DescribeTopics, DescribeConfigs and DescribeFeatures. The controller builds
  * them (controller/answers.h). 0, KQ_ERR_INVALID_REQUEST (another API or a NULL body; limits
@@ -136,8 +140,17 @@ int kq_ctl_decode_describe_features_response(const kq_response *env, kq_ctl_feat
                                              char *errbuf, size_t errlen);
 void kq_ctl_features_desc_free(kq_ctl_features_desc *d);
 
+/* DescribeAcls: the bindings the filter selected; DeleteAcls: per filter, its error and the
+ * bindings it deleted. */
+int kq_ctl_decode_describe_acls_response(const kq_response *env, kq_ctl_acls_desc *out,
+                                         char *errbuf, size_t errlen);
+void kq_ctl_acls_desc_free(kq_ctl_acls_desc *d);
+int kq_ctl_decode_delete_acls_response(const kq_response *env, kq_ctl_delete_acls_desc *out,
+                                       char *errbuf, size_t errlen);
+void kq_ctl_delete_acls_desc_free(kq_ctl_delete_acls_desc *d);
+
 /* For env->api_key CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, ELECT_LEADERS,
- * INCREMENTAL_ALTER_CONFIGS or UPDATE_FEATURES. */
+ * INCREMENTAL_ALTER_CONFIGS, UPDATE_FEATURES or CREATE_ACLS (one per creation, name ""). */
 int kq_ctl_decode_item_results(const kq_response *env, kq_ctl_item_results *out, char *errbuf,
                                size_t errlen);
 void kq_ctl_item_results_free(kq_ctl_item_results *r);

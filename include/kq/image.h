@@ -1,5 +1,5 @@
 /*
- * kq_image: the cluster metadata image (brokers, topics, partitions, configs, features) built
+ * kq_image: the cluster metadata image (brokers, topics, partitions, configs, features, ACLs) built
  * by replaying metadata records (include/kq/records.h). Pure: no I/O, no clock, no protobuf.
  * Not thread-safe: one owner thread (the controller loop) applies and reads.
  *
@@ -188,6 +188,11 @@ int32_t kq_image_min_isr(const kq_image *img, const char *topic, int32_t dflt);
 typedef int (*kq_image_feature_cb)(void *arg, const char *name, int16_t level);
 int kq_image_foreach_feature(const kq_image *img, kq_image_feature_cb cb, void *arg);
 
+/* ---- ACLs -------------------------------------------------------------------------------- */
+/* The ACL bindings (AccessControlEntry records not removed), sorted by id: the list
+ * kq_authorize (include/kq/authorizer.h) decides over. *n receives the count; NULL img: none. */
+const kq_acl *kq_image_acls(const kq_image *img, size_t *n);
+
 /* ---- counts, hash, snapshot -------------------------------------------------------------- */
 typedef struct kq_image_counts {
     uint32_t brokers; /* registered */
@@ -200,11 +205,12 @@ typedef struct kq_image_counts {
     uint64_t under_replicated;    /* isr size < replicas size */
     uint32_t configs;
     uint32_t features;
+    uint32_t acls;
 } kq_image_counts;
 void kq_image_get_counts(const kq_image *img, kq_image_counts *out);
 
-/* Canonical 64-bit hash of the content (brokers, topics, partitions, configs, features; not the
- * offsets or the undo log). Independent of hash-table layout and of apply history: two images
+/* Canonical 64-bit hash of the content (brokers, topics, partitions, configs, features, ACLs; not
+ * the offsets or the undo log). Independent of hash-table layout and of apply history: two images
  * with equal content have equal hashes. */
 uint64_t kq_image_hash(const kq_image *img);
 
@@ -212,7 +218,8 @@ uint64_t kq_image_hash(const kq_image *img);
 size_t kq_image_memory_bytes(const kq_image *img);
 
 /* The image as records, in canonical order: FeatureLevel (by name), RegisterBroker (by id),
- * per topic (by name) Topic then Partition 0..n-1, then Config (by type, resource, name).
+ * per topic (by name) Topic then Partition 0..n-1, then Config (by type, resource, name), then
+ * AccessControlEntry (by id).
  * Replaying them into an empty image yields an image with the same hash. The records passed
  * to cb borrow the image's memory (valid during the call). Returns cb's non-zero value,
  * KQ_ERR_NOMEM, or 0. */

@@ -3,8 +3,8 @@
  * the functions that validate, free, encode, decode and render them.
  *
  * Two libraries implement this header:
- *   kq_image       (common/image/records.c): kq_record_validate, kq_record_free,
- *                  kq_topic_name_valid -- pure, no protobuf;
+ *   kq_image       (common/image/records.c): kq_record_validate, kq_record_free -- pure, no
+ *                  protobuf (kq_topic_name_valid is kq_util's, include/kq/util.h);
  *   kq_recordcodec (common/wire/record_codec.c): encode/decode to kq.Record protobuf bytes
  *                  (proto/kq_record.proto), render to text, replay into an image, snapshots.
  *
@@ -26,10 +26,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kq/authorizer.h"
+#include "kq/util.h"
+
 /* Limits enforced by kq_record_validate (and so by every decode and apply). */
-#define KQ_REC_MAX_REPLICAS 1024      /* per replica list (replicas, isr, elr, lke, voters) */
-#define KQ_REC_MAX_TOPIC_NAME 249     /* Kafka: [a-zA-Z0-9._-]{1,249}, not "." or ".." */
-#define KQ_REC_MAX_ENDPOINTS 64       /* per broker */
+#define KQ_REC_MAX_REPLICAS 1024 /* per replica list (replicas, isr, elr, lke, voters) */
+#define KQ_REC_MAX_TOPIC_NAME KQ_TOPIC_NAME_MAX /* kq_topic_name_valid (kq/util.h) */
+#define KQ_REC_MAX_ENDPOINTS 64                 /* per broker */
 #define KQ_REC_MAX_NAME 255           /* endpoint names, hosts, racks, feature and config keys */
 #define KQ_REC_MAX_CONFIG_VALUE 32768 /* config values */
 #define KQ_REC_MAX_OPAQUE (1u << 20)  /* opaque test payloads */
@@ -63,6 +66,8 @@ typedef enum kq_rec_type {
     KQ_REC_REMOVE_TOPIC = 16,
     KQ_REC_CONFIG = 17,
     KQ_REC_FEATURE_LEVEL = 18,
+    KQ_REC_ACL = 19,        /* AccessControlEntry: a kq_acl (include/kq/authorizer.h) */
+    KQ_REC_REMOVE_ACL = 20, /* RemoveAccessControlEntry */
 } kq_rec_type;
 
 /* Short name ("PartitionChange"); "Unknown" for anything else. Static string. */
@@ -84,15 +89,14 @@ typedef struct kq_record {
         kq_rec_remove_topic remove_topic;
         kq_rec_config config;
         kq_rec_feature_level feature_level;
+        kq_acl acl; /* decoded: owns its strings (const only for the decision's sake) */
+        kq_rec_remove_acl remove_acl;
         kq_rec_leader_change leader_change;
         kq_rec_opaque opaque;
     };
 } kq_record;
 
 /* ---- kq_image (pure) --------------------------------------------------------------------- */
-
-/* 1 if `name` is a valid Kafka topic name ([a-zA-Z0-9._-]{1,249}, not "." or ".."). */
-bool kq_topic_name_valid(const char *name);
 
 /* Structural checks of one record (ids, sizes, string bounds and characters, enum values,
  * duplicates, isr/elr/last_known_elr/leader within replicas). Returns 0 or

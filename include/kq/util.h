@@ -30,6 +30,10 @@ static inline bool kq_uuid_is_zero(const uint8_t id[16])
             return false;
     return true;
 }
+/* Kafka's topic name rules: [a-zA-Z0-9._-]{1,249}, not "." or "..". */
+#define KQ_TOPIC_NAME_MAX 249
+bool kq_topic_name_valid(const char *name);
+
 /* True for the ids no topic may have: the zero uuid and Kafka's Uuid.ONE (15 zero bytes, then
  * 1), the id of the __cluster_metadata topic. */
 static inline bool kq_topic_id_reserved(const uint8_t id[16])

@@ -51,6 +51,41 @@ static bool name_ok(const char *s, size_t max, bool nonempty)
     return s && strlen(s) <= max && (!nonempty || s[0]);
 }
 
+/* A decoded ACL binding or filter: strings within the record limits (a filter's may be
+ * absent), codes within int8. */
+static void check_acl(const kq_acl *a)
+{
+    FUZZ_CHECK(name_ok(a->resource_name, KQ_REC_MAX_NAME, false) &&
+               name_ok(a->principal, KQ_REC_MAX_NAME, false) &&
+               name_ok(a->host, KQ_REC_MAX_NAME, false));
+    FUZZ_CHECK(a->resource_type >= 0 && a->pattern_type >= 0 && a->operation >= 0 &&
+               a->permission >= 0);
+}
+
+static void check_filter(const kq_acl_filter *f)
+{
+    FUZZ_CHECK(slen(f->resource_name) <= KQ_REC_MAX_NAME && slen(f->principal) <= KQ_REC_MAX_NAME &&
+               slen(f->host) <= KQ_REC_MAX_NAME);
+    FUZZ_CHECK(f->resource_type >= 0 && f->pattern_type >= 0 && f->operation >= 0 &&
+               f->permission >= 0);
+}
+
+static bool same_acl(const kq_acl *a, const kq_acl *b)
+{
+    return a->resource_type == b->resource_type && a->pattern_type == b->pattern_type &&
+           a->operation == b->operation && a->permission == b->permission &&
+           same_str(a->resource_name, b->resource_name) && same_str(a->principal, b->principal) &&
+           same_str(a->host, b->host);
+}
+
+static bool same_filter(const kq_acl_filter *a, const kq_acl_filter *b)
+{
+    return a->resource_type == b->resource_type && a->pattern_type == b->pattern_type &&
+           a->operation == b->operation && a->permission == b->permission &&
+           same_str(a->resource_name, b->resource_name) && same_str(a->principal, b->principal) &&
+           same_str(a->host, b->host);
+}
+
 /* The rules kq_ctl_decode_request documents and enforces for an accepted request. */
 static void check_request(const kq_ctl_request *r)
 {
@@ -197,6 +232,19 @@ static void check_request(const kq_ctl_request *r)
     case KQ_API_DESCRIBE_CLUSTER:
     case KQ_API_DESCRIBE_FEATURES:
         break;
+    case KQ_API_CREATE_ACLS:
+        FUZZ_CHECK(r->create_acls.n >= 1 && r->create_acls.n <= KQ_CTL_MAX_ITEMS);
+        for (int32_t i = 0; i < r->create_acls.n; i++)
+            check_acl(&r->create_acls.acls[i]);
+        break;
+    case KQ_API_DESCRIBE_ACLS:
+        check_filter(&r->describe_acls.filter);
+        break;
+    case KQ_API_DELETE_ACLS:
+        FUZZ_CHECK(r->delete_acls.n >= 1 && r->delete_acls.n <= KQ_CTL_MAX_ITEMS);
+        for (int32_t i = 0; i < r->delete_acls.n; i++)
+            check_filter(&r->delete_acls.filters[i]);
+        break;
     default:
         FUZZ_CHECK(!"an accepted request has a non-controller api key");
     }
@@ -341,6 +389,19 @@ static void same_request(const kq_ctl_request *a, const kq_ctl_request *b)
         FUZZ_CHECK(a->describe_topics.n == b->describe_topics.n);
         for (int32_t i = 0; i < a->describe_topics.n; i++)
             FUZZ_CHECK(same_str(a->describe_topics.names[i], b->describe_topics.names[i]));
+        break;
+    case KQ_API_CREATE_ACLS:
+        FUZZ_CHECK(a->create_acls.n == b->create_acls.n);
+        for (int32_t i = 0; i < a->create_acls.n; i++)
+            FUZZ_CHECK(same_acl(&a->create_acls.acls[i], &b->create_acls.acls[i]));
+        break;
+    case KQ_API_DESCRIBE_ACLS:
+        FUZZ_CHECK(same_filter(&a->describe_acls.filter, &b->describe_acls.filter));
+        break;
+    case KQ_API_DELETE_ACLS:
+        FUZZ_CHECK(a->delete_acls.n == b->delete_acls.n);
+        for (int32_t i = 0; i < a->delete_acls.n; i++)
+            FUZZ_CHECK(same_filter(&a->delete_acls.filters[i], &b->delete_acls.filters[i]));
         break;
     default:
         break;

@@ -123,6 +123,50 @@ static void check_features(const kq_response *env)
     kq_ctl_features_desc_free(&d);
 }
 
+/* DescribeAcls and DeleteAcls answers: bindings with their strings; re-encoded, the same. */
+static void check_acls(const kq_response *env)
+{
+    kq_ctl_acls_desc d, d2;
+    kq_ctl_delete_acls_desc x;
+    kq_response env2;
+    kq_buf b = {0};
+    char err[256] = "";
+    int rc = kq_ctl_decode_describe_acls_response(env, &d, err, sizeof err);
+
+    if (rc) {
+        check_rc(rc, err);
+        FUZZ_CHECK(d.acls == NULL && d.n == 0);
+    } else {
+        FUZZ_CHECK(env->api_key == KQ_API_DESCRIBE_ACLS && d.n >= 0);
+        for (int32_t i = 0; i < d.n; i++)
+            FUZZ_CHECK(d.acls[i].resource_name && d.acls[i].principal && d.acls[i].host);
+        FUZZ_CHECK(kq_ctl_encode_answer(KQ_API_DESCRIBE_ACLS, &d, &b) == 0);
+        FUZZ_CHECK(kq_codec_decode_response(b.data, b.len, -1, &env2, err, sizeof err) == 0);
+        FUZZ_CHECK(kq_ctl_decode_describe_acls_response(&env2, &d2, err, sizeof err) == 0);
+        FUZZ_CHECK(d2.n == d.n);
+        for (int32_t i = 0; i < d.n; i++)
+            FUZZ_CHECK(!strcmp(d.acls[i].principal, d2.acls[i].principal) &&
+                       d.acls[i].operation == d2.acls[i].operation);
+        kq_ctl_acls_desc_free(&d2);
+        kq_response_free(&env2);
+        kq_buf_free(&b);
+        kq_ctl_acls_desc_free(&d);
+    }
+    rc = kq_ctl_decode_delete_acls_response(env, &x, err, sizeof err);
+    if (rc) {
+        check_rc(rc, err);
+        FUZZ_CHECK(x.results == NULL && x.n == 0);
+        return;
+    }
+    FUZZ_CHECK(env->api_key == KQ_API_DELETE_ACLS && x.n >= 0 && x.n <= KQ_CTL_MAX_ITEMS);
+    for (int32_t i = 0; i < x.n; i++) {
+        FUZZ_CHECK(x.results[i].n >= 0);
+        for (int32_t k = 0; k < x.results[i].n; k++)
+            FUZZ_CHECK(x.results[i].acls[k].principal && x.results[i].acls[k].host);
+    }
+    kq_ctl_delete_acls_desc_free(&x);
+}
+
 /* A message that survives re-encoding unchanged: absent, or 1..255 bytes. */
 static bool plain_message(const char *m)
 {
@@ -183,7 +227,8 @@ static bool is_item_api(uint32_t k)
 {
     return k == KQ_API_CREATE_TOPICS || k == KQ_API_DELETE_TOPICS ||
            k == KQ_API_CREATE_PARTITIONS || k == KQ_API_ELECT_LEADERS ||
-           k == KQ_API_INCREMENTAL_ALTER_CONFIGS || k == KQ_API_UPDATE_FEATURES;
+           k == KQ_API_INCREMENTAL_ALTER_CONFIGS || k == KQ_API_UPDATE_FEATURES ||
+           k == KQ_API_CREATE_ACLS;
 }
 
 static void check_items(const kq_response *env)
@@ -210,7 +255,7 @@ static void check_items(const kq_response *env)
             FUZZ_CHECK(it->resource_type == 0);
         if (env->api_key == KQ_API_CREATE_PARTITIONS ||
             env->api_key == KQ_API_INCREMENTAL_ALTER_CONFIGS ||
-            env->api_key == KQ_API_UPDATE_FEATURES)
+            env->api_key == KQ_API_UPDATE_FEATURES || env->api_key == KQ_API_CREATE_ACLS)
             FUZZ_CHECK(!it->has_id);
     }
     if (env->api_key == KQ_API_INCREMENTAL_ALTER_CONFIGS || env->api_key == KQ_API_UPDATE_FEATURES)
@@ -297,6 +342,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_topics(&env);
     check_configs(&env);
     check_features(&env);
+    check_acls(&env);
     check_items(&env);
     check_broker_side(&env);
     kq_response_free(&env);

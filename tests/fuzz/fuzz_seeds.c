@@ -239,6 +239,29 @@ static void codec_seeds(void)
 /* ---- metadata records, an image ---------------------------------------------------------- */
 
 static const uint8_t topic_id[16] = {0x5e, 0xed, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+
+/* ACL bindings and filters for the ACL API seeds. */
+static const kq_acl seed_acls[2] = {
+    {.resource_type = KQ_ACL_RESOURCE_TOPIC,
+     .resource_name = "orders",
+     .pattern_type = KQ_ACL_PATTERN_LITERAL,
+     .principal = "User:CN=reader",
+     .host = "*",
+     .operation = KQ_ACL_OP_READ,
+     .permission = KQ_ACL_ALLOW},
+    {.resource_type = KQ_ACL_RESOURCE_CLUSTER,
+     .resource_name = KQ_ACL_CLUSTER_NAME,
+     .pattern_type = KQ_ACL_PATTERN_LITERAL,
+     .principal = "User:*",
+     .host = "*",
+     .operation = KQ_ACL_OP_ALTER,
+     .permission = KQ_ACL_DENY},
+};
+static const kq_acl_filter seed_filters[2] = {
+    {KQ_ACL_ANY, NULL, KQ_ACL_ANY, NULL, NULL, KQ_ACL_ANY, KQ_ACL_ANY},
+    {KQ_ACL_RESOURCE_TOPIC, "orders", KQ_ACL_PATTERN_MATCH, "User:CN=reader", "*", KQ_ACL_OP_READ,
+     KQ_ACL_ALLOW},
+};
 static int32_t one_two[] = {1, 2};
 static kq_rec_endpoint endpoint = {"PLAINTEXT", "localhost", 9092};
 
@@ -293,6 +316,19 @@ static int sample_records(kq_record *r, int max)
     r[n].type = KQ_REC_FEATURE_LEVEL;
     r[n].feature_level.name = "metadata.version";
     r[n].feature_level.level = 1;
+    n++;
+    r[n].type = KQ_REC_ACL;
+    memcpy(r[n].acl.id, topic_id, 16);
+    r[n].acl.resource_type = KQ_ACL_RESOURCE_TOPIC;
+    r[n].acl.resource_name = "ord";
+    r[n].acl.pattern_type = KQ_ACL_PATTERN_PREFIXED;
+    r[n].acl.principal = "User:CN=reader";
+    r[n].acl.host = "*";
+    r[n].acl.operation = KQ_ACL_OP_DESCRIBE;
+    r[n].acl.permission = KQ_ACL_ALLOW;
+    n++;
+    r[n].type = KQ_REC_REMOVE_ACL;
+    memcpy(r[n].remove_acl.id, topic_id, 16);
     n++;
     r[n].type = KQ_REC_LEADER_CHANGE;
     r[n].leader_change.leader_id = 1;
@@ -453,6 +489,22 @@ static void ctl_request_seeds(void)
     r.describe_topics.names = names;
     r.describe_topics.n = 2;
     ctl_request("describe_topics", &r);
+    {
+        kq_ctl_request a = {.api_key = KQ_API_CREATE_ACLS};
+
+        a.create_acls.acls = seed_acls;
+        a.create_acls.n = 2;
+        ctl_request("create_acls", &a);
+        memset(&a, 0, sizeof a);
+        a.api_key = KQ_API_DESCRIBE_ACLS;
+        a.describe_acls.filter = seed_filters[0];
+        ctl_request("describe_acls", &a);
+        memset(&a, 0, sizeof a);
+        a.api_key = KQ_API_DELETE_ACLS;
+        a.delete_acls.filters = seed_filters;
+        a.delete_acls.n = 2;
+        ctl_request("delete_acls", &a);
+    }
     /* one whole envelope, unwrapped */
     if (kq_ctl_encode_request("fuzz", 1, &r, &b) == 0) {
         uint8_t raw = FUZZ_RAW_ENVELOPE;
@@ -524,6 +576,23 @@ static void ctl_response_seeds(void)
                  kq_ctl_encode_describe_configs(img, dcr, 1, statics, 1, &b), &b);
     ctl_response("describe_features", KQ_API_DESCRIBE_FEATURES,
                  kq_ctl_encode_describe_features(img, fr, 1, &b), &b);
+    {
+        kq_ctl_item_result created[2] = {
+            {.name = "", .partition = -1},
+            {.name = "", .partition = -1, .error = 42, .message = "the host must be *"}};
+        kq_ctl_acls_desc listed = {(kq_acl *)seed_acls, 2};
+        kq_ctl_delete_acls_result deleted[2] = {{0, NULL, (kq_acl *)seed_acls, 1},
+                                                {42, "ACL filter: invalid operation", NULL, 0}};
+        kq_ctl_delete_acls_desc dd = {deleted, 2};
+
+        ctl_response(
+            "create_acls", KQ_API_CREATE_ACLS,
+            kq_ctl_encode_answer(KQ_API_CREATE_ACLS, &(kq_ctl_item_results){created, 2}, &b), &b);
+        ctl_response("describe_acls", KQ_API_DESCRIBE_ACLS,
+                     kq_ctl_encode_answer(KQ_API_DESCRIBE_ACLS, &listed, &b), &b);
+        ctl_response("delete_acls", KQ_API_DELETE_ACLS,
+                     kq_ctl_encode_answer(KQ_API_DELETE_ACLS, &dd, &b), &b);
+    }
     kq_image_free(img);
 }
 

@@ -43,6 +43,9 @@ static const fuzz_api fuzz_ctl_apis[] = {
     {KQ_API_DESCRIBE_FEATURES, 31},
     {KQ_API_DESCRIBE_CLUSTER, 32},
     {KQ_API_DESCRIBE_TOPICS, 33},
+    {KQ_API_CREATE_ACLS, 34},
+    {KQ_API_DESCRIBE_ACLS, 35},
+    {KQ_API_DELETE_ACLS, 36},
 };
 #define FUZZ_N_CTL_APIS (sizeof fuzz_ctl_apis / sizeof fuzz_ctl_apis[0])
 

@@ -69,7 +69,7 @@ static void test_classification_reads_the_table(void **state)
         controller += is_ctl;
         data += is_data;
     }
-    assert_int_equal(controller, 14);
+    assert_int_equal(controller, 17);
     assert_int_equal(data, 4);
     assert_string_equal(kq_api_find(KQ_API_DESCRIBE_TOPICS)->name, "DescribeTopics");
     assert_int_equal(KQ_API_ALTER_PARTITION, 56); /* Kafka's key */

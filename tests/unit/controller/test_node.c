@@ -412,6 +412,162 @@ static void test_authorizer_without_identities(void **state)
     host_free(h);
 }
 
+static void send_ctl(host *h, int no, kq_ctl_request *r, uint64_t now)
+{
+    kq_buf wire = {0};
+    assert_int_equal(kq_ctl_encode_request(CLUSTER, -1, r, &wire), 0);
+    assert_int_equal(send_encoded(h, no, &wire, now), 0);
+    kq_buf_free(&wire);
+}
+
+/* Run the loop and commit everything, so that request `no` is answered. */
+static const answer *settle(host *h, int no, uint64_t now)
+{
+    kq_ctl_node_run(&h->node, now);
+    commit_to(h, h->st.log_end_offset, now + 1);
+    return answer_for(h, no);
+}
+
+static void describe_acls(host *h, int no, uint64_t now, kq_ctl_acls_desc *out)
+{
+    kq_ctl_request r = {.api_key = KQ_API_DESCRIBE_ACLS};
+    kq_response resp;
+    char err[256];
+    const answer *a;
+
+    r.describe_acls.filter =
+        (kq_acl_filter){KQ_ACL_ANY, NULL, KQ_ACL_ANY, NULL, NULL, KQ_ACL_ANY, KQ_ACL_ANY};
+    send_ctl(h, no, &r, now);
+    a = settle(h, no, now);
+    assert_non_null(a);
+    assert_int_equal(a->err, 0);
+    assert_int_equal(
+        kq_codec_decode_response(a->resp.data, a->resp.len, -1, &resp, err, sizeof(err)), 0);
+    assert_int_equal(kq_ctl_decode_describe_acls_response(&resp, out, err, sizeof err), 0);
+    kq_response_free(&resp);
+}
+
+/* ACLs created by a super user through CreateAcls decide for everyone else at once (Describe
+ * granted: DescribeCluster allowed, CreateTopics refused); DescribeAcls lists them, an
+ * invalid one is refused per creation, and DeleteAcls takes the grant back. */
+static void test_acls_through_the_controller(void **state)
+{
+    kq_authorizer_config authz = {.enabled = true};
+    char err[256];
+    const kq_acl grants[] = {
+        {.resource_type = KQ_ACL_RESOURCE_CLUSTER,
+         .resource_name = KQ_ACL_CLUSTER_NAME,
+         .pattern_type = KQ_ACL_PATTERN_LITERAL,
+         .principal = "User:reader",
+         .host = "*",
+         .operation = KQ_ACL_OP_DESCRIBE,
+         .permission = KQ_ACL_ALLOW},
+        {.resource_type = KQ_ACL_RESOURCE_TOPIC,
+         .resource_name = "bad topic",
+         .pattern_type = KQ_ACL_PATTERN_LITERAL,
+         .principal = "User:reader",
+         .host = "*",
+         .operation = KQ_ACL_OP_DESCRIBE,
+         .permission = KQ_ACL_ALLOW},
+        {.resource_type = KQ_ACL_RESOURCE_CLUSTER,
+         .resource_name = KQ_ACL_CLUSTER_NAME,
+         .pattern_type = KQ_ACL_PATTERN_LITERAL,
+         .principal = "User:reader",
+         .host = "*",
+         .operation = KQ_ACL_OP_DESCRIBE,
+         .permission = KQ_ACL_ALLOW}, /* again: no-op */
+    };
+    kq_ctl_request create = {.api_key = KQ_API_CREATE_ACLS};
+    kq_ctl_request cluster = {.api_key = KQ_API_DESCRIBE_CLUSTER};
+    kq_ctl_request topics = {.api_key = KQ_API_CREATE_TOPICS};
+    kq_ctl_request del = {.api_key = KQ_API_DELETE_ACLS};
+    kq_create_topic t = {.name = "t", .num_partitions = 1, .replication_factor = 1};
+    kq_acl_filter f = {KQ_ACL_ANY, NULL, KQ_ACL_ANY, "User:reader", NULL, KQ_ACL_ANY, KQ_ACL_ANY};
+    kq_ctl_acls_desc d = {0};
+    kq_response resp;
+    const answer *a;
+    size_t n;
+
+    (void)state;
+    assert_int_equal(kq_authorizer_parse_super_users("User:admin", &authz, err, sizeof err), 0);
+    node_authorizer = &authz;
+    host *h = host_new(16);
+    node_authorizer = NULL;
+    become_active(h, 1000);
+
+    h->principal = "User:reader";
+    send_ctl(h, 1, &cluster, 1001);
+    assert_int_equal(answer_for(h, 1)->err, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED);
+    create.create_acls.acls = grants;
+    create.create_acls.n = 3;
+    send_ctl(h, 2, &create, 1001); /* CreateAcls needs Alter on the cluster */
+    assert_int_equal(answer_for(h, 2)->err, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED);
+
+    h->principal = "User:admin";
+    send_ctl(h, 3, &create, 1002);
+    a = settle(h, 3, 1002);
+    assert_non_null(a);
+    assert_int_equal(a->err, 0);
+    {
+        kq_ctl_item_results items = {0};
+
+        assert_int_equal(
+            kq_codec_decode_response(a->resp.data, a->resp.len, -1, &resp, err, sizeof(err)), 0);
+        assert_int_equal(kq_ctl_decode_item_results(&resp, &items, err, sizeof err), 0);
+        kq_response_free(&resp);
+        assert_int_equal(items.n, 3);
+        assert_int_equal(items.items[0].error, 0);
+        assert_int_equal(items.items[1].error, KQ_ERR_INVALID_REQUEST);
+        assert_non_null(strstr(items.items[1].message, "topic name"));
+        assert_int_equal(items.items[2].error, 0);
+        kq_ctl_item_results_free(&items);
+    }
+    kq_image_acls(h->node.meta.img, &n);
+    assert_int_equal(n, 1);
+    describe_acls(h, 4, 1004, &d);
+    assert_int_equal(d.n, 1);
+    assert_string_equal(d.acls[0].principal, "User:reader");
+    assert_int_equal(d.acls[0].operation, KQ_ACL_OP_DESCRIBE);
+    kq_ctl_acls_desc_free(&d);
+
+    h->principal = "User:reader";
+    send_ctl(h, 5, &cluster, 1005);
+    a = settle(h, 5, 1005);
+    assert_int_equal(a->err, 0);
+    topics.create_topics.topics = &t;
+    topics.create_topics.n = 1;
+    send_ctl(h, 6, &topics, 1006);
+    assert_int_equal(answer_for(h, 6)->err, KQ_ERR_TOPIC_AUTHORIZATION_FAILED);
+    assert_null(kq_image_topic_by_name(h->node.meta.img, "t"));
+
+    h->principal = "User:admin";
+    del.delete_acls.filters = &f;
+    del.delete_acls.n = 1;
+    send_ctl(h, 7, &del, 1007);
+    a = settle(h, 7, 1007);
+    assert_int_equal(a->err, 0);
+    {
+        kq_ctl_delete_acls_desc dd = {0};
+
+        assert_int_equal(
+            kq_codec_decode_response(a->resp.data, a->resp.len, -1, &resp, err, sizeof(err)), 0);
+        assert_int_equal(kq_ctl_decode_delete_acls_response(&resp, &dd, err, sizeof err), 0);
+        kq_response_free(&resp);
+        assert_int_equal(dd.n, 1);
+        assert_int_equal(dd.results[0].error, 0);
+        assert_int_equal(dd.results[0].n, 1);
+        assert_string_equal(dd.results[0].acls[0].principal, "User:reader");
+        kq_ctl_delete_acls_desc_free(&dd);
+    }
+    kq_image_acls(h->node.meta.img, &n);
+    assert_int_equal(n, 0);
+    h->principal = "User:reader";
+    send_ctl(h, 8, &cluster, 1008);
+    assert_int_equal(answer_for(h, 8)->err, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED);
+    assert_int_equal(h->fatals, 0);
+    host_free(h);
+}
+
 /* Not the active controller: controller APIs are refused at once, naming why. */
 static void test_standby_refuses_at_once(void **state)
 {
@@ -685,6 +841,7 @@ int main(void)
         cmocka_unit_test(test_leadership_lost_fails_parked_and_rolls_back),
         cmocka_unit_test(test_requests_for_a_broker_need_its_principal),
         cmocka_unit_test(test_authorizer_without_identities),
+        cmocka_unit_test(test_acls_through_the_controller),
         cmocka_unit_test(test_standby_refuses_at_once),
         cmocka_unit_test(test_activation_waits_for_the_leader_change_to_commit),
         cmocka_unit_test(test_overload_refuses_writes),

@@ -161,6 +161,32 @@ static inline kq_record rec_feature(const char *name, int level)
     return r;
 }
 
+/* An ACL binding with id n (1..), on topic `topic` (NULL: the cluster). */
+static inline kq_record rec_acl(int n, const char *topic, const char *principal, int op, int perm)
+{
+    kq_record r = {.type = KQ_REC_ACL};
+
+    r.acl.id[0] = 0xac;
+    r.acl.id[15] = (uint8_t)n;
+    r.acl.resource_type = topic ? KQ_ACL_RESOURCE_TOPIC : KQ_ACL_RESOURCE_CLUSTER;
+    r.acl.resource_name = strdup(topic ? topic : KQ_ACL_CLUSTER_NAME);
+    r.acl.pattern_type = KQ_ACL_PATTERN_LITERAL;
+    r.acl.principal = strdup(principal);
+    r.acl.host = strdup("*");
+    r.acl.operation = (int8_t)op;
+    r.acl.permission = (int8_t)perm;
+    return r;
+}
+
+static inline kq_record rec_remove_acl(int n)
+{
+    kq_record r = {.type = KQ_REC_REMOVE_ACL};
+
+    r.remove_acl.id[0] = 0xac;
+    r.remove_acl.id[15] = (uint8_t)n;
+    return r;
+}
+
 /* A random subset of `from` (order kept), at least `min` long when possible. */
 static inline int gen_subset(gen *g, const int32_t *from, int n, int min, int32_t *out)
 {
@@ -320,6 +346,15 @@ static inline void gen_record(gen *g, const kq_image *img, kq_record *r)
         static const char *const feats[] = {"metadata.version", "kraft.version", "x.feature"};
 
         *r = rec_feature(feats[gen_below(g, 3)], gen_below(g, 4));
+    } else if (k < 99) { /* ids 1..3: adds of an id in use and removes of one not are refused */
+        int id = 1 + gen_below(g, 3);
+
+        if (gen_below(g, 2))
+            *r = rec_acl(id, gen_below(g, 2) ? gen_topic_names[gen_below(g, GEN_TOPICS)] : NULL,
+                         gen_below(g, 2) ? "User:alice" : "User:*", KQ_ACL_OP_DESCRIBE,
+                         gen_below(g, 2) ? KQ_ACL_ALLOW : KQ_ACL_DENY);
+        else
+            *r = rec_remove_acl(id);
     } else {
         *r = (kq_record){.type = KQ_REC_NOOP};
     }

@@ -649,9 +649,72 @@ static void test_random_index_consistency(void **state)
         kq_image_free(img);
     }
     /* Every kind of record was applied successfully many times. */
-    for (int t = KQ_REC_REGISTER_BROKER; t <= KQ_REC_FEATURE_LEVEL; t++)
-        if (by_type[t] < 20)
+    for (int t = KQ_REC_REGISTER_BROKER; t <= KQ_REC_REMOVE_ACL; t++)
+        if (by_type[t] < (t >= KQ_REC_ACL ? 5 : 20))
             fail_msg("only %d %s records applied", by_type[t], kq_rec_type_name((kq_rec_type)t));
+}
+
+static int count_acl_records(void *arg, const kq_record *r)
+{
+    *(int *)arg += r->type == KQ_REC_ACL;
+    return 0;
+}
+
+/* ACL bindings: kept sorted by id, an id used twice or removed unknown is refused with the
+ * image unchanged, rollback restores a removed binding, and the canonical stream carries them. */
+static void test_acls(void **state)
+{
+    kq_image *img = kq_image_new();
+    kq_image_counts counts;
+    size_t n;
+    const kq_acl *acls;
+    uint64_t h;
+    int in_stream = 0;
+
+    (void)state;
+    next_off = 0;
+    assert_int_equal(apply(img, rec_acl(7, "orders", "User:alice", KQ_ACL_OP_READ, KQ_ACL_ALLOW)),
+                     0);
+    assert_int_equal(apply(img, rec_acl(3, NULL, "User:bob", KQ_ACL_OP_ALTER, KQ_ACL_DENY)), 0);
+    acls = kq_image_acls(img, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(acls[0].id[15], 3);
+    assert_string_equal(acls[0].resource_name, KQ_ACL_CLUSTER_NAME);
+    assert_string_equal(acls[1].principal, "User:alice");
+    kq_image_commit(img, kq_image_offset(img));
+    h = kq_image_hash(img);
+
+    assert_int_equal(apply(img, rec_acl(7, "x", "User:eve", KQ_ACL_OP_READ, KQ_ACL_ALLOW)),
+                     KQ_ERR_INVALID_REQUEST);
+    assert_non_null(strstr(kq_image_error(img), "exists"));
+    assert_int_equal(apply(img, rec_remove_acl(9)), KQ_ERR_INVALID_REQUEST);
+    assert_non_null(strstr(kq_image_error(img), "no ACL"));
+    assert_int_equal(kq_image_hash(img), h);
+
+    assert_int_equal(apply(img, rec_remove_acl(7)), 0);
+    acls = kq_image_acls(img, &n);
+    assert_int_equal(n, 1);
+    assert_true(kq_image_hash(img) != h);
+    assert_int_equal(kq_image_rollback(img, kq_image_committed_offset(img)), 0);
+    acls = kq_image_acls(img, &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(acls[1].resource_name, "orders");
+    assert_int_equal(kq_image_hash(img), h);
+
+    kq_image_get_counts(img, &counts);
+    assert_int_equal(counts.acls, 2);
+    assert_int_equal(kq_image_foreach_record(img, count_acl_records, &in_stream), 0);
+    assert_int_equal(in_stream, 2);
+    /* A binding kq could not enforce never reaches the image. */
+    {
+        kq_record bad = rec_acl(5, "orders", "User:alice", KQ_ACL_OP_READ, KQ_ACL_ALLOW);
+
+        free((char *)bad.acl.host);
+        bad.acl.host = strdup("10.0.0.1");
+        assert_int_equal(apply(img, bad), KQ_ERR_INVALID_REQUEST);
+        assert_non_null(strstr(kq_image_error(img), "host"));
+    }
+    kq_image_free(img);
 }
 
 static void test_rollback_exact(void **state)
@@ -816,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_offsets_and_validation),
         cmocka_unit_test(test_random_index_consistency),
         cmocka_unit_test(test_rollback_exact),
+        cmocka_unit_test(test_acls),
         cmocka_unit_test(test_rollback_each_offset),
         cmocka_unit_test(test_commit),
         cmocka_unit_test(test_collect_and_move_leaders),

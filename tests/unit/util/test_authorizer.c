@@ -15,7 +15,9 @@ static char why[512];
 
 #define TOPIC(n, pat, who, op, perm)                                                               \
     {                                                                                              \
-        KQ_ACL_RESOURCE_TOPIC, n, KQ_ACL_PATTERN_##pat, who, "*", KQ_ACL_OP_##op, KQ_ACL_##perm    \
+        .resource_type = KQ_ACL_RESOURCE_TOPIC, .resource_name = n,                                \
+        .pattern_type = KQ_ACL_PATTERN_##pat, .principal = who, .host = "*",                       \
+        .operation = KQ_ACL_OP_##op, .permission = KQ_ACL_##perm                                   \
     }
 
 static bool may(const kq_authorizer_config *c, const kq_acl *acls, size_t n, const char *who,
@@ -61,10 +63,12 @@ static void test_acls(void **state)
         TOPIC("pay-secret", LITERAL, "User:app", ALL, DENY),
         TOPIC("*", LITERAL, "User:*", READ, ALLOW),
         TOPIC("logs", LITERAL, "User:app", READ, DENY),
-        {KQ_ACL_RESOURCE_TOPIC, "hosted", KQ_ACL_PATTERN_LITERAL, "User:app", "10.0.0.1",
-         KQ_ACL_OP_WRITE, KQ_ACL_ALLOW},
-        {KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, KQ_ACL_PATTERN_LITERAL, "User:ops", "*",
-         KQ_ACL_OP_ALTER_CONFIGS, KQ_ACL_ALLOW},
+        {.resource_type = KQ_ACL_RESOURCE_TOPIC, .resource_name = "hosted",
+         .pattern_type = KQ_ACL_PATTERN_LITERAL, .principal = "User:app", .host = "10.0.0.1",
+         .operation = KQ_ACL_OP_WRITE, .permission = KQ_ACL_ALLOW},
+        {.resource_type = KQ_ACL_RESOURCE_CLUSTER, .resource_name = KQ_ACL_CLUSTER_NAME,
+         .pattern_type = KQ_ACL_PATTERN_LITERAL, .principal = "User:ops", .host = "*",
+         .operation = KQ_ACL_OP_ALTER_CONFIGS, .permission = KQ_ACL_ALLOW},
     };
     size_t n = sizeof acls / sizeof acls[0];
 
@@ -108,11 +112,117 @@ static void test_acls(void **state)
     assert_false(may(&c, acls, n, "User:x", KQ_ACL_OP_DELETE, KQ_ACL_RESOURCE_TOPIC, "zzz"));
 }
 
+/* DescribeAcls/DeleteAcls filters: ANY and NULL match everything, MATCH what applies. */
+static void test_filters(void **state)
+{
+    const kq_acl lit = TOPIC("orders", LITERAL, "User:alice", READ, ALLOW);
+    const kq_acl pre = TOPIC("ord", PREFIXED, "User:bob", WRITE, DENY);
+    const kq_acl star = TOPIC("*", LITERAL, "User:*", DESCRIBE, ALLOW);
+    kq_acl_filter any = {KQ_ACL_ANY, NULL, KQ_ACL_ANY, NULL, NULL, KQ_ACL_ANY, KQ_ACL_ANY};
+    kq_acl_filter f = any;
+    char err[256];
+
+    (void)state;
+    assert_true(kq_acl_filter_matches(&any, &lit) && kq_acl_filter_matches(&any, &pre));
+    f.resource_name = "orders"; /* exact name, any pattern type */
+    assert_true(kq_acl_filter_matches(&f, &lit));
+    assert_false(kq_acl_filter_matches(&f, &pre));
+    f.pattern_type = KQ_ACL_PATTERN_MATCH; /* what applies to topic orders */
+    assert_true(kq_acl_filter_matches(&f, &lit));
+    assert_true(kq_acl_filter_matches(&f, &pre));
+    assert_true(kq_acl_filter_matches(&f, &star));
+    f.resource_name = "payments";
+    assert_false(kq_acl_filter_matches(&f, &pre));
+    assert_true(kq_acl_filter_matches(&f, &star));
+    f = any;
+    f.principal = "User:bob";
+    f.permission = KQ_ACL_DENY;
+    assert_true(kq_acl_filter_matches(&f, &pre));
+    assert_false(kq_acl_filter_matches(&f, &lit));
+    f = any;
+    f.operation = KQ_ACL_OP_READ;
+    f.resource_type = KQ_ACL_RESOURCE_CLUSTER;
+    assert_false(kq_acl_filter_matches(&f, &lit));
+
+    assert_int_equal(kq_acl_filter_check(&any, err, sizeof err), 0);
+    f = any;
+    f.pattern_type = KQ_ACL_PATTERN_MATCH;
+    assert_int_equal(kq_acl_filter_check(&f, err, sizeof err), -1);
+    assert_non_null(strstr(err, "Match"));
+    f = any;
+    f.operation = 0;
+    assert_int_equal(kq_acl_filter_check(&f, err, sizeof err), -1);
+    assert_non_null(strstr(err, "operation"));
+}
+
+/* What may be stored: Kafka's per-resource operations, names, principals; host only "*". */
+static void test_binding_check(void **state)
+{
+    kq_acl a = TOPIC("orders", LITERAL, "User:alice", READ, ALLOW);
+    char err[512];
+
+    (void)state;
+    assert_int_equal(kq_acl_binding_check(&a, err, sizeof err), 0);
+    a.resource_name = "bad name";
+    assert_int_equal(kq_acl_binding_check(&a, err, sizeof err), -1);
+    assert_non_null(strstr(err, "topic name"));
+    a.resource_name = "*";
+    assert_int_equal(kq_acl_binding_check(&a, err, sizeof err), 0);
+    a.pattern_type = KQ_ACL_PATTERN_PREFIXED; /* a prefixed "*" is not a topic prefix */
+    assert_int_equal(kq_acl_binding_check(&a, err, sizeof err), -1);
+    a = (kq_acl)TOPIC("orders", LITERAL, "alice", READ, ALLOW);
+    assert_int_equal(kq_acl_binding_check(&a, err, sizeof err), -1);
+    assert_non_null(strstr(err, "User:NAME"));
+    a = (kq_acl)TOPIC("orders", LITERAL, "User:alice", CLUSTER_ACTION, ALLOW);
+    assert_int_equal(kq_acl_binding_check(&a, err, sizeof err), -1);
+    assert_non_null(strstr(err, "does not apply"));
+    a = (kq_acl)TOPIC("orders", LITERAL, "User:alice", READ, ALLOW);
+    a.host = "10.1.2.3";
+    assert_int_equal(kq_acl_binding_check(&a, err, sizeof err), -1);
+    assert_non_null(strstr(err, "host"));
+    a = (kq_acl){.resource_type = KQ_ACL_RESOURCE_CLUSTER,
+                 .resource_name = "kafka-cluster",
+                 .pattern_type = KQ_ACL_PATTERN_LITERAL,
+                 .principal = "User:*",
+                 .host = "*",
+                 .operation = KQ_ACL_OP_CLUSTER_ACTION,
+                 .permission = KQ_ACL_ALLOW};
+    assert_int_equal(kq_acl_binding_check(&a, err, sizeof err), 0);
+    a.resource_name = "other";
+    assert_int_equal(kq_acl_binding_check(&a, err, sizeof err), -1);
+    a.resource_name = "kafka-cluster";
+    a.operation = KQ_ACL_OP_READ;
+    assert_int_equal(kq_acl_binding_check(&a, err, sizeof err), -1);
+}
+
+static void test_names(void **state)
+{
+    char buf[160];
+    const kq_acl a = TOPIC("t", LITERAL, "User:alice", DESCRIBE_CONFIGS, DENY);
+
+    (void)state;
+    assert_int_equal(kq_acl_operation_parse("DescribeConfigs", false), KQ_ACL_OP_DESCRIBE_CONFIGS);
+    assert_int_equal(kq_acl_operation_parse("describe_configs", false), KQ_ACL_OP_DESCRIBE_CONFIGS);
+    assert_int_equal(kq_acl_operation_parse("READ", false), KQ_ACL_OP_READ);
+    assert_int_equal(kq_acl_operation_parse("Any", false), 0);
+    assert_int_equal(kq_acl_operation_parse("Any", true), KQ_ACL_ANY);
+    assert_int_equal(kq_acl_operation_parse("Frobnicate", true), 0);
+    assert_int_equal(kq_acl_pattern_type_parse("prefixed", false), KQ_ACL_PATTERN_PREFIXED);
+    assert_int_equal(kq_acl_pattern_type_parse("match", false), 0);
+    assert_int_equal(kq_acl_pattern_type_parse("match", true), KQ_ACL_PATTERN_MATCH);
+    kq_acl_entry_format(&a, buf, sizeof buf);
+    assert_string_equal(
+        buf, "(principal=User:alice, host=*, operation=DESCRIBE_CONFIGS, permissionType=DENY)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_super_users_and_no_acls),
         cmocka_unit_test(test_acls),
+        cmocka_unit_test(test_filters),
+        cmocka_unit_test(test_binding_check),
+        cmocka_unit_test(test_names),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
