@@ -285,12 +285,8 @@ static int load_from(kq_config *c, kq_broker_config *out, char *errbuf, size_t e
         return bad(errbuf, errlen, "%s: '%s' is not one of debug, info, warn, error", "log.level",
                    s);
     out->log_level = (kq_log_level)lvl;
-    if ((rc = kq_config_string(c, "metrics.listener", "", &s, errbuf, errlen)) != 0)
-        return rc;
-    if (s[0] != '\0' &&
-        (rc = name_key(kq_config_parse_hostport(s, out->metrics_host, sizeof(out->metrics_host),
-                                                &out->metrics_port, errbuf, errlen),
-                       "metrics.listener", errbuf, errlen)) != 0)
+    if ((rc = kq_config_metrics_listener(c, out->metrics_host, sizeof(out->metrics_host),
+                                         &out->metrics_port, &out->metrics_tls, errbuf, errlen)))
         return rc;
     kq_config_warn_unknown(c);
     return 0;

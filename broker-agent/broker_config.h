@@ -52,6 +52,7 @@ typedef struct kq_broker_config {
     kq_log_level log_level;             /* log.level */
     char metrics_host[256];             /* metrics.listener host ("" = no HTTP endpoint) */
     int metrics_port;
+    bool metrics_tls; /* metrics.listener https:// */
 } kq_broker_config;
 
 /* Load and validate a file. Returns 0, or KQ_ERR_CONFIG / KQ_ERR_IO with errbuf naming the key

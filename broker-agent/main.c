@@ -579,9 +579,6 @@ static int metrics_init(broker *b, char *err, size_t errlen)
                              "acks=all Produce requests waiting for the ISR", NULL);
     m->parked_fetches = kq_metrics_gauge_int(m->reg, "kq_broker_waiting_fetches",
                                              "Fetch requests long-polling for new records", NULL);
-    if (b->cfg.metrics_host[0] != '\0')
-        return kq_http_start(b->cfg.metrics_host, b->cfg.metrics_port, m->reg, ready_cb, b,
-                             &b->http, err, errlen);
     return 0;
 }
 
@@ -820,6 +817,11 @@ static int start(broker *b, char *err, size_t errlen)
     if (b->cfg.ssl.keystore[0] && ((rc = kq_rpc_set_tls_config(&b->cfg.ssl, err, errlen)) != 0 ||
                                    (rc = kq_rpc_tls_metrics(b->m.reg)) != 0))
         goto out;
+    if (b->cfg.metrics_host[0] != '\0' &&
+        (rc =
+             kq_metrics_listener_start(b->cfg.metrics_host, b->cfg.metrics_port, b->cfg.metrics_tls,
+                                       b->m.reg, ready_cb, b, &b->http, err, errlen)) != 0)
+        goto out;
     rc = kq_raft_net_open(b->cfg.voters, b->cfg.n_voters, ctl_tls, b->cfg.max_request_bytes, b->q,
                           EV_RAFT, &b->net, err, errlen);
     if (rc != 0)
@@ -1025,6 +1027,7 @@ int main(int argc, char **argv)
     kq_dp_nng_free(b.dp_net);
     kq_rm_free(b.rm);
     kq_plog_close(b.plog);
+    kq_rpc_tls_on_change(NULL, NULL); /* before the HTTPS listener it may point at goes */
     kq_http_stop(b.http);
     kq_rpc_server_stop(b.server);
     kq_raft_net_close(b.net);

@@ -206,12 +206,8 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
         goto out;
     }
     out->log_level = (kq_log_level)lvl;
-    if ((rc = kq_config_string(c, "metrics.listener", "", &s, errbuf, errlen)) != 0)
-        goto out;
-    if (s[0] != '\0' &&
-        (rc = name_key(kq_config_parse_hostport(s, out->metrics_host, sizeof(out->metrics_host),
-                                                &out->metrics_port, errbuf, errlen),
-                       "metrics.listener", errbuf, errlen)) != 0)
+    if ((rc = kq_config_metrics_listener(c, out->metrics_host, sizeof(out->metrics_host),
+                                         &out->metrics_port, &out->metrics_tls, errbuf, errlen)))
         goto out;
     kq_config_warn_unknown(c);
 out:

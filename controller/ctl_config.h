@@ -38,6 +38,7 @@ typedef struct kq_ctl_config {
     int64_t snapshot_max_bytes;     /* metadata.log.max.record.bytes.between.snapshots */
     int64_t snapshot_interval_ms;   /* metadata.log.max.snapshot.interval.ms (0: off) */
     int metrics_port;
+    bool metrics_tls; /* metrics.listener https:// */
 } kq_ctl_config;
 
 /* Load and validate. Returns 0, or KQ_ERR_CONFIG / KQ_ERR_IO with errbuf naming the key or

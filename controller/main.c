@@ -890,12 +890,6 @@ static int metrics_init(ctl *c, char *err, size_t errlen)
     m->snapshot_end = kq_metrics_gauge_int(m->reg, "kq_metadata_snapshot_end_offset",
                                            "End offset of the latest snapshot (0: none)", NULL);
     m->image_updated_offset = -1;
-    if (c->cfg.metrics_host[0] != '\0') {
-        int rc = kq_http_start(c->cfg.metrics_host, c->cfg.metrics_port, m->reg, ready_cb, c,
-                               &c->http, err, errlen);
-        if (rc != 0)
-            return rc;
-    }
     return 0;
 nomem:
     snprintf(err, errlen, "out of memory");
@@ -1091,8 +1085,16 @@ static int start(ctl *c, char *err, size_t errlen)
         if (c->cfg.voters[i].id != c->cfg.node_id)
             others[n_others++] = c->cfg.voters[i];
     bool tls = c->cfg.protocol == KQ_SECURITY_SSL;
-    if (tls && ((rc = kq_rpc_set_tls_config(&c->cfg.ssl, err, errlen)) != 0 ||
-                (rc = kq_rpc_tls_metrics(c->m.reg)) != 0)) {
+    if ((tls || c->cfg.metrics_tls) &&
+        ((rc = kq_rpc_set_tls_config(&c->cfg.ssl, err, errlen)) != 0 ||
+         (rc = kq_rpc_tls_metrics(c->m.reg)) != 0)) {
+        free(rec.epochs);
+        return rc;
+    }
+    if (c->cfg.metrics_host[0] != '\0' &&
+        (rc =
+             kq_metrics_listener_start(c->cfg.metrics_host, c->cfg.metrics_port, c->cfg.metrics_tls,
+                                       c->m.reg, ready_cb, c, &c->http, err, errlen)) != 0) {
         free(rec.epochs);
         return rc;
     }
@@ -1315,7 +1317,8 @@ int main(int argc, char **argv)
     kq_daemon_teardown_watchdog("controller", 0);
     kq_ctl_node_free(&c.node); /* drops what is still parked */
     kq_raft_host_free(&c.host);
-    kq_store_close(c.store); /* everything is committed; close it before the network */
+    kq_store_close(c.store);          /* everything is committed; close it before the network */
+    kq_rpc_tls_on_change(NULL, NULL); /* before the HTTPS listener it may point at goes */
     kq_http_stop(c.http);
     kq_rpc_server_stop(c.server);
     kq_raft_net_close(c.net);

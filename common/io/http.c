@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include <nng/nng.h>
+#include <nng/supplemental/tls/tls.h>
 
 #include "kq/error.h"
 #include "kq/log.h"
@@ -521,6 +522,17 @@ static void http_free(kq_http *h)
 int kq_http_start(const char *host, int port, kq_metrics *m, kq_http_ready_fn ready, void *arg,
                   kq_http **out, char *errbuf, size_t errlen)
 {
+    return kq_http_start_tls(host, port, NULL, m, ready, arg, out, errbuf, errlen);
+}
+
+int kq_http_set_tls(kq_http *h, nng_tls_config *tls)
+{
+    return nng_stream_listener_set_ptr(h->l, NNG_OPT_TLS_CONFIG, tls);
+}
+
+int kq_http_start_tls(const char *host, int port, nng_tls_config *tls, kq_metrics *m,
+                      kq_http_ready_fn ready, void *arg, kq_http **out, char *errbuf, size_t errlen)
+{
     char url[320];
     nng_sockaddr sa;
     kq_http *h = NULL;
@@ -551,7 +563,7 @@ int kq_http_start(const char *host, int port, kq_metrics *m, kq_http_ready_fn re
         return KQ_ERR_NOMEM;
     }
     fmt_addr(h->addr, sizeof(h->addr), host, port);
-    snprintf(url, sizeof(url), "tcp://%s", h->addr);
+    snprintf(url, sizeof(url), "%s%s", tls ? "tls+tcp://" : "tcp://", h->addr);
     h->metrics = m;
     h->ready = ready;
     h->ready_arg = arg;
@@ -580,6 +592,11 @@ int kq_http_start(const char *host, int port, kq_metrics *m, kq_http_ready_fn re
         rc = KQ_ERR_CONFIG;
         snprintf(errbuf, errlen, "metrics HTTP server: bad address %s: %s", h->addr,
                  nng_strerror(rv));
+        goto out;
+    }
+    if (tls && (rv = kq_http_set_tls(h, tls)) != 0) {
+        snprintf(errbuf, errlen, "metrics HTTPS server on %s: cannot set its TLS config: %s",
+                 h->addr, nng_strerror(rv));
         goto out;
     }
     if ((rv = nng_stream_listener_listen(h->l)) != 0) {

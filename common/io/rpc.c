@@ -169,7 +169,27 @@ static struct {
         uint32_t id;
     } * endpoints;
     size_t n_endpoints, cap_endpoints;
+    void (*on_change)(void *arg, nng_tls_config *server); /* kq_rpc_tls_on_change */
+    void *on_change_arg;
 } tls = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+nng_tls_config *kq_rpc_tls_server_config(void)
+{
+    nng_tls_config *c;
+
+    pthread_mutex_lock(&tls.mu);
+    c = tls.cfg[0];
+    pthread_mutex_unlock(&tls.mu);
+    return c;
+}
+
+void kq_rpc_tls_on_change(void (*fn)(void *arg, nng_tls_config *server), void *arg)
+{
+    pthread_mutex_lock(&tls.mu);
+    tls.on_change = fn;
+    tls.on_change_arg = arg;
+    pthread_mutex_unlock(&tls.mu);
+}
 
 void kq_rpc_url(char *buf, size_t cap, bool secure, const char *host, int port)
 {
@@ -234,6 +254,8 @@ int kq_rpc_set_tls(const kq_tls_settings *settings, char *errbuf, size_t errlen)
      * listener or dialer answers NNG_ENOENT, and is forgotten when it is closed. */
     for (size_t i = 0; i < tls.n_endpoints; i++)
         (void)tls_set_config(tls.endpoints[i].side, tls.endpoints[i].id);
+    if (tls.on_change)
+        tls.on_change(tls.on_change_arg, tls.cfg[0]);
     pthread_mutex_unlock(&tls.mu);
     return 0;
 }
@@ -280,6 +302,30 @@ void kq_rpc_reload_tls(void *ssl_config)
                 "keystore=%s truststore=%s", ssl->keystore, ssl->truststore);
     else
         KQ_ERROR("rpc", "TLS certificates not re-read; the ones in use stay", "error=\"%s\"", err);
+}
+
+static void http_tls_changed(void *arg, nng_tls_config *server)
+{
+    (void)kq_http_set_tls(arg, server);
+}
+
+int kq_metrics_listener_start(const char *host, int port, bool secure, kq_metrics *m,
+                              kq_http_ready_fn ready, void *arg, kq_http **out, char *errbuf,
+                              size_t errlen)
+{
+    nng_tls_config *server = secure ? kq_rpc_tls_server_config() : NULL;
+    int rc;
+
+    if (secure && !server) {
+        kq_errf(errbuf, errlen,
+                "metrics.listener is https:// but no TLS settings were given "
+                "(ssl.keystore.location, ssl.truststore.location)");
+        return KQ_ERR_CONFIG;
+    }
+    rc = kq_http_start_tls(host, port, server, m, ready, arg, out, errbuf, errlen);
+    if (rc == 0 && secure)
+        kq_rpc_tls_on_change(http_tls_changed, *out);
+    return rc;
 }
 
 int kq_rpc_tls_metrics(kq_metrics *m)

@@ -900,6 +900,31 @@ int kq_config_parse_hostport(const char *value, char *host, size_t hostlen, int 
     return 0;
 }
 
+int kq_config_metrics_listener(kq_config *c, char *host, size_t hostlen, int *port, bool *tls,
+                               char *errbuf, size_t errlen)
+{
+    const char *v = kq_config_get(c, "metrics.listener");
+    char why[512];
+
+    host[0] = '\0';
+    *port = 0;
+    *tls = false;
+    if (!v || !v[0])
+        return 0;
+    if (!strncasecmp(v, "https://", 8)) {
+        *tls = true;
+        v += 8;
+    } else if (!strncasecmp(v, "http://", 7)) {
+        v += 7;
+    }
+    if (kq_config_parse_hostport(v, host, hostlen, port, why, sizeof why) != 0) {
+        kq_errf(errbuf, errlen, "metrics.listener: %s (or http://HOST:PORT, https://HOST:PORT)",
+                why);
+        return KQ_ERR_CONFIG;
+    }
+    return 0;
+}
+
 /* ---- security ---------------------------------------------------------------------------- */
 
 static int protocol_parse(const char *s, size_t n, kq_security_protocol *out)

@@ -62,6 +62,11 @@ int kq_config_parse_listener(const char *value, kq_listener *out, char *errbuf, 
 /* "host:port" */
 int kq_config_parse_hostport(const char *value, char *host, size_t hostlen, int *port, char *errbuf,
                              size_t errlen);
+/* metrics.listener: "" (no endpoint: host ""), "host:port" or "http://host:port" (HTTP), or
+ * "https://host:port" (*tls: HTTPS with the node's ssl.* keystore, truststore and
+ * ssl.client.auth). 0, or KQ_ERR_CONFIG with errbuf naming the key. */
+int kq_config_metrics_listener(kq_config *c, char *host, size_t hostlen, int *port, bool *tls,
+                               char *errbuf, size_t errlen);
 
 /* ---- security (Kafka's keys; docs/security.md) ---- */
 

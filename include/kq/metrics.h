@@ -127,6 +127,15 @@ typedef int (*kq_http_ready_fn)(void *arg, char *reason, size_t reason_len);
  * out. */
 int kq_http_start(const char *host, int port, kq_metrics *m, kq_http_ready_fn ready, void *arg,
                   kq_http **out, char *errbuf, size_t errlen);
+/* The same over TLS (HTTPS) with server config tls (borrowed; it must stay valid while the
+ * server runs: kq_rpc never frees a config it handed out). NULL tls: plain HTTP. */
+struct nng_tls_config;
+int kq_http_start_tls(const char *host, int port, struct nng_tls_config *tls, kq_metrics *m,
+                      kq_http_ready_fn ready, void *arg, kq_http **out, char *errbuf,
+                      size_t errlen);
+/* New connections of an HTTPS server use tls from now on (SIGHUP rotation). 0, or an nng
+ * error code. */
+int kq_http_set_tls(kq_http *h, struct nng_tls_config *tls);
 /* The TCP port actually bound (useful with port 0). */
 int kq_http_port(const kq_http *h);
 /* Closes the listener and every connection, waits for running handlers to finish, frees h.

@@ -49,6 +49,20 @@ void kq_rpc_url(char *buf, size_t cap, bool secure, const char *host, int port);
  * accept it has already posted, so one more connection may still get the old one). On an
  * error nothing changes. 0, or KQ_ERR_CONFIG with the problem in errbuf. Thread-safe. */
 int kq_rpc_set_tls(const kq_tls_settings *s, char *errbuf, size_t errlen);
+/* The server (listener) config of the last kq_rpc_set_tls, NULL before the first; never freed
+ * (see rpc.c), so a holder may keep it. */
+nng_tls_config *kq_rpc_tls_server_config(void);
+/* fn(arg, server_config) is called (under the TLS lock: fn must not call back into kq_rpc)
+ * after each later kq_rpc_set_tls: a TLS stream listener outside kq_rpc (the HTTPS metrics
+ * listener) takes the new config there. One hook per process; NULL fn removes it. */
+void kq_rpc_tls_on_change(void (*fn)(void *arg, nng_tls_config *server), void *arg);
+/* Starts the node's metrics listener (kq_http_start), over HTTPS with the process's server TLS
+ * config when tls (it then follows every kq_rpc_set_tls: SIGHUP rotation). KQ_ERR_CONFIG when
+ * tls and no TLS settings were given; else kq_http_start's codes. The stop is kq_http_stop
+ * after kq_rpc_tls_on_change(NULL, NULL). */
+int kq_metrics_listener_start(const char *host, int port, bool tls, kq_metrics *m,
+                              kq_http_ready_fn ready, void *arg, kq_http **out, char *errbuf,
+                              size_t errlen);
 /* kq_rpc_set_tls from the ssl.* keys (kq_config_ssl). */
 int kq_rpc_set_tls_config(const kq_ssl_config *ssl, char *errbuf, size_t errlen);
 /* Registers kq_tls_certificate_expiry_timestamp_seconds{store="keystore"|"truststore"} in m

@@ -9,7 +9,9 @@
 #     producer writes with acks=all: no write fails or is lost, the quorum keeps its leader and
 #     epoch, and every broker keeps its registration (epoch) and its place in the ISR;
 #   - a SIGHUP with a broken keystore keeps the certificate in use and says so;
-#   - kq_tls_certificate_expiry_timestamp_seconds shows the expiry of the certificate loaded.
+#   - kq_tls_certificate_expiry_timestamp_seconds shows the expiry of the certificate loaded;
+#   - metrics.listener=https://...: broker 3 serves /metrics over TLS to a client with a
+#     certificate from the CA, and nothing to one without, nor over plain HTTP.
 # usage: test_tls.sh BIN_DIR
 # shellcheck source=SCRIPTDIR/../lib/kqdata.sh
 source "$(dirname "$0")/../lib/kqdata.sh"
@@ -136,4 +138,24 @@ kt_assert_eq "records read back (the first, then every acknowledged one)" $((ack
 for ((i = 1; i <= acked; i++)); do
     grep -qx "pay-$i" <<<"$KD_OUT" || kt_fail "acknowledged write pay-$i is not in the log"
 done
+echo "## the metrics listener over HTTPS"
+mport=$(sed -n 's/^metrics.listener=127.0.0.1:\([0-9]*\)$/\1/p' "$KQ_LOCAL_DIR/broker-3.properties" | tail -n 1)
+[[ -n $mport ]] || kt_fail "no metrics.listener in broker-3.properties"
+kd_cluster kill broker-3
+kd_broker_config 3 "metrics.listener=https://127.0.0.1:$mport"
+kd_cluster start broker-3
+# https_get [openssl s_client options]: GET /metrics over TLS; the answer in HTTPS_OUT
+https_get() {
+    HTTPS_OUT=$(printf 'GET /metrics HTTP/1.0\r\n\r\n' | timeout 10 openssl s_client -quiet \
+        -connect "127.0.0.1:$mport" -CAfile "$TLS_DIR/ca.pem" "$@" 2>/dev/null) || true
+}
+deadline=$(($(date +%s) + 30))
+until https_get -cert "$TLS_DIR/admin.pem" -key "$TLS_DIR/admin.pem" && [[ $HTTPS_OUT == *"200 OK"* ]]; do
+    (($(date +%s) < deadline)) || kt_fail "no /metrics over HTTPS from broker 3: $(tail -n 5 "$KQ_LOCAL_DIR/broker-3.log")"
+    sleep 0.5
+done
+kt_assert_contains "/metrics over HTTPS with the admin's certificate" "kq_tls_certificate_expiry_timestamp_seconds" "$HTTPS_OUT"
+https_get
+kt_assert_eq "/metrics over HTTPS without a client certificate" "" "$(grep '200 OK' <<<"$HTTPS_OUT" || true)"
+kt_assert_eq "/metrics over plain HTTP on the HTTPS port" "" "$(kt_metrics "$mport")"
 kt_pass

@@ -109,9 +109,24 @@ static void test_all_keys(void **state)
     assert_int_equal(cfg.min_insync_replicas, 2);
     assert_string_equal(cfg.metrics_host, "127.0.0.1");
     assert_int_equal(cfg.metrics_port, 9200);
+    assert_false(cfg.metrics_tls);
     assert_int_equal(cfg.registration_timeout_ms, 5000);
     assert_int_equal(cfg.conn_limits.max_connections, 50);
     assert_int_equal(cfg.conn_limits.max_connections_per_ip, 5);
+}
+
+/* metrics.listener takes an optional scheme: https:// serves the endpoints over TLS. */
+static void test_metrics_listener_scheme(void **state)
+{
+    (void)state;
+    assert_int_equal(parse(BASE "metrics.listener=https://127.0.0.1:9443\n"), 0);
+    assert_true(cfg.metrics_tls);
+    assert_string_equal(cfg.metrics_host, "127.0.0.1");
+    assert_int_equal(cfg.metrics_port, 9443);
+    assert_int_equal(parse(BASE "metrics.listener=http://[::1]:9200\n"), 0);
+    assert_false(cfg.metrics_tls);
+    assert_string_equal(cfg.metrics_host, "::1");
+    expect_error("metrics.listener=https://nohost", "metrics.listener", "https://HOST:PORT");
 }
 
 static void test_two_listeners(void **state)
@@ -253,6 +268,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),      cmocka_unit_test(test_all_keys),
+        cmocka_unit_test(test_metrics_listener_scheme),
         cmocka_unit_test(test_two_listeners), cmocka_unit_test(test_bad_values_name_the_key),
         cmocka_unit_test(test_missing_keys),  cmocka_unit_test(test_node_id_must_not_be_a_voter),
         cmocka_unit_test(test_load_file),     cmocka_unit_test(test_security_protocols),
