@@ -106,7 +106,7 @@ static kq_rpc_client *leader_client_for(kq_dp_nng *n, int32_t id, const char *ur
     }
     if (l->c == NULL) {
         char err[300];
-        if (kq_rpc_client_open(url, n->max_msg, &l->c, err, sizeof(err)) != 0) {
+        if (kq_rpc_client_open_node(url, id, n->max_msg, &l->c, err, sizeof(err)) != 0) {
             KQ_WARN("replica", "cannot open a connection to a leader", "leader=%d detail=\"%s\"",
                     id, err);
             l->c = NULL;

@@ -830,7 +830,7 @@ static int start(broker *b, char *err, size_t errlen)
         char url[300];
         const kq_voter_addr *v = &b->cfg.voters[i];
         kq_rpc_url(url, sizeof url, ctl_tls, v->host, v->port);
-        rc = kq_rpc_client_open(url, KQ_RPC_DEFAULT_MAX_MSG, &b->ctl[i], err, errlen);
+        rc = kq_rpc_client_open_node(url, v->id, KQ_RPC_DEFAULT_MAX_MSG, &b->ctl[i], err, errlen);
         if (rc != 0)
             goto out;
     }

@@ -72,7 +72,8 @@ int kq_raft_net_open(const kq_voter_addr *peers, int n_peers, bool tls, size_t m
         const kq_voter_addr *v = &peers[i];
         kq_rpc_url(url, sizeof url, tls, v->host, v->port);
         n->peers[i].id = v->id;
-        rc = kq_rpc_client_open(url, max_msg_bytes, &n->peers[i].client, errbuf, errlen);
+        rc =
+            kq_rpc_client_open_node(url, v->id, max_msg_bytes, &n->peers[i].client, errbuf, errlen);
         if (rc != 0)
             goto out;
         n->n_peers++;

@@ -191,6 +191,15 @@ void kq_rpc_tls_on_change(void (*fn)(void *arg, nng_tls_config *server), void *a
     pthread_mutex_unlock(&tls.mu);
 }
 
+/* What a dialer to node N requires of the server (kq_rpc_identity_setup with node identities
+ * checked): its certificate's principal is node N's. Set once at start, read by pipe
+ * callbacks. */
+static struct {
+    bool on;
+    char tmpl[260];
+    const kq_principal_rules *rules; /* the daemon's, for the process's life */
+} node_servers;
+
 void kq_rpc_url(char *buf, size_t cap, bool secure, const char *host, int port)
 {
     snprintf(buf, cap, strchr(host, ':') ? "%s[%s]:%d" : "%s%s:%d", secure ? TLS_SCHEME : "tcp://",
@@ -282,6 +291,10 @@ int kq_rpc_identity_setup(bool secure, const kq_ssl_config *ssl, const kq_author
     *check_identity = secure && ssl->client_auth == 2;
     if (secure && kq_principal_rules_parse(ssl->mapping_rules, rules, errbuf, errlen) != 0)
         return KQ_ERR_CONFIG;
+    /* Where nodes are identified, a node dialing node N also checks that N answered. */
+    node_servers.on = *check_identity;
+    snprintf(node_servers.tmpl, sizeof node_servers.tmpl, "%s", ssl->principal_template);
+    node_servers.rules = *rules;
     if (authz->enabled && !*check_identity && !authz->allow_everyone_if_no_acl_found)
         KQ_WARN(component,
                 "the authorizer is on but nodes are not identified by certificate: their own "
@@ -1084,7 +1097,15 @@ struct rpc_call {
     struct rpc_call *next_all;
 };
 
+/* The pipe callback's argument: its own allocation, leaked with the socket when a bounded
+ * close gives up (nng may still call back). */
+struct node_check {
+    int32_t id;
+    char url[128];
+};
+
 struct kq_rpc_client {
+    struct node_check *check; /* NULL: the server's identity is not checked */
     nng_socket sock;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -1184,8 +1205,37 @@ static void call_aio_cb(void *p)
     }
 }
 
+/* A new connection of a client that dials node check->id: the server's certificate must be
+ * that node's, or the connection is closed before any request goes out (and redialed later). */
+static void node_server_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+    const struct node_check *check = arg;
+    char subject[KQ_TLS_SUBJECT_MAX + 1], principal[KQ_PRINCIPAL_MAX], msg[1200];
+
+    if (ev != NNG_PIPE_EV_ADD_PRE)
+        return;
+    if (kq_tls_pipe_subject(p, subject, sizeof subject) != 0)
+        subject[0] = '\0';
+    kq_principal_of(node_servers.rules, subject, principal, sizeof principal);
+    if (kq_principal_is_node(node_servers.tmpl, principal, check->id))
+        return;
+    snprintf(msg, sizeof msg, "the server at %s is not node %d (%s)", check->url, (int)check->id,
+             node_servers.tmpl);
+    kq_log_refused("rpc",
+                   "closed a connection: the node dialed was answered by another certificate "
+                   "of the cluster's CA; nothing was sent",
+                   principal, msg);
+    nng_pipe_close(p);
+}
+
 int kq_rpc_client_open(const char *url, size_t max_msg_bytes, kq_rpc_client **out, char *errbuf,
                        size_t errlen)
+{
+    return kq_rpc_client_open_node(url, -1, max_msg_bytes, out, errbuf, errlen);
+}
+
+int kq_rpc_client_open_node(const char *url, int32_t node_id, size_t max_msg_bytes,
+                            kq_rpc_client **out, char *errbuf, size_t errlen)
 {
     kq_rpc_client *c = NULL;
     bool sock_open = false, mu_init = false, cv_init = false;
@@ -1230,6 +1280,20 @@ int kq_rpc_client_open(const char *url, size_t max_msg_bytes, kq_rpc_client **ou
                 nng_strerror(rv));
         goto out;
     }
+    if (node_id >= 0 && node_servers.on && is_tls_url(url)) {
+        if ((c->check = calloc(1, sizeof *c->check)) == NULL) {
+            err = KQ_ERR_NOMEM;
+            kq_errf(errbuf, errlen, "rpc client %s: out of memory", url);
+            goto out;
+        }
+        c->check->id = node_id;
+        snprintf(c->check->url, sizeof c->check->url, "%s", url);
+        if ((rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_PRE, node_server_cb, c->check)) != 0) {
+            kq_errf(errbuf, errlen, "rpc client %s: cannot watch its connections: %s", url,
+                    nng_strerror(rv));
+            goto out;
+        }
+    }
     if ((err = endpoint_start(1, c->sock, url, &c->dialer, errbuf, errlen)) != 0)
         goto out;
     *out = c;
@@ -1239,6 +1303,7 @@ out:
     if (c != NULL) {
         if (sock_open)
             nng_close(c->sock);
+        free(c->check);
         if (cv_init)
             pthread_cond_destroy(&c->cv);
         if (mu_init)
@@ -1264,7 +1329,8 @@ void kq_rpc_client_close(kq_rpc_client *c)
      * socket fails every pending operation on every context with NNG_ECLOSED. */
     if (is_tls_url(c->url))
         tls_detach(1, c->dialer);
-    close_socket_bounded(c->sock, "client", c->url);
+    if (close_socket_bounded(c->sock, "client", c->url))
+        free(c->check); /* else leaked with the socket: nng may still call back */
 
     pthread_mutex_lock(&c->mu);
     while (c->outstanding > 0)

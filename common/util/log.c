@@ -240,31 +240,36 @@ void kq_logf(kq_log_level level, const char *component, const char *msg, const c
 
 void kq_log_refusal(const char *component, const char *principal, const char *detail)
 {
+    kq_log_refused(component, "refused a request: its sender may not do that", principal, detail);
+}
+
+void kq_log_refused(const char *component, const char *message, const char *principal,
+                    const char *detail)
+{
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     static struct {
+        const char *message; /* a literal: one line a minute per (message, principal) */
         char principal[600];
         uint64_t last_ms, skipped;
     } peers[REFUSAL_PEERS];
     uint64_t now = kq_now_ms(), skipped = 0;
     size_t slot = 0;
-    bool log_it = true;
+    bool log_it = true, same = false;
 
     pthread_mutex_lock(&mu);
-    for (size_t i = 0; i < REFUSAL_PEERS; i++) {
-        if (!strncmp(peers[i].principal, principal, sizeof peers[i].principal - 1)) {
-            slot = i;
-            break;
-        }
-        if (peers[i].last_ms < peers[slot].last_ms)
+    for (size_t i = 0; i < REFUSAL_PEERS && !same; i++) {
+        same = peers[i].message == message &&
+               !strncmp(peers[i].principal, principal, sizeof peers[i].principal - 1);
+        if (same || peers[i].last_ms < peers[slot].last_ms)
             slot = i; /* else the least recently logged one is reused */
     }
-    if (!strncmp(peers[slot].principal, principal, sizeof peers[slot].principal - 1) &&
-        peers[slot].last_ms && now - peers[slot].last_ms < 60000) {
+    if (same && peers[slot].last_ms && now - peers[slot].last_ms < 60000) {
         peers[slot].skipped++;
         log_it = false;
     } else {
-        if (strncmp(peers[slot].principal, principal, sizeof peers[slot].principal - 1))
+        if (!same)
             peers[slot].skipped = 0;
+        peers[slot].message = message;
         snprintf(peers[slot].principal, sizeof peers[slot].principal, "%s", principal);
         skipped = peers[slot].skipped;
         peers[slot].skipped = 0;
@@ -272,7 +277,6 @@ void kq_log_refusal(const char *component, const char *principal, const char *de
     }
     pthread_mutex_unlock(&mu);
     if (log_it)
-        KQ_WARN(component, "refused a request: its sender may not do that",
-                "principal=\"%s\" detail=\"%s\" refused_since_last_line=%llu", principal, detail,
-                (unsigned long long)skipped);
+        KQ_WARN(component, message, "principal=\"%s\" detail=\"%s\" refused_since_last_line=%llu",
+                principal, detail, (unsigned long long)skipped);
 }

@@ -38,5 +38,9 @@ void kq_logf(kq_log_level level, const char *component, const char *msg, const c
  * most once a minute per principal (the lines skipped meanwhile are counted in the next).
  * Thread-safe. */
 void kq_log_refusal(const char *component, const char *principal, const char *detail);
+/* The same with another message: a string literal (lines are limited per message and
+ * principal). */
+void kq_log_refused(const char *component, const char *message, const char *principal,
+                    const char *detail);
 
 #endif

@@ -73,7 +73,9 @@ int kq_rpc_tls_metrics(kq_metrics *m);
 /* How a daemon's listener tells who sent a request (docs/security.md): on a TLS listener
  * (tls) the principal mapping rules from ssl (*rules, the caller's, kq_principal_rules_free;
  * NULL on plaintext, where everyone is User:ANONYMOUS), and whether node identities are
- * checked (*check_identity: TLS with ssl.client.auth=required). Warns under component when an
+ * checked (*check_identity: TLS with ssl.client.auth=required; then clients opened with
+ * kq_rpc_client_open_node also check the server's identity, with *rules, which must outlive
+ * them). Warns under component when an
  * authorizer is on but nodes cannot be identified (their own requests then need
  * ClusterAction). 0, or KQ_ERR_CONFIG with errbuf set. */
 int kq_rpc_identity_setup(bool tls, const kq_ssl_config *ssl, const kq_authorizer_config *authz,
@@ -128,6 +130,12 @@ typedef struct kq_rpc_client kq_rpc_client;
  * the peer being down. */
 int kq_rpc_client_open(const char *url, size_t max_msg_bytes, kq_rpc_client **out, char *errbuf,
                        size_t errlen);
+/* The same for a client of node node_id (a voter, a controller, a partition leader): where
+ * node identities are checked (kq_rpc_identity_setup) and url is tls+tcp://, a connection
+ * whose server certificate is not node node_id's (node.principal.template) is closed before
+ * anything is sent, and logged (kq_log_refusal); nng redials. node_id < 0: not checked. */
+int kq_rpc_client_open_node(const char *url, int32_t node_id, size_t max_msg_bytes,
+                            kq_rpc_client **out, char *errbuf, size_t errlen);
 /* Cancels outstanding calls (their callbacks run with KQ_ERR_NETWORK_EXCEPTION) and frees. */
 void kq_rpc_client_close(kq_rpc_client *c);
 

@@ -11,7 +11,10 @@
 #   - with both followers paused (SIGSTOP) and forged voter Fetches from those certificates
 #     arriving all the while, no write is acknowledged; once the followers resume, writes are;
 #   - the control: voter 3002's own certificate (a stolen voter key, outside what kq can
-#     stop) does get a write acknowledged the same way, so the forger is a faithful follower.
+#     stop) does get a write acknowledged the same way, so the forger is a faithful follower;
+#   - a dialer checks whom it reached: with the leader killed and a TLS server holding broker
+#     1's certificate (from the cluster's CA) on its address, the other voters close every
+#     connection to it before sending anything, say so, and elect a leader among themselves.
 # usage: test_tls_identity.sh BIN_DIR
 # shellcheck source=SCRIPTDIR/../lib/kqdata.sh
 source "$(dirname "$0")/../lib/kqdata.sh"
@@ -158,4 +161,29 @@ kill "$fc" 2>/dev/null || true
 wait "$fc" 2>/dev/null || true
 signal_followers CONT
 kt_assert_eq "exit status of a write acknowledged by the leader and a fetcher with voter ${followers[0]}'s key" 0 "$rc"
+
+echo "## a node dialing another checks that node answered"
+find_leader
+victim=$leader
+kd_cluster kill "$victim"
+# The victim comes back with broker 1's keystore: a certificate of the cluster's CA that is
+# not its own (a stolen or misplaced key) answers on its address.
+sed -i "s|^ssl.keystore.location=.*|ssl.keystore.location=$TLS_DIR/node-1.pem|" "$KQ_LOCAL_DIR/node-$victim.properties"
+kd_cluster start "$victim"
+kt_log "restarted $victim with broker 1's certificate"
+deadline=$(($(date +%s) + 60))
+until grep -q "closed a connection: the node dialed was answered by another certificate.*principal=\"User:CN=node-1\".*is not node $victim" \
+    "$KQ_LOCAL_DIR"/node-30*.log; do
+    (($(date +%s) < deadline)) || kt_fail "no voter refused the impostor at $victim's address"
+    sleep 0.5
+done
+kt_log "a voter refused it: $(grep -h 'closed a connection' "$KQ_LOCAL_DIR"/node-30*.log | head -n 1)"
+deadline=$(($(date +%s) + 60))
+until kd_kq metadata-quorum describe --status && new=$(kt_field LeaderId <<<"$KD_OUT") &&
+    [[ -n $new && $new != "$victim" && $new != -1 ]]; do
+    (($(date +%s) < deadline)) || kt_fail "no leader but $victim: $KD_OUT"
+    sleep 0.5
+done
+kt_log "leader $new; $victim with the wrong certificate is no voter anyone talks to"
+kd_kq metadata-write --timeout-ms 10000 || kt_fail "no write acknowledged with $victim isolated: $KD_OUT"
 kt_pass
