@@ -180,6 +180,10 @@ static int load_from(kq_config *c, kq_broker_config *out, char *errbuf, size_t e
         out->listener_protocol == KQ_SECURITY_SSL || out->controller_protocol == KQ_SECURITY_SSL;
     for (int i = 0; i < out->protocols.n && out->protocols.given; i++)
         any_ssl |= out->protocols.v[i].protocol == KQ_SECURITY_SSL;
+    if ((rc = kq_config_metrics_listener(c, out->metrics_host, sizeof(out->metrics_host),
+                                         &out->metrics_port, &out->metrics_tls, errbuf, errlen)))
+        return rc;
+    any_ssl |= out->metrics_tls; /* an https:// metrics listener uses them too */
     if ((rc = kq_config_ssl(c, any_ssl, &out->ssl, errbuf, errlen)) != 0 ||
         (rc = kq_config_authorizer(c, &out->authz, errbuf, errlen)) != 0)
         return rc;
@@ -285,9 +289,6 @@ static int load_from(kq_config *c, kq_broker_config *out, char *errbuf, size_t e
         return bad(errbuf, errlen, "%s: '%s' is not one of debug, info, warn, error", "log.level",
                    s);
     out->log_level = (kq_log_level)lvl;
-    if ((rc = kq_config_metrics_listener(c, out->metrics_host, sizeof(out->metrics_host),
-                                         &out->metrics_port, &out->metrics_tls, errbuf, errlen)))
-        return rc;
     kq_config_warn_unknown(c);
     return 0;
 }

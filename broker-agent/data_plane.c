@@ -84,6 +84,7 @@ void kq_dp_free(kq_dp *dp)
     for (size_t i = 0; i < dp->n_fetches; i++) {
         dp_drop(dp, dp->fetches[i].req);
         kq_data_request_free(&dp->fetches[i].r);
+        free(dp->fetches[i].denied);
     }
     for (size_t i = 0; i < dp->n_replies; i++) {
         dp_drop(dp, dp->replies[i].req);
@@ -400,13 +401,16 @@ static bool speaks_for_itself(kq_dp *dp, void *req, const kq_data_request *r, co
 
 /* One topic of a request, by id (unknown ids are left to the handler) or by name: 0, or
  * TOPIC_AUTHORIZATION_FAILED with msg set. */
-static int topic_allowed(kq_dp *dp, const kq_image *img, const char *principal, kq_acl_operation op,
-                         const uint8_t *id, const char *name, char *msg, size_t len)
+int dp_topic_allowed(kq_dp *dp, const kq_image *img, const char *principal, kq_acl_operation op,
+                     const uint8_t *id, const char *name, char *msg, size_t len)
 {
     const kq_topic *t = id && img ? kq_image_topic_by_id(img, id) : NULL;
     size_t n_acls;
     const kq_acl *acls = kq_image_acls(img, &n_acls);
 
+    if (!dp->cfg.authorizer || !dp->cfg.authorizer->enabled)
+        return 0;
+    principal = principal ? principal : KQ_PRINCIPAL_ANONYMOUS;
     name = name ? name : t ? t->name : NULL;
     if (!name || kq_authorize(dp->cfg.authorizer, acls, n_acls, principal, "", op,
                               KQ_ACL_RESOURCE_TOPIC, name, msg, len))
@@ -414,50 +418,59 @@ static int topic_allowed(kq_dp *dp, const kq_image *img, const char *principal, 
     return KQ_ERR_TOPIC_AUTHORIZATION_FAILED;
 }
 
-/* Kafka's rules for the data-plane APIs, over the ACLs of the broker's image (the metadata
- * log as far as this broker applied it). Answers and returns false when refused. */
-static bool client_allowed(kq_dp *dp, void *req, const kq_data_request *r, const kq_image *img,
-                           const char *principal)
+/* Marks partition i of n in *denied when the client may not do op on topic `id` (the array is
+ * allocated at the first refusal). false when out of memory. */
+static bool deny_partition(kq_dp *dp, const kq_image *img, const char *principal,
+                           kq_acl_operation op, const uint8_t *id, size_t i, size_t n,
+                           bool **denied, char *msg, size_t len)
 {
-    char msg[900];
+    if (!dp_topic_allowed(dp, img, principal, op, id, NULL, msg, len))
+        return true;
+    if (!*denied && !(*denied = calloc(n, sizeof **denied)))
+        return false;
+    (*denied)[i] = true;
+    return true;
+}
+
+/* Kafka's rules for the data-plane APIs, over the ACLs of the broker's image (the metadata
+ * log as far as this broker applied it). A Produce (one topic) is refused whole: answered,
+ * and false. A consumer's Fetch and ListOffsets get *denied, the partitions whose topic it
+ * may not Read / Describe (NULL: none), answered per partition; Metadata is answered per topic
+ * by its handler. */
+static bool client_allowed(kq_dp *dp, void *req, const kq_data_request *r, const kq_image *img,
+                           const char *principal, bool **denied)
+{
+    char msg[900] = "";
+    bool ok = true;
     int rc = 0;
 
+    *denied = NULL;
     if (!dp->cfg.authorizer || !dp->cfg.authorizer->enabled)
         return true;
     principal = principal ? principal : KQ_PRINCIPAL_ANONYMOUS;
-    switch (r->api_key) {
-    case KQ_API_PRODUCE:
-        rc = topic_allowed(dp, img, principal, KQ_ACL_OP_WRITE, r->u.produce.topic_id, NULL, msg,
-                           sizeof msg);
-        break;
-    case KQ_API_DATA_FETCH:
-        for (size_t i = 0; r->u.fetch.replica_id < 0 && i < r->u.fetch.n_partitions && !rc; i++)
-            rc = topic_allowed(dp, img, principal, KQ_ACL_OP_READ,
-                               r->u.fetch.partitions[i].topic_id, NULL, msg, sizeof msg);
-        break;
-    case KQ_API_LIST_OFFSETS:
-        for (size_t i = 0;
-             r->u.list_offsets.replica_id < 0 && i < r->u.list_offsets.n_partitions && !rc; i++)
-            rc = topic_allowed(dp, img, principal, KQ_ACL_OP_DESCRIBE,
-                               r->u.list_offsets.partitions[i].topic_id, NULL, msg, sizeof msg);
-        break;
-    case KQ_API_METADATA:
-        if (r->u.metadata.n_topics == 0) /* every topic: each must be describable */
-            for (const kq_topic *t = img ? kq_image_topic_next(img, NULL) : NULL; t && !rc;
-                 t = kq_image_topic_next(img, t))
-                rc = topic_allowed(dp, img, principal, KQ_ACL_OP_DESCRIBE, NULL, t->name, msg,
-                                   sizeof msg);
-        for (size_t i = 0; i < r->u.metadata.n_topics && !rc; i++)
-            rc = topic_allowed(dp, img, principal, KQ_ACL_OP_DESCRIBE, NULL,
-                               r->u.metadata.topics[i], msg, sizeof msg);
-        break;
-    default:
-        break;
+    if (r->api_key == KQ_API_PRODUCE)
+        rc = dp_topic_allowed(dp, img, principal, KQ_ACL_OP_WRITE, r->u.produce.topic_id, NULL, msg,
+                              sizeof msg);
+    if (r->api_key == KQ_API_DATA_FETCH && r->u.fetch.replica_id < 0)
+        for (size_t i = 0; i < r->u.fetch.n_partitions && ok; i++)
+            ok = deny_partition(dp, img, principal, KQ_ACL_OP_READ,
+                                r->u.fetch.partitions[i].topic_id, i, r->u.fetch.n_partitions,
+                                denied, msg, sizeof msg);
+    if (r->api_key == KQ_API_LIST_OFFSETS && r->u.list_offsets.replica_id < 0)
+        for (size_t i = 0; i < r->u.list_offsets.n_partitions && ok; i++)
+            ok = deny_partition(dp, img, principal, KQ_ACL_OP_DESCRIBE,
+                                r->u.list_offsets.partitions[i].topic_id, i,
+                                r->u.list_offsets.n_partitions, denied, msg, sizeof msg);
+    if (!ok) {
+        dp_reply_error(dp, req, r->api_key, KQ_ERR_NOMEM, "out of memory");
+        return false;
     }
-    if (!rc)
+    if (!rc && !*denied)
         return true;
     dp->counts.refused_requests++;
     kq_log_refusal("broker", principal, msg);
+    if (!rc)
+        return true; /* answered per partition */
     dp_reply_error(dp, req, r->api_key, rc, msg);
     return false;
 }
@@ -486,8 +499,9 @@ int kq_dp_on_request(kq_dp *dp, void *req, const uint8_t *data, size_t len, cons
         kq_data_request_free(&r);
         return 1;
     }
+    bool *denied = NULL;
     if (!speaks_for_itself(dp, req, &r, img, principal) ||
-        !client_allowed(dp, req, &r, img, principal)) {
+        !client_allowed(dp, req, &r, img, principal, &denied)) {
         kq_data_request_free(&r);
         return 1;
     }
@@ -496,18 +510,20 @@ int kq_dp_on_request(kq_dp *dp, void *req, const uint8_t *data, size_t len, cons
         dp_handle_produce(dp, req, &r.u.produce, img, now_ms);
         break;
     case KQ_API_DATA_FETCH:
-        dp_handle_fetch(dp, req, &r, img, now_ms);
+        dp_handle_fetch(dp, req, &r, img, now_ms, denied);
+        denied = NULL; /* the fetch's */
         break;
     case KQ_API_LIST_OFFSETS:
-        dp_handle_list_offsets(dp, req, &r.u.list_offsets, img);
+        dp_handle_list_offsets(dp, req, &r.u.list_offsets, img, denied);
         break;
     case KQ_API_METADATA:
-        dp_handle_metadata(dp, req, &r.u.metadata, img);
+        dp_handle_metadata(dp, req, &r.u.metadata, img, principal);
         break;
     default:
         dp_reply_error(dp, req, r.api_key, KQ_ERR_UNSUPPORTED_VERSION, "unsupported api");
         break;
     }
+    free(denied);
     kq_data_request_free(&r);
     return 1;
 }

@@ -75,6 +75,7 @@ typedef struct dp_parked_produce {
 typedef struct dp_parked_fetch {
     void *req;
     kq_data_request r;
+    bool *denied; /* per partition: the client may not Read its topic (NULL: none); owned */
     uint64_t deadline;
 } dp_parked_fetch;
 
@@ -179,12 +180,21 @@ void dp_handle_produce(kq_dp *dp, void *req, const kq_produce_request *pr, const
                        uint64_t now);
 
 /* dp_serve.c */
-void dp_handle_fetch(kq_dp *dp, void *req, kq_data_request *r, const kq_image *img, uint64_t now);
+/* Per-item authorization (Kafka answers per partition or topic): `denied` marks the partitions
+ * (of a Fetch or ListOffsets) answered TOPIC_AUTHORIZATION_FAILED, NULL none; Fetch takes it
+ * (freed with the request). Metadata asks dp_topic_allowed per topic for principal. */
+void dp_handle_fetch(kq_dp *dp, void *req, kq_data_request *r, const kq_image *img, uint64_t now,
+                     bool *denied);
 void dp_retry_parked_fetches(kq_dp *dp, const kq_image *img, uint64_t now, bool all);
 void dp_handle_list_offsets(kq_dp *dp, void *req, const kq_list_offsets_request *lr,
-                            const kq_image *img);
+                            const kq_image *img, const bool *denied);
 void dp_handle_metadata(kq_dp *dp, void *req, const kq_data_metadata_request *mr,
-                        const kq_image *img);
+                        const kq_image *img, const char *principal);
+/* data_plane.c: may principal do op on the topic (by id, or by name)? 0 (also with no
+ * authorizer, and for an unknown id: the handler answers that), or TOPIC_AUTHORIZATION_FAILED
+ * with msg set. */
+int dp_topic_allowed(kq_dp *dp, const kq_image *img, const char *principal, kq_acl_operation op,
+                     const uint8_t *id, const char *name, char *msg, size_t len);
 
 /* dp_fetcher.c */
 void dp_pump_fetchers(kq_dp *dp, const kq_image *img, int64_t broker_epoch, uint64_t now);

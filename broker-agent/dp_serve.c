@@ -52,7 +52,7 @@ static void read_ctx_free(read_ctx *c)
 
 /* Serve a Fetch; returns false if it was parked (nothing to send yet and may_park). */
 static bool serve_fetch(kq_dp *dp, void *req, const kq_data_fetch_request *fr, const kq_image *img,
-                        uint64_t now, bool may_park)
+                        uint64_t now, bool may_park, const bool *denied)
 {
     size_t n = fr->n_partitions;
     kq_data_fetch_partition_result *res = calloc(n ? n : 1, sizeof(*res));
@@ -77,6 +77,12 @@ static bool serve_fetch(kq_dp *dp, void *req, const kq_data_fetch_request *fr, c
         pr->current_leader_id =
             dp_image_leader(img, fp->topic_id, fp->partition, &pr->current_leader_epoch);
         reads[k].limit_end = -1;
+        if (denied && denied[k]) {
+            pr->error = KQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+            pr->current_leader_id = pr->current_leader_epoch = -1; /* nothing about it */
+            anything = true;
+            continue;
+        }
         size_t i = kq_rm_find(dp->rm, fp->topic_id, fp->partition);
         kq_replica *r = i == SIZE_MAX ? NULL : kq_rm_replica_mut(dp->rm, i);
         if (r == NULL) {
@@ -168,7 +174,8 @@ out:
 }
 
 /* A Fetch just received: checks the sender, serves or parks it. Takes ownership of r. */
-void dp_handle_fetch(kq_dp *dp, void *req, kq_data_request *r, const kq_image *img, uint64_t now)
+void dp_handle_fetch(kq_dp *dp, void *req, kq_data_request *r, const kq_image *img, uint64_t now,
+                     bool *denied)
 {
     const kq_data_fetch_request *fr = &r->u.fetch;
     char msg[256];
@@ -180,6 +187,7 @@ void dp_handle_fetch(kq_dp *dp, void *req, kq_data_request *r, const kq_image *i
             snprintf(msg, sizeof(msg), "replica %d is not a registered broker", fr->replica_id);
             dp_reply_error(dp, req, KQ_API_DATA_FETCH, KQ_ERR_BROKER_ID_NOT_REGISTERED, msg);
             kq_data_request_free(r);
+            free(denied);
             return;
         }
         /* An older epoch is a previous incarnation (a zombie); a newer one is a registration
@@ -189,15 +197,18 @@ void dp_handle_fetch(kq_dp *dp, void *req, kq_data_request *r, const kq_image *i
                      fr->replica_id, (long long)fr->broker_epoch, (long long)br->epoch);
             dp_reply_error(dp, req, KQ_API_DATA_FETCH, KQ_ERR_STALE_BROKER_EPOCH, msg);
             kq_data_request_free(r);
+            free(denied);
             return;
         }
     }
-    if (serve_fetch(dp, req, fr, img, now, true)) {
+    if (serve_fetch(dp, req, fr, img, now, true, denied)) {
         kq_data_request_free(r);
+        free(denied);
         return;
     }
     if (dp_grow((void **)&dp->fetches, &dp->cap_fetches, dp->n_fetches, sizeof(dp_parked_fetch)) !=
         0) {
+        free(denied);
         dp_oom(dp, "parked fetch");
         return;
     }
@@ -207,6 +218,7 @@ void dp_handle_fetch(kq_dp *dp, void *req, kq_data_request *r, const kq_image *i
     dp_parked_fetch *pf = &dp->fetches[dp->n_fetches++];
     pf->req = req;
     pf->r = *r;
+    pf->denied = denied;
     pf->deadline = now + wait;
     memset(r, 0, sizeof(*r));
 }
@@ -222,8 +234,9 @@ void dp_retry_parked_fetches(kq_dp *dp, const kq_image *img, uint64_t now, bool 
             k++;
             continue;
         }
-        if (serve_fetch(dp, pf->req, &pf->r.u.fetch, img, now, !expired)) {
+        if (serve_fetch(dp, pf->req, &pf->r.u.fetch, img, now, !expired, pf->denied)) {
             kq_data_request_free(&pf->r);
+            free(pf->denied);
             dp->fetches[k] = dp->fetches[--dp->n_fetches];
             continue;
         }
@@ -234,7 +247,7 @@ void dp_retry_parked_fetches(kq_dp *dp, const kq_image *img, uint64_t now, bool 
 /* ---------- ListOffsets ---------- */
 
 void dp_handle_list_offsets(kq_dp *dp, void *req, const kq_list_offsets_request *lr,
-                            const kq_image *img)
+                            const kq_image *img, const bool *denied)
 {
     size_t n = lr->n_partitions;
     kq_list_offsets_partition_result *res = calloc(n ? n : 1, sizeof(*res));
@@ -250,6 +263,10 @@ void dp_handle_list_offsets(kq_dp *dp, void *req, const kq_list_offsets_request 
         pr->partition = lp->partition;
         pr->offset = -1;
         pr->leader_epoch = -1;
+        if (denied && denied[k]) {
+            pr->error = KQ_ERR_TOPIC_AUTHORIZATION_FAILED;
+            continue;
+        }
         size_t i = kq_rm_find(dp->rm, lp->topic_id, lp->partition);
         kq_replica *r = i == SIZE_MAX ? NULL : kq_rm_replica_mut(dp->rm, i);
         if (r == NULL) {
@@ -335,8 +352,9 @@ static int md_add_topic(md_build *m, const kq_topic *t, const char *name, size_t
 }
 
 void dp_handle_metadata(kq_dp *dp, void *req, const kq_data_metadata_request *mr,
-                        const kq_image *img)
+                        const kq_image *img, const char *principal)
 {
+    char msg[900];
     md_build m;
     size_t cap_t = 0, cap_p = 0, cap_b = 0;
     kq_buf out = {0};
@@ -359,14 +377,22 @@ void dp_handle_metadata(kq_dp *dp, void *req, const kq_data_metadata_request *mr
         mb->port = b->endpoints[0].port;
         mb->rack = b->rack;
     }
-    if (mr->n_topics == 0) {
+    if (mr->n_topics == 0) { /* every topic: the ones the client may describe (Kafka) */
         for (const kq_topic *t = kq_image_topic_next(img, NULL); t != NULL && rc == 0;
              t = kq_image_topic_next(img, t))
-            rc = md_add_topic(&m, t, t->name, &cap_t, &cap_p);
+            if (!dp_topic_allowed(dp, img, principal, KQ_ACL_OP_DESCRIBE, NULL, t->name, msg,
+                                  sizeof msg))
+                rc = md_add_topic(&m, t, t->name, &cap_t, &cap_p);
     } else {
-        for (size_t k = 0; k < mr->n_topics && rc == 0; k++)
-            rc = md_add_topic(&m, kq_image_topic_by_name(img, mr->topics[k]), mr->topics[k], &cap_t,
-                              &cap_p);
+        for (size_t k = 0; k < mr->n_topics && rc == 0; k++) {
+            int refused = dp_topic_allowed(dp, img, principal, KQ_ACL_OP_DESCRIBE, NULL,
+                                           mr->topics[k], msg, sizeof msg);
+
+            rc = md_add_topic(&m, refused ? NULL : kq_image_topic_by_name(img, mr->topics[k]),
+                              mr->topics[k], &cap_t, &cap_p);
+            if (!rc && refused) /* whether it exists or not */
+                m.topics[m.n_topics - 1].error = refused;
+        }
     }
     if (rc != 0) {
         dp_oom(dp, "metadata answer");

@@ -83,26 +83,33 @@ static int cmp_binding(const void *x, const void *y)
     return a->permission - b->permission;
 }
 
-/* The bindings f selects and `taken` does not mark (marking them), sorted; *v malloc'd (the
- * strings borrowed from the image). */
-static int select_bindings(const kq_image *img, const kq_acl_filter *f, bool *taken, kq_acl **v,
-                           int32_t *nv)
+/* The bindings f selects, sorted; *v malloc'd (the strings borrowed from the image). With
+ * `removed` (one flag per image binding), a RemoveAccessControlEntry record goes to `out` for
+ * each selected binding not yet flagged, which is then flagged. */
+static int select_bindings(const kq_image *img, const kq_acl_filter *f, bool *removed,
+                           kq_reclist *out, kq_acl **v, int32_t *nv)
 {
     size_t n;
     const kq_acl *acls = kq_image_acls(img, &n);
+    int rc = 0;
 
     *nv = 0;
     if (!(*v = malloc((n ? n : 1) * sizeof **v)))
         return KQ_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++) {
-        if ((taken && taken[i]) || !kq_acl_filter_matches(f, &acls[i]))
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!kq_acl_filter_matches(f, &acls[i]))
             continue;
-        if (taken)
-            taken[i] = true;
         (*v)[(*nv)++] = acls[i];
+        if (removed && !removed[i]) {
+            kq_record r = {.type = KQ_REC_REMOVE_ACL};
+
+            removed[i] = true;
+            memcpy(r.remove_acl.id, acls[i].id, 16);
+            rc = kq_reclist_push(out, &r);
+        }
     }
     qsort(*v, (size_t)*nv, sizeof **v, cmp_binding);
-    return 0;
+    return rc;
 }
 
 int kq_acl_describe(const kq_image *img, const kq_acl_filter *filter, kq_buf *resp, char *errbuf,
@@ -113,8 +120,10 @@ int kq_acl_describe(const kq_image *img, const kq_acl_filter *filter, kq_buf *re
 
     if (kq_acl_filter_check(filter, errbuf, errlen))
         return KQ_ERR_INVALID_REQUEST;
-    if ((rc = select_bindings(img, filter, NULL, &d.acls, &d.n)))
+    if ((rc = select_bindings(img, filter, NULL, NULL, &d.acls, &d.n))) {
+        free(d.acls);
         return rc;
+    }
     rc = kq_ctl_encode_answer(KQ_API_DESCRIBE_ACLS, &d, resp);
     free(d.acls);
     return rc;
@@ -147,13 +156,7 @@ int kq_acl_delete(const kq_image *img, const kq_acl_filter *filters, int32_t n, 
             res->message = msgs[i];
             continue;
         }
-        rc = select_bindings(img, &filters[i], taken, &res->acls, &res->n);
-        for (int32_t k = 0; k < res->n && !rc; k++) {
-            kq_record r = {.type = KQ_REC_REMOVE_ACL};
-
-            memcpy(r.remove_acl.id, res->acls[k].id, 16);
-            rc = kq_reclist_push(out, &r);
-        }
+        rc = select_bindings(img, &filters[i], taken, out, &res->acls, &res->n);
     }
     if (!msgs)
         rc = KQ_ERR_NOMEM;

@@ -21,6 +21,9 @@
 /* At most this many ACL bindings in the cluster: every authorization reads them all. */
 #define KQ_ACL_MAX_BINDINGS 10000
 
+/* Creations one CreateAcls may carry (each is checked against every binding). */
+#define KQ_ACL_MAX_CREATIONS 1000
+
 /* CreateAcls, one creation (later creations see the records of earlier ones only once they
  * are applied: call, add the records, call for the next). An AccessControlEntry record with a
  * fresh id from `prng`, or nothing when the same binding exists (Kafka: success). Errors in
@@ -35,10 +38,10 @@ int kq_acl_create(const kq_image *img, const kq_acl *binding, kq_prng *prng, kq_
 int kq_acl_describe(const kq_image *img, const kq_acl_filter *filter, kq_buf *resp, char *errbuf,
                     size_t errlen);
 
-/* DeleteAcls: per filter, the bindings it selects (a binding selected by an earlier filter of
- * the request is reported there only); a RemoveAccessControlEntry record each goes to `out`
- * and the answer is encoded into *resp. An invalid filter is answered INVALID_REQUEST in its
- * own result. 0 or KQ_ERR_NOMEM. */
+/* DeleteAcls: per filter, the bindings it selects (as Kafka, a binding several filters select
+ * is reported under each); one RemoveAccessControlEntry record per binding selected goes to
+ * `out` and the answer is encoded into *resp. An invalid filter is answered INVALID_REQUEST in
+ * its own result. 0 or KQ_ERR_NOMEM. */
 int kq_acl_delete(const kq_image *img, const kq_acl_filter *filters, int32_t n, kq_reclist *out,
                   kq_buf *resp);
 

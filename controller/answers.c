@@ -131,8 +131,23 @@ static int fill_topic(kq_arena *a, const kq_image *img, const kq_topic *t, int32
     return 0;
 }
 
+/* authz's answer for one resource: 0, or its error with the message copied into the arena
+ * (*msg; NULL when out of memory). */
+static int item_refused(kq_arena *a, const kq_item_authz *authz, int8_t type, const char *name,
+                        char **msg)
+{
+    char buf[KQ_CTL_MAX_MESSAGE + 1];
+    int rc;
+
+    if (!authz || !authz->check || !(rc = authz->check(authz->arg, type, name, buf, sizeof buf)))
+        return 0;
+    if ((*msg = kq_arena_alloc(a, strlen(buf) + 1, 1)))
+        memcpy(*msg, buf, strlen(buf) + 1);
+    return rc;
+}
+
 int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names, int32_t n,
-                                  int32_t default_min_isr, kq_buf *out)
+                                  int32_t default_min_isr, const kq_item_authz *authz, kq_buf *out)
 {
     kq_ctl_topics_desc body = {0};
     kq_ctl_topic_desc *ts;
@@ -164,8 +179,12 @@ int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names,
     } else {
         size_t i = 0;
 
-        for (t = kq_image_topic_next(img, NULL); t && i < cnt; t = kq_image_topic_next(img, t))
-            list[i++] = (named_topic){t->name, t};
+        for (t = kq_image_topic_next(img, NULL); t && i < cnt; t = kq_image_topic_next(img, t)) {
+            char *msg = NULL;
+
+            if (!item_refused(&a, authz, KQ_CONFIG_RESOURCE_TOPIC, t->name, &msg))
+                list[i++] = (named_topic){t->name, t}; /* every topic: the allowed ones */
+        }
         cnt = i;
     }
     qsort(list, cnt, sizeof *list, cmp_named);
@@ -174,9 +193,13 @@ int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names,
 
         if (body.n_topics > 0 && strcmp(ts[body.n_topics - 1].name, list[i].name) == 0)
             continue; /* duplicate name */
+        char *msg = NULL;
+
         d->name = (char *)list[i].name;
         d->min_insync_replicas = -1;
-        if (!list[i].t)
+        if (n > 0 && (d->error = item_refused(&a, authz, KQ_CONFIG_RESOURCE_TOPIC, d->name, &msg)))
+            ; /* a name it may not describe: refused, whether it exists or not */
+        else if (!list[i].t)
             d->error = KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         else if (fill_topic(&a, img, list[i].t, default_min_isr, d))
             goto nomem;
@@ -249,7 +272,7 @@ static int describe_resource(kq_arena *a, const kq_image *img, const kq_describe
 
 int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config_resource *reqs,
                                    int32_t n, const kq_config_kv *static_defaults, int32_t n_static,
-                                   kq_buf *out)
+                                   const kq_item_authz *authz, kq_buf *out)
 {
     kq_ctl_configs_desc body = {NULL, n};
     kq_arena a = {0};
@@ -259,9 +282,19 @@ int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config
         return KQ_ERR_INVALID_REQUEST;
     if (!(body.results = kq_arena_alloc(&a, (size_t)n, sizeof *body.results)))
         goto nomem;
-    for (int32_t i = 0; i < n; i++)
-        if (describe_resource(&a, img, &reqs[i], static_defaults, n_static, &body.results[i]))
+    for (int32_t i = 0; i < n; i++) {
+        kq_ctl_config_result *d = &body.results[i];
+
+        if ((d->error = item_refused(&a, authz, reqs[i].resource_type, reqs[i].resource_name,
+                                     &d->message))) {
+            d->resource_type = reqs[i].resource_type;
+            d->resource_name = (char *)(reqs[i].resource_name ? reqs[i].resource_name : "");
+            if (!d->message)
+                goto nomem;
+        } else if (describe_resource(&a, img, &reqs[i], static_defaults, n_static, d)) {
             goto nomem;
+        }
+    }
     return answer(KQ_API_DESCRIBE_CONFIGS, &body, &a, out);
 nomem:
     kq_arena_free(&a);

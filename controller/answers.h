@@ -18,20 +18,29 @@
 #include "kq/ctlapi.h"
 #include "kq/image.h"
 
-/* The topics named (n > 0; unknown names get UNKNOWN_TOPIC_OR_PARTITION, duplicates are
- * listed once), or every topic (n == 0), sorted by name, with their partitions, dynamic topic
- * configs and effective min.insync.replicas (topic config, else the cluster default config in
- * the image, else default_min_isr). */
+/* Per-item authorization of a describe answer (Kafka answers per item): check returns 0, or
+ * the error (TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED) with msg set, for a
+ * resource of config resource type `type` (KQ_CONFIG_RESOURCE_TOPIC or _BROKER) named `name`.
+ * A NULL kq_item_authz allows everything. */
+typedef struct kq_item_authz {
+    int (*check)(void *arg, int8_t type, const char *name, char *msg, size_t cap);
+    void *arg;
+} kq_item_authz;
+
+/* The topics named (n > 0; unknown names get UNKNOWN_TOPIC_OR_PARTITION, names authz refuses
+ * its error, duplicates are listed once), or every topic authz allows (n == 0), sorted by
+ * name, with their partitions, dynamic topic configs and effective min.insync.replicas (topic
+ * config, else the cluster default config in the image, else default_min_isr). */
 int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names, int32_t n,
-                                  int32_t default_min_isr, kq_buf *out);
+                                  int32_t default_min_isr, const kq_item_authz *authz, kq_buf *out);
 /* For each resource: a topic's dynamic configs (DYNAMIC_TOPIC), then the cluster defaults of
  * the image (DYNAMIC_DEFAULT_BROKER) and then `static_defaults` (DEFAULT) for keys not set
  * above; a broker's ("<id>") dynamic configs (DYNAMIC_BROKER), then the same fallbacks; ""
  * (brokers): the cluster defaults only. Restricted to keys[] when given. Per-resource errors:
- * UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (bad type or broker name). */
+ * UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (bad type or broker name), and authz's. */
 int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config_resource *reqs,
                                    int32_t n, const kq_config_kv *static_defaults, int32_t n_static,
-                                   kq_buf *out);
+                                   const kq_item_authz *authz, kq_buf *out);
 
 typedef struct kq_ctl_feature_range {
     const char *name;

@@ -119,11 +119,16 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
     if ((rc = kq_config_string(c, "controller.listener.names", "CONTROLLER", &s, errbuf, errlen)) !=
         0)
         goto out;
+    if ((rc = kq_config_metrics_listener(c, out->metrics_host, sizeof(out->metrics_host),
+                                         &out->metrics_port, &out->metrics_tls, errbuf, errlen)))
+        goto out;
     kq_protocol_map protocols;
+    /* the ssl.* keys serve SSL listeners and an https:// metrics listener */
     if ((rc = kq_config_protocol_map(c, &protocols, errbuf, errlen)) != 0 ||
         (rc = kq_protocol_of(&protocols, out->listener.name, &out->protocol, errbuf, errlen)) !=
             0 ||
-        (rc = kq_config_ssl(c, out->protocol == KQ_SECURITY_SSL, &out->ssl, errbuf, errlen)) != 0 ||
+        (rc = kq_config_ssl(c, out->protocol == KQ_SECURITY_SSL || out->metrics_tls, &out->ssl,
+                            errbuf, errlen)) != 0 ||
         (rc = kq_config_authorizer(c, &out->authz, errbuf, errlen)) != 0)
         goto out;
 
@@ -206,9 +211,6 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
         goto out;
     }
     out->log_level = (kq_log_level)lvl;
-    if ((rc = kq_config_metrics_listener(c, out->metrics_host, sizeof(out->metrics_host),
-                                         &out->metrics_port, &out->metrics_tls, errbuf, errlen)))
-        goto out;
     kq_config_warn_unknown(c);
 out:
     kq_config_free(c);

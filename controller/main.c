@@ -26,6 +26,7 @@
 #include "ctl_config.h"
 #include "meta.h"
 #include "node.h"
+#include "ops.h"
 #include "kq/ctl_codec.h"
 #include "kq/codec.h"
 #include "kq/daemon.h"
@@ -389,6 +390,13 @@ static void node_reply_error(void *arg, void *req, uint32_t api, int err, const 
     reply_error(arg, req, api, err, msg);
 }
 
+static void node_refused(void *arg, const char *principal, int32_t items, const char *msg)
+{
+    ctl *c = arg;
+    kq_metric_add(c->m.refused, (double)items);
+    kq_log_refusal("controller", principal, msg);
+}
+
 static void node_drop(void *arg, void *req)
 {
     (void)arg;
@@ -559,13 +567,10 @@ static void handle_request(ctl *c, kq_rpc_req *req)
             reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
             goto out;
         }
-        size_t n_acls;
-        const kq_acl *acls = kq_image_acls(c->node.meta.img, &n_acls);
-
         if (!c->check_identity &&
-            !kq_authorize(&c->cfg.authz, acls, n_acls, c->principal_rules ? principal : NULL, "",
-                          KQ_ACL_OP_CLUSTER_ACTION, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME,
-                          why, sizeof why)) {
+            kq_op_authorize(&c->cfg.authz, c->node.meta.img, c->principal_rules ? principal : NULL,
+                            KQ_ACL_OP_CLUSTER_ACTION, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME,
+                            why, sizeof why)) {
             reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
             goto out;
         }
@@ -589,12 +594,9 @@ static void handle_request(ctl *c, kq_rpc_req *req)
     }
     case KQ_API_DESCRIBE_QUORUM: {
         char why[800];
-        size_t n_acls;
-        const kq_acl *acls = kq_image_acls(c->node.meta.img, &n_acls);
-
-        if (!kq_authorize(&c->cfg.authz, acls, n_acls, c->principal_rules ? principal : NULL, "",
-                          KQ_ACL_OP_DESCRIBE, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, why,
-                          sizeof why)) {
+        if (kq_op_authorize(&c->cfg.authz, c->node.meta.img, c->principal_rules ? principal : NULL,
+                            KQ_ACL_OP_DESCRIBE, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, why,
+                            sizeof why)) {
             reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
             goto out;
         }
@@ -1034,6 +1036,7 @@ static int start(ctl *c, char *err, size_t errlen)
                             .reply_error = node_reply_error,
                             .drop = node_drop,
                             .event = node_event,
+                            .refused = node_refused,
                             .fatal = node_fatal};
     if (kq_ctl_node_init(&c->node, &ncfg, &c->host.st, &nops, kq_now_ms()) != 0) {
         free(rec.epochs);
@@ -1303,7 +1306,7 @@ int main(int argc, char **argv)
         KQ_ERROR("controller", "cannot start", "error=%s detail=\"%s\"", kq_err_name(rc), err);
         return rc == KQ_ERR_IO || rc == KQ_ERR_NOMEM ? 1 : EXIT_CONFIG;
     }
-    if (c.cfg.protocol == KQ_SECURITY_SSL)
+    if (c.cfg.protocol == KQ_SECURITY_SSL || c.cfg.metrics_tls)
         kq_daemon_on_reload(kq_rpc_reload_tls, &c.cfg.ssl);
     if (kq_daemon_signal_thread(&c.stop, c.q, EV_SIGNAL) != 0) {
         fprintf(stderr, "kq-controller: cannot start the signal thread\n");

@@ -384,14 +384,9 @@ static bool speaks_for_itself(const kq_ctl_node *n, const kq_ctl_request *cr, co
     default:
         return true;
     }
-    if (!tmpl) { /* nobody is identified: as in Kafka, an authorizer wants ClusterAction */
-        size_t n_acls;
-        const kq_acl *acls = kq_image_acls(n->meta.img, &n_acls);
-
-        return !n->cfg.authorizer || kq_authorize(n->cfg.authorizer, acls, n_acls, principal, "",
-                                                  KQ_ACL_OP_CLUSTER_ACTION, KQ_ACL_RESOURCE_CLUSTER,
-                                                  KQ_ACL_CLUSTER_NAME, err, errlen);
-    }
+    if (!tmpl) /* nobody is identified: as in Kafka, an authorizer wants ClusterAction */
+        return kq_op_authorize(n->cfg.authorizer, n->meta.img, principal, KQ_ACL_OP_CLUSTER_ACTION,
+                               KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, err, errlen) == 0;
     if (kq_principal_is_node(tmpl, principal, id))
         return true;
     snprintf(err, errlen, "principal %s may not act for broker %d (%s needs %s with {id} %d)",
@@ -400,108 +395,34 @@ static bool speaks_for_itself(const kq_ctl_node *n, const kq_ctl_request *cr, co
     return false;
 }
 
-/* One check of the authorizer: 0, or the error to refuse the request with (err set). */
-static int check(const kq_ctl_node *n, const char *principal, kq_acl_operation op,
-                 kq_acl_resource_type type, const char *name, char *err, size_t errlen)
-{
-    size_t n_acls;
-    const kq_acl *acls = kq_image_acls(n->meta.img, &n_acls);
-
-    if (kq_authorize(n->cfg.authorizer, acls, n_acls, principal, "", op, type, name ? name : "",
-                     err, errlen))
-        return 0;
-    return type == KQ_ACL_RESOURCE_TOPIC ? KQ_ERR_TOPIC_AUTHORIZATION_FAILED
-                                         : KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
-}
-
-static int check_cluster(const kq_ctl_node *n, const char *principal, kq_acl_operation op,
-                         char *err, size_t errlen)
-{
-    return check(n, principal, op, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, err, errlen);
-}
-
-/* A config resource: a topic by name; a broker (or the cluster default) is the cluster. */
-static int check_config(const kq_ctl_node *n, const char *principal, kq_acl_operation op,
-                        int8_t type, const char *name, char *err, size_t errlen)
-{
-    return type == KQ_CONFIG_RESOURCE_TOPIC
-               ? check(n, principal, op, KQ_ACL_RESOURCE_TOPIC, name, err, errlen)
-               : check_cluster(n, principal, op, err, errlen);
-}
-
-/* Kafka's rules per admin API (the request is refused whole when one of its items is not
- * allowed). Node APIs are checked by identity instead (speaks_for_itself). 0 or the error. */
+/* Kafka's rules for the admin APIs on the cluster; the per-topic ones are the operation's.
+ * Node APIs are checked by identity instead (speaks_for_itself). 0 or the error. */
 static int authorize(const kq_ctl_node *n, const kq_ctl_request *cr, const char *principal,
                      char *err, size_t errlen)
 {
-    const kq_image *img = n->meta.img;
-    int rc = 0;
+    kq_acl_operation op;
 
-    if (!n->cfg.authorizer || !n->cfg.authorizer->enabled)
-        return 0;
-    principal = principal ? principal : KQ_PRINCIPAL_ANONYMOUS;
     switch (cr->api_key) {
-    case KQ_API_CREATE_TOPICS:
-        /* Create on the cluster, or on each topic */
-        if (check_cluster(n, principal, KQ_ACL_OP_CREATE, err, errlen) == 0)
-            return 0;
-        for (int32_t i = 0; i < cr->create_topics.n && !rc; i++)
-            rc = check(n, principal, KQ_ACL_OP_CREATE, KQ_ACL_RESOURCE_TOPIC,
-                       cr->create_topics.topics[i].name, err, errlen);
-        return rc;
-    case KQ_API_DELETE_TOPICS:
-        for (int32_t i = 0; i < cr->delete_topics.n && !rc; i++) {
-            const kq_delete_topic *t = &cr->delete_topics.topics[i];
-            const kq_topic *known = t->name ? NULL : kq_image_topic_by_id(img, t->topic_id);
-            const char *name = t->name ? t->name : known ? known->name : NULL;
-
-            if (name) /* an unknown id is answered UNKNOWN_TOPIC_ID by the operation */
-                rc =
-                    check(n, principal, KQ_ACL_OP_DELETE, KQ_ACL_RESOURCE_TOPIC, name, err, errlen);
-        }
-        return rc;
-    case KQ_API_CREATE_PARTITIONS:
-        for (int32_t i = 0; i < cr->create_partitions.n && !rc; i++)
-            rc = check(n, principal, KQ_ACL_OP_ALTER, KQ_ACL_RESOURCE_TOPIC,
-                       cr->create_partitions.topics[i].topic, err, errlen);
-        return rc;
-    case KQ_API_INCREMENTAL_ALTER_CONFIGS:
-        for (int32_t i = 0; i < cr->alter_configs.n && !rc; i++)
-            rc = check_config(n, principal, KQ_ACL_OP_ALTER_CONFIGS,
-                              cr->alter_configs.resources[i].resource_type,
-                              cr->alter_configs.resources[i].resource_name, err, errlen);
-        return rc;
-    case KQ_API_DESCRIBE_CONFIGS:
-        for (int32_t i = 0; i < cr->describe_configs.n && !rc; i++)
-            rc = check_config(n, principal, KQ_ACL_OP_DESCRIBE_CONFIGS,
-                              cr->describe_configs.resources[i].resource_type,
-                              cr->describe_configs.resources[i].resource_name, err, errlen);
-        return rc;
-    case KQ_API_DESCRIBE_TOPICS:
-        if (cr->describe_topics.n == 0) { /* every topic: each must be describable */
-            for (const kq_topic *t = kq_image_topic_next(img, NULL); t && !rc;
-                 t = kq_image_topic_next(img, t))
-                rc = check(n, principal, KQ_ACL_OP_DESCRIBE, KQ_ACL_RESOURCE_TOPIC, t->name, err,
-                           errlen);
-            return rc;
-        }
-        for (int32_t i = 0; i < cr->describe_topics.n && !rc; i++)
-            rc = check(n, principal, KQ_ACL_OP_DESCRIBE, KQ_ACL_RESOURCE_TOPIC,
-                       cr->describe_topics.names[i], err, errlen);
-        return rc;
+        /* CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs,
+         * DescribeConfigs and DescribeTopics are authorized per item by the operation
+         * (controller/ops.h), as Kafka answers them per topic or resource */
     case KQ_API_ELECT_LEADERS:
     case KQ_API_UPDATE_FEATURES:
     case KQ_API_UNREGISTER_BROKER:
     case KQ_API_CREATE_ACLS:
     case KQ_API_DELETE_ACLS:
-        return check_cluster(n, principal, KQ_ACL_OP_ALTER, err, errlen);
+        op = KQ_ACL_OP_ALTER;
+        break;
     case KQ_API_DESCRIBE_CLUSTER:
     case KQ_API_DESCRIBE_FEATURES:
     case KQ_API_DESCRIBE_ACLS:
-        return check_cluster(n, principal, KQ_ACL_OP_DESCRIBE, err, errlen);
+        op = KQ_ACL_OP_DESCRIBE;
+        break;
     default:
         return 0;
     }
+    return kq_op_authorize(n->cfg.authorizer, n->meta.img, principal, op, KQ_ACL_RESOURCE_CLUSTER,
+                           KQ_ACL_CLUSTER_NAME, err, errlen);
 }
 
 static int handle_ctl(kq_ctl_node *n, void *req, const kq_request *env, const char *principal)
@@ -540,8 +461,15 @@ static int handle_ctl(kq_ctl_node *n, void *req, const kq_request *env, const ch
         n->ops.reply_error(n->ops.ctx, req, env->api_key, rc, err);
         return 0;
     }
+    struct kq_op_refusals refusals = {0};
     kq_op_ctx ctx = op_ctx(n);
+    ctx.authz = n->cfg.authorizer;
+    ctx.principal = principal;
+    ctx.refusals = &refusals;
     rc = kq_op_run(&ctx, &cr, &resp, &wait, err, sizeof(err));
+    if (refusals.items > 0 && n->ops.refused)
+        n->ops.refused(n->ops.ctx, principal ? principal : KQ_PRINCIPAL_ANONYMOUS, refusals.items,
+                       refusals.msg);
     kq_ctl_request_free(&cr);
     if (rc == KQ_ERR_FATAL || n->failed) {
         if (!n->failed)

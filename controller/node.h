@@ -91,6 +91,9 @@ typedef struct kq_ctl_node_ops {
     void (*drop)(void *ctx, void *req);
     /* May be NULL. */
     void (*event)(void *ctx, kq_ctl_node_event ev, int64_t arg);
+    /* Items of one request answered TOPIC_/CLUSTER_AUTHORIZATION_FAILED (the request went on
+     * for the others): count them, log msg (the last refusal's). May be NULL. */
+    void (*refused)(void *ctx, const char *principal, int32_t items, const char *msg);
     /* A record that cannot apply, a store that cannot be read: the node is broken. kq-controller
      * exits; a simulator that returns gets a node that does nothing more (`failed`). */
     void (*fatal)(void *ctx, const char *what, const char *detail);

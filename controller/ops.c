@@ -8,6 +8,7 @@
 #include "cluster_control.h"
 #include "answers.h"
 #include "kq/error.h"
+#include "kq/principal.h"
 #include "replication_control.h"
 
 /* Features this controller supports (kq_ctl_encode_describe_features, UpdateFeatures). */
@@ -145,6 +146,9 @@ static int op_alter_partition(const kq_op_ctx *ctx, const kq_alter_partition *re
     return rc;
 }
 
+static int allowed(const kq_op_ctx *ctx, kq_acl_operation op, kq_acl_resource_type type,
+                   const char *name, char *msg, size_t cap);
+
 static int op_create_topics(const kq_op_ctx *ctx, const kq_create_topic *reqs, int32_t n,
                             kq_buf *resp, char *errbuf, size_t errlen)
 {
@@ -161,26 +165,114 @@ static int op_create_topics(const kq_op_ctx *ctx, const kq_create_topic *reqs, i
                  (long long)partitions, KQ_OP_MAX_RECORDS);
         return KQ_ERR_POLICY_VIOLATION;
     }
-    kq_create_topic_result *res = calloc(n > 0 ? (size_t)n : 1, sizeof(*res));
-    if (res == NULL)
-        return KQ_ERR_NOMEM;
+    size_t cap = n > 0 ? (size_t)n : 1;
+    kq_create_topic_result *res = calloc(cap, sizeof(*res)), *sub = calloc(cap, sizeof(*sub));
+    kq_create_topic *ok = calloc(cap, sizeof(*ok));
+    int32_t *at = calloc(cap, sizeof(*at)), m = 0;
+    char msg[sizeof res->message];
+    int rc = KQ_ERR_NOMEM;
+    if (res == NULL || sub == NULL || ok == NULL || at == NULL)
+        goto out;
+    /* Create on the cluster allows every topic; without it, Create on each topic decides,
+     * and a topic refused is answered TOPIC_AUTHORIZATION_FAILED (Kafka) */
+    bool cluster = kq_op_authorize(ctx->authz, ctx->meta->img, ctx->principal, KQ_ACL_OP_CREATE,
+                                   KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, msg,
+                                   sizeof msg) == 0; /* not a refusal: the topics decide then */
+    for (int32_t i = 0; i < n; i++) {
+        if (!cluster &&
+            (res[i].error = allowed(ctx, KQ_ACL_OP_CREATE, KQ_ACL_RESOURCE_TOPIC, reqs[i].name,
+                                    res[i].message, sizeof res[i].message))) {
+            res[i].num_partitions = res[i].replication_factor = -1;
+            continue;
+        }
+        ok[m] = reqs[i];
+        at[m++] = i;
+    }
     kq_reclist_init(&out);
-    kq_rc_create_topics(&ctx->meta->settings, ctx->meta->img, reqs, n, &ctx->meta->rng, &out, res);
-    int rc = add_records(ctx, &out, errbuf, errlen);
+    kq_rc_create_topics(&ctx->meta->settings, ctx->meta->img, ok, m, &ctx->meta->rng, &out, sub);
+    for (int32_t k = 0; k < m; k++)
+        res[at[k]] = sub[k];
+    rc = add_records(ctx, &out, errbuf, errlen);
     if (rc == 0)
         rc = kq_ctl_encode_create_topics_response(reqs, res, n, resp);
+out:
     free(res);
+    free(sub);
+    free(ok);
+    free(at);
     return rc;
 }
 
+/* May the client do op on the resource? 0, or TOPIC_AUTHORIZATION_FAILED (a topic) /
+ * CLUSTER_AUTHORIZATION_FAILED with msg naming principal, operation and resource. */
+int kq_op_authorize(const kq_authorizer_config *authz, const kq_image *img, const char *principal,
+                    kq_acl_operation op, kq_acl_resource_type type, const char *name, char *msg,
+                    size_t cap)
+{
+    size_t n;
+    const kq_acl *acls;
+    kq_acl *scratch;
+    bool ok;
+
+    if (!authz || !authz->enabled)
+        return 0;
+    if (kq_image_committed_acls(img, &acls, &n, &scratch)) {
+        snprintf(msg, cap, "out of memory deciding whether %s may %s",
+                 principal ? principal : KQ_PRINCIPAL_ANONYMOUS, kq_acl_operation_name(op));
+        ok = false;
+    } else {
+        ok = kq_authorize(authz, acls, n, principal ? principal : KQ_PRINCIPAL_ANONYMOUS, "", op,
+                          type, name ? name : "", msg, cap);
+        free(scratch);
+    }
+    if (ok)
+        return 0;
+    return type == KQ_ACL_RESOURCE_TOPIC ? KQ_ERR_TOPIC_AUTHORIZATION_FAILED
+                                         : KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+}
+
+static int allowed(const kq_op_ctx *ctx, kq_acl_operation op, kq_acl_resource_type type,
+                   const char *name, char *msg, size_t cap)
+{
+    int rc = kq_op_authorize(ctx->authz, ctx->meta->img, ctx->principal, op, type, name, msg, cap);
+
+    if (rc && ctx->refusals) {
+        ctx->refusals->items++;
+        snprintf(ctx->refusals->msg, sizeof ctx->refusals->msg, "%s", msg);
+    }
+    return rc;
+}
+
+/* A config resource: a topic by name; a broker (or the cluster default) is the cluster. */
+static int config_allowed(const kq_op_ctx *ctx, kq_acl_operation op, int8_t type, const char *name,
+                          char *msg, size_t cap)
+{
+    return type == KQ_CONFIG_RESOURCE_TOPIC
+               ? allowed(ctx, op, KQ_ACL_RESOURCE_TOPIC, name, msg, cap)
+               : allowed(ctx, op, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, msg, cap);
+}
+
+/* The describe answers' per-item check (answers.h). */
+typedef struct describe_authz {
+    const kq_op_ctx *ctx;
+    kq_acl_operation op;
+} describe_authz;
+
+static int describe_check(void *arg, int8_t type, const char *name, char *msg, size_t cap)
+{
+    const describe_authz *d = arg;
+    return config_allowed(d->ctx, d->op, type, name, msg, cap);
+}
+
 /* Per-item operations whose later items must see the earlier items' records: decide one
- * item, add its records (applied at once), then the next. *res_out (n results) is the
- * caller's to free. */
+ * item, add its records (applied at once), then the next. An item `check` refuses is answered
+ * with its error and writes nothing. *res_out (n results) is the caller's to free. */
 typedef void (*item_fn)(const kq_op_ctx *ctx, int32_t i, kq_reclist *out, kq_simple_result *res,
                         const void *reqs);
+typedef int (*item_check)(const kq_op_ctx *ctx, int32_t i, const void *reqs, char *msg, size_t cap);
 
-static int run_items(const kq_op_ctx *ctx, const void *reqs, int32_t n, item_fn fn,
-                     kq_simple_result **res_out, char *errbuf, size_t errlen)
+static int run_items(const kq_op_ctx *ctx, const void *reqs, int32_t n, item_check check,
+                     item_fn fn, kq_simple_result **res_out, char *errbuf, size_t errlen)
 {
     int rc = 0;
     kq_simple_result *res = calloc(n > 0 ? (size_t)n : 1, sizeof(*res));
@@ -189,6 +281,8 @@ static int run_items(const kq_op_ctx *ctx, const void *reqs, int32_t n, item_fn 
     for (int32_t i = 0; i < n && rc == 0; i++) {
         kq_reclist out;
         kq_reclist_init(&out);
+        if (check && (res[i].error = check(ctx, i, reqs, res[i].message, sizeof res[i].message)))
+            continue;
         fn(ctx, i, &out, &res[i], reqs);
         rc = add_records(ctx, &out, errbuf, errlen);
     }
@@ -198,6 +292,31 @@ static int run_items(const kq_op_ctx *ctx, const void *reqs, int32_t n, item_fn 
     }
     *res_out = res;
     return 0;
+}
+
+static int delete_check(const kq_op_ctx *ctx, int32_t i, const void *reqs, char *msg, size_t cap)
+{
+    const kq_delete_topic *r = &((const kq_delete_topic *)reqs)[i];
+    const kq_topic *known = r->name ? NULL : kq_image_topic_by_id(ctx->meta->img, r->topic_id);
+    const char *name = r->name ? r->name : known ? known->name : NULL;
+
+    /* an unknown id is answered UNKNOWN_TOPIC_ID by the operation */
+    return name ? allowed(ctx, KQ_ACL_OP_DELETE, KQ_ACL_RESOURCE_TOPIC, name, msg, cap) : 0;
+}
+
+static int create_partitions_check(const kq_op_ctx *ctx, int32_t i, const void *reqs, char *msg,
+                                   size_t cap)
+{
+    return allowed(ctx, KQ_ACL_OP_ALTER, KQ_ACL_RESOURCE_TOPIC,
+                   ((const kq_create_partitions *)reqs)[i].topic, msg, cap);
+}
+
+static int alter_configs_check(const kq_op_ctx *ctx, int32_t i, const void *reqs, char *msg,
+                               size_t cap)
+{
+    const kq_alter_config_resource *r = &((const kq_alter_config_resource *)reqs)[i];
+    return config_allowed(ctx, KQ_ACL_OP_ALTER_CONFIGS, r->resource_type, r->resource_name, msg,
+                          cap);
 }
 
 static void delete_one(const kq_op_ctx *ctx, int32_t i, kq_reclist *out, kq_simple_result *res,
@@ -345,15 +464,15 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int
                               errlen);
         break;
     case KQ_API_DELETE_TOPICS:
-        rc = run_items(ctx, req->delete_topics.topics, req->delete_topics.n, delete_one, &items,
-                       errbuf, errlen);
+        rc = run_items(ctx, req->delete_topics.topics, req->delete_topics.n, delete_check,
+                       delete_one, &items, errbuf, errlen);
         if (rc == 0)
             rc = kq_ctl_encode_delete_topics_response(req->delete_topics.topics, items,
                                                       req->delete_topics.n, resp);
         break;
     case KQ_API_CREATE_PARTITIONS:
         rc = run_items(ctx, req->create_partitions.topics, req->create_partitions.n,
-                       create_partitions_one, &items, errbuf, errlen);
+                       create_partitions_check, create_partitions_one, &items, errbuf, errlen);
         if (rc == 0)
             rc = kq_ctl_encode_create_partitions_response(req->create_partitions.topics, items,
                                                           req->create_partitions.n, resp);
@@ -362,8 +481,8 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int
         rc = op_elect_leaders(ctx, &req->elect_leaders, resp, errbuf, errlen);
         break;
     case KQ_API_INCREMENTAL_ALTER_CONFIGS:
-        rc = run_items(ctx, req->alter_configs.resources, req->alter_configs.n, alter_configs_one,
-                       &items, errbuf, errlen);
+        rc = run_items(ctx, req->alter_configs.resources, req->alter_configs.n, alter_configs_check,
+                       alter_configs_one, &items, errbuf, errlen);
         if (rc == 0)
             rc = kq_ctl_encode_alter_configs_response(req->alter_configs.resources, items,
                                                       req->alter_configs.n, resp);
@@ -376,8 +495,10 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int
         rc = kq_ctl_encode_describe_cluster(img, ctx->meta->cluster_id, ctx->controller_id, resp);
         break;
     case KQ_API_DESCRIBE_TOPICS:
-        rc = kq_ctl_encode_describe_topics(img, req->describe_topics.names, req->describe_topics.n,
-                                           ctx->meta->settings.min_insync_replicas, resp);
+        rc = kq_ctl_encode_describe_topics(
+            img, req->describe_topics.names, req->describe_topics.n,
+            ctx->meta->settings.min_insync_replicas,
+            &(kq_item_authz){describe_check, &(describe_authz){ctx, KQ_ACL_OP_DESCRIBE}}, resp);
         break;
     case KQ_API_DESCRIBE_CONFIGS: {
         char mis[16], ule[8];
@@ -386,15 +507,23 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int
                  ctx->meta->settings.unclean_leader_election ? "true" : "false");
         kq_config_kv statics[] = {{"min.insync.replicas", mis},
                                   {"unclean.leader.election.enable", ule}};
-        rc = kq_ctl_encode_describe_configs(img, req->describe_configs.resources,
-                                            req->describe_configs.n, statics, 2, resp);
+        rc = kq_ctl_encode_describe_configs(
+            img, req->describe_configs.resources, req->describe_configs.n, statics, 2,
+            &(kq_item_authz){describe_check, &(describe_authz){ctx, KQ_ACL_OP_DESCRIBE_CONFIGS}},
+            resp);
         break;
     }
     case KQ_API_DESCRIBE_FEATURES:
         rc = kq_ctl_encode_describe_features(img, SUPPORTED_FEATURES, N_SUPPORTED_FEATURES, resp);
         break;
     case KQ_API_CREATE_ACLS:
-        rc = run_items(ctx, req->create_acls.acls, req->create_acls.n, create_acl_one, &items,
+        if (req->create_acls.n > KQ_ACL_MAX_CREATIONS) {
+            snprintf(errbuf, errlen,
+                     "the request creates %d ACL bindings; one may create at most %d",
+                     (int)req->create_acls.n, KQ_ACL_MAX_CREATIONS);
+            return KQ_ERR_POLICY_VIOLATION;
+        }
+        rc = run_items(ctx, req->create_acls.acls, req->create_acls.n, NULL, create_acl_one, &items,
                        errbuf, errlen);
         if (rc == 0)
             rc = kq_ctl_encode_create_acls_response(items, req->create_acls.n, resp);

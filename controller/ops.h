@@ -32,9 +32,21 @@ typedef struct kq_op_ctx {
     void (*flush)(void *arg);
     void *flush_arg;
     size_t max_batch_bytes;
+    /* Per-item authorization of a client's request (Kafka's rules, answered per topic or
+     * resource): NULL or disabled = everything allowed (the controller's own timers). */
+    const kq_authorizer_config *authz;
+    const char *principal; /* the client's (NULL: User:ANONYMOUS) */
+    /* Items refused (may be NULL): their count, and the last refusal's message. */
+    struct kq_op_refusals {
+        int32_t items;
+        char msg[512];
+    } * refusals;
 } kq_op_ctx;
 
-/* Run one controller API (the caller checked that this node is the active controller).
+/* Run one controller API (the caller checked that this node is the active controller and the
+ * request-level authorization: the cluster operations). Items (topics, config resources) the
+ * principal may not touch are answered TOPIC_AUTHORIZATION_FAILED (CLUSTER_... for broker and
+ * cluster-default configs) in their own result, as Kafka does, and the others go ahead.
  * Returns 0 with *resp and *wait_offset set (-1: nothing to wait for), or a top-level error
  * code with errbuf set (nothing appended, *resp empty). KQ_ERR_NOT_CONTROLLER: leadership was
  * lost in a flush in the middle of the operation (what was proposed before may commit; the
@@ -42,6 +54,14 @@ typedef struct kq_op_ctx {
  * daemon stops. */
 int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int64_t *wait_offset,
               char *errbuf, size_t errlen);
+
+/* May principal (NULL: User:ANONYMOUS) do op on the resource, by the image's committed ACLs
+ * (kq_image_committed_acls)? 0 (also
+ * when authz is NULL or disabled), or TOPIC_AUTHORIZATION_FAILED (a topic) /
+ * CLUSTER_AUTHORIZATION_FAILED with msg naming principal, operation and resource. */
+int kq_op_authorize(const kq_authorizer_config *authz, const kq_image *img, const char *principal,
+                    kq_acl_operation op, kq_acl_resource_type type, const char *name, char *msg,
+                    size_t cap);
 
 /* On activation: a cluster whose feature levels are not finalized yet (a new cluster, or one
  * made by a kq that did not finalize them) gets a FeatureLevel record for each level it runs at

@@ -274,6 +274,7 @@ static bool is_read(uint32_t api_key)
     case KQ_API_DESCRIBE_CLUSTER:
     case KQ_API_DESCRIBE_TOPICS:
     case KQ_API_DESCRIBE_FEATURES:
+    case KQ_API_DESCRIBE_ACLS:
         return true;
     default:
         return false; /* anything else may change state: one controller at a time */

@@ -252,6 +252,17 @@ static const char *item_message(const kq_ctl_item_result *it)
     return it->message && it->message[0] ? it->message : kq_err_message(it->error);
 }
 
+/* "Error while executing topic command : ..." for a topic's result; an authorization error
+ * is named (TOPIC_AUTHORIZATION_FAILED: principal ... is not allowed to ...). */
+static void print_topic_error(const kq_ctl_item_result *it)
+{
+    bool authz = it->error == KQ_ERR_TOPIC_AUTHORIZATION_FAILED ||
+                 it->error == KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+
+    printf("Error while executing topic command : %s%s%s\n", authz ? kq_err_name(it->error) : "",
+           authz ? ": " : "", item_message(it));
+}
+
 /* ---- kq topics ----------------------------------------------------------------------------- */
 
 static const char TOPICS_USAGE[] =
@@ -271,7 +282,13 @@ static bool topic_found(const kq_ctl_topics_desc *td, const char *topic)
 {
     if (td->n_topics >= 1 && !td->topics[0].error)
         return true;
-    printf("Error while executing topic command : Topic '%s' does not exist as expected\n", topic);
+    if (td->n_topics >= 1 && td->topics[0].error == KQ_ERR_TOPIC_AUTHORIZATION_FAILED)
+        printf("Error while executing topic command : TOPIC_AUTHORIZATION_FAILED: not allowed to "
+               "Describe topic '%s'\n",
+               topic);
+    else
+        printf("Error while executing topic command : Topic '%s' does not exist as expected\n",
+               topic);
     return false;
 }
 
@@ -553,7 +570,7 @@ int kq_cmd_topics(int argc, char **argv)
                         topic, id);
             printf("Created topic %s.\n", topic);
         } else {
-            printf("Error while executing topic command : %s\n", item_message(&items.items[0]));
+            print_topic_error(&items.items[0]);
             ret = KQ_EXIT_FAILURE;
         }
         goto out;
@@ -567,9 +584,11 @@ int kq_cmd_topics(int argc, char **argv)
         ret = call_decode(&c, &req, &items);
         if (ret)
             goto out;
-        if (items.n != 1 || items.items[0].error) {
-            printf("Error while executing topic command : %s\n",
-                   items.n == 1 ? item_message(&items.items[0]) : "unexpected response");
+        if (items.n != 1) {
+            printf("Error while executing topic command : unexpected response\n");
+            ret = KQ_EXIT_FAILURE;
+        } else if (items.items[0].error) {
+            print_topic_error(&items.items[0]);
             ret = KQ_EXIT_FAILURE;
         }
         goto out;
@@ -1116,10 +1135,11 @@ static const char ACLS_USAGE[] =
     "            [--json]\n"
     "  --allow-host H, --deny-host H  only * (kq does not scope ACLs by client address)\n"
     "  --operation OP     All, Read, Write, Create, Delete, Alter, Describe, ClusterAction,\n"
-    "                     DescribeConfigs, AlterConfigs, IdempotentWrite (default All; --list\n"
-    "                     and --remove: Any)\n"
+    "                     DescribeConfigs, AlterConfigs, IdempotentWrite (default All; a\n"
+    "                     --remove without principals removes every ACL of the resource)\n"
     "  --resource-pattern-type  literal (default), prefixed; --list and --remove also any\n"
-    "                     and match (the ACLs that apply to the named resource)\n"
+    "                     and match (the ACLs that apply to the named resource); --list\n"
+    "                     without --topic/--cluster lists every ACL\n"
     "  --force            --remove without asking\n" CONN_USAGE
     "  --json                       --list: one JSON object\n";
 
@@ -1156,7 +1176,11 @@ static int acl_combinations(const acl_args *a, bool filters, kq_acl *bindings, k
             for (int o = 0; o < no && n < max; o++, n++) {
                 const char *principal = a->n_principals ? a->principals[p] : NULL;
                 int8_t perm = a->n_principals ? a->permissions[p] : KQ_ACL_ANY;
-                int8_t op = a->n_ops ? a->ops[o] : filters ? KQ_ACL_ANY : KQ_ACL_OP_ALL;
+                /* as kafka-acls.sh: no --operation is All, except a --remove naming no
+                 * principal, which removes every ACL on the resource */
+                int8_t op = a->n_ops                      ? a->ops[o]
+                            : filters && !a->n_principals ? KQ_ACL_ANY
+                                                          : KQ_ACL_OP_ALL;
 
                 if (filters)
                     fs[n] = (kq_acl_filter){a->resources[r].resource_type,
@@ -1186,23 +1210,26 @@ static int describe_acls(const conn *c, const kq_acl_filter *f, kq_ctl_acls_desc
     return call_decode(c, &req, out);
 }
 
-/* After --add: the resource's ACLs as they now are, as kafka-acls.sh prints them. */
-static int print_current(const conn *c, const kq_acl *resource)
+/* After --add and --remove: the resources' ACLs as they now are, as kafka-acls.sh prints
+ * them (a resource with none left prints nothing). */
+static int print_current(const conn *c, const acl_args *a)
 {
-    kq_acl_filter f = {resource->resource_type,
-                       resource->resource_name,
-                       resource->pattern_type,
-                       NULL,
-                       NULL,
-                       KQ_ACL_ANY,
-                       KQ_ACL_ANY};
-    kq_ctl_acls_desc d = {0};
+    for (int r = 0; r < a->n_resources; r++) {
+        kq_acl_filter f = {a->resources[r].resource_type,
+                           a->resources[r].resource_name,
+                           a->pattern == KQ_ACL_PATTERN_PREFIXED ? KQ_ACL_PATTERN_PREFIXED
+                                                                 : KQ_ACL_PATTERN_LITERAL,
+                           NULL,
+                           NULL,
+                           KQ_ACL_ANY,
+                           KQ_ACL_ANY};
+        kq_ctl_acls_desc d = {0};
 
-    if (describe_acls(c, &f, &d) != KQ_EXIT_OK)
-        return KQ_EXIT_FAILURE;
-    kq_tools_print_acls(stdout, d.acls, d.n, false);
-    putchar('\n');
-    kq_ctl_acls_desc_free(&d);
+        if (describe_acls(c, &f, &d) != KQ_EXIT_OK)
+            return KQ_EXIT_FAILURE;
+        kq_tools_print_acls(stdout, d.acls, d.n, false);
+        kq_ctl_acls_desc_free(&d);
+    }
     return KQ_EXIT_OK;
 }
 
@@ -1221,15 +1248,7 @@ static int add_acls(const conn *c, const acl_args *a)
     }
     req.create_acls.acls = b;
     req.create_acls.n = acl_combinations(a, false, b, NULL, max);
-    for (int32_t i = 0; i < req.create_acls.n; i++) {
-        if (i == 0 || b[i].resource_name != b[i - 1].resource_name) {
-            kq_tools_acl_resource(&b[i], buf, sizeof buf);
-            printf("%sAdding ACLs for resource `%s`: \n", i ? "\n" : "", buf);
-        }
-        kq_acl_entry_format(&b[i], buf, sizeof buf);
-        printf(" \t%s \n", buf);
-    }
-    putchar('\n');
+    kq_tools_print_acl_blocks(stdout, "Adding ACLs", b, req.create_acls.n);
     ret = call_decode(c, &req, &items);
     for (int32_t i = 0; ret == KQ_EXIT_OK && i < items.n && i < req.create_acls.n; i++) {
         if (!items.items[i].error)
@@ -1239,12 +1258,7 @@ static int add_acls(const conn *c, const acl_args *a)
         failed++;
     }
     kq_ctl_item_results_free(&items);
-    for (int r = 0; ret == KQ_EXIT_OK && r < a->n_resources; r++) {
-        kq_acl res = a->resources[r];
-
-        res.pattern_type = a->pattern;
-        ret = print_current(c, &res);
-    }
+    ret = ret == KQ_EXIT_OK ? print_current(c, a) : ret;
     free(b);
     return ret != KQ_EXIT_OK || failed ? KQ_EXIT_FAILURE : KQ_EXIT_OK;
 }
@@ -1255,7 +1269,6 @@ static int remove_acls(const conn *c, const acl_args *a, bool force)
     kq_acl_filter *f = calloc((size_t)max, sizeof *f);
     kq_ctl_request req = {.api_key = KQ_API_DELETE_ACLS};
     kq_ctl_delete_acls_desc d = {0};
-    char buf[1024];
     int ret, failed = 0;
 
     if (!f) {
@@ -1284,17 +1297,11 @@ static int remove_acls(const conn *c, const acl_args *a, bool force)
             kq_tools_errorf("Error while removing ACLs: %s",
                             r->message && r->message[0] ? r->message : kq_err_message(r->error));
             failed++;
-            continue;
-        }
-        for (int32_t k = 0; k < r->n; k++) {
-            kq_tools_acl_resource(&r->acls[k], buf, sizeof buf);
-            printf("Removed ACL from resource `%s`: ", buf);
-            kq_acl_entry_format(&r->acls[k], buf, sizeof buf);
-            printf("%s\n", buf);
         }
     }
     kq_ctl_delete_acls_desc_free(&d);
     free(f);
+    ret = ret == KQ_EXIT_OK ? print_current(c, a) : ret; /* as kafka-acls.sh: what is left */
     return ret != KQ_EXIT_OK || failed ? KQ_EXIT_FAILURE : KQ_EXIT_OK;
 }
 
@@ -1304,15 +1311,19 @@ static int list_acls(const conn *c, const acl_args *a)
     int n = a->n_resources ? a->n_resources : 1, ret = KQ_EXIT_OK;
 
     for (int r = 0; r < n && ret == KQ_EXIT_OK; r++) {
-        kq_acl_filter f = {KQ_ACL_ANY,        NULL, a->pattern ? a->pattern : KQ_ACL_ANY,
-                           a->list_principal, NULL, KQ_ACL_ANY,
-                           KQ_ACL_ANY};
+        /* as kafka-acls.sh: a named resource's literal ACLs unless told otherwise; with no
+         * resource, every ACL (MATCH needs a name: any) */
+        kq_acl_filter f = {KQ_ACL_ANY, NULL,       KQ_ACL_ANY, a->list_principal,
+                           NULL,       KQ_ACL_ANY, KQ_ACL_ANY};
         kq_ctl_acls_desc d = {0};
         kq_acl *grown;
 
         if (a->n_resources) {
             f.resource_type = a->resources[r].resource_type;
             f.resource_name = a->resources[r].resource_name;
+            f.pattern_type = a->pattern ? a->pattern : KQ_ACL_PATTERN_LITERAL;
+        } else if (a->pattern && a->pattern != KQ_ACL_PATTERN_MATCH) {
+            f.pattern_type = a->pattern;
         }
         if ((ret = describe_acls(c, &f, &d)) != KQ_EXIT_OK)
             break;
@@ -1330,6 +1341,8 @@ static int list_acls(const conn *c, const acl_args *a)
         }
         kq_ctl_acls_desc_free(&d);
     }
+    if (ret == KQ_EXIT_OK && a->list_principal && !c->json)
+        printf("ACLs for principal `%s`\n", a->list_principal);
     if (ret == KQ_EXIT_OK)
         kq_tools_print_acls(stdout, all.acls, all.n, c->json);
     kq_ctl_acls_desc_free(&all);
@@ -1452,6 +1465,10 @@ int kq_cmd_acls(int argc, char **argv)
         ret = kq_tools_usage_error(cmd, ACLS_USAGE, "--json goes with --list");
     else if (action != OPT_LIST && !a->n_resources)
         ret = kq_tools_usage_error(cmd, ACLS_USAGE, "--add and --remove need --topic or --cluster");
+    else if (action != OPT_LIST && a->list_principal)
+        ret = kq_tools_usage_error(cmd, ACLS_USAGE,
+                                   "--principal goes with --list (--add and --remove take "
+                                   "--allow-principal and --deny-principal)");
     else if (action == OPT_ADD && !a->n_principals)
         ret = kq_tools_usage_error(cmd, ACLS_USAGE,
                                    "--add needs --allow-principal or --deny-principal");

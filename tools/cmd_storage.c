@@ -52,8 +52,7 @@ static int random_uuid(int argc, char **argv)
  * validation: format refuses what kq-controller or kq-broker-agent would refuse to start on).
  * process.roles picks the daemon: controller → metadata.log.dir (default: the first entry of
  * log.dirs), broker → log.dirs. Copied into dir; prints the error and returns non-zero. */
-static int format_dir(kq_config *cfg, const char *path, int32_t *node_id, char *dir,
-                      size_t dirlen)
+static int format_dir(kq_config *cfg, const char *path, int32_t *node_id, char *dir, size_t dirlen)
 {
     char errbuf[1024] = "";
     const char *roles = kq_config_get(cfg, "process.roles");

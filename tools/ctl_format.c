@@ -559,45 +559,53 @@ static bool same_resource(const kq_acl *a, const kq_acl *b)
                    b->resource_name ? b->resource_name : "");
 }
 
-void kq_tools_print_acls(FILE *f, const kq_acl *acls, int32_t n, bool json)
+void kq_tools_print_acl_blocks(FILE *f, const char *verb, const kq_acl *acls, int32_t n)
 {
     char buf[1024];
+
+    for (int32_t i = 0; i < n; i++) {
+        bool first = i == 0 || !same_resource(&acls[i], &acls[i - 1]);
+        bool last = i == n - 1 || !same_resource(&acls[i], &acls[i + 1]);
+
+        if (first) {
+            kq_tools_acl_resource(&acls[i], buf, sizeof buf);
+            fprintf(f, "%s for resource `%s`: \n ", verb, buf);
+        }
+        kq_acl_entry_format(&acls[i], buf, sizeof buf);
+        fprintf(f, "\t%s%s", buf, last ? " \n\n" : "\n");
+    }
+}
+
+void kq_tools_print_acls(FILE *f, const kq_acl *acls, int32_t n, bool json)
+{
+    char buf[64];
     kq_json j;
 
-    if (json)
-        json_begin_doc(&j, f, "acls");
+    if (!json) {
+        kq_tools_print_acl_blocks(f, "Current ACLs", acls, n);
+        return;
+    }
+    json_begin_doc(&j, f, "acls");
     for (int32_t i = 0; i < n; i++) {
         const kq_acl *a = &acls[i];
+        const char *keys[] = {"resourceType", "patternType", "operation", "permissionType"};
+        const char *names[] = {
+            kq_acl_resource_type_name(a->resource_type), kq_acl_pattern_type_name(a->pattern_type),
+            kq_acl_operation_name(a->operation), kq_acl_permission_name(a->permission)};
 
-        if (json) {
-            const char *keys[] = {"resourceType", "patternType", "operation", "permissionType"};
-            const char *names[] = {kq_acl_resource_type_name(a->resource_type),
-                                   kq_acl_pattern_type_name(a->pattern_type),
-                                   kq_acl_operation_name(a->operation),
-                                   kq_acl_permission_name(a->permission)};
-
-            kq_json_begin_object(&j);
-            kq_json_key(&j, "resourceName");
-            kq_json_string(&j, a->resource_name ? a->resource_name : "");
-            kq_json_key(&j, "principal");
-            kq_json_string(&j, a->principal ? a->principal : "");
-            kq_json_key(&j, "host");
-            kq_json_string(&j, a->host ? a->host : "");
-            for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-                kq_acl_enum_name(names[k], buf, sizeof buf);
-                kq_json_key(&j, keys[k]);
-                kq_json_string(&j, buf);
-            }
-            kq_json_end_object(&j);
-            continue;
+        kq_json_begin_object(&j);
+        kq_json_key(&j, "resourceName");
+        kq_json_string(&j, a->resource_name ? a->resource_name : "");
+        kq_json_key(&j, "principal");
+        kq_json_string(&j, a->principal ? a->principal : "");
+        kq_json_key(&j, "host");
+        kq_json_string(&j, a->host ? a->host : "");
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            kq_acl_enum_name(names[k], buf, sizeof buf);
+            kq_json_key(&j, keys[k]);
+            kq_json_string(&j, buf);
         }
-        if (i == 0 || !same_resource(a, &acls[i - 1])) {
-            kq_tools_acl_resource(a, buf, sizeof buf);
-            fprintf(f, "%sCurrent ACLs for resource `%s`: \n", i ? "\n" : "", buf);
-        }
-        kq_acl_entry_format(a, buf, sizeof buf);
-        fprintf(f, " \t%s \n", buf);
+        kq_json_end_object(&j);
     }
-    if (json)
-        json_end_doc(&j);
+    json_end_doc(&j);
 }

@@ -147,6 +147,9 @@ void kq_tools_print_features(FILE *f, const kq_ctl_features_desc *d, bool json);
  * {"acls": [{"resourceType": "TOPIC", "resourceName", "patternType", "principal", "host",
  * "operation", "permissionType"}, ...]} with Kafka's upper-case enum names. */
 void kq_tools_print_acls(FILE *f, const kq_acl *acls, int32_t n, bool json);
+/* kafka-acls.sh's blocks, one per resource of the (sorted by resource) bindings:
+ * "<verb> for resource `ResourcePattern(...)`: \n \t(entry)\n\t(entry) \n\n". */
+void kq_tools_print_acl_blocks(FILE *f, const char *verb, const kq_acl *acls, int32_t n);
 /* "ResourcePattern(resourceType=TOPIC, name=t, patternType=LITERAL)" into buf. */
 void kq_tools_acl_resource(const kq_acl *a, char *buf, size_t cap);
 /* metadata.version level as Kafka's release string ("3.9-IV0"); NULL if unknown. */

@@ -118,6 +118,7 @@ struct kq_image {
     size_t n_feats, cap_feats;
     kq_acl *acls; /* sorted by id */
     size_t n_acls, cap_acls;
+    size_t n_uncommitted_acl; /* U_ACL_* entries in the undo log */
 
     undo *u;
     size_t u_head, u_n, u_cap;
@@ -796,6 +797,11 @@ static undo *undo_push(kq_image *img, int64_t offset, int kind)
     return e;
 }
 
+static bool is_acl_entry(const undo *e)
+{
+    return e->kind == U_ACL_ADD || e->kind == U_ACL_REMOVE;
+}
+
 /* Free what a dropped (committed) entry owns. */
 static void undo_release(undo *e)
 {
@@ -1371,8 +1377,10 @@ static int apply_acl(kq_image *img, int64_t off, const kq_record *r, bool u)
     }
     if (kq_record_copy(&copy, r))
         return errf(img, KQ_ERR_NOMEM, "out of memory copying an ACL");
-    if (u)
+    if (u) {
         memcpy(undo_push(img, off, U_ACL_ADD)->acl.id, r->acl.id, 16);
+        img->n_uncommitted_acl++;
+    }
     acl_insert(img, copy.acl);
     return 0;
 }
@@ -1392,10 +1400,12 @@ static int apply_remove_acl(kq_image *img, int64_t off, const kq_rec_remove_acl 
     if (u && (rc = undo_reserve(img)))
         return rc;
     a = acl_take(img, i);
-    if (u)
+    if (u) {
         undo_push(img, off, U_ACL_REMOVE)->acl = a;
-    else
+        img->n_uncommitted_acl++;
+    } else {
         acl_clear(&a);
+    }
     return 0;
 }
 
@@ -1486,8 +1496,10 @@ int kq_image_commit(kq_image *img, int64_t offset)
         offset = img->offset;
     if (offset <= img->committed)
         return 0;
-    while (img->u_head < img->u_n && img->u[img->u_head].offset <= offset)
+    while (img->u_head < img->u_n && img->u[img->u_head].offset <= offset) {
+        img->n_uncommitted_acl -= is_acl_entry(&img->u[img->u_head]);
         undo_release(&img->u[img->u_head++]);
+    }
     if (img->u_head == img->u_n)
         img->u_head = img->u_n = 0;
     img->committed = offset;
@@ -1502,8 +1514,10 @@ int kq_image_rollback(kq_image *img, int64_t offset)
                     (long long)img->committed);
     if (offset >= img->offset)
         return 0;
-    while (img->u_n > img->u_head && img->u[img->u_n - 1].offset > offset)
+    while (img->u_n > img->u_head && img->u[img->u_n - 1].offset > offset) {
+        img->n_uncommitted_acl -= is_acl_entry(&img->u[img->u_n - 1]);
         undo_revert(img, &img->u[--img->u_n]);
+    }
     img->offset = offset;
     return 0;
 }
@@ -1805,6 +1819,37 @@ const kq_acl *kq_image_acls(const kq_image *img, size_t *n)
 {
     *n = img ? img->n_acls : 0;
     return img ? img->acls : NULL;
+}
+
+int kq_image_committed_acls(const kq_image *img, const kq_acl **out, size_t *n, kq_acl **scratch)
+{
+    size_t k;
+    kq_acl *v;
+
+    *scratch = NULL;
+    if (!img || !img->n_uncommitted_acl) {
+        *out = kq_image_acls(img, n);
+        return 0;
+    }
+    if (!(v = malloc((img->n_acls + img->n_uncommitted_acl) * sizeof *v)))
+        return KQ_ERR_NOMEM;
+    memcpy(v, img->acls, img->n_acls * sizeof *v);
+    k = img->n_acls;
+    for (size_t i = img->u_n; i-- > img->u_head;) { /* undo, newest first */
+        const undo *e = &img->u[i];
+
+        if (e->kind == U_ACL_REMOVE)
+            v[k++] = e->acl;
+        for (size_t j = 0; e->kind == U_ACL_ADD && j < k; j++)
+            if (!memcmp(v[j].id, e->acl.id, 16)) {
+                v[j] = v[--k];
+                break;
+            }
+    }
+    *scratch = v;
+    *out = v;
+    *n = k;
+    return 0;
 }
 
 int16_t kq_image_feature(const kq_image *img, const char *name)

@@ -295,11 +295,12 @@ int kq_rpc_identity_setup(bool secure, const kq_ssl_config *ssl, const kq_author
     node_servers.on = *check_identity;
     snprintf(node_servers.tmpl, sizeof node_servers.tmpl, "%s", ssl->principal_template);
     node_servers.rules = *rules;
-    if (authz->enabled && !*check_identity && !authz->allow_everyone_if_no_acl_found)
+    if (authz->enabled && !*check_identity)
         KQ_WARN(component,
                 "the authorizer is on but nodes are not identified by certificate: their own "
                 "requests (Raft, registrations, heartbeats, follower fetches) need "
-                "ClusterAction, which User:ANONYMOUS has only as a super user; use SSL with "
+                "ClusterAction on the cluster (a super user, an ACL granting it, or no ACL on "
+                "the cluster with allow.everyone.if.no.acl.found=true); use SSL with "
                 "ssl.client.auth=required",
                 "authorizer.class.name=%s", KQ_AUTHORIZER_CLASS);
     return 0;
@@ -319,7 +320,11 @@ void kq_rpc_reload_tls(void *ssl_config)
 
 static void http_tls_changed(void *arg, nng_tls_config *server)
 {
-    (void)kq_http_set_tls(arg, server);
+    int rv = kq_http_set_tls(arg, server);
+
+    if (rv != 0)
+        KQ_ERROR("rpc", "the HTTPS metrics listener keeps its old certificates", "error=\"%s\"",
+                 nng_strerror(rv));
 }
 
 int kq_metrics_listener_start(const char *host, int port, bool secure, kq_metrics *m,

@@ -411,7 +411,7 @@ int kq_image_snapshot_load(kq_image *img, const uint8_t *buf, size_t len, int64_
     kq_image_counts c;
 
     kq_image_get_counts(img, &c);
-    if (kq_image_offset(img) != -1 || c.brokers || c.topics || c.configs || c.features)
+    if (kq_image_offset(img) != -1 || c.brokers || c.topics || c.configs || c.features || c.acls)
         return fail(KQ_ERR_INVALID_REQUEST, errbuf, errlen,
                     "a snapshot loads only into an empty image");
     if (end_offset < 0 || (!buf && len))

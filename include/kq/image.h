@@ -192,6 +192,12 @@ int kq_image_foreach_feature(const kq_image *img, kq_image_feature_cb cb, void *
 /* The ACL bindings (AccessControlEntry records not removed), sorted by id: the list
  * kq_authorize (include/kq/authorizer.h) decides over. *n receives the count; NULL img: none. */
 const kq_acl *kq_image_acls(const kq_image *img, size_t *n);
+/* The bindings as of the committed offset (what an authorizer decides with: Kafka's
+ * StandardAuthorizer sees committed metadata only): *out, *n; in no particular order. While no
+ * ACL record is uncommitted they are kq_image_acls' (*scratch NULL); otherwise a list built in
+ * *scratch (malloc'd, the caller frees it; its strings are the image's). Valid until the next
+ * apply, commit, rollback or free. 0, or KQ_ERR_NOMEM (deny, then). */
+int kq_image_committed_acls(const kq_image *img, const kq_acl **out, size_t *n, kq_acl **scratch);
 
 /* ---- counts, hash, snapshot -------------------------------------------------------------- */
 typedef struct kq_image_counts {

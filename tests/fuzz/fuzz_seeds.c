@@ -571,9 +571,9 @@ static void ctl_response_seeds(void)
     ctl_response("describe_cluster", KQ_API_DESCRIBE_CLUSTER,
                  kq_ctl_encode_describe_cluster(img, "fMCL8kv1SWm87L_Md-I2hg", 1, &b), &b);
     ctl_response("describe_topics", KQ_API_DESCRIBE_TOPICS,
-                 kq_ctl_encode_describe_topics(img, NULL, 0, 1, &b), &b);
+                 kq_ctl_encode_describe_topics(img, NULL, 0, 1, NULL, &b), &b);
     ctl_response("describe_configs", KQ_API_DESCRIBE_CONFIGS,
-                 kq_ctl_encode_describe_configs(img, dcr, 1, statics, 1, &b), &b);
+                 kq_ctl_encode_describe_configs(img, dcr, 1, statics, 1, NULL, &b), &b);
     ctl_response("describe_features", KQ_API_DESCRIBE_FEATURES,
                  kq_ctl_encode_describe_features(img, fr, 1, &b), &b);
     {

@@ -11,7 +11,8 @@
 #   - a SIGHUP with a broken keystore keeps the certificate in use and says so;
 #   - kq_tls_certificate_expiry_timestamp_seconds shows the expiry of the certificate loaded;
 #   - metrics.listener=https://...: broker 3 serves /metrics over TLS to a client with a
-#     certificate from the CA, and nothing to one without, nor over plain HTTP.
+#     certificate from the CA, and nothing to one without, nor over plain HTTP; after its
+#     certificate is renewed and SIGHUP sent, the listener presents the new one.
 # usage: test_tls.sh BIN_DIR
 # shellcheck source=SCRIPTDIR/../lib/kqdata.sh
 source "$(dirname "$0")/../lib/kqdata.sh"
@@ -158,4 +159,24 @@ kt_assert_contains "/metrics over HTTPS with the admin's certificate" "kq_tls_ce
 https_get
 kt_assert_eq "/metrics over HTTPS without a client certificate" "" "$(grep '200 OK' <<<"$HTTPS_OUT" || true)"
 kt_assert_eq "/metrics over plain HTTP on the HTTPS port" "" "$(kt_metrics "$mport")"
+https_get -cert "$TLS_DIR/admin.pem" -key "$TLS_DIR/admin.pem"
+kt_assert_contains "the HTTPS listener still answers a client with a certificate" "200 OK" "$HTTPS_OUT"
+# served_serial: the serial of the certificate the HTTPS listener presents
+served_serial() {
+    timeout 10 openssl s_client -connect "127.0.0.1:$mport" -CAfile "$TLS_DIR/ca.pem" \
+        -cert "$TLS_DIR/admin.pem" -key "$TLS_DIR/admin.pem" </dev/null 2>/dev/null |
+        openssl x509 -noout -serial 2>/dev/null
+}
+old_serial=$(served_serial)
+[[ -n $old_serial ]] || kt_fail "no certificate served on the HTTPS metrics listener"
+mv "$TLS_DIR/node-3.pem" "$TLS_DIR/node-3.pem.https-old"
+"$(dirname "$0")/../../deploy/tls/make-certs.sh" "$TLS_DIR" node-3
+kill -HUP "$(cat "$KQ_LOCAL_DIR/broker-3.pid")"
+deadline=$(($(date +%s) + 20))
+until new_serial=$(served_serial) && [[ -n $new_serial && $new_serial != "$old_serial" ]]; do
+    (($(date +%s) < deadline)) || kt_fail "the HTTPS metrics listener still serves $old_serial after SIGHUP"
+    sleep 0.5
+done
+kt_assert_eq "the renewed certificate is the one served" \
+    "$(openssl x509 -in "$TLS_DIR/node-3.pem" -noout -serial)" "$new_serial"
 kt_pass

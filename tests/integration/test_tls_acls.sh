@@ -56,6 +56,8 @@ kd_kq acls --add --allow-principal User:CN=reader --operation Describe --cluster
     kt_fail "acls --add: $KD_OUT"
 kt_assert_contains "acls --add prints the binding" \
     "(principal=User:CN=reader, host=*, operation=DESCRIBE, permissionType=ALLOW)" "$KD_OUT"
+kt_assert_contains "acls --add prints kafka-acls.sh's header" \
+    'Adding ACLs for resource `ResourcePattern(resourceType=CLUSTER, name=kafka-cluster, patternType=LITERAL)`: ' "$KD_OUT"
 kt_assert_contains "acls --add prints the current ACLs of the resource" \
     'Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=*, patternType=LITERAL)`' "$KD_OUT"
 reader cluster describe || kt_fail "the reader cannot describe the cluster with Describe: $KD_OUT"
@@ -74,13 +76,32 @@ reader_data consume --topic acl-t --from-beginning --timeout-ms 2000 &&
     kt_fail "the reader consumed with Describe only: $KD_OUT"
 kt_assert_contains "consume by the reader" "TOPIC_AUTHORIZATION_FAILED" "$KD_OUT"
 
+echo "## answered per topic: a topic it may not describe is left out of lists, refused by name"
+kd_create acl-hidden 1:2:3
+kd_kq acls --add --deny-principal User:CN=reader --operation Describe --topic acl-hidden ||
+    kt_fail "acls --add deny Describe: $KD_OUT"
+reader topics --list || kt_fail "the reader cannot list topics: $KD_OUT"
+kt_assert_contains "topics --list by the reader" "acl-t" "$KD_OUT"
+kt_assert_eq "acl-hidden in the reader's list" "" "$(grep -x acl-hidden <<<"$KD_OUT" || true)"
+reader topics --describe --topic acl-hidden && kt_fail "the reader described acl-hidden: $KD_OUT"
+kt_assert_contains "topics --describe acl-hidden by the reader" "TOPIC_AUTHORIZATION_FAILED" "$KD_OUT"
+kd_kq topics --list || kt_fail "topics --list: $KD_OUT"
+kt_assert_contains "the admin's list" "acl-hidden" "$KD_OUT"
+deadline=$(($(date +%s) + 30))
+until ! reader_data consume --topic acl-hidden --from-beginning --timeout-ms 2000 &&
+    [[ $KD_OUT == *TOPIC_AUTHORIZATION_FAILED* ]]; do
+    (($(date +%s) < deadline)) || kt_fail "the reader's consume of acl-hidden was not refused: $KD_OUT"
+    sleep 0.5
+done
+kt_log "the reader's consume of acl-hidden: $KD_OUT"
+
 echo "## list: text and JSON, and the records in the log"
 reader acls --list || kt_fail "the reader (Describe on the cluster) cannot list ACLs: $KD_OUT"
 kd_kq acls --list || kt_fail "acls --list: $KD_OUT"
 kt_assert_contains "acls --list" \
     'Current ACLs for resource `ResourcePattern(resourceType=CLUSTER, name=kafka-cluster, patternType=LITERAL)`' "$KD_OUT"
 kd_kq acls --list --json || kt_fail "acls --list --json: $KD_OUT"
-kt_assert_eq "ACLs listed as JSON" 2 "$(grep -o '"principal":"User:CN=reader"' <<<"$KD_OUT" | wc -l)"
+kt_assert_eq "ACLs listed as JSON (Describe on the cluster and on *, the DENY on acl-hidden)" 3 "$(grep -o '"principal":"User:CN=reader"' <<<"$KD_OUT" | wc -l)"
 kt_assert_contains "JSON names Kafka's enums" '"operation":"DESCRIBE","permissionType":"ALLOW"' "$KD_OUT"
 kd_kq acls --add --allow-principal User:CN=reader --operation Frobnicate --cluster &&
     kt_fail "an unknown operation was accepted: $KD_OUT"
@@ -122,9 +143,15 @@ kt_assert_contains "log-dump shows the ACL records" "\"type\":\"ACCESS_CONTROL_E
 kd_cluster start "$leader" >/dev/null 2>&1 || true
 
 echo "## remove: Describe taken back"
+kd_kq acls --remove --allow-principal User:CN=reader --topic acl-t --force ||
+    kt_fail "acls --remove without --operation: $KD_OUT"
+kt_assert_contains "--remove with a principal and no --operation removes only All (kafka-acls.sh): the DENY Write stays" \
+    "(principal=User:CN=reader, host=*, operation=WRITE, permissionType=DENY)" "$KD_OUT"
 kd_kq acls --remove --allow-principal User:CN=reader --operation Describe --cluster --force ||
     kt_fail "acls --remove: $KD_OUT"
-kt_assert_contains "acls --remove names what it removed" "Removed ACL from resource" "$KD_OUT"
+kt_assert_eq "the cluster's ACLs left after --remove" "" "$(grep 'resourceType=CLUSTER' <<<"$KD_OUT" || true)"
+kd_kq acls --list --principal User:CN=reader || kt_fail "acls --list --principal: $KD_OUT"
+kt_assert_contains "acls --list --principal" 'ACLs for principal `User:CN=reader`' "$KD_OUT"
 reader cluster describe && kt_fail "the reader still describes the cluster after --remove: $KD_OUT"
 kt_assert_contains "cluster describe after --remove" "CLUSTER_AUTHORIZATION_FAILED" "$KD_OUT"
 reader topics --describe --topic acl-t || kt_fail "the topic grant went with the cluster one: $KD_OUT"

@@ -119,7 +119,12 @@ static void test_all_keys(void **state)
 static void test_metrics_listener_scheme(void **state)
 {
     (void)state;
-    assert_int_equal(parse(BASE "metrics.listener=https://127.0.0.1:9443\n"), 0);
+    /* HTTPS with the node's keystore: the ssl.* keys are required then */
+    expect_error("metrics.listener=https://127.0.0.1:9443", "ssl.keystore.location",
+                 "missing required key");
+    assert_int_equal(parse(BASE "metrics.listener=https://127.0.0.1:9443\n"
+                                "ssl.keystore.location=/k.pem\nssl.truststore.location=/ca.pem\n"),
+                     0);
     assert_true(cfg.metrics_tls);
     assert_string_equal(cfg.metrics_host, "127.0.0.1");
     assert_int_equal(cfg.metrics_port, 9443);
@@ -267,11 +272,15 @@ static void test_load_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_all_keys),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_all_keys),
         cmocka_unit_test(test_metrics_listener_scheme),
-        cmocka_unit_test(test_two_listeners), cmocka_unit_test(test_bad_values_name_the_key),
-        cmocka_unit_test(test_missing_keys),  cmocka_unit_test(test_node_id_must_not_be_a_voter),
-        cmocka_unit_test(test_load_file),     cmocka_unit_test(test_security_protocols),
+        cmocka_unit_test(test_two_listeners),
+        cmocka_unit_test(test_bad_values_name_the_key),
+        cmocka_unit_test(test_missing_keys),
+        cmocka_unit_test(test_node_id_must_not_be_a_voter),
+        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_security_protocols),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -273,7 +273,7 @@ static void test_describe_topics(void **state)
     char err[256];
 
     build(&f);
-    assert_int_equal(kq_ctl_encode_describe_topics(f.img, NULL, 0, 1, &b), 0);
+    assert_int_equal(kq_ctl_encode_describe_topics(f.img, NULL, 0, 1, NULL, &b), 0);
     open_resp(&b, &env);
     assert_int_equal(kq_ctl_decode_describe_topics_response(&env, &d, err, sizeof err), 0);
     assert_int_equal(d.n_topics, 2);
@@ -305,7 +305,7 @@ static void test_describe_topics(void **state)
 
     /* by name: unknown names answer UNKNOWN_TOPIC_OR_PARTITION, duplicates once */
     const char *names[] = {"zeta", "nope", "zeta"};
-    assert_int_equal(kq_ctl_encode_describe_topics(f.img, names, 3, 1, &b), 0);
+    assert_int_equal(kq_ctl_encode_describe_topics(f.img, names, 3, 1, NULL, &b), 0);
     open_resp(&b, &env);
     assert_int_equal(kq_ctl_decode_describe_topics_response(&env, &d, err, sizeof err), 0);
     assert_int_equal(d.n_topics, 2);
@@ -337,7 +337,7 @@ static void test_describe_configs(void **state)
                                         {KQ_CONFIG_RESOURCE_BROKER, "x1", NULL, 0}};
 
     build(&f);
-    assert_int_equal(kq_ctl_encode_describe_configs(f.img, rs, 5, statics, 2, &b), 0);
+    assert_int_equal(kq_ctl_encode_describe_configs(f.img, rs, 5, statics, 2, NULL, &b), 0);
     open_resp(&b, &env);
     assert_int_equal(kq_ctl_decode_describe_configs_response(&env, &d, err, sizeof err), 0);
     assert_int_equal(d.n_results, 5);

@@ -695,11 +695,37 @@ static void test_acls(void **state)
     acls = kq_image_acls(img, &n);
     assert_int_equal(n, 1);
     assert_true(kq_image_hash(img) != h);
+    /* Uncommitted: the authorizer's (committed) view still has 7, and not an uncommitted 5 */
+    assert_int_equal(apply(img, rec_acl(5, "x", "User:eve", KQ_ACL_OP_READ, KQ_ACL_ALLOW)), 0);
+    {
+        const kq_acl *view;
+        kq_acl *scratch;
+        bool has7 = false;
+
+        assert_int_equal(kq_image_committed_acls(img, &view, &n, &scratch), 0);
+        assert_non_null(scratch);
+        assert_int_equal(n, 2);
+        for (size_t i = 0; i < n; i++) {
+            has7 |= view[i].id[15] == 7;
+            assert_int_not_equal(view[i].id[15], 5);
+        }
+        assert_true(has7);
+        free(scratch);
+    }
     assert_int_equal(kq_image_rollback(img, kq_image_committed_offset(img)), 0);
     acls = kq_image_acls(img, &n);
     assert_int_equal(n, 2);
     assert_string_equal(acls[1].resource_name, "orders");
     assert_int_equal(kq_image_hash(img), h);
+    {
+        const kq_acl *view;
+        kq_acl *scratch;
+
+        assert_int_equal(kq_image_committed_acls(img, &view, &n, &scratch), 0);
+        assert_null(scratch); /* nothing uncommitted: the image's own list */
+        assert_ptr_equal(view, kq_image_acls(img, &n));
+        assert_int_equal(n, 2);
+    }
 
     kq_image_get_counts(img, &counts);
     assert_int_equal(counts.acls, 2);

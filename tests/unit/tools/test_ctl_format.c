@@ -57,7 +57,7 @@ static void fixture(cfx *f, kq_ctl_topics_desc *td, kq_ctl_cluster_desc *cd)
     cfx_partition(f, "audit", r1, 1, r1, 1, NULL, 0, NULL, 0, 1);
     cfx_config(f, KQ_CONFIG_RESOURCE_TOPIC, "orders", "min.insync.replicas", "2");
     cfx_config(f, KQ_CONFIG_RESOURCE_TOPIC, "orders", "retention.ms", "1000");
-    assert_int_equal(kq_ctl_encode_describe_topics(f->img, NULL, 0, 1, &b), 0);
+    assert_int_equal(kq_ctl_encode_describe_topics(f->img, NULL, 0, 1, NULL, &b), 0);
     open_resp(&b, &env);
     assert_int_equal(kq_ctl_decode_describe_topics_response(&env, td, err, sizeof err), 0);
     kq_response_free(&env);
