@@ -281,6 +281,17 @@ static const answer *answer_for(const host *h, int no)
     return NULL;
 }
 
+/* The decoded envelope of answer a, which must be a response (kq_response_free it). */
+static void answer_env(const answer *a, kq_response *resp)
+{
+    char err[256];
+
+    assert_non_null(a);
+    assert_int_equal(a->err, 0);
+    assert_int_equal(kq_codec_decode_response(a->resp.data, a->resp.len, -1, resp, err, sizeof err),
+                     0);
+}
+
 /* A Write is answered once its last record commits, with the offset of its first. */
 static void test_write_answered_after_its_last_record_commits(void **state)
 {
@@ -300,10 +311,8 @@ static void test_write_answered_after_its_last_record_commits(void **state)
     assert_int_equal(a->err, 0);
     assert_int_equal(a->wait, first + 2);
     kq_response resp;
-    char err[256];
     memset(&resp, 0, sizeof(resp));
-    assert_int_equal(
-        kq_codec_decode_response(a->resp.data, a->resp.len, -1, &resp, err, sizeof(err)), 0);
+    answer_env(a, &resp);
     assert_int_equal(resp.write_base_offset, first);
     kq_response_free(&resp);
     assert_int_equal(h->fatals, 0);
@@ -441,8 +450,7 @@ static void describe_acls(host *h, int no, uint64_t now, kq_ctl_acls_desc *out)
     a = settle(h, no, now);
     assert_non_null(a);
     assert_int_equal(a->err, 0);
-    assert_int_equal(
-        kq_codec_decode_response(a->resp.data, a->resp.len, -1, &resp, err, sizeof(err)), 0);
+    answer_env(a, &resp);
     assert_int_equal(kq_ctl_decode_describe_acls_response(&resp, out, err, sizeof err), 0);
     kq_response_free(&resp);
 }
@@ -514,8 +522,7 @@ static void test_acls_through_the_controller(void **state)
     {
         kq_ctl_item_results items = {0};
 
-        assert_int_equal(
-            kq_codec_decode_response(a->resp.data, a->resp.len, -1, &resp, err, sizeof(err)), 0);
+        answer_env(a, &resp);
         assert_int_equal(kq_ctl_decode_item_results(&resp, &items, err, sizeof err), 0);
         kq_response_free(&resp);
         assert_int_equal(items.n, 3);
@@ -545,8 +552,7 @@ static void test_acls_through_the_controller(void **state)
     {
         kq_ctl_item_results items = {0};
 
-        assert_int_equal(
-            kq_codec_decode_response(a->resp.data, a->resp.len, -1, &resp, err, sizeof(err)), 0);
+        answer_env(a, &resp);
         assert_int_equal(kq_ctl_decode_item_results(&resp, &items, err, sizeof err), 0);
         kq_response_free(&resp);
         assert_int_equal(items.n, 1);
@@ -566,8 +572,7 @@ static void test_acls_through_the_controller(void **state)
     {
         kq_ctl_delete_acls_desc dd = {0};
 
-        assert_int_equal(
-            kq_codec_decode_response(a->resp.data, a->resp.len, -1, &resp, err, sizeof(err)), 0);
+        answer_env(a, &resp);
         assert_int_equal(kq_ctl_decode_delete_acls_response(&resp, &dd, err, sizeof err), 0);
         kq_response_free(&resp);
         assert_int_equal(dd.n, 2);
