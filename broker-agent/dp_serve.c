@@ -4,6 +4,9 @@
  */
 #include "dp_internal.h"
 
+#include "kq/log.h"
+#include "kq/principal.h"
+
 /* ---------- Fetch (serving) ---------- */
 
 typedef struct read_ctx {
@@ -384,6 +387,8 @@ void dp_handle_metadata(kq_dp *dp, void *req, const kq_data_metadata_request *mr
                                   sizeof msg))
                 rc = md_add_topic(&m, t, t->name, &cap_t, &cap_p);
     } else {
+        bool any_refused = false;
+
         for (size_t k = 0; k < mr->n_topics && rc == 0; k++) {
             int refused = dp_topic_allowed(dp, img, principal, KQ_ACL_OP_DESCRIBE, NULL,
                                            mr->topics[k], msg, sizeof msg);
@@ -392,6 +397,11 @@ void dp_handle_metadata(kq_dp *dp, void *req, const kq_data_metadata_request *mr
                               mr->topics[k], &cap_t, &cap_p);
             if (!rc && refused) /* whether it exists or not */
                 m.topics[m.n_topics - 1].error = refused;
+            any_refused |= refused != 0;
+        }
+        if (any_refused) { /* counted and logged as a request with a refusal */
+            dp->counts.refused_requests++;
+            kq_log_refusal("broker", principal ? principal : KQ_PRINCIPAL_ANONYMOUS, msg);
         }
     }
     if (rc != 0) {

@@ -131,17 +131,18 @@ static int fill_topic(kq_arena *a, const kq_image *img, const kq_topic *t, int32
     return 0;
 }
 
-/* authz's answer for one resource: 0, or its error with the message copied into the arena
- * (*msg; NULL when out of memory). */
+/* authz's answer for one resource: 0, or its error, with the message copied into the arena
+ * when msg is not NULL (*msg NULL when out of memory). */
 static int item_refused(kq_arena *a, const kq_item_authz *authz, int8_t type, const char *name,
-                        char **msg)
+                        bool filtering, char **msg)
 {
     char buf[KQ_CTL_MAX_MESSAGE + 1];
     int rc;
 
-    if (!authz || !authz->check || !(rc = authz->check(authz->arg, type, name, buf, sizeof buf)))
+    if (!authz || !authz->check ||
+        !(rc = authz->check(authz->arg, type, name, filtering, buf, sizeof buf)))
         return 0;
-    if ((*msg = kq_arena_alloc(a, strlen(buf) + 1, 1)))
+    if (msg && (*msg = kq_arena_alloc(a, strlen(buf) + 1, 1)))
         memcpy(*msg, buf, strlen(buf) + 1);
     return rc;
 }
@@ -179,12 +180,9 @@ int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names,
     } else {
         size_t i = 0;
 
-        for (t = kq_image_topic_next(img, NULL); t && i < cnt; t = kq_image_topic_next(img, t)) {
-            char *msg = NULL;
-
-            if (!item_refused(&a, authz, KQ_CONFIG_RESOURCE_TOPIC, t->name, &msg))
+        for (t = kq_image_topic_next(img, NULL); t && i < cnt; t = kq_image_topic_next(img, t))
+            if (!item_refused(&a, authz, KQ_CONFIG_RESOURCE_TOPIC, t->name, true, NULL))
                 list[i++] = (named_topic){t->name, t}; /* every topic: the allowed ones */
-        }
         cnt = i;
     }
     qsort(list, cnt, sizeof *list, cmp_named);
@@ -193,11 +191,10 @@ int kq_ctl_encode_describe_topics(const kq_image *img, const char *const *names,
 
         if (body.n_topics > 0 && strcmp(ts[body.n_topics - 1].name, list[i].name) == 0)
             continue; /* duplicate name */
-        char *msg = NULL;
-
         d->name = (char *)list[i].name;
         d->min_insync_replicas = -1;
-        if (n > 0 && (d->error = item_refused(&a, authz, KQ_CONFIG_RESOURCE_TOPIC, d->name, &msg)))
+        if (n > 0 &&
+            (d->error = item_refused(&a, authz, KQ_CONFIG_RESOURCE_TOPIC, d->name, false, NULL)))
             ; /* a name it may not describe: refused, whether it exists or not */
         else if (!list[i].t)
             d->error = KQ_ERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -285,7 +282,7 @@ int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config
     for (int32_t i = 0; i < n; i++) {
         kq_ctl_config_result *d = &body.results[i];
 
-        if ((d->error = item_refused(&a, authz, reqs[i].resource_type, reqs[i].resource_name,
+        if ((d->error = item_refused(&a, authz, reqs[i].resource_type, reqs[i].resource_name, false,
                                      &d->message))) {
             d->resource_type = reqs[i].resource_type;
             d->resource_name = (char *)(reqs[i].resource_name ? reqs[i].resource_name : "");

@@ -20,10 +20,11 @@
 
 /* Per-item authorization of a describe answer (Kafka answers per item): check returns 0, or
  * the error (TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED) with msg set, for a
- * resource of config resource type `type` (KQ_CONFIG_RESOURCE_TOPIC or _BROKER) named `name`.
+ * resource of config resource type `type` (KQ_CONFIG_RESOURCE_TOPIC or _BROKER) named `name`;
+ * `filtering`: asked while listing every topic (leaving one out is no refusal to count).
  * A NULL kq_item_authz allows everything. */
 typedef struct kq_item_authz {
-    int (*check)(void *arg, int8_t type, const char *name, char *msg, size_t cap);
+    int (*check)(void *arg, int8_t type, const char *name, bool filtering, char *msg, size_t cap);
     void *arg;
 } kq_item_authz;
 

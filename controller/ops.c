@@ -22,8 +22,12 @@ static const kq_ctl_feature_range SUPPORTED_FEATURES[] = {
 /* KQ_ERR_NOT_CONTROLLER when leadership is lost in the middle of an operation (a flush of a
  * full batch steps the core, which may resign): the records after it are not written, and
  * the answer is NOT_CONTROLLER (those already proposed may or may not commit). */
+static void view_drop(const kq_op_ctx *ctx);
+
 static int add_record(const kq_op_ctx *ctx, const kq_record *r, char *errbuf, size_t errlen)
 {
+    if (r->type == KQ_REC_ACL || r->type == KQ_REC_REMOVE_ACL)
+        view_drop(ctx);
     int rc =
         kq_meta_add(ctx->meta, r, ctx->batch, *ctx->batch_base, ctx->batch_count, errbuf, errlen);
     if (rc == KQ_ERR_NOT_CONTROLLER)
@@ -32,6 +36,7 @@ static int add_record(const kq_op_ctx *ctx, const kq_record *r, char *errbuf, si
         return KQ_ERR_FATAL;
     if (ctx->flush != NULL && ctx->batch->len >= ctx->max_batch_bytes) {
         ctx->flush(ctx->flush_arg);
+        view_drop(ctx); /* a flush may commit: undo entries the view reads are then freed */
         if (!ctx->meta->active) {
             snprintf(errbuf, errlen,
                      "leadership was lost while the operation's records were proposed");
@@ -153,25 +158,12 @@ static int op_create_topics(const kq_op_ctx *ctx, const kq_create_topic *reqs, i
                             kq_buf *resp, char *errbuf, size_t errlen)
 {
     kq_reclist out;
-    /* Refuse before building millions of records (one per partition). */
-    int64_t partitions = 0;
-    for (int32_t i = 0; i < n; i++)
-        partitions += reqs[i].n_assignments > 0    ? reqs[i].n_assignments
-                      : reqs[i].num_partitions > 0 ? reqs[i].num_partitions
-                                                   : ctx->meta->settings.num_partitions;
-    if (partitions > KQ_OP_MAX_RECORDS) {
-        snprintf(errbuf, errlen,
-                 "the request creates %lld partitions; one request may create at most %d",
-                 (long long)partitions, KQ_OP_MAX_RECORDS);
-        return KQ_ERR_POLICY_VIOLATION;
-    }
     size_t cap = n > 0 ? (size_t)n : 1;
-    kq_create_topic_result *res = calloc(cap, sizeof(*res)), *sub = calloc(cap, sizeof(*sub));
-    kq_create_topic *ok = calloc(cap, sizeof(*ok));
-    int32_t *at = calloc(cap, sizeof(*at)), m = 0;
+    kq_create_topic_result *res = calloc(cap, sizeof(*res)), *refused = calloc(cap, sizeof(*res));
     char msg[sizeof res->message];
+    int64_t partitions = 0;
     int rc = KQ_ERR_NOMEM;
-    if (res == NULL || sub == NULL || ok == NULL || at == NULL)
+    if (res == NULL || refused == NULL)
         goto out;
     /* Create on the cluster allows every topic; without it, Create on each topic decides,
      * and a topic refused is answered TOPIC_AUTHORIZATION_FAILED (Kafka) */
@@ -180,26 +172,32 @@ static int op_create_topics(const kq_op_ctx *ctx, const kq_create_topic *reqs, i
                                    sizeof msg) == 0; /* not a refusal: the topics decide then */
     for (int32_t i = 0; i < n; i++) {
         if (!cluster &&
-            (res[i].error = allowed(ctx, KQ_ACL_OP_CREATE, KQ_ACL_RESOURCE_TOPIC, reqs[i].name,
-                                    res[i].message, sizeof res[i].message))) {
-            res[i].num_partitions = res[i].replication_factor = -1;
+            (refused[i].error = allowed(ctx, KQ_ACL_OP_CREATE, KQ_ACL_RESOURCE_TOPIC, reqs[i].name,
+                                        refused[i].message, sizeof refused[i].message))) {
+            refused[i].num_partitions = refused[i].replication_factor = -1;
             continue;
         }
-        ok[m] = reqs[i];
-        at[m++] = i;
+        partitions += reqs[i].n_assignments > 0    ? reqs[i].n_assignments
+                      : reqs[i].num_partitions > 0 ? reqs[i].num_partitions
+                                                   : ctx->meta->settings.num_partitions;
+    }
+    /* Refuse before building millions of records (one per partition). */
+    if (partitions > KQ_OP_MAX_RECORDS) {
+        snprintf(errbuf, errlen,
+                 "the request creates %lld partitions; one request may create at most %d",
+                 (long long)partitions, KQ_OP_MAX_RECORDS);
+        rc = KQ_ERR_POLICY_VIOLATION;
+        goto out;
     }
     kq_reclist_init(&out);
-    kq_rc_create_topics(&ctx->meta->settings, ctx->meta->img, ok, m, &ctx->meta->rng, &out, sub);
-    for (int32_t k = 0; k < m; k++)
-        res[at[k]] = sub[k];
+    kq_rc_create_topics(&ctx->meta->settings, ctx->meta->img, reqs, n, refused, &ctx->meta->rng,
+                        &out, res);
     rc = add_records(ctx, &out, errbuf, errlen);
     if (rc == 0)
         rc = kq_ctl_encode_create_topics_response(reqs, res, n, resp);
 out:
     free(res);
-    free(sub);
-    free(ok);
-    free(at);
+    free(refused);
     return rc;
 }
 
@@ -231,25 +229,62 @@ int kq_op_authorize(const kq_authorizer_config *authz, const kq_image *img, cons
                                          : KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
 }
 
+/* The operation's per-item check, over the committed ACLs built once per operation. A
+ * refusal is counted, unless `filtering` (a request for every topic lists the allowed ones:
+ * leaving one out refuses nothing, as in Kafka). */
+static int check_item(const kq_op_ctx *ctx, bool filtering, kq_acl_operation op,
+                      kq_acl_resource_type type, const char *name, char *msg, size_t cap)
+{
+    struct kq_op_refusals *st = ctx->refusals;
+    const char *who = ctx->principal ? ctx->principal : KQ_PRINCIPAL_ANONYMOUS;
+
+    if (!ctx->authz || !ctx->authz->enabled)
+        return 0;
+    if (!st)
+        return kq_op_authorize(ctx->authz, ctx->meta->img, who, op, type, name, msg, cap);
+    if (!st->have_view) {
+        if (kq_image_committed_acls(ctx->meta->img, &st->acls, &st->n_acls, &st->scratch)) {
+            snprintf(msg, cap, "out of memory deciding whether %s may %s", who,
+                     kq_acl_operation_name(op));
+            return KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        }
+        st->have_view = true;
+    }
+    if (kq_authorize(ctx->authz, st->acls, st->n_acls, who, "", op, type, name ? name : "", msg,
+                     cap))
+        return 0;
+    if (!filtering) {
+        st->items++;
+        snprintf(st->msg, sizeof st->msg, "%s", msg);
+    }
+    return type == KQ_ACL_RESOURCE_TOPIC ? KQ_ERR_TOPIC_AUTHORIZATION_FAILED
+                                         : KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+}
+
 static int allowed(const kq_op_ctx *ctx, kq_acl_operation op, kq_acl_resource_type type,
                    const char *name, char *msg, size_t cap)
 {
-    int rc = kq_op_authorize(ctx->authz, ctx->meta->img, ctx->principal, op, type, name, msg, cap);
+    return check_item(ctx, false, op, type, name, msg, cap);
+}
 
-    if (rc && ctx->refusals) {
-        ctx->refusals->items++;
-        snprintf(ctx->refusals->msg, sizeof ctx->refusals->msg, "%s", msg);
+/* Drops the operation's ACL view (an ACL record was applied: it may point at moved memory). */
+static void view_drop(const kq_op_ctx *ctx)
+{
+    if (ctx->refusals && ctx->refusals->have_view) {
+        free(ctx->refusals->scratch);
+        ctx->refusals->scratch = NULL;
+        ctx->refusals->have_view = false;
     }
-    return rc;
 }
 
 /* A config resource: a topic by name; a broker (or the cluster default) is the cluster. */
-static int config_allowed(const kq_op_ctx *ctx, kq_acl_operation op, int8_t type, const char *name,
-                          char *msg, size_t cap)
+static int config_allowed(const kq_op_ctx *ctx, bool filtering, kq_acl_operation op, int8_t type,
+                          const char *name, char *msg, size_t cap)
 {
     return type == KQ_CONFIG_RESOURCE_TOPIC
-               ? allowed(ctx, op, KQ_ACL_RESOURCE_TOPIC, name, msg, cap)
-               : allowed(ctx, op, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, msg, cap);
+               ? check_item(ctx, filtering, op, KQ_ACL_RESOURCE_TOPIC, name, msg, cap)
+               : check_item(ctx, filtering, op, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, msg,
+                            cap);
 }
 
 /* The describe answers' per-item check (answers.h). */
@@ -258,10 +293,11 @@ typedef struct describe_authz {
     kq_acl_operation op;
 } describe_authz;
 
-static int describe_check(void *arg, int8_t type, const char *name, char *msg, size_t cap)
+static int describe_check(void *arg, int8_t type, const char *name, bool filtering, char *msg,
+                          size_t cap)
 {
     const describe_authz *d = arg;
-    return config_allowed(d->ctx, d->op, type, name, msg, cap);
+    return config_allowed(d->ctx, filtering, d->op, type, name, msg, cap);
 }
 
 /* Per-item operations whose later items must see the earlier items' records: decide one
@@ -300,8 +336,20 @@ static int delete_check(const kq_op_ctx *ctx, int32_t i, const void *reqs, char 
     const kq_topic *known = r->name ? NULL : kq_image_topic_by_id(ctx->meta->img, r->topic_id);
     const char *name = r->name ? r->name : known ? known->name : NULL;
 
+    char other[KQ_CTL_MAX_MESSAGE + 1], id[KQ_UUID_STR_LEN + 1];
+    int rc;
+
     /* an unknown id is answered UNKNOWN_TOPIC_ID by the operation */
-    return name ? allowed(ctx, KQ_ACL_OP_DELETE, KQ_ACL_RESOURCE_TOPIC, name, msg, cap) : 0;
+    if (!name || !(rc = allowed(ctx, KQ_ACL_OP_DELETE, KQ_ACL_RESOURCE_TOPIC, name, msg, cap)))
+        return 0;
+    /* named by id: its name is told only to who may Describe it (Kafka answers no name) */
+    if (!r->name && check_item(ctx, true, KQ_ACL_OP_DESCRIBE, KQ_ACL_RESOURCE_TOPIC, name, other,
+                               sizeof other)) {
+        kq_uuid_format(r->topic_id, id);
+        snprintf(msg, cap, "principal %s is not allowed to Delete topic id %s",
+                 ctx->principal ? ctx->principal : KQ_PRINCIPAL_ANONYMOUS, id);
+    }
+    return rc;
 }
 
 static int create_partitions_check(const kq_op_ctx *ctx, int32_t i, const void *reqs, char *msg,
@@ -315,8 +363,8 @@ static int alter_configs_check(const kq_op_ctx *ctx, int32_t i, const void *reqs
                                size_t cap)
 {
     const kq_alter_config_resource *r = &((const kq_alter_config_resource *)reqs)[i];
-    return config_allowed(ctx, KQ_ACL_OP_ALTER_CONFIGS, r->resource_type, r->resource_name, msg,
-                          cap);
+    return config_allowed(ctx, false, KQ_ACL_OP_ALTER_CONFIGS, r->resource_type, r->resource_name,
+                          msg, cap);
 }
 
 static void delete_one(const kq_op_ctx *ctx, int32_t i, kq_reclist *out, kq_simple_result *res,
@@ -539,6 +587,7 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int
         return KQ_ERR_INVALID_REQUEST;
     }
     free(items);
+    view_drop(ctx); /* the image moves on after the operation */
     if (rc != 0 && rc != KQ_ERR_FATAL && errbuf[0] == '\0')
         snprintf(errbuf, errlen, "%s", kq_err_message(rc));
     /* Everything the answer reflects has been applied below applied_end. */

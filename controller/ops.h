@@ -36,10 +36,16 @@ typedef struct kq_op_ctx {
      * resource): NULL or disabled = everything allowed (the controller's own timers). */
     const kq_authorizer_config *authz;
     const char *principal; /* the client's (NULL: User:ANONYMOUS) */
-    /* Items refused (may be NULL): their count, and the last refusal's message. */
+    /* May be NULL: the items refused (their count, and the last refusal's message), and the
+     * committed ACLs as the operation's checks read them (built once per kq_op_run, freed at
+     * its end). */
     struct kq_op_refusals {
         int32_t items;
         char msg[512];
+        bool have_view;
+        const kq_acl *acls;
+        size_t n_acls;
+        kq_acl *scratch;
     } * refusals;
 } kq_op_ctx;
 

@@ -545,7 +545,8 @@ out:
 }
 
 int kq_rc_create_topics(const kq_decide_settings *s, const kq_image *img,
-                        const kq_create_topic *reqs, int32_t n, kq_prng *prng, kq_reclist *out,
+                        const kq_create_topic *reqs, int32_t n,
+                        const kq_create_topic_result *refused, kq_prng *prng, kq_reclist *out,
                         kq_create_topic_result *res)
 {
     for (int32_t i = 0; i < n; i++) {
@@ -569,6 +570,10 @@ int kq_rc_create_topics(const kq_decide_settings *s, const kq_image *img,
             res[i].error = seterr(res[i].message, sizeof res[i].message, KQ_ERR_INVALID_REQUEST,
                                   "the topic id of topic %s appears more than once in the request",
                                   reqs[i].name ? reqs[i].name : "(null)");
+            continue;
+        }
+        if (refused && refused[i].error) {
+            res[i] = refused[i];
             continue;
         }
         rc = create_one(s, img, &reqs[i], prng, out, &res[i]);

@@ -28,10 +28,13 @@
 /* ---- topics ------------------------------------------------------------------------------ */
 /* Create n topics (res has n entries). Per topic: TopicRecord, ConfigRecords, then one
  * PartitionRecord per partition (ISR = active replicas in replica order, leader = first ISR
- * member, epochs 0, RECOVERED). Topic ids and placement come from `prng`. Returns 0 or
- * KQ_ERR_NOMEM. */
+ * member, epochs 0, RECOVERED). Topic ids and placement come from `prng`. `refused` (NULL,
+ * or one per request): a request whose refused[i].error is set is answered refused[i] and
+ * writes nothing, once the request-wide checks (duplicate names and ids, which Kafka answers
+ * INVALID_REQUEST first) have passed. Returns 0 or KQ_ERR_NOMEM. */
 int kq_rc_create_topics(const kq_decide_settings *s, const kq_image *img,
-                        const kq_create_topic *reqs, int32_t n, kq_prng *prng, kq_reclist *out,
+                        const kq_create_topic *reqs, int32_t n,
+                        const kq_create_topic_result *refused, kq_prng *prng, kq_reclist *out,
                         kq_create_topic_result *res);
 
 /* Errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (not larger), INVALID_REPLICA_ASSIGNMENT,

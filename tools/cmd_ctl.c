@@ -1217,8 +1217,7 @@ static int print_current(const conn *c, const acl_args *a)
     for (int r = 0; r < a->n_resources; r++) {
         kq_acl_filter f = {a->resources[r].resource_type,
                            a->resources[r].resource_name,
-                           a->pattern == KQ_ACL_PATTERN_PREFIXED ? KQ_ACL_PATTERN_PREFIXED
-                                                                 : KQ_ACL_PATTERN_LITERAL,
+                           a->pattern ? a->pattern : KQ_ACL_PATTERN_LITERAL, /* as given */
                            NULL,
                            NULL,
                            KQ_ACL_ANY,

@@ -284,7 +284,7 @@ static int create_topic(bench *b, int32_t t, int32_t *assign_ids, kq_partition_a
     }
     kq_reclist_init(&l);
     uint64_t t0 = kq_now_ns();
-    rc = kq_rc_create_topics(&b->s, b->m.img, &req, 1, &b->m.rng, &l, &res);
+    rc = kq_rc_create_topics(&b->s, b->m.img, &req, 1, NULL, &b->m.rng, &l, &res);
     uint64_t t1 = kq_now_ns();
     if (rc == 0 && res.error != 0) {
         snprintf(b->err, sizeof(b->err), "creating topic %s: %s: %s", name, kq_err_name(res.error),

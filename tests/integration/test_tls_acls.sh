@@ -143,10 +143,12 @@ kt_assert_contains "log-dump shows the ACL records" "\"type\":\"ACCESS_CONTROL_E
 kd_cluster start "$leader" >/dev/null 2>&1 || true
 
 echo "## remove: Describe taken back"
+kd_kq acls --add --allow-principal User:CN=reader --operation Read --topic acl-t ||
+    kt_fail "acls --add Read: $KD_OUT"
 kd_kq acls --remove --allow-principal User:CN=reader --topic acl-t --force ||
     kt_fail "acls --remove without --operation: $KD_OUT"
-kt_assert_contains "--remove with a principal and no --operation removes only All (kafka-acls.sh): the DENY Write stays" \
-    "(principal=User:CN=reader, host=*, operation=WRITE, permissionType=DENY)" "$KD_OUT"
+kt_assert_contains "--remove with a principal and no --operation removes only All (kafka-acls.sh): the ALLOW Read stays" \
+    "(principal=User:CN=reader, host=*, operation=READ, permissionType=ALLOW)" "$KD_OUT"
 kd_kq acls --remove --allow-principal User:CN=reader --operation Describe --cluster --force ||
     kt_fail "acls --remove: $KD_OUT"
 kt_assert_eq "the cluster's ACLs left after --remove" "" "$(grep 'resourceType=CLUSTER' <<<"$KD_OUT" || true)"

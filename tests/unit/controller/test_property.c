@@ -136,7 +136,8 @@ static void step_create(world *w)
     t.name = w->names[w->n_topics];
     t.configs = &cfg;
     t.n_configs = 1;
-    assert_int_equal(kq_rc_create_topics(&w->f->s, w->f->img, &t, 1, &w->rng, &w->f->out, &res), 0);
+    assert_int_equal(
+        kq_rc_create_topics(&w->f->s, w->f->img, &t, 1, NULL, &w->rng, &w->f->out, &res), 0);
     if (res.error == 0) {
         w->n_topics++;
         n_topics_made++;

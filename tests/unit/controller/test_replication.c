@@ -4,7 +4,7 @@
 
 static int create(fx *f, kq_create_topic t, kq_prng *prng, kq_create_topic_result *res)
 {
-    assert_int_equal(kq_rc_create_topics(&f->s, f->img, &t, 1, prng, &f->out, res), 0);
+    assert_int_equal(kq_rc_create_topics(&f->s, f->img, &t, 1, NULL, prng, &f->out, res), 0);
     return res->error;
 }
 
@@ -128,7 +128,7 @@ static void test_create_topic_client_id(void **st)
     kq_create_topic_result r2[2];
     memcpy(two[0].topic_id, other, 16);
     memcpy(two[1].topic_id, other, 16);
-    assert_int_equal(kq_rc_create_topics(&f->s, f->img, two, 2, &prng, &f->out, r2), 0);
+    assert_int_equal(kq_rc_create_topics(&f->s, f->img, two, 2, NULL, &prng, &f->out, r2), 0);
     assert_int_equal(r2[0].error, KQ_ERR_INVALID_REQUEST);
     assert_int_equal(r2[1].error, KQ_ERR_INVALID_REQUEST);
     assert_int_equal(f->out.n, 0);
@@ -259,7 +259,7 @@ static void test_create_topic_errors(void **st)
     kq_create_topic two[2] = {{.name = "d", .num_partitions = 1, .replication_factor = 1},
                               {.name = "d", .num_partitions = 1, .replication_factor = 1}};
     kq_create_topic_result r2[2];
-    assert_int_equal(kq_rc_create_topics(&f->s, f->img, two, 2, &prng, &f->out, r2), 0);
+    assert_int_equal(kq_rc_create_topics(&f->s, f->img, two, 2, NULL, &prng, &f->out, r2), 0);
     assert_int_equal(r2[0].error, KQ_ERR_INVALID_REQUEST);
     assert_int_equal(r2[1].error, KQ_ERR_INVALID_REQUEST);
     assert_int_equal(f->out.n, 0);

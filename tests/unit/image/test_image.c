@@ -712,6 +712,19 @@ static void test_acls(void **state)
         assert_true(has7);
         free(scratch);
     }
+    /* added and removed again, both uncommitted: in neither view */
+    assert_int_equal(apply(img, rec_acl(9, "y", "User:eve", KQ_ACL_OP_READ, KQ_ACL_ALLOW)), 0);
+    assert_int_equal(apply(img, rec_remove_acl(9)), 0);
+    {
+        const kq_acl *view;
+        kq_acl *scratch;
+
+        assert_int_equal(kq_image_committed_acls(img, &view, &n, &scratch), 0);
+        assert_int_equal(n, 2);
+        for (size_t i = 0; i < n; i++)
+            assert_int_not_equal(view[i].id[15], 9);
+        free(scratch);
+    }
     assert_int_equal(kq_image_rollback(img, kq_image_committed_offset(img)), 0);
     acls = kq_image_acls(img, &n);
     assert_int_equal(n, 2);
