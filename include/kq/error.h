@@ -60,8 +60,10 @@
     X(POSITION_OUT_OF_RANGE, 99, 0, "position out of range")                                       \
     X(INELIGIBLE_REPLICA, 107, 0, "ineligible replica")                                            \
     X(NEW_LEADER_ELECTED, 108, 0, "new leader elected")                                            \
-    X(INVALID_REGISTRATION, 111, 0, "invalid registration")                                        \
-    X(INVALID_VOTER_KEY, 115, 0, "invalid voter key")                                              \
+    X(INVALID_REGISTRATION, 119, 0, "invalid registration")                                        \
+    X(INVALID_VOTER_KEY, 125, 0, "invalid voter key")                                              \
+    X(DUPLICATE_VOTER, 126, 0, "the voter is already in the voter set")                            \
+    X(VOTER_NOT_FOUND, 127, 0, "the voter is not in the voter set")                                \
     X(NOMEM, 1000, 0, "out of memory")                                                             \
     X(IO, 1001, 0, "I/O error")                                                                    \
     X(CONFIG, 1002, 0, "configuration error")                                                      \
