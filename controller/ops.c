@@ -203,30 +203,46 @@ out:
 
 /* May the client do op on the resource? 0, or TOPIC_AUTHORIZATION_FAILED (a topic) /
  * CLUSTER_AUTHORIZATION_FAILED with msg naming principal, operation and resource. */
+/* The error refusing op on a resource of this type. */
+static int refusal(kq_acl_resource_type type)
+{
+    return type == KQ_ACL_RESOURCE_TOPIC ? KQ_ERR_TOPIC_AUTHORIZATION_FAILED
+                                         : KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+}
+
+/* One decision over the committed ACLs held in *view (built at its first use; the caller frees
+ * view->scratch). 0, or the refusal with msg set. */
+static int decide(const kq_authorizer_config *authz, const kq_image *img,
+                  struct kq_op_refusals *view, const char *who, kq_acl_operation op,
+                  kq_acl_resource_type type, const char *name, char *msg, size_t cap)
+{
+    if (!view->have_view) {
+        if (kq_image_committed_acls(img, &view->acls, &view->n_acls, &view->scratch)) {
+            snprintf(msg, cap, "out of memory deciding whether %s may %s", who,
+                     kq_acl_operation_name(op));
+            return refusal(type);
+        }
+        view->have_view = true;
+    }
+    if (kq_authorize(authz, view->acls, view->n_acls, who, "", op, type, name ? name : "", msg,
+                     cap))
+        return 0;
+    return refusal(type);
+}
+
 int kq_op_authorize(const kq_authorizer_config *authz, const kq_image *img, const char *principal,
                     kq_acl_operation op, kq_acl_resource_type type, const char *name, char *msg,
                     size_t cap)
 {
-    size_t n;
-    const kq_acl *acls;
-    kq_acl *scratch;
-    bool ok;
+    struct kq_op_refusals view = {0};
+    int rc;
 
     if (!authz || !authz->enabled)
         return 0;
-    if (kq_image_committed_acls(img, &acls, &n, &scratch)) {
-        snprintf(msg, cap, "out of memory deciding whether %s may %s",
-                 principal ? principal : KQ_PRINCIPAL_ANONYMOUS, kq_acl_operation_name(op));
-        ok = false;
-    } else {
-        ok = kq_authorize(authz, acls, n, principal ? principal : KQ_PRINCIPAL_ANONYMOUS, "", op,
-                          type, name ? name : "", msg, cap);
-        free(scratch);
-    }
-    if (ok)
-        return 0;
-    return type == KQ_ACL_RESOURCE_TOPIC ? KQ_ERR_TOPIC_AUTHORIZATION_FAILED
-                                         : KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    rc = decide(authz, img, &view, principal ? principal : KQ_PRINCIPAL_ANONYMOUS, op, type, name,
+                msg, cap);
+    free(view.scratch);
+    return rc;
 }
 
 /* The operation's per-item check, over the committed ACLs built once per operation. A
@@ -237,28 +253,18 @@ static int check_item(const kq_op_ctx *ctx, bool filtering, kq_acl_operation op,
 {
     struct kq_op_refusals *st = ctx->refusals;
     const char *who = ctx->principal ? ctx->principal : KQ_PRINCIPAL_ANONYMOUS;
+    int rc;
 
     if (!ctx->authz || !ctx->authz->enabled)
         return 0;
     if (!st)
         return kq_op_authorize(ctx->authz, ctx->meta->img, who, op, type, name, msg, cap);
-    if (!st->have_view) {
-        if (kq_image_committed_acls(ctx->meta->img, &st->acls, &st->n_acls, &st->scratch)) {
-            snprintf(msg, cap, "out of memory deciding whether %s may %s", who,
-                     kq_acl_operation_name(op));
-            return KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
-        }
-        st->have_view = true;
-    }
-    if (kq_authorize(ctx->authz, st->acls, st->n_acls, who, "", op, type, name ? name : "", msg,
-                     cap))
-        return 0;
-    if (!filtering) {
+    rc = decide(ctx->authz, ctx->meta->img, st, who, op, type, name, msg, cap);
+    if (rc && !filtering) {
         st->items++;
         snprintf(st->msg, sizeof st->msg, "%s", msg);
     }
-    return type == KQ_ACL_RESOURCE_TOPIC ? KQ_ERR_TOPIC_AUTHORIZATION_FAILED
-                                         : KQ_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    return rc;
 }
 
 static int allowed(const kq_op_ctx *ctx, kq_acl_operation op, kq_acl_resource_type type,
