@@ -68,10 +68,7 @@ bool raft_is_voter(const kq_raft *r)
 
 int raft_voter_index(const kq_raft *r, int32_t id)
 {
-    for (int i = 0; i < r->cfg.n_voters; i++)
-        if (r->cfg.voters[i] == id)
-            return i;
-    return -1;
+    return kq_voters_find_id(&r->voters, id);
 }
 
 /* Epoch of the last entry: of the log, or of the snapshot at the log start when the log holds
@@ -127,6 +124,70 @@ bool kq_raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_
                                   int64_t *out_end)
 {
     return raft_end_offset_for_epoch(r, epoch, out_epoch, out_end);
+}
+
+static void peer_reset(peer *p, int32_t id)
+{
+    memset(p, 0, sizeof(*p));
+    p->id = id;
+    p->end_offset = -1;
+    p->prev_fetch_leo = -1;
+    p->hw_sent = -1;
+}
+
+/* The voter set in force is the history's latest: take a copy, find this node in it (by id and
+ * directory id), and carry each replica's state over by id. A voter that stays keeps its state
+ * (requests in flight included); a new voter that fetched from this leader as an observer
+ * brings that progress with it; a removed voter's progress stays with the leader as an
+ * observer's. */
+void raft_apply_voters(kq_raft *r)
+{
+    const kq_voter_set *s = kq_voter_history_last(&r->vh, NULL);
+    kq_voter_key self = {.id = r->cfg.node_id};
+    peer old[KQ_RAFT_MAX_VOTERS];
+    int n_old = r->voters.n;
+
+    memcpy(old, r->peers, sizeof(old));
+    memcpy(self.dir, r->cfg.directory_id, sizeof(self.dir));
+    r->voters = *s;
+    r->self_idx = kq_voters_find(s, &self);
+    for (int i = 0; i < s->n; i++) {
+        peer *p = &r->peers[i];
+        int32_t id = s->v[i].key.id;
+        int j = 0;
+
+        while (j < n_old && old[j].id != id)
+            j++;
+        if (j < n_old) {
+            *p = old[j];
+            old[j].id = KQ_RAFT_NO_ID;
+            continue;
+        }
+        peer_reset(p, id);
+        for (int k = 0; k < KQ_RAFT_MAX_OBSERVERS; k++) {
+            observer *o = &r->observers[k];
+            if (!o->used || o->id != id)
+                continue;
+            p->end_offset = o->end_offset;
+            p->last_fetch_ms = o->last_fetch_ms;
+            p->last_caught_up_ms = o->last_caught_up_ms;
+            p->prev_fetch_ms = o->prev_fetch_ms;
+            p->prev_fetch_leo = o->prev_fetch_leo;
+            p->hw_sent = o->hw_sent;
+            o->used = false;
+        }
+    }
+    for (int j = 0; j < n_old && r->role == KQ_RAFT_LEADER; j++) {
+        if (old[j].id == KQ_RAFT_NO_ID || old[j].id == r->cfg.node_id)
+            continue;
+        observer *o = raft_observer_slot(r, old[j].id);
+        o->end_offset = old[j].end_offset;
+        o->last_fetch_ms = old[j].last_fetch_ms;
+        o->last_caught_up_ms = old[j].last_caught_up_ms;
+        o->prev_fetch_ms = old[j].prev_fetch_ms;
+        o->prev_fetch_leo = old[j].prev_fetch_leo;
+        o->hw_sent = old[j].hw_sent;
+    }
 }
 
 void raft_set_fatal(kq_raft *r, const char *reason)
@@ -221,7 +282,7 @@ static void persist(kq_raft *r)
 static void reset_round(kq_raft *r)
 {
     r->round++;
-    for (int i = 0; i < r->cfg.n_voters; i++)
+    for (int i = 0; i < r->voters.n; i++)
         r->peers[i].vote = 0;
     if (raft_is_voter(r))
         r->peers[r->self_idx].vote = 1;
@@ -315,7 +376,7 @@ void raft_leader_update_hw(kq_raft *r)
     if (r->role != KQ_RAFT_LEADER)
         return;
     int64_t ends[KQ_RAFT_MAX_VOTERS];
-    int n = r->cfg.n_voters;
+    int n = r->voters.n;
     for (int i = 0; i < n; i++)
         ends[i] = i == r->self_idx ? r->durable_end : r->peers[i].end_offset;
     r->hw = kq_quorum_high_watermark(ends, n, r->leo, r->epoch_start, r->hw);
@@ -348,13 +409,13 @@ void raft_check_votes(kq_raft *r)
     if (r->role != KQ_RAFT_PROSPECTIVE && r->role != KQ_RAFT_CANDIDATE)
         return;
     int granted = 0, rejected = 0;
-    for (int i = 0; i < r->cfg.n_voters; i++) {
+    for (int i = 0; i < r->voters.n; i++) {
         if (r->peers[i].vote > 0)
             granted++;
         else if (r->peers[i].vote < 0)
             rejected++;
     }
-    switch (kq_quorum_tally(granted, rejected, r->cfg.n_voters)) {
+    switch (kq_quorum_tally(granted, rejected, r->voters.n)) {
     case KQ_VOTE_WON:
         if (r->role == KQ_RAFT_PROSPECTIVE)
             become_candidate(r);
@@ -453,7 +514,7 @@ static void become_leader(kq_raft *r)
     }
     r->leo += 1;
     r->hw = -1;
-    for (int i = 0; i < r->cfg.n_voters; i++) {
+    for (int i = 0; i < r->voters.n; i++) {
         peer *p = &r->peers[i];
         p->end_offset = -1;
         p->last_fetch_ms = 0;
@@ -481,7 +542,7 @@ void raft_become_resigned(kq_raft *r)
 {
     int64_t pairs[KQ_RAFT_MAX_VOTERS][2];
     int n = 0;
-    for (int i = 0; i < r->cfg.n_voters; i++) {
+    for (int i = 0; i < r->voters.n; i++) {
         if (i == r->self_idx)
             continue;
         pairs[n][0] = r->peers[i].end_offset;
@@ -496,7 +557,7 @@ void raft_become_resigned(kq_raft *r)
     leave_role(r);
     r->role = KQ_RAFT_RESIGNED;    /* in memory only: qstate keeps leader = self, and so does */
     r->leader_id = r->cfg.node_id; /* leader_id (advertised as none, see advertised_leader) */
-    for (int i = 0; i < r->cfg.n_voters; i++)
+    for (int i = 0; i < r->voters.n; i++)
         r->peers[i].end_acked = (i == r->self_idx);
     r->end_retry_at = 0;
     r->election_deadline = r->now + random_election_timeout(r);
@@ -558,7 +619,7 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
         r->role = KQ_RAFT_LEADER; /* was leader: Resigned in the same epoch */
         r->leader_id = self;
         raft_become_resigned(r);
-        for (int i = 0; i < r->cfg.n_voters; i++)
+        for (int i = 0; i < r->voters.n; i++)
             r->peers[i].end_acked = true; /* nothing to announce after a restart */
     } else if (q->voted_id == self && raft_is_voter(r) && le >= q->epoch) {
         /* Its log already holds entries of the epoch it voted for itself in: it led that
@@ -567,7 +628,7 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
          * is at a higher epoch. No leader is known. */
         r->role = KQ_RAFT_RESIGNED;
         r->leader_id = KQ_RAFT_NO_ID;
-        for (int i = 0; i < r->cfg.n_voters; i++)
+        for (int i = 0; i < r->voters.n; i++)
             r->peers[i].end_acked = true;
         r->end_retry_at = 0;
         r->n_preferred = 0;
@@ -603,7 +664,7 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
         r->discovery_idx = -1;
     }
     /* A one-voter quorum elects itself right away. */
-    if (r->cfg.n_voters == 1 && raft_is_voter(r) && r->role != KQ_RAFT_LEADER &&
+    if (r->voters.n == 1 && raft_is_voter(r) && r->role != KQ_RAFT_LEADER &&
         r->role != KQ_RAFT_CANDIDATE)
         raft_become_prospective(r);
     return 0;
@@ -646,7 +707,13 @@ kq_raft *kq_raft_new(const kq_raft_config *cfg, char *errbuf, size_t errlen)
         return NULL;
     }
     r->cfg = *cfg;
-    r->self_idx = raft_voter_index(r, cfg->node_id);
+    kq_voter_set static_set = {.n = cfg->n_voters};
+    for (int i = 0; i < cfg->n_voters; i++) {
+        static_set.v[i].key.id = cfg->voters[i];
+        static_set.v[i].kraft_max = 0; /* kraft.version 0 */
+    }
+    kq_voter_history_init(&r->vh, &static_set);
+    raft_apply_voters(r);
     kq_prng_seed(&r->prng, cfg->seed);
     r->epoch = 0;
     r->voted_id = KQ_RAFT_NO_ID;
@@ -659,11 +726,6 @@ kq_raft *kq_raft_new(const kq_raft_config *cfg, char *errbuf, size_t errlen)
         cfg->snapshot_chunk_bytes ? cfg->snapshot_chunk_bytes : KQ_RAFT_SNAPSHOT_CHUNK_DEFAULT;
     if (r->chunk_bytes > KQ_RAFT_SNAPSHOT_CHUNK_MAX)
         r->chunk_bytes = KQ_RAFT_SNAPSHOT_CHUNK_MAX;
-    for (int i = 0; i < cfg->n_voters; i++) {
-        r->peers[i].id = cfg->voters[i];
-        r->peers[i].end_offset = -1;
-        r->peers[i].prev_fetch_leo = -1;
-    }
     return r;
 }
 
@@ -672,6 +734,7 @@ void kq_raft_free(kq_raft *r)
     if (!r)
         return;
     kq_epoch_cache_free(&r->epochs);
+    kq_voter_history_free(&r->vh);
     free(r);
 }
 
@@ -858,7 +921,7 @@ void kq_raft_get_status(const kq_raft *r, kq_raft_status *out)
     v->log_end_offset = r->durable_end;
     v->last_fetch_ms = r->now;
     v->last_caught_up_ms = r->now;
-    for (int i = 0; i < r->cfg.n_voters; i++) {
+    for (int i = 0; i < r->voters.n; i++) {
         if (i == r->self_idx)
             continue;
         const peer *p = &r->peers[i];

@@ -218,7 +218,7 @@ void raft_pump_votes(kq_raft *r)
     if (r->now < r->vote_retry_at || r->backoff_deadline != 0)
         return;
     bool pre = r->role == KQ_RAFT_PROSPECTIVE;
-    for (int i = 0; i < r->cfg.n_voters; i++) {
+    for (int i = 0; i < r->voters.n; i++) {
         peer *p = &r->peers[i];
         if (i == r->self_idx || p->vote != 0 || p->vote_inflight)
             continue;
@@ -241,7 +241,7 @@ void raft_pump_resigned(kq_raft *r)
 {
     if (r->role != KQ_RAFT_RESIGNED || r->now < r->end_retry_at)
         return;
-    for (int i = 0; i < r->cfg.n_voters; i++) {
+    for (int i = 0; i < r->voters.n; i++) {
         peer *p = &r->peers[i];
         if (i == r->self_idx || p->end_acked || p->end_inflight)
             continue;
@@ -265,7 +265,7 @@ void raft_stop_campaign(kq_raft *r)
     r->vote_retry_at = 0;
     if (r->leader_id == r->cfg.node_id) {
         r->role = KQ_RAFT_RESIGNED;
-        for (int i = 0; i < r->cfg.n_voters; i++)
+        for (int i = 0; i < r->voters.n; i++)
             r->peers[i].end_acked = true; /* EndQuorumEpoch went out when it resigned */
         r->end_retry_at = 0;
         r->n_preferred = 0;

@@ -51,12 +51,12 @@ static void record_fetch(kq_raft *r, int64_t *end, uint64_t *last_fetch, uint64_
 void raft_check_quorum_mark(kq_raft *r, int i)
 {
     r->peers[i].cq_fetched = true;
-    int n = 1;
-    for (int j = 0; j < r->cfg.n_voters; j++)
+    int n = raft_is_voter(r); /* the leader counts itself only while it is a voter */
+    for (int j = 0; j < r->voters.n; j++)
         if (j != r->self_idx && r->peers[j].cq_fetched)
             n++;
-    if (kq_quorum_heard(n, r->cfg.n_voters)) {
-        for (int j = 0; j < r->cfg.n_voters; j++)
+    if (kq_quorum_heard(n, r->voters.n)) {
+        for (int j = 0; j < r->voters.n; j++)
             r->peers[j].cq_fetched = false;
         r->cq_deadline = r->now + (uint64_t)r->cfg.fetch_timeout_ms * 3 / 2;
     }
@@ -371,7 +371,7 @@ void raft_pump_leader(kq_raft *r)
     if (r->role != KQ_RAFT_LEADER)
         return;
     if (r->now >= r->begin_resend_at) {
-        for (int i = 0; i < r->cfg.n_voters; i++) {
+        for (int i = 0; i < r->voters.n; i++) {
             peer *p = &r->peers[i];
             if (i == r->self_idx || p->begin_inflight)
                 continue;
@@ -404,7 +404,7 @@ static int fetch_target(kq_raft *r)
     if (r->role == KQ_RAFT_UNATTACHED && !raft_is_voter(r)) {
         if (r->discovery_idx < 0 || r->peers[r->discovery_idx].fetch_inflight) {
             int cand[KQ_RAFT_MAX_VOTERS], n = 0;
-            for (int i = 0; i < r->cfg.n_voters; i++)
+            for (int i = 0; i < r->voters.n; i++)
                 if (!r->peers[i].fetch_inflight)
                     cand[n++] = i;
             if (n == 0)

@@ -15,6 +15,7 @@
 #include "kq/error.h"
 #include "kq/quorum.h"
 #include "kq/util.h"
+#include "kq/voters.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,11 @@ typedef struct parked {
 
 struct kq_raft {
     kq_raft_config cfg;
-    int self_idx; /* index in cfg.voters, -1 for an observer */
+    /* The voter sets by log offset (kq/voters.h), over cfg.voters as the static set, and a
+     * copy of the one in force; peers[i] is the replica state of voters.v[i]. */
+    kq_voter_history vh;
+    kq_voter_set voters;
+    int self_idx; /* index in voters, -1 for an observer */
     bool started;
     bool shutdown; /* EV_RESIGN seen: never campaign, never grant */
     kq_prng prng;
@@ -154,6 +159,7 @@ bool raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epo
 int32_t raft_epoch_at(const kq_raft *r, int64_t off);
 bool raft_snap_id_eq(kq_raft_snapshot_id a, kq_raft_snapshot_id b);
 void raft_set_fatal(kq_raft *r, const char *reason);
+void raft_apply_voters(kq_raft *r);
 void raft_add_epoch(kq_raft *r, int32_t epoch, int64_t start);
 void raft_truncate_epochs(kq_raft *r, int64_t end);
 bool raft_can_follow_in_epoch(const kq_raft *r, int32_t leader);

@@ -69,7 +69,7 @@ bool raft_fire_timers(kq_raft *r)
         }
         return false;
     case KQ_RAFT_LEADER:
-        if (r->cfg.n_voters > 1 && now >= r->cq_deadline) {
+        if (r->voters.n > 1 && now >= r->cq_deadline) {
             raft_resign(r);
             return true;
         }
@@ -113,7 +113,7 @@ uint64_t raft_next_deadline(kq_raft *r)
         break;
     case KQ_RAFT_LEADER:
         consider(&d, r->begin_resend_at);
-        if (r->cfg.n_voters > 1)
+        if (r->voters.n > 1)
             consider(&d, r->cq_deadline);
         for (int i = 0; i < KQ_RAFT_MAX_PARKED && r->n_parked > 0; i++)
             if (r->parked[i].used)

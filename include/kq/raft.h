@@ -103,6 +103,7 @@ typedef struct kq_raft_snapshot_id {
 
 typedef struct kq_raft_config {
     int32_t node_id;
+    uint8_t directory_id[16];           /* this node's directory id (all zero: not known) */
     int32_t voters[KQ_RAFT_MAX_VOTERS]; /* static voter set; node is an observer if absent */
     int n_voters;
     uint32_t election_timeout_ms;     /* controller.quorum.election.timeout.ms, 1000 */
