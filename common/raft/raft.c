@@ -71,6 +71,42 @@ int raft_voter_index(const kq_raft *r, int32_t id)
     return kq_voters_find_id(&r->voters, id);
 }
 
+/* The peer slot of node id: a voter's, or the leader slot when this node follows id from
+ * outside its voter set; -1 for neither. */
+int raft_peer_index(const kq_raft *r, int32_t id)
+{
+    int i = raft_voter_index(r, id);
+
+    if (i < 0 && id >= 0 && r->peers[LEADER_SLOT].id == id)
+        i = LEADER_SLOT;
+    return i;
+}
+
+/* May node id lead this node or ask for its vote? With the static set of kraft.version 0 only
+ * a voter may. With dynamic voters any node may (Kafka's rule): a leader whose removal has not
+ * committed leads until it does, and a candidate may be in a set this node has not learnt. */
+bool raft_may_lead(const kq_raft *r, int32_t id)
+{
+    return id >= 0 && id != r->cfg.node_id &&
+           (raft_voter_index(r, id) >= 0 || raft_voters_dynamic(r));
+}
+
+/* Following `leader`: a leader outside the voter set gets the leader slot for the Fetch state. */
+void raft_track_leader(kq_raft *r, int32_t leader)
+{
+    if (raft_voter_index(r, leader) < 0 && r->peers[LEADER_SLOT].id != leader)
+        raft_peer_reset(&r->peers[LEADER_SLOT], leader);
+}
+
+void raft_peer_reset(peer *p, int32_t id)
+{
+    memset(p, 0, sizeof(*p));
+    p->id = id;
+    p->end_offset = -1;
+    p->prev_fetch_leo = -1;
+    p->hw_sent = -1;
+}
+
 /* Epoch of the last entry: of the log, or of the snapshot at the log start when the log holds
  * nothing above it. */
 int32_t raft_last_epoch(const kq_raft *r)
@@ -120,74 +156,16 @@ bool raft_snap_id_eq(kq_raft_snapshot_id a, kq_raft_snapshot_id b)
     return a.end_offset == b.end_offset && a.epoch == b.epoch;
 }
 
+const kq_voter_set *kq_raft_voters(const kq_raft *r, int64_t *record_offset)
+{
+    kq_voter_history_last(&r->vh, record_offset);
+    return &r->voters;
+}
+
 bool kq_raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epoch,
                                   int64_t *out_end)
 {
     return raft_end_offset_for_epoch(r, epoch, out_epoch, out_end);
-}
-
-static void peer_reset(peer *p, int32_t id)
-{
-    memset(p, 0, sizeof(*p));
-    p->id = id;
-    p->end_offset = -1;
-    p->prev_fetch_leo = -1;
-    p->hw_sent = -1;
-}
-
-/* The voter set in force is the history's latest: take a copy, find this node in it (by id and
- * directory id), and carry each replica's state over by id. A voter that stays keeps its state
- * (requests in flight included); a new voter that fetched from this leader as an observer
- * brings that progress with it; a removed voter's progress stays with the leader as an
- * observer's. */
-void raft_apply_voters(kq_raft *r)
-{
-    const kq_voter_set *s = kq_voter_history_last(&r->vh, NULL);
-    kq_voter_key self = {.id = r->cfg.node_id};
-    peer old[KQ_RAFT_MAX_VOTERS];
-    int n_old = r->voters.n;
-
-    memcpy(old, r->peers, sizeof(old));
-    memcpy(self.dir, r->cfg.directory_id, sizeof(self.dir));
-    r->voters = *s;
-    r->self_idx = kq_voters_find(s, &self);
-    for (int i = 0; i < s->n; i++) {
-        peer *p = &r->peers[i];
-        int32_t id = s->v[i].key.id;
-        int j = 0;
-
-        while (j < n_old && old[j].id != id)
-            j++;
-        if (j < n_old) {
-            *p = old[j];
-            old[j].id = KQ_RAFT_NO_ID;
-            continue;
-        }
-        peer_reset(p, id);
-        for (int k = 0; k < KQ_RAFT_MAX_OBSERVERS; k++) {
-            observer *o = &r->observers[k];
-            if (!o->used || o->id != id)
-                continue;
-            p->end_offset = o->end_offset;
-            p->last_fetch_ms = o->last_fetch_ms;
-            p->last_caught_up_ms = o->last_caught_up_ms;
-            p->prev_fetch_ms = o->prev_fetch_ms;
-            p->prev_fetch_leo = o->prev_fetch_leo;
-            p->hw_sent = o->hw_sent;
-            o->used = false;
-        }
-    }
-    for (int j = 0; j < n_old && r->role == KQ_RAFT_LEADER; j++) {
-        if (old[j].id == KQ_RAFT_NO_ID || old[j].id == r->cfg.node_id)
-            continue;
-        observer *o = raft_observer_slot(r, old[j].id);
-        o->end_offset = old[j].end_offset;
-        o->last_fetch_ms = old[j].last_fetch_ms;
-        o->last_caught_up_ms = old[j].last_caught_up_ms;
-        o->prev_fetch_ms = old[j].prev_fetch_ms;
-        o->prev_fetch_leo = old[j].prev_fetch_leo;
-        o->hw_sent = old[j].hw_sent;
-    }
 }
 
 void raft_set_fatal(kq_raft *r, const char *reason)
@@ -213,7 +191,7 @@ void raft_truncate_epochs(kq_raft *r, int64_t end)
     kq_epoch_cache_truncate_from(&r->epochs, end);
 }
 
-static uint64_t random_election_timeout(kq_raft *r)
+uint64_t raft_random_election_timeout(kq_raft *r)
 {
     uint64_t t = r->cfg.election_timeout_ms;
     return t + raft_prng_below(r, t);
@@ -241,8 +219,7 @@ static int32_t advertised_leader(const kq_raft *r)
  * epoch). */
 bool raft_can_follow_in_epoch(const kq_raft *r, int32_t leader)
 {
-    return leader >= 0 && leader != r->cfg.node_id && raft_voter_index(r, leader) >= 0 &&
-           (r->leader_id < 0 || r->leader_id == leader);
+    return raft_may_lead(r, leader) && (r->leader_id < 0 || r->leader_id == leader);
 }
 
 kq_raft_msg *raft_emit(kq_raft *r, kq_raft_msg_type type, int32_t to)
@@ -442,7 +419,7 @@ void raft_become_unattached(kq_raft *r, int32_t epoch, int32_t voted)
     r->backoff_deadline = 0;
     persist(r);
     if (raft_is_voter(r)) {
-        r->election_deadline = r->now + random_election_timeout(r);
+        r->election_deadline = r->now + raft_random_election_timeout(r);
     } else {
         r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
         r->fetch_retry_at = 0;
@@ -457,6 +434,7 @@ void raft_become_follower(kq_raft *r, int32_t epoch, int32_t leader)
     r->epoch = epoch;
     r->voted_id = KQ_RAFT_NO_ID;
     r->leader_id = leader;
+    raft_track_leader(r, leader);
     r->leader_hw = -1;
     r->backoff_deadline = 0;
     r->retries = 0;
@@ -474,7 +452,7 @@ void raft_become_prospective(kq_raft *r)
     leave_role(r);
     r->role = KQ_RAFT_PROSPECTIVE; /* same epoch, not durable; keeps vote and leader hint */
     reset_round(r);
-    r->election_deadline = r->now + random_election_timeout(r);
+    r->election_deadline = r->now + raft_random_election_timeout(r);
     raft_check_votes(r);
 }
 
@@ -489,7 +467,7 @@ static void become_candidate(kq_raft *r)
     r->leader_id = KQ_RAFT_NO_ID;
     persist(r);
     reset_round(r);
-    r->election_deadline = r->now + random_election_timeout(r);
+    r->election_deadline = r->now + raft_random_election_timeout(r);
     raft_check_votes(r);
 }
 
@@ -560,13 +538,13 @@ void raft_become_resigned(kq_raft *r)
     for (int i = 0; i < r->voters.n; i++)
         r->peers[i].end_acked = (i == r->self_idx);
     r->end_retry_at = 0;
-    r->election_deadline = r->now + random_election_timeout(r);
+    r->election_deadline = r->now + raft_random_election_timeout(r);
 }
 
 /* A message showed a higher epoch: follow its leader if it names one, else Unattached. */
 void raft_on_higher_epoch(kq_raft *r, int32_t epoch, int32_t leader)
 {
-    if (leader >= 0 && leader != r->cfg.node_id && raft_voter_index(r, leader) >= 0)
+    if (raft_may_lead(r, leader))
         raft_become_follower(r, epoch, leader);
     else
         raft_become_unattached(r, epoch, KQ_RAFT_NO_ID);
@@ -588,10 +566,20 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
                                         p->snapshot.end_offset > p->log_end_offset ||
                                         p->snapshot.end_offset < p->log_start_offset)))
         return KQ_ERR_INVALID_REQUEST;
-    if (!kq_epoch_entries_valid(p->epochs, p->n_epochs))
+    if (!kq_epoch_entries_valid(p->epochs, p->n_epochs) ||
+        !raft_control_ok(p->control, p->n_control, -1, p->log_end_offset))
         return KQ_ERR_INVALID_REQUEST;
     if (kq_epoch_cache_load(&r->epochs, p->epochs, p->n_epochs, 16) != 0)
         return KQ_ERR_NOMEM;
+    char why[256];
+    int rc = raft_add_control(r, p->control, p->n_control, why, sizeof(why));
+    if (rc) {
+        kq_voter_set static_set = r->vh.static_set; /* as before this START */
+        kq_voter_history_free(&r->vh);
+        kq_voter_history_init(&r->vh, &static_set);
+        raft_apply_voters(r);
+        return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_INVALID_REQUEST;
+    }
     r->started = true;
     r->log_start = p->log_start_offset;
     r->start_epoch = p->log_start_epoch;
@@ -632,24 +620,24 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
             r->peers[i].end_acked = true;
         r->end_retry_at = 0;
         r->n_preferred = 0;
-        r->election_deadline = r->now + random_election_timeout(r);
+        r->election_deadline = r->now + raft_random_election_timeout(r);
     } else if (q->voted_id == self && raft_is_voter(r)) {
         r->role = KQ_RAFT_CANDIDATE;
         r->leader_id = KQ_RAFT_NO_ID;
         reset_round(r);
-        r->election_deadline = r->now + random_election_timeout(r);
+        r->election_deadline = r->now + raft_random_election_timeout(r);
         raft_check_votes(r);
     } else if (q->voted_id >= 0 && q->voted_id != self) {
         r->role = KQ_RAFT_UNATTACHED;
         r->leader_id = KQ_RAFT_NO_ID;
         if (raft_is_voter(r))
-            r->election_deadline = r->now + random_election_timeout(r);
+            r->election_deadline = r->now + raft_random_election_timeout(r);
         else
             r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
         r->discovery_idx = -1;
-    } else if (q->leader_id >= 0 && q->leader_id != self &&
-               raft_voter_index(r, q->leader_id) >= 0) {
+    } else if (raft_may_lead(r, q->leader_id)) {
         r->role = KQ_RAFT_FOLLOWER;
+        raft_track_leader(r, q->leader_id);
         r->voted_id = KQ_RAFT_NO_ID;
         r->fetched_ok = false;
         r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
@@ -658,7 +646,7 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
         r->voted_id = KQ_RAFT_NO_ID;
         r->leader_id = KQ_RAFT_NO_ID;
         if (raft_is_voter(r))
-            r->election_deadline = r->now + random_election_timeout(r);
+            r->election_deadline = r->now + raft_random_election_timeout(r);
         else
             r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
         r->discovery_idx = -1;
@@ -713,6 +701,7 @@ kq_raft *kq_raft_new(const kq_raft_config *cfg, char *errbuf, size_t errlen)
         static_set.v[i].kraft_max = 0; /* kraft.version 0 */
     }
     kq_voter_history_init(&r->vh, &static_set);
+    raft_peer_reset(&r->peers[LEADER_SLOT], KQ_RAFT_NO_ID);
     raft_apply_voters(r);
     kq_prng_seed(&r->prng, cfg->seed);
     r->epoch = 0;
@@ -778,7 +767,9 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
     if (ev->type == KQ_RAFT_EV_SNAPSHOT_TAKEN && !raft_snapshot_taken_ok(r, &ev->u.snapshot))
         return KQ_ERR_INVALID_REQUEST;
     if (ev->type == KQ_RAFT_EV_SNAPSHOT_INSTALLED &&
-        (!r->snap_installing || !raft_snap_id_eq(ev->u.snapshot.id, r->snap_fetch_id)))
+        (!r->snap_installing || !raft_snap_id_eq(ev->u.snapshot.id, r->snap_fetch_id) ||
+         !raft_control_ok(ev->u.snapshot.control, ev->u.snapshot.n_control, -1,
+                          ev->u.snapshot.id.end_offset)))
         return KQ_ERR_INVALID_REQUEST; /* no install pending for that snapshot */
 
     if (ev->now_ms > r->now)
@@ -900,6 +891,7 @@ void kq_raft_get_status(const kq_raft *r, kq_raft_status *out)
     out->role = r->role;
     out->node_id = r->cfg.node_id;
     out->is_voter = raft_is_voter(r);
+    out->kraft_version = kq_voter_history_kraft_version(&r->vh);
     out->epoch = r->epoch;
     out->leader_id = advertised_leader(r);
     out->voted_id = r->voted_id;

@@ -15,7 +15,7 @@ static bool prevote_grant(kq_raft *r, const kq_raft_msg *m)
     const __typeof__(m->u.vote_req) *v = &m->u.vote_req;
     if (m->epoch <= r->epoch)
         return false;
-    if (!raft_is_voter(r) || r->shutdown || raft_voter_index(r, v->candidate_id) < 0)
+    if (!raft_is_voter(r) || r->shutdown || !raft_may_lead(r, v->candidate_id))
         return false;
     if (!raft_log_up_to_date(r, v->last_epoch, v->last_offset))
         return false;
@@ -37,7 +37,7 @@ static bool prevote_grant(kq_raft *r, const kq_raft_msg *m)
 static bool vote_grant(kq_raft *r, const kq_raft_msg *m)
 {
     const __typeof__(m->u.vote_req) *v = &m->u.vote_req;
-    if (!raft_is_voter(r) || r->shutdown || raft_voter_index(r, v->candidate_id) < 0)
+    if (!raft_is_voter(r) || r->shutdown || !raft_may_lead(r, v->candidate_id))
         return false;
     switch (r->role) {
     case KQ_RAFT_UNATTACHED:
@@ -124,7 +124,7 @@ void raft_on_begin_req(kq_raft *r, const kq_raft_msg *m)
 {
     int32_t leader = m->leader_id >= 0 ? m->leader_id : m->from;
     int err = KQ_ERR_NONE;
-    if (leader != m->from || leader == r->cfg.node_id || raft_voter_index(r, leader) < 0)
+    if (leader != m->from || !raft_may_lead(r, leader))
         err = KQ_ERR_INVALID_REQUEST;
     else if (m->epoch < r->epoch)
         err = KQ_ERR_FENCED_LEADER_EPOCH;
@@ -169,8 +169,8 @@ void raft_on_end_req(kq_raft *r, const kq_raft_msg *m)
 {
     int32_t leader = m->leader_id >= 0 ? m->leader_id : m->from;
     int err = KQ_ERR_NONE;
-    if (leader != m->from || leader == r->cfg.node_id || raft_voter_index(r, leader) < 0 ||
-        m->u.end_req.n_preferred < 0 || m->u.end_req.n_preferred > KQ_RAFT_MAX_VOTERS) {
+    if (leader != m->from || !raft_may_lead(r, leader) || m->u.end_req.n_preferred < 0 ||
+        m->u.end_req.n_preferred > KQ_RAFT_MAX_VOTERS) {
         err = KQ_ERR_INVALID_REQUEST;
     } else if (m->epoch < r->epoch) {
         err = KQ_ERR_FENCED_LEADER_EPOCH;
@@ -269,8 +269,9 @@ void raft_stop_campaign(kq_raft *r)
             r->peers[i].end_acked = true; /* EndQuorumEpoch went out when it resigned */
         r->end_retry_at = 0;
         r->n_preferred = 0;
-    } else if (r->leader_id >= 0 && raft_voter_index(r, r->leader_id) >= 0) {
+    } else if (raft_may_lead(r, r->leader_id)) {
         r->role = KQ_RAFT_FOLLOWER;
+        raft_track_leader(r, r->leader_id);
         r->leader_hw = -1;
         r->fetched_ok = false;
         r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;

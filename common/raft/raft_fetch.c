@@ -268,7 +268,8 @@ static void follower_append(kq_raft *r, const kq_raft_msg *m)
     for (size_t i = 0; i < n; i++) {
         const kq_raft_batch *b = &f->batches[i];
         if (b->base_offset != next || b->count <= 0 || b->epoch < ep || b->epoch > m->epoch ||
-            b->epoch <= 0) {
+            b->epoch <= 0 ||
+            !raft_control_ok(b->control, b->n_control, b->base_offset, b->base_offset + b->count)) {
             raft_fetch_backoff(r);
             return;
         }
@@ -284,12 +285,18 @@ static void follower_append(kq_raft *r, const kq_raft_msg *m)
         *a = *b;
         a->kind = KQ_RAFT_BATCH_FETCHED;
         r->leo = b->base_offset + b->count;
+        /* KIP-853: a voter set is in force from the moment it is in the log */
+        char why[256];
+        if (raft_add_control(r, b->control, b->n_control, why, sizeof(why)) != 0) {
+            raft_set_fatal(r, "the leader sent a voter set that breaks the one-change rule");
+            return;
+        }
     }
 }
 
 void raft_on_fetch_resp(kq_raft *r, const kq_raft_msg *m)
 {
-    int i = raft_voter_index(r, m->from);
+    int i = raft_peer_index(r, m->from);
     if (i < 0 || i == r->self_idx || !r->peers[i].fetch_inflight)
         return;
     r->peers[i].fetch_inflight = false;
@@ -356,6 +363,7 @@ void raft_on_fetch_resp(kq_raft *r, const kq_raft_msg *m)
             if (r->durable_end > t)
                 r->durable_end = t;
             raft_truncate_epochs(r, t);
+            raft_voters_truncate(r, t); /* a voter set truncated away is no longer in force */
         }
         return; /* refetch at once (pump) */
     }
@@ -400,7 +408,7 @@ void raft_pump_leader(kq_raft *r)
 static int fetch_target(kq_raft *r)
 {
     if (r->role == KQ_RAFT_FOLLOWER)
-        return raft_voter_index(r, r->leader_id);
+        return raft_peer_index(r, r->leader_id);
     if (r->role == KQ_RAFT_UNATTACHED && !raft_is_voter(r)) {
         if (r->discovery_idx < 0 || r->peers[r->discovery_idx].fetch_inflight) {
             int cand[KQ_RAFT_MAX_VOTERS], n = 0;

@@ -24,6 +24,7 @@
 #define OBSERVER_EXPIRY_MS 300000u
 #define BACKOFF_UNIT_MS 100u
 #define MAX_TIMER_ROUNDS 16
+#define LEADER_SLOT KQ_RAFT_MAX_VOTERS
 
 typedef struct peer {
     int32_t id;
@@ -139,7 +140,9 @@ struct kq_raft {
     int32_t preferred[KQ_RAFT_MAX_VOTERS];
     int n_preferred;
 
-    peer peers[KQ_RAFT_MAX_VOTERS];
+    /* peers[i] for voters.v[i]; peers[LEADER_SLOT]: the leader this node follows while that
+     * leader is not in its voter set (a leader whose removal has not committed yet) */
+    peer peers[KQ_RAFT_MAX_VOTERS + 1];
 
     /* the current step */
     kq_raft_update *u;
@@ -152,6 +155,10 @@ struct kq_raft {
 uint64_t raft_prng_below(kq_raft *r, uint64_t n);
 bool raft_is_voter(const kq_raft *r);
 int raft_voter_index(const kq_raft *r, int32_t id);
+int raft_peer_index(const kq_raft *r, int32_t id);
+bool raft_may_lead(const kq_raft *r, int32_t id);
+void raft_track_leader(kq_raft *r, int32_t leader);
+void raft_peer_reset(peer *p, int32_t id);
 int32_t raft_last_epoch(const kq_raft *r);
 bool raft_log_up_to_date(const kq_raft *r, int32_t cand_epoch, int64_t cand_end);
 bool raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epoch,
@@ -159,7 +166,7 @@ bool raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epo
 int32_t raft_epoch_at(const kq_raft *r, int64_t off);
 bool raft_snap_id_eq(kq_raft_snapshot_id a, kq_raft_snapshot_id b);
 void raft_set_fatal(kq_raft *r, const char *reason);
-void raft_apply_voters(kq_raft *r);
+uint64_t raft_random_election_timeout(kq_raft *r);
 void raft_add_epoch(kq_raft *r, int32_t epoch, int64_t start);
 void raft_truncate_epochs(kq_raft *r, int64_t end);
 bool raft_can_follow_in_epoch(const kq_raft *r, int32_t leader);
@@ -210,6 +217,18 @@ void raft_compact(kq_raft *r, int64_t end, int32_t epoch);
 bool raft_snapshot_taken_ok(const kq_raft *r, const kq_raft_snapshot_event *e);
 void raft_on_snapshot_taken(kq_raft *r, const kq_raft_snapshot_event *e);
 void raft_on_snapshot_installed(kq_raft *r, const kq_raft_snapshot_event *e);
+
+/* raft_reconfig.c: membership */
+void raft_apply_voters(kq_raft *r);
+/* Quorum records well formed for offsets in [from, to): ascending, kraft.version -1..1, valid
+ * sets (kq_voters_check). */
+bool raft_control_ok(const kq_raft_control *c, size_t n, int64_t from, int64_t to);
+/* Into the history, in order; the set in force and this node's role follow. 0, or the
+ * history's refusal (why says it; the records before it stay). */
+int raft_add_control(kq_raft *r, const kq_raft_control *c, size_t n, char *why, size_t whylen);
+void raft_voters_truncate(kq_raft *r, int64_t end);  /* the log now ends at `end` */
+void raft_voters_compact(kq_raft *r, int64_t start); /* the log now starts at `start` */
+bool raft_voters_dynamic(const kq_raft *r);          /* kraft.version >= 1 in force */
 
 /* raft_timers.c: timers */
 void raft_resign(kq_raft *r);

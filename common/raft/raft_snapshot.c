@@ -102,7 +102,7 @@ void raft_begin_snapshot_fetch(kq_raft *r, kq_raft_snapshot_id id, int32_t leade
 
 void raft_on_fetch_snapshot_resp(kq_raft *r, const kq_raft_msg *m)
 {
-    int i = raft_voter_index(r, m->from);
+    int i = raft_peer_index(r, m->from);
     if (i < 0 || i == r->self_idx || !r->peers[i].snap_inflight)
         return;
     r->peers[i].snap_inflight = false;
@@ -183,6 +183,7 @@ void raft_compact(kq_raft *r, int64_t end, int32_t epoch)
     if (end <= r->log_start)
         return;
     kq_epoch_cache_compact(&r->epochs, end);
+    raft_voters_compact(r, end);
     r->log_start = end;
     r->start_epoch = epoch;
     if (r->committed < end)
@@ -243,6 +244,14 @@ void raft_on_snapshot_installed(kq_raft *r, const kq_raft_snapshot_event *e)
     r->durable_end = end;
     r->epochs.n = 0;
     raft_add_epoch(r, r->snap_fetch_id.epoch, end);
+    /* The voter sets: the snapshot's replace the log's (a bootstrap set stays below them). */
+    char why[256];
+    raft_voters_truncate(r, 0);
+    if (raft_add_control(r, e->control, e->n_control, why, sizeof(why)) != 0) {
+        raft_set_fatal(r, "the installed snapshot holds a voter set that cannot be in force");
+        return;
+    }
+    raft_voters_compact(r, end);
     if (r->hw < end)
         r->hw = end; /* the snapshot is committed state */
     if (r->committed < end)

@@ -120,6 +120,17 @@ typedef struct kq_raft_config {
 /* Fill cfg with Kafka's defaults (node_id -1, no voters). */
 void kq_raft_config_defaults(kq_raft_config *cfg);
 
+struct kq_voter_set; /* kq/voters.h */
+
+/* A quorum record of KIP-853 at a log offset: a KRaftVersionRecord, a VotersRecord, or both at
+ * one offset (the bootstrap's, at -1). The core keeps the voter set and kraft.version history
+ * from these (kq/voters.h); it never reads payloads, so the host decodes them. */
+typedef struct kq_raft_control {
+    int64_t offset;                    /* -1: the bootstrap written by kq storage format */
+    int16_t kraft_version;             /* a KRaftVersionRecord's level (0 or 1); -1: none */
+    const struct kq_voter_set *voters; /* a VotersRecord's set (borrowed); NULL: none */
+} kq_raft_control;
+
 /* What the host recovered from disk, given with KQ_RAFT_EV_START. */
 typedef struct kq_raft_persisted {
     kq_raft_qstate qstate;
@@ -135,6 +146,11 @@ typedef struct kq_raft_persisted {
     int32_t log_start_epoch;
     kq_raft_snapshot_id snapshot;
     int64_t snapshot_size;
+    /* Every quorum record the node holds, ascending by offset (borrowed): the bootstrap's at
+     * -1, the latest snapshot's (at its end - 1), then the log's, uncommitted ones included.
+     * None: the static set of cfg.voters is in force (kraft.version 0). */
+    const kq_raft_control *control;
+    size_t n_control;
 } kq_raft_persisted;
 
 /* A record batch's metadata. The payload travels beside it, opaque to the core. */
@@ -152,6 +168,10 @@ typedef struct kq_raft_batch {
     const uint8_t *data; /* borrowed from the RECEIVE event (FETCHED only) */
     size_t len;
     uint32_t crc32c; /* as received (FETCHED only) */
+    /* The batch's quorum records, at offsets in [base_offset, base_offset + count): for a
+     * FETCHED batch the host decodes them from the payload (none: n_control 0). Borrowed. */
+    const kq_raft_control *control;
+    size_t n_control;
 } kq_raft_batch;
 
 typedef enum kq_raft_msg_type {
@@ -271,6 +291,9 @@ typedef struct kq_raft_snapshot_event {
     kq_raft_snapshot_id id;
     int64_t size; /* TAKEN: file size in bytes (> 0); INSTALLED: ignored */
     int error;    /* INSTALLED only: 0 installed, else the install failed */
+    /* INSTALLED only: the snapshot's quorum records (at id.end_offset - 1; borrowed). */
+    const kq_raft_control *control;
+    size_t n_control;
 } kq_raft_snapshot_event;
 
 typedef struct kq_raft_event {
@@ -356,6 +379,7 @@ typedef struct kq_raft_status {
     kq_raft_role role;
     int32_t node_id;
     bool is_voter;
+    int16_t kraft_version; /* in force: 0 static voters, 1 voters in the log (KIP-853) */
     int32_t epoch;
     int32_t leader_id;
     int32_t voted_id;
@@ -406,6 +430,10 @@ void kq_raft_free(kq_raft *r);
 int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u);
 
 void kq_raft_get_status(const kq_raft *r, kq_raft_status *out);
+
+/* The voter set in force (valid until the next step) and, in *record_offset when not NULL, the
+ * offset of the VotersRecord it came from: -1 the bootstrap's, -2 the static cfg.voters. */
+const struct kq_voter_set *kq_raft_voters(const kq_raft *r, int64_t *record_offset);
 
 /* Epoch and end offset for `epoch` per the epoch cache: the largest cached epoch <= epoch and
  * the start of the next one (or the LEO). Returns false if no cached epoch is <= epoch. */

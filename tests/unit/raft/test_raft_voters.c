@@ -1,0 +1,320 @@
+/* The Raft core on a voter set that changes (KIP-853), through its API: the set found at start,
+ * a set in force as soon as a follower appends it (before it commits), a truncation that takes
+ * it back, a removed voter that no longer campaigns, an observer that becomes a voter, and a
+ * follower that keeps fetching from a leader that left the set. Records the core must refuse
+ * change nothing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kq/error.h"
+#include "kq/raft.h"
+#include "kq/voters.h"
+
+/* Node ids 1..n with directory id bytes equal to the id. */
+static kq_voter_set ids(int n, const int32_t *id)
+{
+    kq_voter_set s;
+
+    memset(&s, 0, sizeof(s));
+    for (int i = 0; i < n; i++) {
+        kq_voter *v = &s.v[s.n++];
+        v->key.id = id[i];
+        memset(v->key.dir, (int)id[i], sizeof(v->key.dir));
+        snprintf(v->host, sizeof(v->host), "c%d", id[i]);
+        v->port = 9090 + id[i];
+        v->kraft_max = 1;
+    }
+    return s;
+}
+#define SET(...) ids(sizeof((int32_t[]){__VA_ARGS__}) / 4, (int32_t[]){__VA_ARGS__})
+
+static kq_raft *core(int32_t self)
+{
+    kq_raft_config c;
+
+    kq_raft_config_defaults(&c);
+    c.node_id = self;
+    memset(c.directory_id, (int)self, sizeof(c.directory_id));
+    c.n_voters = 3;
+    for (int i = 0; i < 3; i++)
+        c.voters[i] = i + 1;
+    c.seed = 7;
+    return kq_raft_new(&c, NULL, 0);
+}
+
+static kq_raft_persisted disk(int32_t epoch, int32_t leader, int64_t end)
+{
+    static kq_epoch_entry e[1];
+    kq_raft_persisted p;
+
+    memset(&p, 0, sizeof(p));
+    p.qstate.epoch = epoch;
+    p.qstate.voted_id = -1;
+    p.qstate.leader_id = leader;
+    p.log_end_offset = end;
+    if (end > 0) {
+        e[0].epoch = 1;
+        e[0].start_offset = 0;
+        p.epochs = e;
+        p.n_epochs = 1;
+    }
+    return p;
+}
+
+static int step(kq_raft *r, kq_raft_event_type t, uint64_t now, kq_raft_update *u)
+{
+    kq_raft_event ev = {.type = t, .now_ms = now};
+    return kq_raft_step(r, &ev, u);
+}
+
+static int start(kq_raft *r, const kq_raft_persisted *p, kq_raft_update *u)
+{
+    kq_raft_event ev = {.type = KQ_RAFT_EV_START, .now_ms = 100};
+    ev.u.start = *p;
+    return kq_raft_step(r, &ev, u);
+}
+
+/* The Fetch the core sent to `to` in u (fails the test when none). */
+static const kq_raft_msg *fetch_to(const kq_raft_update *u, int32_t to)
+{
+    for (size_t i = 0; i < u->n_msgs; i++)
+        if (u->msgs[i].type == KQ_RAFT_FETCH_REQ && u->msgs[i].to == to)
+            return &u->msgs[i];
+    fail_msg("no Fetch to %d", to);
+    return NULL;
+}
+
+/* Leader `from` answers a Fetch at epoch 1 with one batch [base, base + count) carrying `ctl`,
+ * or a divergence when count is 0 (truncate to base). */
+static int answer(kq_raft *r, int32_t from, int64_t base, int32_t count, const kq_raft_control *ctl,
+                  size_t n_ctl, uint64_t now, kq_raft_update *u)
+{
+    kq_raft_batch b = {
+        .base_offset = base, .epoch = 1, .count = count, .control = ctl, .n_control = n_ctl};
+    kq_raft_msg m;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .now_ms = now};
+
+    memset(&m, 0, sizeof(m));
+    m.type = KQ_RAFT_FETCH_RESP;
+    m.from = from;
+    m.epoch = 1;
+    m.leader_id = from;
+    m.u.fetch_resp.high_watermark = 0;
+    if (count > 0) {
+        m.u.fetch_resp.batches = &b;
+        m.u.fetch_resp.n_batches = 1;
+    } else {
+        m.u.fetch_resp.diverging = true;
+        m.u.fetch_resp.diverging_epoch = 1;
+        m.u.fetch_resp.diverging_end_offset = base;
+    }
+    ev.u.msg = &m;
+    kq_raft_status st;
+    kq_raft_get_status(r, &st);
+    m.to = st.node_id;
+    return kq_raft_step(r, &ev, u);
+}
+
+static bool is_voter(const kq_raft *r)
+{
+    kq_raft_status st;
+
+    kq_raft_get_status(r, &st);
+    return st.is_voter;
+}
+
+static void test_start_takes_the_latest_set(void **state)
+{
+    kq_voter_set boot = SET(1, 2, 3), grown = SET(1, 2, 3, 4);
+    kq_raft_control ctl[2] = {{.offset = -1, .kraft_version = 1, .voters = &boot},
+                              {.offset = 4, .kraft_version = -1, .voters = &grown}};
+    kq_raft_persisted p = disk(1, -1, 10);
+    kq_raft_update u;
+    kq_raft_status st;
+    int64_t at;
+    kq_raft *r = core(4); /* not in the static set 1, 2, 3 */
+
+    (void)state;
+    p.control = ctl;
+    p.n_control = 2;
+    assert_int_equal(start(r, &p, &u), 0);
+    kq_raft_get_status(r, &st);
+    assert_true(st.is_voter);
+    assert_int_equal(st.kraft_version, 1);
+    assert_int_equal(kq_raft_voters(r, &at)->n, 4);
+    assert_int_equal(at, 4);
+    kq_raft_free(r);
+
+    /* a record past the log end, or two changes at once, is refused and START can be retried */
+    kq_voter_set far = SET(1, 5, 6);
+    kq_raft_control bad[2] = {{.offset = 2, .kraft_version = 1, .voters = &boot},
+                              {.offset = 3, .kraft_version = -1, .voters = &far}};
+    r = core(4);
+    p.control = bad;
+    assert_int_equal(start(r, &p, &u), KQ_ERR_INVALID_REQUEST);
+    ctl[1].offset = 10;
+    p.control = ctl;
+    assert_int_equal(start(r, &p, &u), KQ_ERR_INVALID_REQUEST);
+    assert_false(is_voter(r));
+    ctl[1].offset = 4;
+    assert_int_equal(start(r, &p, &u), 0);
+    assert_true(is_voter(r));
+    kq_raft_free(r);
+}
+
+static void test_follower_uses_a_set_once_appended_and_drops_it_when_truncated(void **state)
+{
+    kq_voter_set boot = SET(1, 2, 3), grown = SET(1, 2, 3, 4);
+    kq_raft_control b0 = {.offset = -1, .kraft_version = 1, .voters = &boot};
+    kq_raft_control add4 = {.offset = 12, .kraft_version = -1, .voters = &grown};
+    kq_raft_persisted p = disk(1, 1, 10); /* follows leader 1 in epoch 1 */
+    kq_raft_update u;
+    int64_t at;
+    kq_raft *r = core(4);
+
+    (void)state;
+    p.control = &b0;
+    p.n_control = 1;
+    assert_int_equal(start(r, &p, &u), 0);
+    assert_false(is_voter(r));
+    assert_int_equal(u.role, KQ_RAFT_FOLLOWER);
+    fetch_to(&u, 1);
+
+    /* the batch [10, 15) holds the VotersRecord adding node 4: in force at once, uncommitted */
+    assert_int_equal(answer(r, 1, 10, 5, &add4, 1, 200, &u), 0);
+    assert_int_equal(u.n_append, 1);
+    assert_true(is_voter(r));
+    assert_int_equal(kq_raft_voters(r, &at)->n, 4);
+    assert_int_equal(at, 12);
+
+    /* the leader's log diverges at 11: the record is gone, so is the set */
+    kq_raft_event pe = {.type = KQ_RAFT_EV_PERSISTED, .now_ms = 210, .u.persisted_end = 15};
+    assert_int_equal(kq_raft_step(r, &pe, &u), 0);
+    fetch_to(&u, 1);
+    assert_int_equal(answer(r, 1, 10, 0, NULL, 0, 220, &u), 0);
+    assert_int_equal(u.truncate_to, 10);
+    assert_false(is_voter(r));
+    assert_int_equal(kq_raft_voters(r, &at)->n, 3);
+    assert_int_equal(at, -1);
+
+    /* a non-voter follower whose leader is silent goes looking for one; it does not campaign */
+    assert_int_equal(step(r, KQ_RAFT_EV_TICK, 220 + 2000, &u), 0);
+    assert_int_equal(u.role, KQ_RAFT_UNATTACHED);
+    assert_int_equal(step(r, KQ_RAFT_EV_TICK, 220 + 10000, &u), 0);
+    assert_int_equal(u.role, KQ_RAFT_UNATTACHED);
+    kq_raft_free(r);
+}
+
+static void test_removed_voter_stops_campaigning_and_added_one_starts(void **state)
+{
+    kq_voter_set boot = SET(1, 2, 3), shrunk = SET(1, 2);
+    kq_raft_control b0 = {.offset = -1, .kraft_version = 1, .voters = &boot};
+    kq_raft_control rm3 = {.offset = 10, .kraft_version = -1, .voters = &shrunk};
+    kq_raft_persisted p = disk(1, 1, 10);
+    kq_raft_update u;
+    kq_raft *r = core(3);
+
+    (void)state;
+    p.control = &b0;
+    p.n_control = 1;
+    assert_int_equal(start(r, &p, &u), 0);
+    assert_true(is_voter(r));
+    assert_int_equal(answer(r, 1, 10, 1, &rm3, 1, 200, &u), 0);
+    assert_false(is_voter(r));
+    /* its leader goes quiet: a voter would campaign, node 3 rediscovers the leader instead */
+    assert_int_equal(step(r, KQ_RAFT_EV_TICK, 200 + 2000, &u), 0);
+    assert_int_equal(u.role, KQ_RAFT_UNATTACHED);
+    for (size_t i = 0; i < u.n_msgs; i++)
+        assert_int_not_equal(u.msgs[i].type, KQ_RAFT_VOTE_REQ);
+    kq_raft_free(r);
+
+    /* node 4, an observer waiting for a leader, is added: it now has an election timer */
+    kq_voter_set grown = SET(1, 2, 3, 4);
+    kq_raft_control add4 = {.offset = 10, .kraft_version = -1, .voters = &grown};
+    r = core(4);
+    p = disk(1, 1, 10);
+    p.control = &b0;
+    p.n_control = 1;
+    assert_int_equal(start(r, &p, &u), 0);
+    assert_int_equal(answer(r, 1, 10, 1, &add4, 1, 200, &u), 0);
+    assert_true(is_voter(r));
+    kq_raft_event pe = {.type = KQ_RAFT_EV_PERSISTED, .now_ms = 200, .u.persisted_end = 11};
+    assert_int_equal(kq_raft_step(r, &pe, &u), 0);
+    /* the leader goes quiet: node 4, a voter now, becomes a prospective candidate */
+    assert_int_equal(step(r, KQ_RAFT_EV_TICK, 200 + 2000, &u), 0);
+    assert_int_equal(u.role, KQ_RAFT_PROSPECTIVE);
+    kq_raft_free(r);
+}
+
+static void test_follower_keeps_fetching_from_a_leader_that_left_the_set(void **state)
+{
+    kq_voter_set boot = SET(1, 2, 3), without1 = SET(2, 3);
+    kq_raft_control b0 = {.offset = -1, .kraft_version = 1, .voters = &boot};
+    kq_raft_control rm1 = {.offset = 10, .kraft_version = -1, .voters = &without1};
+    kq_raft_persisted p = disk(1, 1, 10);
+    kq_raft_update u;
+    kq_raft *r = core(2);
+
+    (void)state;
+    p.control = &b0;
+    p.n_control = 1;
+    assert_int_equal(start(r, &p, &u), 0);
+    assert_int_equal(answer(r, 1, 10, 1, &rm1, 1, 200, &u), 0);
+    assert_int_equal(kq_raft_voters(r, NULL)->n, 2);
+    assert_int_equal(u.role, KQ_RAFT_FOLLOWER);
+    kq_raft_event pe = {.type = KQ_RAFT_EV_PERSISTED, .now_ms = 200, .u.persisted_end = 11};
+    assert_int_equal(kq_raft_step(r, &pe, &u), 0);
+    /* node 1 leads until its removal commits: node 2 fetches from it and takes its answers */
+    const kq_raft_msg *f = fetch_to(&u, 1);
+    assert_int_equal(f->u.fetch_req.fetch_offset, 11);
+    assert_int_equal(answer(r, 1, 11, 2, NULL, 0, 300, &u), 0);
+    assert_int_equal(u.n_append, 1);
+    kq_raft_free(r);
+}
+
+static void test_leader_refusing_the_one_change_rule_stops_the_follower(void **state)
+{
+    kq_voter_set boot = SET(1, 2, 3), far = SET(1, 5, 6);
+    kq_raft_control b0 = {.offset = -1, .kraft_version = 1, .voters = &boot};
+    kq_raft_control c = {.offset = 10, .kraft_version = -1, .voters = &far};
+    kq_raft_control outside = {.offset = 12, .kraft_version = -1, .voters = &boot};
+    kq_raft_control start_ctl[2] = {b0, {.offset = 5, .kraft_version = -1, .voters = &boot}};
+    kq_raft_persisted p = disk(1, 1, 10);
+    kq_raft_update u;
+    kq_raft *r = core(2);
+
+    (void)state;
+    /* the first leader wrote the bootstrap set into the log at 5 (any set may replace the
+     * bootstrap's; later ones must overlap) */
+    p.control = start_ctl;
+    p.n_control = 2;
+    assert_int_equal(start(r, &p, &u), 0);
+    /* a record outside its batch: a bad answer, nothing appended */
+    assert_int_equal(answer(r, 1, 10, 1, &outside, 1, 200, &u), 0);
+    assert_int_equal(u.n_append, 0);
+    assert_false(u.fatal);
+    /* two voters changed at once: the log breaks the rule every voter relies on */
+    assert_int_equal(step(r, KQ_RAFT_EV_TICK, 300, &u), 0);
+    assert_int_equal(answer(r, 1, 10, 1, &c, 1, 300, &u), 0);
+    assert_true(u.fatal);
+    assert_non_null(strstr(u.fatal_reason, "one-change rule"));
+    kq_raft_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_start_takes_the_latest_set),
+        cmocka_unit_test(test_follower_uses_a_set_once_appended_and_drops_it_when_truncated),
+        cmocka_unit_test(test_removed_voter_stops_campaigning_and_added_one_starts),
+        cmocka_unit_test(test_follower_keeps_fetching_from_a_leader_that_left_the_set),
+        cmocka_unit_test(test_leader_refusing_the_one_change_rule_stops_the_follower),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
