@@ -37,7 +37,9 @@ const char *kq_raft_role_name(kq_raft_role role)
 bool kq_raft_msg_is_request(kq_raft_msg_type t)
 {
     return t == KQ_RAFT_VOTE_REQ || t == KQ_RAFT_BEGIN_EPOCH_REQ || t == KQ_RAFT_END_EPOCH_REQ ||
-           t == KQ_RAFT_FETCH_REQ || t == KQ_RAFT_FETCH_SNAPSHOT_REQ;
+           t == KQ_RAFT_FETCH_REQ || t == KQ_RAFT_FETCH_SNAPSHOT_REQ ||
+           t == KQ_RAFT_ADD_VOTER_REQ || t == KQ_RAFT_REMOVE_VOTER_REQ ||
+           t == KQ_RAFT_UPDATE_VOTER_REQ;
 }
 
 void kq_raft_config_defaults(kq_raft_config *cfg)
@@ -343,8 +345,10 @@ void raft_abort_snapshot_fetch(kq_raft *r)
 
 static void leave_role(kq_raft *r)
 {
-    if (r->role == KQ_RAFT_LEADER)
+    if (r->role == KQ_RAFT_LEADER) {
         complete_all_parked(r, KQ_ERR_NOT_LEADER_OR_FOLLOWER);
+        raft_fail_voter_change(r, KQ_ERR_NOT_LEADER_OR_FOLLOWER, "the leader stepped down");
+    }
     raft_abort_snapshot_fetch(r);
 }
 
@@ -489,8 +493,11 @@ static void become_leader(kq_raft *r)
         b->epoch = r->epoch;
         b->count = 1;
         b->kind = KQ_RAFT_BATCH_LEADER_CHANGE;
+        raft_leader_start_control(r, b); /* the bootstrap voter set into the log */
+        r->leo += b->count;
+    } else {
+        r->leo += 1;
     }
-    r->leo += 1;
     r->hw = -1;
     for (int i = 0; i < r->voters.n; i++) {
         peer *p = &r->peers[i];
@@ -734,7 +741,12 @@ static bool msg_ok(const kq_raft *r, const kq_raft_msg *m)
     if (m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP && m->u.fetch_snapshot_resp.len > 0 &&
         !m->u.fetch_snapshot_resp.data)
         return false;
-    if (m->from < 0 || m->from == r->cfg.node_id || m->to != r->cfg.node_id || m->epoch < 0)
+    bool change = m->type == KQ_RAFT_ADD_VOTER_REQ || m->type == KQ_RAFT_REMOVE_VOTER_REQ ||
+                  m->type == KQ_RAFT_UPDATE_VOTER_REQ;
+    if (change && !m->u.voter_req.voter)
+        return false;
+    if ((m->from < 0 && !change) || m->from == r->cfg.node_id || m->to != r->cfg.node_id ||
+        m->epoch < 0)
         return false;
     if (m->type == KQ_RAFT_FETCH_RESP && m->u.fetch_resp.n_batches > 0 && !m->u.fetch_resp.batches)
         return false;
@@ -824,6 +836,13 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
         case (int)KQ_RAFT_FETCH_SNAPSHOT_RESP:
             raft_on_fetch_snapshot_resp(r, m);
             break;
+        case (int)KQ_RAFT_ADD_VOTER_REQ:
+        case (int)KQ_RAFT_REMOVE_VOTER_REQ:
+        case (int)KQ_RAFT_UPDATE_VOTER_REQ:
+            raft_on_voter_req(r, m);
+            break;
+        default: /* a voter change's answer: this core never asks for one */
+            break;
         }
         break;
     }
@@ -868,6 +887,7 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
             break;
 
     if (!u->fatal) {
+        raft_pump_reconfig(r);
         raft_pump_votes(r);
         raft_pump_leader(r);
         raft_pump_resigned(r);

@@ -229,6 +229,8 @@ static int finish_install(kq_raft_host *h, int rc)
     }
     ev.u.snapshot.id = h->install_id;
     ev.u.snapshot.error = rc;
+    if (rc == 0 && h->ops.installed_control)
+        ev.u.snapshot.n_control = h->ops.installed_control(h->ops.ctx, &ev.u.snapshot.control);
     return kq_raft_host_step(h, &ev, NULL);
 }
 

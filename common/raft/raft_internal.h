@@ -61,6 +61,16 @@ typedef struct observer {
     int64_t hw_sent; /* as peer.hw_sent */
 } observer;
 
+/* The voter change (Add or Remove) a leader has appended and answers once it commits. */
+typedef struct voter_change {
+    bool active;
+    kq_raft_msg_type type; /* KQ_RAFT_ADD_VOTER_REQ or KQ_RAFT_REMOVE_VOTER_REQ */
+    uint64_t token;
+    int32_t from;
+    int64_t offset; /* of its VotersRecord */
+    uint64_t deadline;
+} voter_change;
+
 typedef struct parked {
     bool used;
     uint64_t token;
@@ -76,6 +86,10 @@ struct kq_raft {
      * copy of the one in force; peers[i] is the replica state of voters.v[i]. */
     kq_voter_history vh;
     kq_voter_set voters;
+    /* leader: the change in flight, and the quorum records of this step's own batch */
+    voter_change change;
+    kq_voter_set own_set;
+    kq_raft_control own_control[2];
     int self_idx; /* index in voters, -1 for an observer */
     bool started;
     bool shutdown; /* EV_RESIGN seen: never campaign, never grant */
@@ -229,6 +243,10 @@ int raft_add_control(kq_raft *r, const kq_raft_control *c, size_t n, char *why, 
 void raft_voters_truncate(kq_raft *r, int64_t end);  /* the log now ends at `end` */
 void raft_voters_compact(kq_raft *r, int64_t start); /* the log now starts at `start` */
 bool raft_voters_dynamic(const kq_raft *r);          /* kraft.version >= 1 in force */
+void raft_on_voter_req(kq_raft *r, const kq_raft_msg *m);
+void raft_pump_reconfig(kq_raft *r);
+void raft_fail_voter_change(kq_raft *r, int err, const char *why);
+void raft_leader_start_control(kq_raft *r, kq_raft_batch *b);
 
 /* raft_timers.c: timers */
 void raft_resign(kq_raft *r);

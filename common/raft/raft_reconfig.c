@@ -169,3 +169,186 @@ bool raft_voters_dynamic(const kq_raft *r)
 {
     return kq_voter_history_kraft_version(&r->vh) >= 1;
 }
+
+/* ---------------------------------------------------------------- changes (leader) */
+
+static void voter_answer(kq_raft *r, kq_raft_msg_type req, int32_t to, uint64_t token, int err,
+                         const char *why)
+{
+    kq_raft_msg *m = raft_emit(r, (kq_raft_msg_type)(req + 1), to);
+
+    if (!m)
+        return;
+    m->token = token;
+    m->error = err;
+    if (err)
+        snprintf(m->u.voter_resp.error_message, sizeof(m->u.voter_resp.error_message), "%s", why);
+}
+
+void raft_fail_voter_change(kq_raft *r, int err, const char *why)
+{
+    if (!r->change.active)
+        return;
+    r->change.active = false;
+    voter_answer(r, r->change.type, r->change.from, r->change.token, err, why);
+}
+
+/* Append the leader's own batch holding the VotersRecord for s (in force at once). */
+static int append_voters(kq_raft *r, const kq_voter_set *s, char *why, size_t whylen)
+{
+    kq_raft_update *u = r->u;
+    int rc;
+
+    if (u->n_append >= KQ_RAFT_MAX_BATCHES) {
+        snprintf(why, whylen, "the leader is busy: try again");
+        return KQ_ERR_REQUEST_TIMED_OUT;
+    }
+    r->own_set = *s;
+    r->own_control[0] =
+        (kq_raft_control){.offset = r->leo, .kraft_version = -1, .voters = &r->own_set};
+    rc = raft_add_control(r, r->own_control, 1, why, whylen);
+    if (rc)
+        return rc;
+    kq_raft_batch *b = &u->append[u->n_append++];
+    memset(b, 0, sizeof(*b));
+    b->base_offset = r->leo;
+    b->epoch = r->epoch;
+    b->count = 1;
+    b->kind = KQ_RAFT_BATCH_VOTERS;
+    b->control = r->own_control;
+    b->n_control = 1;
+    r->leo += 1;
+    raft_leader_update_hw(r);
+    return 0;
+}
+
+/* Kafka's checks before any change, in its order: leadership, a change in flight, the
+ * leader's own epoch committed, kraft.version 1, the last VotersRecord committed. */
+static int change_allowed(const kq_raft *r, char *why, size_t whylen)
+{
+    int64_t at;
+
+    if (r->role != KQ_RAFT_LEADER || r->shutdown) {
+        snprintf(why, whylen, "node %d is not the leader", r->cfg.node_id);
+        return KQ_ERR_NOT_LEADER_OR_FOLLOWER;
+    }
+    if (r->change.active) {
+        snprintf(why, whylen, "another voter change (offset %lld) is in progress",
+                 (long long)r->change.offset);
+        return KQ_ERR_REQUEST_TIMED_OUT;
+    }
+    if (r->hw < 0) {
+        snprintf(why, whylen, "the leader has not committed its epoch %d yet", r->epoch);
+        return KQ_ERR_REQUEST_TIMED_OUT;
+    }
+    if (!raft_voters_dynamic(r)) {
+        snprintf(why, whylen,
+                 "kraft.version is 0 (static voters): upgrade to kraft.version 1 first");
+        return KQ_ERR_UNSUPPORTED_VERSION;
+    }
+    kq_voter_history_last(&r->vh, &at);
+    if (at < 0 || at >= r->hw) {
+        snprintf(why, whylen, "the last voter change (offset %lld) has not committed yet",
+                 (long long)at);
+        return KQ_ERR_REQUEST_TIMED_OUT;
+    }
+    return 0;
+}
+
+/* An observer of this leader that has caught up within the last fetch timeout (stricter than
+ * Kafka's "caught up once"): a voter that joins far behind would stall commits until it is
+ * not. */
+static bool caught_up(kq_raft *r, int32_t id, char *why, size_t whylen)
+{
+    for (int i = 0; i < KQ_RAFT_MAX_OBSERVERS; i++) {
+        const observer *o = &r->observers[i];
+
+        if (!o->used || o->id != id)
+            continue;
+        if (o->last_caught_up_ms > 0 && r->now - o->last_caught_up_ms <= r->cfg.fetch_timeout_ms)
+            return true;
+        snprintf(why, whylen,
+                 "node %d has not caught up with the leader (end offset %lld, leader's %lld)", id,
+                 (long long)o->end_offset, (long long)r->leo);
+        return false;
+    }
+    snprintf(why, whylen, "node %d does not fetch from the leader: start it first", id);
+    return false;
+}
+
+void raft_on_voter_req(kq_raft *r, const kq_raft_msg *m)
+{
+    const kq_voter *v = m->u.voter_req.voter;
+    kq_voter_set next = r->voters;
+    char why[KQ_RAFT_VOTER_ERROR_MAX] = "";
+    int rc = change_allowed(r, why, sizeof(why));
+
+    if (!rc) {
+        if (m->type == KQ_RAFT_ADD_VOTER_REQ) {
+            rc = kq_voters_add(&next, v, why, sizeof(why));
+            if (!rc && !caught_up(r, v->key.id, why, sizeof(why)))
+                rc = KQ_ERR_REQUEST_TIMED_OUT;
+        } else if (m->type == KQ_RAFT_REMOVE_VOTER_REQ) {
+            rc = kq_voters_remove(&next, &v->key, why, sizeof(why));
+        } else {
+            rc = kq_voters_update(&next, v, why, sizeof(why));
+        }
+    }
+    if (!rc)
+        rc = append_voters(r, &next, why, sizeof(why));
+    if (rc || m->type == KQ_RAFT_UPDATE_VOTER_REQ) {
+        voter_answer(r, m->type, m->from, m->token, rc, why);
+        return;
+    }
+    r->change = (voter_change){.active = true,
+                               .type = m->type,
+                               .token = m->token,
+                               .from = m->from,
+                               .offset = r->leo - 1,
+                               .deadline = r->now + r->cfg.request_timeout_ms};
+}
+
+void raft_pump_reconfig(kq_raft *r)
+{
+    int64_t at;
+
+    if (r->role != KQ_RAFT_LEADER)
+        return;
+    if (r->change.active && r->hw > r->change.offset) {
+        r->change.active = false;
+        voter_answer(r, r->change.type, r->change.from, r->change.token, KQ_ERR_NONE, NULL);
+    } else if (r->change.active && r->now >= r->change.deadline) {
+        raft_fail_voter_change(r, KQ_ERR_REQUEST_TIMED_OUT,
+                               "the voter change did not commit in time (it may still)");
+    }
+    /* A leader that removed itself leads until the removal commits, then hands over. */
+    kq_voter_history_last(&r->vh, &at);
+    if (!raft_is_voter(r) && at >= 0 && r->hw > at)
+        raft_become_resigned(r);
+}
+
+/* A leader whose voter set came from the bootstrap (kq storage format, offset -1) writes it
+ * into the log with its LeaderChange record, so that it is replicated and committed like any
+ * later change. */
+void raft_leader_start_control(kq_raft *r, kq_raft_batch *b)
+{
+    char why[160];
+    int64_t at;
+
+    kq_voter_history_last(&r->vh, &at);
+    if (!raft_voters_dynamic(r) || at != -1)
+        return;
+    r->own_set = r->voters;
+    r->own_control[0] = (kq_raft_control){.offset = b->base_offset + 1,
+                                          .kraft_version = kq_voter_history_kraft_version(&r->vh),
+                                          .voters = NULL};
+    r->own_control[1] =
+        (kq_raft_control){.offset = b->base_offset + 2, .kraft_version = -1, .voters = &r->own_set};
+    if (raft_add_control(r, r->own_control, 2, why, sizeof(why)) != 0) {
+        raft_set_fatal(r, "the bootstrap voter set cannot be written into the log");
+        return;
+    }
+    b->count = 3;
+    b->control = r->own_control;
+    b->n_control = 2;
+}

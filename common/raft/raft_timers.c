@@ -33,6 +33,12 @@ bool raft_fire_timers(kq_raft *r)
         return false;
     case KQ_RAFT_RESIGNED:
         if (!r->shutdown && now >= r->election_deadline) {
+            if (!raft_is_voter(r)) {
+                /* removed from the voters: never campaigns; a new epoch, so that nobody takes
+                 * it for the leader of the old one (Kafka's pollResigned) */
+                raft_become_unattached(r, r->epoch + 1, KQ_RAFT_NO_ID);
+                return true;
+            }
             raft_become_prospective(r);
             return true;
         }

@@ -158,6 +158,7 @@ typedef enum kq_raft_batch_kind {
     KQ_RAFT_BATCH_PROPOSED = 0,      /* leader: the host's payload from the PROPOSE event */
     KQ_RAFT_BATCH_LEADER_CHANGE = 1, /* leader: host encodes a LeaderChangeRecord (count 1) */
     KQ_RAFT_BATCH_FETCHED = 2,       /* follower: data/len point at the fetched payload */
+    KQ_RAFT_BATCH_VOTERS = 3,        /* leader: host encodes the VotersRecord in `control` */
 } kq_raft_batch_kind;
 
 typedef struct kq_raft_batch {
@@ -169,7 +170,10 @@ typedef struct kq_raft_batch {
     size_t len;
     uint32_t crc32c; /* as received (FETCHED only) */
     /* The batch's quorum records, at offsets in [base_offset, base_offset + count): for a
-     * FETCHED batch the host decodes them from the payload (none: n_control 0). Borrowed. */
+     * FETCHED batch the host decodes them from the payload (none: n_control 0); for the
+     * leader's own VOTERS batch (count 1) and a LEADER_CHANGE batch that writes the bootstrap
+     * set into the log (count 3: LeaderChange, KRaftVersion, Voters records) the host encodes
+     * them. Borrowed for the step. */
     const kq_raft_control *control;
     size_t n_control;
 } kq_raft_batch;
@@ -191,9 +195,21 @@ typedef enum kq_raft_msg_type {
  * type is its request's + 1, as for the other pairs. */
 #define KQ_RAFT_FETCH_SNAPSHOT_REQ ((kq_raft_msg_type)9)
 #define KQ_RAFT_FETCH_SNAPSHOT_RESP ((kq_raft_msg_type)10)
-/* Vote, Begin/EndQuorumEpoch, Fetch or FetchSnapshot request (else an answer). */
+/* Voter changes (KIP-853: AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter), outside the enum for
+ * the same reason. A leader answers them; the requester may be a client (from -1), which only
+ * the token names. ADD and REMOVE are answered once the new set commits (or fail with
+ * REQUEST_TIMED_OUT after request_timeout_ms, the change possibly still committing), UPDATE at
+ * once. */
+#define KQ_RAFT_ADD_VOTER_REQ ((kq_raft_msg_type)11)
+#define KQ_RAFT_ADD_VOTER_RESP ((kq_raft_msg_type)12)
+#define KQ_RAFT_REMOVE_VOTER_REQ ((kq_raft_msg_type)13)
+#define KQ_RAFT_REMOVE_VOTER_RESP ((kq_raft_msg_type)14)
+#define KQ_RAFT_UPDATE_VOTER_REQ ((kq_raft_msg_type)15)
+#define KQ_RAFT_UPDATE_VOTER_RESP ((kq_raft_msg_type)16)
+/* Vote, Begin/EndQuorumEpoch, Fetch, FetchSnapshot or a voter change (else an answer). */
 bool kq_raft_msg_is_request(kq_raft_msg_type t);
-#define KQ_RAFT_MSG_TYPE_MAX 10
+#define KQ_RAFT_MSG_TYPE_MAX 16
+#define KQ_RAFT_VOTER_ERROR_MAX 160 /* voter change answers' error_message bytes */
 
 /*
  * One message. Requests are answered by exactly one response:
@@ -259,6 +275,14 @@ typedef struct kq_raft_msg {
             int64_t position; /* byte offset in the snapshot file */
             int32_t max_bytes;
         } fetch_snapshot_req;
+        struct {
+            /* ADD / UPDATE: the voter, its endpoint and kraft.version range; REMOVE: its key
+             * (id and directory id; the rest ignored). Borrowed for the step. */
+            const struct kq_voter *voter;
+        } voter_req;
+        struct {
+            char error_message[KQ_RAFT_VOTER_ERROR_MAX]; /* why, when error != 0 */
+        } voter_resp;
         struct {
             kq_raft_snapshot_id snapshot_id;
             int64_t size;     /* total bytes of the snapshot file */

@@ -77,6 +77,9 @@ typedef struct kq_raft_host_ops {
      * any other error (then fatal); KQ_RAFT_HOST_LATER: it goes on in the background, and the
      * caller reports its result with kq_raft_host_installed. NULL: never (fatal if asked). */
     int (*install_snapshot)(void *ctx, kq_raft_snapshot_id id, char *err, size_t errlen);
+    /* The quorum records (KIP-853) of the snapshot just installed, for the core; borrowed until
+     * it has heard SNAPSHOT_INSTALLED. Returns how many. NULL: none (static voters). */
+    size_t (*installed_control)(void *ctx, const kq_raft_control **out);
     /* Stop the node: a safety violation or a failed write. Must not return. */
     void (*fatal)(void *ctx, const char *what, const char *detail);
 } kq_raft_host_ops;

@@ -71,6 +71,10 @@ void h_free(harness *h)
         free(h->nodes[i].part);
     }
     free(h->q);
+    for (size_t i = 0; i < h->n_ctl; i++)
+        free(h->ctl[i]);
+    free(h->ctl);
+    free(h->installed);
     memset(h, 0, sizeof(*h));
 }
 
@@ -164,6 +168,120 @@ static void out_add(harness *h, uint64_t token, const kq_raft_msg *req)
     die("too many outstanding requests");
 }
 
+/* ------------------------------------------------------------ quorum records */
+
+const h_control *h_control_of(const harness *h, uint64_t payload)
+{
+    for (size_t i = 0; i < h->n_ctl; i++)
+        if (h->ctl[i]->payload == payload)
+            return h->ctl[i];
+    return NULL;
+}
+
+/* Keep a copy of batch b's quorum records under `payload`. */
+static void control_keep(harness *h, uint64_t payload, const kq_raft_batch *b)
+{
+    h_control *c = calloc(1, sizeof(*c));
+    if (!c || b->n_control > 2)
+        die("cannot keep a batch's quorum records");
+    if (h->n_ctl == h->cap_ctl) {
+        size_t cap = h->cap_ctl ? h->cap_ctl * 2 : 16;
+        h_control **l = realloc(h->ctl, cap * sizeof(*l));
+        if (!l)
+            die("out of memory");
+        h->ctl = l;
+        h->cap_ctl = cap;
+    }
+    c->payload = payload;
+    c->n = b->n_control;
+    for (size_t i = 0; i < c->n; i++) {
+        c->c[i] = b->control[i];
+        if (b->control[i].voters) {
+            c->set = *b->control[i].voters;
+            c->c[i].voters = &c->set;
+        }
+    }
+    h->ctl[h->n_ctl++] = c;
+}
+
+/* Append to out (grown) the quorum records of the batches below `end` whose payload ids are in
+ * ids[0..n). */
+static void control_collect(const harness *h, const uint64_t *ids, size_t n, kq_raft_control **out,
+                            size_t *n_out)
+{
+    for (size_t i = 0; i < n; i++) {
+        const h_control *c = h_control_of(h, ids[i]);
+        if (!c)
+            continue;
+        kq_raft_control *l = realloc(*out, (*n_out + c->n) * sizeof(*l));
+        if (!l)
+            die("out of memory");
+        *out = l;
+        for (size_t k = 0; k < c->n; k++)
+            l[(*n_out)++] = c->c[k];
+    }
+}
+
+/* What a node holds: at start the bootstrap's, its snapshot's and its log's; for an install its
+ * snapshot's only (caller frees *out). */
+static size_t node_control(const harness *h, const h_node *nd, bool at_start, kq_raft_control **out)
+{
+    size_t n = 0;
+    *out = NULL;
+    if (h->dynamic && at_start) {
+        *out = malloc(sizeof(**out));
+        if (!*out)
+            die("out of memory");
+        (*out)[n++] = h->boot_ctl;
+    }
+    control_collect(h, (const uint64_t *)nd->snap_bytes, nd->snap_len / sizeof(uint64_t), out, &n);
+    for (size_t i = 0; at_start && i < nd->n_log; i++)
+        control_collect(h, &nd->log[i].payload, 1, out, &n);
+    return n;
+}
+
+kq_voter h_voter(int32_t id)
+{
+    kq_voter v;
+    memset(&v, 0, sizeof(v));
+    v.key.id = id;
+    memset(v.key.dir, 0x11 * id, sizeof(v.key.dir));
+    snprintf(v.host, sizeof(v.host), "n%d", id);
+    v.port = 9000 + id;
+    v.kraft_max = 1;
+    return v;
+}
+
+void h_bootstrap_dynamic(harness *h)
+{
+    h->dynamic = true;
+    memset(&h->boot, 0, sizeof(h->boot));
+    for (int i = 0; i < h->n; i++) {
+        h_node *nd = &h->nodes[i];
+        memset(nd->cfg.directory_id, 0x11 * nd->id, sizeof(nd->cfg.directory_id));
+        if (nd->voter)
+            h->boot.v[h->boot.n++] = h_voter(nd->id);
+    }
+    h->boot_ctl = (kq_raft_control){.offset = -1, .kraft_version = 1, .voters = &h->boot};
+}
+
+const kq_voter_set *h_voters(const harness *h, int32_t id)
+{
+    return kq_raft_voters(h->nodes[id - 1].r, NULL);
+}
+
+int h_voter_req(harness *h, int32_t leader, int32_t from, kq_raft_msg_type type, const kq_voter *v)
+{
+    kq_raft_msg m;
+    memset(&m, 0, sizeof(m));
+    m.type = type;
+    m.from = from;
+    m.epoch = h_epoch(h, leader);
+    m.leader_id = -1;
+    m.u.voter_req.voter = v;
+    return h_inject(h, leader, &m);
+}
+
 /* ------------------------------------------------------------ host */
 
 static void fill_fetch_resp(harness *h, const h_node *leader, h_qmsg *e)
@@ -186,6 +304,9 @@ static void fill_fetch_resp(harness *h, const h_node *leader, h_qmsg *e)
         k->count = b->count;
         k->kind = KQ_RAFT_BATCH_FETCHED;
         k->len = sizeof(uint64_t);
+        const h_control *c = h_control_of(h, b->payload);
+        k->control = c ? c->c : NULL;
+        k->n_control = c ? c->n : 0;
         e->n_batches++;
     }
 }
@@ -373,12 +494,24 @@ static int host_install(void *ctx, kq_raft_snapshot_id id, char *err, size_t err
     return rc;
 }
 
+static size_t host_installed_control(void *ctx, const kq_raft_control **out)
+{
+    h_node *nd = ctx;
+    harness *h = nd->owner;
+    free(h->installed);
+    h->n_installed = node_control(h, nd, false, &h->installed);
+    *out = h->installed;
+    return h->n_installed;
+}
+
 static void host_append_own(void *ctx, const kq_raft_batch *b)
 {
     h_node *nd = ctx;
-    uint64_t payload = b->kind == KQ_RAFT_BATCH_LEADER_CHANGE
+    uint64_t payload = b->kind == KQ_RAFT_BATCH_LEADER_CHANGE && !b->n_control
                            ? H_LEADER_CHANGE_PAYLOAD | (uint32_t)b->epoch
                            : nd->owner->next_payload++;
+    if (b->n_control)
+        control_keep(nd->owner, payload, b);
     nd->host.disk.append(nd->host.disk.ctx, b->base_offset, b->epoch, b->count,
                          (const uint8_t *)&payload, sizeof payload);
 }
@@ -396,6 +529,10 @@ static void host_send_response(void *ctx, const kq_raft_msg *m)
     h_node *nd = ctx;
     harness *h = nd->owner;
     nd->sent[m->type]++;
+    if ((m->type == KQ_RAFT_ADD_VOTER_RESP || m->type == KQ_RAFT_REMOVE_VOTER_RESP ||
+         m->type == KQ_RAFT_UPDATE_VOTER_RESP) &&
+        h->n_answers < H_MAX_ANSWERS)
+        h->answers[h->n_answers++] = *m;
     h_outstanding *o = out_find(h, m->token);
     if (!o)
         return; /* already timed out: the host drops a late answer */
@@ -494,6 +631,7 @@ static void host_open(h_node *nd)
                             .append_own = host_append_own,
                             .after_step = host_after_step,
                             .install_snapshot = host_install,
+                            .installed_control = host_installed_control,
                             .fatal = host_fatal};
     if (kq_raft_host_init(&nd->host, nd->r, &disk, &ops) != 0)
         die("out of memory");
@@ -600,7 +738,11 @@ void h_start(harness *h, int32_t id)
     ev.u.start.log_end_offset = log_end(nd);
     ev.u.start.epochs = epochs;
     ev.u.start.n_epochs = ne;
+    kq_raft_control *ctl;
+    ev.u.start.n_control = node_control(h, nd, true, &ctl);
+    ev.u.start.control = ctl;
     h_step(h, id, &ev);
+    free(ctl);
 }
 
 void h_start_all(harness *h)

@@ -16,6 +16,7 @@
 
 #include "kq/raft.h"
 #include "kq/raft_host.h"
+#include "kq/voters.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,7 +26,8 @@
 #define H_MAX_OUTSTANDING 1024
 #define H_REQUEST_TIMEOUT_MS 2000 /* the host's request timeout (cfg.request_timeout_ms) */
 #define H_LEADER_CHANGE_PAYLOAD 0xffffffff00000000ull
-#define H_MAX_CHUNK 64 /* FetchSnapshot chunk bytes a queued message can carry */
+#define H_MAX_CHUNK 64
+#define H_MAX_ANSWERS 64 /* FetchSnapshot chunk bytes a queued message can carry */
 
 typedef struct h_batch {
     int64_t base;
@@ -33,6 +35,16 @@ typedef struct h_batch {
     int32_t count;
     uint64_t payload; /* harness-assigned id; LEADER_CHANGE: H_LEADER_CHANGE_PAYLOAD | epoch */
 } h_batch;
+
+/* The quorum records of one batch a leader wrote (its payload id names them), kept by the
+ * harness for every node's log and snapshot: followers get them with fetched batches, START and
+ * installs with what the node holds. */
+typedef struct h_control {
+    uint64_t payload;
+    kq_raft_control c[2];
+    size_t n;
+    kq_voter_set set;
+} h_control;
 
 typedef struct h_qmsg {
     kq_raft_msg m;
@@ -113,6 +125,15 @@ typedef struct harness {
     uint64_t next_token, next_payload;
     h_outstanding out[H_MAX_OUTSTANDING];
     size_t max_fetch_batches; /* batches a leader's host puts in one Fetch response */
+    h_control **ctl;          /* every batch's quorum records, by payload id */
+    size_t n_ctl, cap_ctl;
+    kq_raft_control *installed; /* the last install's records (installed_control) */
+    size_t n_installed;
+    kq_raft_msg answers[H_MAX_ANSWERS]; /* voter change answers, in order */
+    size_t n_answers;
+    bool dynamic; /* h_bootstrap_dynamic: every disk holds the bootstrap's records */
+    kq_voter_set boot;
+    kq_raft_control boot_ctl;
 } harness;
 
 /* Set up n_voters voters and n_observers observers with test timeouts (election 1000,
@@ -187,6 +208,19 @@ int h_leaders_in_epoch(const harness *h, int32_t epoch);
 bool h_committed_prefix_matches(const harness *h);
 /* Find a message of `type` in node id's last update, NULL if none. */
 const kq_raft_msg *h_last_msg(const harness *h, int32_t id, kq_raft_msg_type type, int32_t to);
+
+/* The quorum records of the batch with this payload id, NULL when it has none. */
+const h_control *h_control_of(const harness *h, uint64_t payload);
+/* Start every node with the bootstrap of `kq storage format --initial-controllers` for the
+ * voters 1..n_voters (kraft.version 1, directory ids id * 0x11): call before h_start. Nodes
+ * keep cfg.voters, which the bootstrap overrides. */
+void h_bootstrap_dynamic(harness *h);
+/* A voter change request from `from` (a client: -1 is not routable, use an observer's id). */
+int h_voter_req(harness *h, int32_t leader, int32_t from, kq_raft_msg_type type, const kq_voter *v);
+/* Voter `id` as h_bootstrap_dynamic describes it. */
+kq_voter h_voter(int32_t id);
+/* The voter set in force on node id. */
+const kq_voter_set *h_voters(const harness *h, int32_t id);
 
 /* Convenience request builders. */
 kq_raft_msg h_vote_req(int32_t from, int32_t to, int32_t cand_epoch, int32_t last_epoch,

@@ -1,0 +1,334 @@
+/* Dynamic voters (KIP-853, reference/kraft-semantics.md 1.8) against the pure core through the
+ * harness: the bootstrap set written into the log by the first leader, AddRaftVoter for a
+ * caught-up observer, RemoveRaftVoter (of a follower and of the leader itself), the refusals and
+ * their order, a change lost with its leader, and a removed voter that cannot disturb the
+ * quorum it left. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "kq/error.h"
+
+#include <string.h>
+
+static int64_t hw_of(harness *h, int32_t id)
+{
+    return h_node_of(h, id)->hw;
+}
+
+static bool is_voter(harness *h, int32_t id)
+{
+    kq_raft_status s;
+    kq_raft_get_status(h_node_of(h, id)->r, &s);
+    return s.is_voter;
+}
+
+static const kq_raft_msg *last_answer(harness *h)
+{
+    assert_true(h->n_answers > 0);
+    return &h->answers[h->n_answers - 1];
+}
+
+static size_t n_answers_wanted;
+static bool answered(harness *h)
+{
+    return h->n_answers >= n_answers_wanted;
+}
+
+/* Ask the leader and run until it answers (at most 10 s). */
+static const kq_raft_msg *ask(harness *h, int32_t leader, int32_t from, kq_raft_msg_type type,
+                              const kq_voter *v)
+{
+    n_answers_wanted = h->n_answers + 1;
+    h_voter_req(h, leader, from, type, v);
+    assert_true(h_run_until(h, 10000, answered));
+    return last_answer(h);
+}
+
+static int32_t watched;
+static bool watched_caught_up(harness *h)
+{
+    int32_t l = h_leader(h);
+    return l && h_leo(h, watched) == h_leo(h, l) && hw_of(h, watched) == hw_of(h, l) &&
+           hw_of(h, l) > 0;
+}
+
+/* A started dynamic cluster of `voters` (+ observers) with a leader and a few committed
+ * records everywhere. Returns the leader. */
+static int32_t dynamic_cluster(harness *h, int voters, int observers, uint64_t seed)
+{
+    h_init(h, voters, observers, seed);
+    h_bootstrap_dynamic(h);
+    h_start_all(h);
+    assert_true(h_run_until(h, 30000, h_has_leader));
+    int32_t l = h_leader(h);
+    h_propose(h, l, 3);
+    watched = voters + observers;
+    assert_true(h_run_until(h, 30000, watched_caught_up));
+    return l;
+}
+
+static int64_t hw_target;
+static bool all_up_reach_target(harness *h)
+{
+    for (int i = 0; i < h->n; i++)
+        if (h->nodes[i].up && h->nodes[i].hw < hw_target)
+            return false;
+    return true;
+}
+
+static void test_first_leader_writes_the_bootstrap_set_into_the_log(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 0, 1);
+    h_node *nd = h_node_of(&h, l);
+    /* its LeaderChange batch: LeaderChange, KRaftVersion(1), Voters records */
+    size_t i = 0;
+    while (i < nd->n_log && nd->log[i].epoch != h_epoch(&h, l))
+        i++;
+    assert_true(i < nd->n_log);
+    assert_int_equal(nd->log[i].count, 3);
+    const h_control *c = h_control_of(&h, nd->log[i].payload);
+    assert_non_null(c);
+    assert_int_equal(c->n, 2);
+    assert_int_equal(c->c[0].kraft_version, 1);
+    assert_int_equal(c->set.n, 3);
+    for (int32_t id = 1; id <= 3; id++) {
+        int64_t at;
+        assert_int_equal(kq_raft_voters(h_node_of(&h, id)->r, &at)->n, 3);
+        assert_int_equal(at, nd->log[i].base + 2);
+        assert_true(is_voter(&h, id));
+    }
+    assert_true(h_committed_prefix_matches(&h));
+    h_free(&h);
+}
+
+static void test_add_a_caught_up_observer(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 1, 2);
+    kq_voter v4 = h_voter(4);
+    assert_false(is_voter(&h, 4));
+    const kq_raft_msg *a = ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4);
+    assert_int_equal(a->type, KQ_RAFT_ADD_VOTER_RESP);
+    assert_int_equal(a->error, KQ_ERR_NONE);
+    /* answered once committed: the leader's HW is past the record */
+    int64_t at;
+    assert_int_equal(kq_raft_voters(h_node_of(&h, l)->r, &at)->n, 4);
+    assert_true(hw_of(&h, l) > at);
+    hw_target = hw_of(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    for (int32_t id = 1; id <= 4; id++)
+        assert_int_equal(h_voters(&h, id)->n, 4);
+    assert_true(is_voter(&h, 4));
+
+    /* four voters: one down, three of four still commit */
+    int32_t other = l == 1 ? 2 : 1;
+    h_crash(&h, other);
+    h_propose(&h, l, 2);
+    hw_target = h_leo(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    assert_true(h_committed_prefix_matches(&h));
+    h_free(&h);
+}
+
+static void test_refusals_in_kafkas_order(void **state)
+{
+    harness h;
+    (void)state;
+    /* static voters (kraft.version 0): no change */
+    h_init(&h, 3, 1, 3);
+    h_start_all(&h);
+    assert_true(h_run_until(&h, 30000, h_has_leader));
+    h_propose(&h, h_leader(&h), 1);
+    h_run(&h, 2000);
+    kq_voter v4 = h_voter(4);
+    const kq_raft_msg *a = ask(&h, h_leader(&h), 4, KQ_RAFT_ADD_VOTER_REQ, &v4);
+    assert_int_equal(a->error, KQ_ERR_UNSUPPORTED_VERSION);
+    assert_non_null(strstr(a->u.voter_resp.error_message, "kraft.version is 0"));
+    h_free(&h);
+
+    int32_t l = dynamic_cluster(&h, 3, 2, 4);
+    int32_t follower = l == 1 ? 2 : 1;
+    /* not the leader */
+    a = ask(&h, follower, 4, KQ_RAFT_ADD_VOTER_REQ, &v4);
+    assert_int_equal(a->error, KQ_ERR_NOT_LEADER_OR_FOLLOWER);
+    /* the id is a voter already, even with another directory */
+    kq_voter again = h_voter(2);
+    again.key.dir[0] ^= 0xff;
+    a = ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &again);
+    assert_int_equal(a->error, KQ_ERR_DUPLICATE_VOTER);
+    /* removal needs the exact key */
+    a = ask(&h, l, 4, KQ_RAFT_REMOVE_VOTER_REQ, &again);
+    assert_int_equal(a->error, KQ_ERR_VOTER_NOT_FOUND);
+    /* a node that never fetched from the leader */
+    kq_voter v7 = h_voter(7);
+    a = ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v7);
+    assert_int_equal(a->error, KQ_ERR_REQUEST_TIMED_OUT);
+    assert_non_null(strstr(a->u.voter_resp.error_message, "does not fetch from the leader"));
+    /* no directory id */
+    kq_voter nodir = h_voter(4);
+    memset(nodir.key.dir, 0, sizeof(nodir.key.dir));
+    a = ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &nodir);
+    assert_int_equal(a->error, KQ_ERR_INVALID_REQUEST);
+    /* one change at a time: the second waits for the first to commit */
+    size_t before = h.n_answers;
+    h_voter_req(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4);
+    kq_voter v5 = h_voter(5);
+    h_voter_req(&h, l, 5, KQ_RAFT_ADD_VOTER_REQ, &v5);
+    assert_int_equal(h.n_answers, before + 1);
+    assert_int_equal(last_answer(&h)->error, KQ_ERR_REQUEST_TIMED_OUT);
+    assert_non_null(strstr(last_answer(&h)->u.voter_resp.error_message, "in progress"));
+    n_answers_wanted = before + 2;
+    assert_true(h_run_until(&h, 10000, answered));
+    assert_int_equal(last_answer(&h)->error, KQ_ERR_NONE);
+    /* now the second one goes through */
+    a = ask(&h, l, 5, KQ_RAFT_ADD_VOTER_REQ, &v5);
+    assert_int_equal(a->error, KQ_ERR_NONE);
+    assert_int_equal(h_voters(&h, l)->n, 5);
+    h_free(&h);
+}
+
+static void test_remove_a_voter_then_kill_it(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 1, 5);
+    kq_voter v4 = h_voter(4);
+    assert_int_equal(ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    int32_t gone = l == 3 ? 2 : 3;
+    kq_voter vg = h_voter(gone);
+    assert_int_equal(ask(&h, l, 4, KQ_RAFT_REMOVE_VOTER_REQ, &vg)->error, KQ_ERR_NONE);
+    hw_target = hw_of(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    assert_false(is_voter(&h, gone));
+    h_crash(&h, gone);
+    /* three voters left, one of which is the leader: two of three commit */
+    h_propose(&h, l, 4);
+    hw_target = h_leo(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    assert_int_equal(h_leader(&h), l);
+    assert_true(h_committed_prefix_matches(&h));
+    h_free(&h);
+}
+
+static int32_t old_leader;
+static bool new_leader(harness *h)
+{
+    int32_t l = h_leader(h);
+    return l && l != old_leader;
+}
+
+static void test_leader_removes_itself_and_hands_over(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 0, 6);
+    int32_t e = h_epoch(&h, l);
+    kq_voter vl = h_voter(l);
+    const kq_raft_msg *a = ask(&h, l, l == 1 ? 2 : 1, KQ_RAFT_REMOVE_VOTER_REQ, &vl);
+    assert_int_equal(a->error, KQ_ERR_NONE);
+    /* it led until the removal committed, then stepped down */
+    assert_int_not_equal(h_role(&h, l), KQ_RAFT_LEADER);
+    old_leader = l;
+    assert_true(h_run_until(&h, 30000, new_leader));
+    int32_t nl = h_leader(&h);
+    assert_true(h_epoch(&h, nl) > e);
+    int votes_before = h_node_of(&h, l)->sent[KQ_RAFT_VOTE_REQ];
+    h_propose(&h, nl, 2);
+    hw_target = h_leo(&h, nl);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target)); /* it follows as an observer */
+    h_run(&h, 20000);
+    assert_false(is_voter(&h, l));
+    assert_int_equal(h_node_of(&h, l)->sent[KQ_RAFT_VOTE_REQ], votes_before);
+    assert_int_equal(h_leader(&h), nl);
+    assert_int_equal(h_leaders_in_epoch(&h, h_epoch(&h, nl)), 1);
+    assert_true(h_committed_prefix_matches(&h));
+    h_free(&h);
+}
+
+static bool node4_not_voter_and_leader(harness *h)
+{
+    return h_has_leader(h) && h_voters(h, 4)->n == 3 && !is_voter(h, 4);
+}
+
+static void test_change_lost_with_its_leader_is_undone_everywhere(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 1, 7);
+    int32_t a = l == 1 ? 2 : 1, b = 6 - l - a;
+    /* the leader can reach only node 4: the change is appended there and never commits */
+    h_cut(&h, l, a);
+    h_cut(&h, l, b);
+    kq_voter v4 = h_voter(4);
+    h_voter_req(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4);
+    assert_int_equal(h_voters(&h, l)->n, 4);
+    h_run(&h, 300);
+    assert_true(is_voter(&h, 4)); /* in force on node 4 as soon as appended */
+    /* node 4 alone holds the change; the other two elect a leader without it (were node 4
+     * reachable, it could win with their votes and commit the change instead: both are safe) */
+    h_crash(&h, l);
+    h_heal(&h);
+    h_isolate(&h, 4);
+    assert_true(h_run_until(&h, 30000, h_has_leader));
+    h_propose(&h, h_leader(&h), 1);
+    h_run(&h, 1000);
+    h_heal(&h);
+    assert_true(h_run_until(&h, 30000, node4_not_voter_and_leader));
+    assert_int_equal(h_voters(&h, a)->n, 3);
+    assert_int_equal(h_voters(&h, b)->n, 3);
+    /* the operator tries again with the new leader */
+    watched = 4;
+    h_propose(&h, h_leader(&h), 1);
+    assert_true(h_run_until(&h, 30000, watched_caught_up));
+    assert_int_equal(ask(&h, h_leader(&h), 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    assert_true(is_voter(&h, 4) || h_voters(&h, h_leader(&h))->n == 4);
+    assert_true(h_committed_prefix_matches(&h));
+    h_free(&h);
+}
+
+static void test_removed_voter_cannot_disturb_the_quorum_it_left(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 1, 8);
+    kq_voter v4 = h_voter(4);
+    assert_int_equal(ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    hw_target = hw_of(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    /* node 4 is cut off before it learns it was removed */
+    h_isolate(&h, 4);
+    assert_int_equal(ask(&h, l, 1 + (l % 3), KQ_RAFT_REMOVE_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    int32_t e = h_epoch(&h, l);
+    h_run(&h, 10000); /* node 4 campaigns on its own, its epoch climbs */
+    assert_true(is_voter(&h, 4));
+    h_heal(&h);
+    h_run(&h, 20000);
+    /* its (pre-)votes were refused: same leader, same epoch; it learnt the removal */
+    assert_int_equal(h_leader(&h), l);
+    assert_int_equal(h_epoch(&h, l), e);
+    assert_false(is_voter(&h, 4));
+    assert_int_equal(h_voters(&h, 4)->n, 3);
+    assert_true(h_committed_prefix_matches(&h));
+    h_free(&h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_first_leader_writes_the_bootstrap_set_into_the_log),
+        cmocka_unit_test(test_add_a_caught_up_observer),
+        cmocka_unit_test(test_refusals_in_kafkas_order),
+        cmocka_unit_test(test_remove_a_voter_then_kill_it),
+        cmocka_unit_test(test_leader_removes_itself_and_hands_over),
+        cmocka_unit_test(test_change_lost_with_its_leader_is_undone_everywhere),
+        cmocka_unit_test(test_removed_voter_cannot_disturb_the_quorum_it_left),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
