@@ -73,6 +73,22 @@ int raft_voter_index(const kq_raft *r, int32_t id)
     return kq_voters_find_id(&r->voters, id);
 }
 
+/* The voter standing for key (id, dir), or -1. */
+int raft_voter_key_index(const kq_raft *r, int32_t id, const uint8_t dir[16])
+{
+    kq_voter_key k = {.id = id};
+
+    memcpy(k.dir, dir, sizeof(k.dir));
+    return kq_voters_find(&r->voters, &k);
+}
+
+/* A Vote or BeginQuorumEpoch request names this node's directory, or none. */
+bool raft_meant_for_me(const kq_raft *r, const kq_raft_msg *m)
+{
+    return kq_uuid_is_zero(m->to_dir) || kq_uuid_is_zero(r->cfg.directory_id) ||
+           memcmp(m->to_dir, r->cfg.directory_id, sizeof(m->to_dir)) == 0;
+}
+
 /* The peer slot of node id: a voter's, or the leader slot when this node follows id from
  * outside its voter set; -1 for neither. */
 int raft_peer_index(const kq_raft *r, int32_t id)
@@ -237,6 +253,10 @@ kq_raft_msg *raft_emit(kq_raft *r, kq_raft_msg_type type, int32_t to)
     m->error = KQ_ERR_NONE;
     m->epoch = r->epoch;
     m->leader_id = advertised_leader(r);
+    memcpy(m->from_dir, r->cfg.directory_id, sizeof(m->from_dir));
+    int i = raft_voter_index(r, to);
+    if (i >= 0)
+        memcpy(m->to_dir, r->voters.v[i].key.dir, sizeof(m->to_dir));
     return m;
 }
 
@@ -255,6 +275,7 @@ static void persist(kq_raft *r)
     r->u->persist_qstate = true;
     r->u->qstate.epoch = r->epoch;
     r->u->qstate.voted_id = r->voted_id;
+    memcpy(r->u->qstate.voted_dir, r->voted_dir, sizeof(r->voted_dir));
     r->u->qstate.leader_id = r->leader_id;
 }
 
@@ -418,6 +439,7 @@ void raft_become_unattached(kq_raft *r, int32_t epoch, int32_t voted)
     r->role = KQ_RAFT_UNATTACHED;
     r->epoch = epoch;
     r->voted_id = voted;
+    memset(r->voted_dir, 0, sizeof(r->voted_dir));
     r->leader_id = KQ_RAFT_NO_ID;
     r->leader_hw = -1;
     r->backoff_deadline = 0;
@@ -468,6 +490,7 @@ static void become_candidate(kq_raft *r)
     if (r->epoch <= le)
         r->epoch = le + 1; /* a candidate epoch is always above the last log epoch */
     r->voted_id = r->cfg.node_id;
+    memcpy(r->voted_dir, r->cfg.directory_id, sizeof(r->voted_dir));
     r->leader_id = KQ_RAFT_NO_ID;
     persist(r);
     reset_round(r);
@@ -481,6 +504,7 @@ static void become_leader(kq_raft *r)
     r->role = KQ_RAFT_LEADER;
     r->leader_id = r->cfg.node_id;
     r->voted_id = r->cfg.node_id;
+    memcpy(r->voted_dir, r->cfg.directory_id, sizeof(r->voted_dir));
     r->retries = 0;
     r->backoff_deadline = 0;
     persist(r);
@@ -548,6 +572,14 @@ void raft_become_resigned(kq_raft *r)
     r->election_deadline = r->now + raft_random_election_timeout(r);
 }
 
+/* Grant this epoch's vote to the candidate with key (id, dir): durable in the same update. */
+void raft_grant_vote(kq_raft *r, int32_t id, const uint8_t dir[16])
+{
+    raft_become_unattached(r, r->epoch, id);
+    memcpy(r->voted_dir, dir, sizeof(r->voted_dir));
+    persist(r);
+}
+
 /* A message showed a higher epoch: follow its leader if it names one, else Unattached. */
 void raft_on_higher_epoch(kq_raft *r, int32_t epoch, int32_t leader)
 {
@@ -604,6 +636,7 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
     r->leader_hw = -1;
     r->epoch = q->epoch;
     r->voted_id = q->voted_id;
+    memcpy(r->voted_dir, q->voted_dir, sizeof(r->voted_dir));
     r->leader_id = q->leader_id;
 
     int32_t le = raft_last_epoch(r);

@@ -45,7 +45,8 @@ static bool vote_grant(kq_raft *r, const kq_raft_msg *m)
         if (r->leader_id >= 0)
             return false;
         if (r->voted_id == v->candidate_id)
-            return true;
+            return kq_uuid_is_zero(r->voted_dir) ||
+                   memcmp(r->voted_dir, m->from_dir, sizeof(r->voted_dir)) == 0;
         if (r->voted_id >= 0)
             return false;
         return raft_log_up_to_date(r, v->last_epoch, v->last_offset);
@@ -67,13 +68,19 @@ void raft_on_vote_req(kq_raft *r, const kq_raft_msg *m)
     else if (v->candidate_id < 0 || v->candidate_id == r->cfg.node_id)
         err = KQ_ERR_INVALID_REQUEST;
     else if (v->pre_vote) {
-        granted = prevote_grant(r, m); /* never changes state or epoch */
+        if (!raft_meant_for_me(r, m))
+            err = KQ_ERR_INVALID_VOTER_KEY;
+        else
+            granted = prevote_grant(r, m); /* never changes state or epoch */
     } else {
         if (m->epoch > r->epoch)
             raft_become_unattached(r, m->epoch, KQ_RAFT_NO_ID);
-        granted = vote_grant(r, m);
+        if (!raft_meant_for_me(r, m))
+            err = KQ_ERR_INVALID_VOTER_KEY; /* Kafka: after the epoch, before the vote */
+        else
+            granted = vote_grant(r, m);
         if (granted && (r->role != KQ_RAFT_UNATTACHED || r->voted_id != v->candidate_id))
-            raft_become_unattached(r, r->epoch, v->candidate_id); /* durable, same update */
+            raft_grant_vote(r, v->candidate_id, m->from_dir); /* durable, same update */
     }
     kq_raft_msg *resp = raft_emit_resp(r, m, KQ_RAFT_VOTE_RESP, err);
     if (resp)
@@ -135,6 +142,8 @@ void raft_on_begin_req(kq_raft *r, const kq_raft_msg *m)
         err = KQ_ERR_INVALID_REQUEST; /* two leaders in one epoch: a bug somewhere */
     else if (r->role != KQ_RAFT_FOLLOWER)
         raft_become_follower(r, m->epoch, leader);
+    if (!err && !raft_meant_for_me(r, m))
+        err = KQ_ERR_INVALID_VOTER_KEY; /* Kafka: after following the leader */
     raft_emit_resp(r, m, KQ_RAFT_BEGIN_EPOCH_RESP, err);
 }
 

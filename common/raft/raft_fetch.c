@@ -96,7 +96,8 @@ void raft_on_fetch_req(kq_raft *r, const kq_raft_msg *m)
         }
     }
 
-    int vi = raft_voter_index(r, m->from);
+    /* a voter by key: the same id with another directory fetches as an observer */
+    int vi = raft_voter_key_index(r, m->from, m->from_dir);
     if (vi >= 0)
         raft_check_quorum_mark(r, vi);
 

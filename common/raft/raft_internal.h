@@ -99,6 +99,7 @@ struct kq_raft {
     kq_raft_role role;
     int32_t epoch;
     int32_t voted_id;
+    uint8_t voted_dir[16];
     int32_t leader_id;
 
     /* log */
@@ -170,6 +171,8 @@ uint64_t raft_prng_below(kq_raft *r, uint64_t n);
 bool raft_is_voter(const kq_raft *r);
 int raft_voter_index(const kq_raft *r, int32_t id);
 int raft_peer_index(const kq_raft *r, int32_t id);
+int raft_voter_key_index(const kq_raft *r, int32_t id, const uint8_t dir[16]);
+bool raft_meant_for_me(const kq_raft *r, const kq_raft_msg *m);
 bool raft_may_lead(const kq_raft *r, int32_t id);
 void raft_track_leader(kq_raft *r, int32_t leader);
 void raft_peer_reset(peer *p, int32_t id);
@@ -195,6 +198,7 @@ void raft_leader_update_hw(kq_raft *r);
 void raft_start_backoff(kq_raft *r);
 void raft_check_votes(kq_raft *r);
 void raft_become_unattached(kq_raft *r, int32_t epoch, int32_t voted);
+void raft_grant_vote(kq_raft *r, int32_t id, const uint8_t dir[16]);
 void raft_become_follower(kq_raft *r, int32_t epoch, int32_t leader);
 void raft_become_prospective(kq_raft *r);
 void raft_become_resigned(kq_raft *r);

@@ -92,6 +92,9 @@ typedef struct kq_raft_qstate {
     int32_t epoch;
     int32_t voted_id;  /* -1 none */
     int32_t leader_id; /* -1 none */
+    /* the directory id of the candidate voted for (KIP-853); all zero: not known, and the vote
+     * then stands for any directory of voted_id */
+    uint8_t voted_dir[16];
 } kq_raft_qstate;
 
 /* A snapshot id: end_offset is exclusive (the snapshot holds offsets < end_offset), epoch is
@@ -233,6 +236,13 @@ typedef struct kq_raft_msg {
     int error; /* kq_err; responses only */
     int32_t epoch;
     int32_t leader_id;
+    /* KIP-853 keys (all zero: not known). from_dir: the sender's directory id (a Fetch from a
+     * voter's id with another directory is an observer's; a vote goes to the candidate's key).
+     * to_dir: in a Vote or BeginQuorumEpoch request, the receiver's directory id as the sender
+     * knows it; a node with another one answers INVALID_VOTER_KEY (the request was meant for
+     * an earlier incarnation of it). */
+    uint8_t from_dir[16];
+    uint8_t to_dir[16];
     union {
         struct {
             int32_t candidate_id;

@@ -794,6 +794,7 @@ void h_wipe(harness *h, int32_t id)
     nd->qs.epoch = 0;
     nd->qs.voted_id = -1;
     nd->qs.leader_id = -1;
+    memset(nd->qs.voted_dir, 0, sizeof(nd->qs.voted_dir));
     nd->log_start = 0;
     nd->log_start_epoch = 0;
     memset(&nd->snap, 0, sizeof(nd->snap));

@@ -319,6 +319,81 @@ static void test_removed_voter_cannot_disturb_the_quorum_it_left(void **state)
     h_free(&h);
 }
 
+static void test_reformatted_node_is_another_voter(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 0, 9);
+    int32_t a = l == 1 ? 2 : 1, b = 6 - l - a;
+    /* b's disk dies; it is formatted again (a new directory id) and started */
+    h_wipe(&h, b);
+    memset(h_node_of(&h, b)->cfg.directory_id, 0xee, 16);
+    h_start(&h, b);
+    assert_false(is_voter(&h, b));
+    /* with a down too, the leader and the new b are not a majority of {l, a, b-old} */
+    h_crash(&h, a);
+    int64_t hw = hw_of(&h, l);
+    h_propose(&h, l, 2);
+    h_run(&h, 2500);
+    assert_int_equal(hw_of(&h, l), hw);           /* b's fetches count as an observer's */
+    assert_int_equal(h_leo(&h, b), h_leo(&h, l)); /* though it has every record */
+    /* a vote meant for the old b is refused with INVALID_VOTER_KEY, and not counted */
+    kq_raft_msg v = h_vote_req(a, b, h_epoch(&h, b) + 1, h_epoch(&h, b), h_leo(&h, b), false);
+    memset(v.to_dir, 0x11 * b, 16);
+    h_inject(&h, b, &v);
+    const kq_raft_msg *resp = h_last_msg(&h, b, KQ_RAFT_VOTE_RESP, a);
+    assert_non_null(resp);
+    assert_int_equal(resp->error, KQ_ERR_INVALID_VOTER_KEY);
+    assert_false(resp->u.vote_resp.granted);
+    /* the operator replaces b: remove the old key, add the new one; with a back, it commits
+     * (the leader alone with an observer lost check-quorum meanwhile: whoever leads now) */
+    h_start(&h, a);
+    assert_true(h_run_until(&h, 30000, h_has_leader));
+    h_run(&h, 5000); /* a deposed leader learns it is one */
+    l = h_leader(&h);
+    assert_int_equal(h_leaders_in_epoch(&h, h_epoch(&h, l)), 1);
+    hw_target = h_leo(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    kq_voter old_b = h_voter(b), new_b = h_voter(b);
+    memset(new_b.key.dir, 0xee, 16);
+    assert_int_equal(ask(&h, l, b, KQ_RAFT_REMOVE_VOTER_REQ, &old_b)->error, KQ_ERR_NONE);
+    assert_int_equal(ask(&h, l, b, KQ_RAFT_ADD_VOTER_REQ, &new_b)->error, KQ_ERR_NONE);
+    hw_target = hw_of(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    assert_true(is_voter(&h, b));
+    /* now two of {l, the other, new b} commit without the third */
+    int32_t down = 6 - l - b; /* the voter that is neither l nor b */
+    h_crash(&h, down);
+    h_propose(&h, l, 1);
+    hw_target = h_leo(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    assert_true(h_committed_prefix_matches(&h));
+    h_free(&h);
+}
+
+static void test_a_vote_is_for_a_key_not_an_id(void **state)
+{
+    harness h;
+    (void)state;
+    h_init(&h, 3, 0, 10);
+    h_bootstrap_dynamic(&h);
+    h_start(&h, 1); /* alone: the test sends every message */
+    kq_raft_msg v = h_vote_req(2, 1, 1, 0, 0, false);
+    memset(v.from_dir, 0x22, 16);
+    h_inject(&h, 1, &v);
+    assert_true(h_last_msg(&h, 1, KQ_RAFT_VOTE_RESP, 2)->u.vote_resp.granted);
+    assert_int_equal(h_node_of(&h, 1)->qs.voted_dir[0], 0x22); /* stored with the vote */
+    /* node 2 re-formatted asks again in the same epoch: the vote was not for it */
+    memset(v.from_dir, 0x99, 16);
+    h_inject(&h, 1, &v);
+    assert_false(h_last_msg(&h, 1, KQ_RAFT_VOTE_RESP, 2)->u.vote_resp.granted);
+    /* the candidate it voted for asks again (a retry): granted again */
+    memset(v.from_dir, 0x22, 16);
+    h_inject(&h, 1, &v);
+    assert_true(h_last_msg(&h, 1, KQ_RAFT_VOTE_RESP, 2)->u.vote_resp.granted);
+    h_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +404,8 @@ int main(void)
         cmocka_unit_test(test_leader_removes_itself_and_hands_over),
         cmocka_unit_test(test_change_lost_with_its_leader_is_undone_everywhere),
         cmocka_unit_test(test_removed_voter_cannot_disturb_the_quorum_it_left),
+        cmocka_unit_test(test_reformatted_node_is_another_voter),
+        cmocka_unit_test(test_a_vote_is_for_a_key_not_an_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,7 +74,7 @@ static int64_t plan_end_after(int64_t end_before, int64_t k, int r)
 
 static kq_raft_qstate plan_qstate(int r)
 {
-    kq_raft_qstate qs = {r + 1, r % 3, r % 3};
+    kq_raft_qstate qs = {.epoch = r + 1, .voted_id = r % 3, .leader_id = r % 3};
     return qs;
 }
 

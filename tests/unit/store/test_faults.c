@@ -102,7 +102,7 @@ static int count_batch(void *arg, int64_t base, int32_t epoch, int32_t count, ui
 static void failed_commit_is_sticky(fixture *f, enum fault fault)
 {
     kq_store_recovered r;
-    kq_raft_qstate qs = {4, 1, 1};
+    kq_raft_qstate qs = {.epoch = 4, .voted_id = 1, .leader_id = 1};
     char err[512];
     int n = 0;
 

@@ -404,7 +404,7 @@ static void test_abort_and_uncommitted_end(void **state)
     /* the end includes the uncommitted batch */
     assert_int_equal(test_append(f->s, 1, 3), KQ_ERR_INVALID_REQUEST);
     assert_int_equal(test_append(f->s, 3, 3), 0);
-    kq_raft_qstate qs = {3, 2, -1};
+    kq_raft_qstate qs = {.epoch = 3, .voted_id = 2, .leader_id = -1};
     assert_int_equal(kq_store_put_qstate(f->s, &qs), 0);
     /* reads see only committed data */
     seen sn = {0};
@@ -493,7 +493,7 @@ static void test_recover_after_reopen(void **state)
     format_and_open(f);
     const int32_t epochs[] = {1, 2, 2, 4, 4, 4, 7};
     int64_t end = append_epochs(f->s, 0, epochs, 7);
-    kq_raft_qstate qs = {7, 3, 2};
+    kq_raft_qstate qs = {.epoch = 7, .voted_id = 3, .leader_id = 2};
     assert_int_equal(kq_store_begin(f->s), 0);
     assert_int_equal(kq_store_put_qstate(f->s, &qs), 0);
     assert_int_equal(kq_store_commit(f->s), 0);
