@@ -1,9 +1,9 @@
 /*
  * libFuzzer target: kq_ctl_decode_request, every controller API body.
  *
- * Input: byte 0 picks the API (byte0 % 14, kq_rpc.proto body order) and byte 1 the envelope's
- * sender id (as int8); the rest is the body message, wrapped into a valid envelope here. A
- * first byte >= 0xF0 means the rest is a whole envelope, unwrapped.
+ * Input: byte 0 picks the API (byte0 modulo the number of controller APIs in fuzz_wire.h, 17) and
+ * byte 1 the envelope's sender id (as int8); the rest is the body message, wrapped into a valid
+ * envelope here. A first byte >= 0xF0 means the rest is a whole envelope, unwrapped.
  *
  * Checks: a rejected request gets MALFORMED / INVALID_REQUEST / UNSUPPORTED_VERSION with a
  * message and owns nothing; an accepted one obeys the decoder's documented rules (counts,
