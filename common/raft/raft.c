@@ -534,6 +534,7 @@ static void become_leader(kq_raft *r)
         p->cq_fetched = false;
     }
     memset(r->observers, 0, sizeof(r->observers));
+    memset(r->has_reported, 0, sizeof(r->has_reported));
     r->cq_deadline = r->now + (uint64_t)r->cfg.fetch_timeout_ms * 3 / 2;
     r->begin_resend_at = r->now; /* send BEGIN_EPOCH now */
     raft_leader_update_hw(r);
@@ -714,6 +715,9 @@ kq_raft *kq_raft_new(const kq_raft_config *cfg, char *errbuf, size_t errlen)
         why = "election, fetch and request timeouts must be > 0";
     else if (cfg->fetch_max_wait_ms > INT32_MAX)
         why = "fetch max wait is too large";
+    else if (!memchr(cfg->host, '\0', sizeof(cfg->host)) || cfg->port < 0 || cfg->port > 65535 ||
+             cfg->kraft_min < 0 || cfg->kraft_min > cfg->kraft_max)
+        why = "this voter's endpoint or kraft.version range is not valid";
     if (!why) {
         for (int i = 0; i < cfg->n_voters && !why; i++) {
             if (cfg->voters[i] < 0)
@@ -741,6 +745,12 @@ kq_raft *kq_raft_new(const kq_raft_config *cfg, char *errbuf, size_t errlen)
         static_set.v[i].kraft_max = 0; /* kraft.version 0 */
     }
     kq_voter_history_init(&r->vh, &static_set);
+    r->self_voter.key.id = cfg->node_id;
+    memcpy(r->self_voter.key.dir, cfg->directory_id, sizeof(r->self_voter.key.dir));
+    snprintf(r->self_voter.host, sizeof(r->self_voter.host), "%s", cfg->host);
+    r->self_voter.port = cfg->port;
+    r->self_voter.kraft_min = cfg->kraft_min;
+    r->self_voter.kraft_max = cfg->kraft_max;
     raft_peer_reset(&r->peers[LEADER_SLOT], KQ_RAFT_NO_ID);
     raft_apply_voters(r);
     kq_prng_seed(&r->prng, cfg->seed);
@@ -807,7 +817,7 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
         return KQ_ERR_INVALID_REQUEST;
     if (ev->type == KQ_RAFT_EV_PERSISTED && ev->u.persisted_end < 0)
         return KQ_ERR_INVALID_REQUEST;
-    if (ev->type < KQ_RAFT_EV_START || ev->type > KQ_RAFT_EV_SNAPSHOT_INSTALLED)
+    if (ev->type < KQ_RAFT_EV_START || ev->type > KQ_RAFT_EV_UPGRADE_KRAFT)
         return KQ_ERR_INVALID_REQUEST;
     if (ev->type == KQ_RAFT_EV_SNAPSHOT_TAKEN && !raft_snapshot_taken_ok(r, &ev->u.snapshot))
         return KQ_ERR_INVALID_REQUEST;
@@ -874,7 +884,10 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
         case (int)KQ_RAFT_UPDATE_VOTER_REQ:
             raft_on_voter_req(r, m);
             break;
-        default: /* a voter change's answer: this core never asks for one */
+        case (int)KQ_RAFT_UPDATE_VOTER_RESP:
+            raft_on_update_voter_resp(r, m);
+            break;
+        default: /* Add/Remove answers: this core never asks for them */
             break;
         }
         break;
@@ -913,6 +926,9 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
     case KQ_RAFT_EV_SNAPSHOT_INSTALLED:
         raft_on_snapshot_installed(r, &ev->u.snapshot);
         break;
+    case KQ_RAFT_EV_UPGRADE_KRAFT:
+        raft_upgrade_kraft(r, ev->u.upgrade.level, ev->u.upgrade.validate_only);
+        break;
     }
 
     for (int i = 0; i < MAX_TIMER_ROUNDS && !u->fatal; i++)
@@ -921,6 +937,7 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
 
     if (!u->fatal) {
         raft_pump_reconfig(r);
+        raft_pump_update_voter(r);
         raft_pump_votes(r);
         raft_pump_leader(r);
         raft_pump_resigned(r);

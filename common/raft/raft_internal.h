@@ -90,6 +90,14 @@ struct kq_raft {
     voter_change change;
     kq_voter_set own_set;
     kq_raft_control own_control[2];
+    /* leader at kraft.version 0: what each static voter reported with UpdateRaftVoter (its
+     * directory id, endpoint, range), for the upgrade to 1 */
+    kq_voter reported[KQ_RAFT_MAX_VOTERS];
+    bool has_reported[KQ_RAFT_MAX_VOTERS];
+    /* voter: this node as cfg describes it, and its UpdateRaftVoter to the leader */
+    kq_voter self_voter;
+    bool update_inflight;
+    uint64_t update_at;
     int self_idx; /* index in voters, -1 for an observer */
     bool started;
     bool shutdown; /* EV_RESIGN seen: never campaign, never grant */
@@ -251,6 +259,10 @@ void raft_on_voter_req(kq_raft *r, const kq_raft_msg *m);
 void raft_pump_reconfig(kq_raft *r);
 void raft_fail_voter_change(kq_raft *r, int err, const char *why);
 void raft_leader_start_control(kq_raft *r, kq_raft_batch *b);
+void raft_upgrade_kraft(kq_raft *r, int16_t level, bool validate_only);
+void raft_on_update_voter_resp(kq_raft *r, const kq_raft_msg *m);
+bool raft_update_voter_due(const kq_raft *r);
+void raft_pump_update_voter(kq_raft *r);
 
 /* raft_timers.c: timers */
 void raft_resign(kq_raft *r);

@@ -193,31 +193,37 @@ void raft_fail_voter_change(kq_raft *r, int err, const char *why)
     voter_answer(r, r->change.type, r->change.from, r->change.token, err, why);
 }
 
-/* Append the leader's own batch holding the VotersRecord for s (in force at once). */
-static int append_voters(kq_raft *r, const kq_voter_set *s, char *why, size_t whylen)
+/* Append the leader's own batch of quorum records (in force at once): a KRaftVersionRecord
+ * when kraft_version >= 0, then the VotersRecord for s. */
+static int append_control(kq_raft *r, int16_t kraft_version, const kq_voter_set *s, char *why,
+                          size_t whylen)
 {
     kq_raft_update *u = r->u;
-    int rc;
+    int n = 0, rc;
 
     if (u->n_append >= KQ_RAFT_MAX_BATCHES) {
         snprintf(why, whylen, "the leader is busy: try again");
         return KQ_ERR_REQUEST_TIMED_OUT;
     }
     r->own_set = *s;
-    r->own_control[0] =
-        (kq_raft_control){.offset = r->leo, .kraft_version = -1, .voters = &r->own_set};
-    rc = raft_add_control(r, r->own_control, 1, why, whylen);
+    if (kraft_version >= 0)
+        r->own_control[n++] =
+            (kq_raft_control){.offset = r->leo, .kraft_version = kraft_version, .voters = NULL};
+    r->own_control[n] =
+        (kq_raft_control){.offset = r->leo + n, .kraft_version = -1, .voters = &r->own_set};
+    n++;
+    rc = raft_add_control(r, r->own_control, (size_t)n, why, whylen);
     if (rc)
         return rc;
     kq_raft_batch *b = &u->append[u->n_append++];
     memset(b, 0, sizeof(*b));
     b->base_offset = r->leo;
     b->epoch = r->epoch;
-    b->count = 1;
+    b->count = n;
     b->kind = KQ_RAFT_BATCH_VOTERS;
     b->control = r->own_control;
-    b->n_control = 1;
-    r->leo += 1;
+    b->n_control = (size_t)n;
+    r->leo += n;
     raft_leader_update_hw(r);
     return 0;
 }
@@ -276,12 +282,35 @@ static bool caught_up(kq_raft *r, int32_t id, char *why, size_t whylen)
     return false;
 }
 
+/* kraft.version 0: a static voter reports its directory id, endpoint and range for the
+ * upgrade; the leader keeps them in memory (each voter sends them again periodically). */
+static int record_report(kq_raft *r, const kq_voter *v, char *why, size_t whylen)
+{
+    kq_voter_set probe = r->voters;
+    int i = kq_voters_find_id(&r->voters, v->key.id);
+    int rc = kq_voters_update(&probe, v, why, whylen); /* the checks of an update */
+
+    if (rc)
+        return rc;
+    r->reported[i] = *v;
+    r->has_reported[i] = true;
+    return 0;
+}
+
 void raft_on_voter_req(kq_raft *r, const kq_raft_msg *m)
 {
     const kq_voter *v = m->u.voter_req.voter;
     kq_voter_set next = r->voters;
     char why[KQ_RAFT_VOTER_ERROR_MAX] = "";
-    int rc = change_allowed(r, why, sizeof(why));
+    int rc;
+
+    if (m->type == KQ_RAFT_UPDATE_VOTER_REQ && r->role == KQ_RAFT_LEADER && !r->shutdown &&
+        !raft_voters_dynamic(r)) {
+        rc = record_report(r, v, why, sizeof(why));
+        voter_answer(r, m->type, m->from, m->token, rc, why);
+        return;
+    }
+    rc = change_allowed(r, why, sizeof(why));
 
     if (!rc) {
         if (m->type == KQ_RAFT_ADD_VOTER_REQ) {
@@ -295,7 +324,7 @@ void raft_on_voter_req(kq_raft *r, const kq_raft_msg *m)
         }
     }
     if (!rc)
-        rc = append_voters(r, &next, why, sizeof(why));
+        rc = append_control(r, -1, &next, why, sizeof(why));
     if (rc || m->type == KQ_RAFT_UPDATE_VOTER_REQ) {
         voter_answer(r, m->type, m->from, m->token, rc, why);
         return;
@@ -351,4 +380,99 @@ void raft_leader_start_control(kq_raft *r, kq_raft_batch *b)
     b->count = 3;
     b->control = r->own_control;
     b->n_control = 2;
+}
+
+/* ---------------------------------------------------------------- kraft.version */
+
+void raft_upgrade_kraft(kq_raft *r, int16_t level, bool validate_only)
+{
+    kq_raft_update *u = r->u;
+    char *why = u->upgrade_message;
+    size_t whylen = sizeof(u->upgrade_message);
+    int16_t cur = kq_voter_history_kraft_version(&r->vh);
+    kq_voter_set next = r->voters;
+
+    u->upgrade_error = KQ_ERR_INVALID_UPDATE_VERSION;
+    if (level < 0 || level > 1) {
+        snprintf(why, whylen, "kraft.version %d is not a level this node knows (0, 1)", level);
+        return;
+    }
+    if (level < cur) {
+        snprintf(why, whylen, "kraft.version cannot go down (from %d to %d)", cur, level);
+        return;
+    }
+    u->upgrade_error = KQ_ERR_NOT_LEADER_OR_FOLLOWER;
+    if (r->role != KQ_RAFT_LEADER || r->shutdown) {
+        snprintf(why, whylen, "node %d is not the leader", r->cfg.node_id);
+        return;
+    }
+    u->upgrade_error = 0;
+    if (level == cur)
+        return;
+    u->upgrade_error = KQ_ERR_REQUEST_TIMED_OUT;
+    if (r->change.active || r->hw < 0) {
+        snprintf(why, whylen, "the leader is busy (%s): try again",
+                 r->change.active ? "a voter change" : "its epoch has not committed");
+        return;
+    }
+    /* every voter's directory id and range, as each reported it (the leader's own from cfg) */
+    u->upgrade_error = KQ_ERR_INVALID_UPDATE_VERSION;
+    for (int i = 0; i < next.n; i++) {
+        const kq_voter *v = i == r->self_idx ? &r->self_voter : &r->reported[i];
+        if ((i != r->self_idx && !r->has_reported[i]) || kq_uuid_is_zero(v->key.dir)) {
+            snprintf(why, whylen,
+                     "voter %d has not reported its directory id (is it running and does it "
+                     "support kraft.version 1?)",
+                     next.v[i].key.id);
+            return;
+        }
+        if (v->kraft_min > 1 || v->kraft_max < 1) {
+            snprintf(why, whylen, "voter %d supports kraft.version %d..%d, not 1", v->key.id,
+                     v->kraft_min, v->kraft_max);
+            return;
+        }
+        next.v[i] = *v;
+    }
+    u->upgrade_error = 0;
+    if (validate_only)
+        return;
+    u->upgrade_error = append_control(r, 1, &next, why, whylen);
+}
+
+/* ---------------------------------------------------------------- UpdateRaftVoter (voter) */
+
+/* This voter's entry in the set in force is not what it is (a directory id the set lacks,
+ * another endpoint or range). */
+static bool entry_stale(const kq_raft *r)
+{
+    const kq_voter *e = &r->voters.v[r->self_idx], *me = &r->self_voter;
+
+    return memcmp(e->key.dir, me->key.dir, sizeof(me->key.dir)) != 0 ||
+           strcmp(e->host, me->host) != 0 || e->port != me->port || e->kraft_min != me->kraft_min ||
+           e->kraft_max != me->kraft_max;
+}
+
+bool raft_update_voter_due(const kq_raft *r)
+{
+    return r->role == KQ_RAFT_FOLLOWER && raft_is_voter(r) && !r->shutdown && r->cfg.host[0] &&
+           !kq_uuid_is_zero(r->cfg.directory_id) && !r->update_inflight && r->fetched_ok &&
+           entry_stale(r);
+}
+
+void raft_pump_update_voter(kq_raft *r)
+{
+    if (!raft_update_voter_due(r) || r->now < r->update_at)
+        return;
+    kq_raft_msg *m = raft_emit(r, KQ_RAFT_UPDATE_VOTER_REQ, r->leader_id);
+    if (!m)
+        return;
+    m->u.voter_req.voter = &r->self_voter;
+    r->update_inflight = true;
+    r->update_at = r->now + (uint64_t)r->cfg.fetch_timeout_ms * 3; /* Kafka's period */
+}
+
+void raft_on_update_voter_resp(kq_raft *r, const kq_raft_msg *m)
+{
+    (void)m;
+    r->update_inflight = false; /* answered or timed out: the next one goes at update_at */
 }

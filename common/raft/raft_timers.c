@@ -116,6 +116,8 @@ uint64_t raft_next_deadline(kq_raft *r)
         break;
     case KQ_RAFT_FOLLOWER:
         consider(&d, r->fetch_deadline);
+        if (raft_update_voter_due(r) && r->update_at > now)
+            consider(&d, r->update_at);
         break;
     case KQ_RAFT_LEADER:
         consider(&d, r->begin_resend_at);

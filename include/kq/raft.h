@@ -116,8 +116,15 @@ typedef struct kq_raft_config {
     uint32_t retry_backoff_ms;        /* controller.quorum.retry.backoff.ms, 20 */
     uint32_t fetch_max_wait_ms;       /* long-poll wait asked for in Fetch, 500 */
     uint64_t seed;                    /* PRNG seed for timeouts and back-off */
-    uint32_t snapshot_chunk_bytes;    /* max bytes per FetchSnapshot answer, 1 MiB (0: default;
-                                       * capped at KQ_RAFT_SNAPSHOT_CHUNK_MAX) */
+    /* This node as a voter (KIP-853): its controller listener endpoint and the kraft.version
+     * range it supports. A voter whose entry in the set in force differs (or, at kraft.version
+     * 0, has no directory id) sends the leader UpdateRaftVoter until it matches. Host "": never
+     * (the node does not know its endpoint). */
+    char host[256];
+    int32_t port;
+    int16_t kraft_min, kraft_max;
+    uint32_t snapshot_chunk_bytes; /* max bytes per FetchSnapshot answer, 1 MiB (0: default;
+                                    * capped at KQ_RAFT_SNAPSHOT_CHUNK_MAX) */
 } kq_raft_config;
 
 /* Fill cfg with Kafka's defaults (node_id -1, no voters). */
@@ -318,6 +325,8 @@ typedef enum kq_raft_event_type {
     KQ_RAFT_EV_SNAPSHOT_INSTALLED, /* u.snapshot: the host installed the fetched snapshot
                                     * named by u.install_snapshot (error 0), or could not
                                     * (error != 0, e.g. KQ_ERR_CORRUPT_MESSAGE) */
+    KQ_RAFT_EV_UPGRADE_KRAFT,      /* leader: u.upgrade, `kq features upgrade --feature
+                                    * kraft.version=1`; result in the update's upgrade_error */
 } kq_raft_event_type;
 
 /* Payload of SNAPSHOT_TAKEN / SNAPSHOT_INSTALLED. */
@@ -339,6 +348,10 @@ typedef struct kq_raft_event {
         int64_t persisted_end;
         int32_t propose_count;
         kq_raft_snapshot_event snapshot;
+        struct {
+            int16_t level;      /* the kraft.version wanted: 1 (0 is where every cluster starts) */
+            bool validate_only; /* check, append nothing */
+        } upgrade;
     } u;
 } kq_raft_event;
 
@@ -374,6 +387,12 @@ typedef struct kq_raft_update {
 
     /* PROPOSE result: the batch's base offset and epoch, or error NOT_LEADER_OR_FOLLOWER. */
     int propose_error;
+    /* UPGRADE_KRAFT result: 0 (appended, or nothing to do), NOT_LEADER_OR_FOLLOWER,
+     * REQUEST_TIMED_OUT (a change in flight, the epoch not committed yet), INVALID_UPDATE_VERSION
+     * (a level other than 0 or 1, a downgrade, a voter that has not reported its directory id
+     * and a range including 1), with the reason in upgrade_message. */
+    int upgrade_error;
+    char upgrade_message[KQ_RAFT_VOTER_ERROR_MAX];
     int64_t propose_base_offset;
     int32_t propose_epoch;
 

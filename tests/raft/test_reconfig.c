@@ -394,6 +394,139 @@ static void test_a_vote_is_for_a_key_not_an_id(void **state)
     h_free(&h);
 }
 
+/* Every node knows its directory id, endpoint and kraft.version range (0..1), as a controller
+ * started by this version would; the cluster itself stays static (kraft.version 0). */
+static void give_keys(harness *h)
+{
+    for (int i = 0; i < h->n; i++) {
+        kq_voter v = h_voter(h->nodes[i].id);
+        memcpy(h->nodes[i].cfg.directory_id, v.key.dir, 16);
+        memcpy(h->nodes[i].cfg.host, v.host, sizeof(v.host));
+        h->nodes[i].cfg.port = v.port;
+        h->nodes[i].cfg.kraft_min = 0;
+        h->nodes[i].cfg.kraft_max = 1;
+    }
+}
+
+static const kq_raft_update *upgrade(harness *h, int32_t id, int16_t level, bool validate_only)
+{
+    kq_raft_event ev = {.type = KQ_RAFT_EV_UPGRADE_KRAFT};
+    ev.u.upgrade.level = level;
+    ev.u.upgrade.validate_only = validate_only;
+    h_step(h, id, &ev);
+    return h_last(h, id);
+}
+
+static int16_t kraft_of(harness *h, int32_t id)
+{
+    kq_raft_status s;
+    kq_raft_get_status(h_node_of(h, id)->r, &s);
+    return s.kraft_version;
+}
+
+static void test_upgrade_a_static_cluster_then_grow_it(void **state)
+{
+    harness h;
+    (void)state;
+    h_init(&h, 3, 2, 11);
+    give_keys(&h);
+    h_node_of(&h, 3)->cfg.host[0] = '\0'; /* node 3 cannot say where it listens */
+    h_start_all(&h);
+    assert_true(h_run_until(&h, 30000, h_has_leader));
+    int32_t l = h_leader(&h);
+    if (l == 3) { /* the test wants node 3 to be a follower */
+        h_crash(&h, 3);
+        old_leader = 3;
+        assert_true(h_run_until(&h, 30000, new_leader));
+        h_start(&h, 3);
+        l = h_leader(&h);
+    }
+    h_propose(&h, l, 2);
+    h_run(&h, 8000); /* the followers report their keys (every 3 fetch timeouts) */
+    /* node 3 has not reported: refused, nothing appended */
+    int64_t leo = h_leo(&h, l);
+    const kq_raft_update *u = upgrade(&h, l, 1, false);
+    assert_int_equal(u->upgrade_error, KQ_ERR_INVALID_UPDATE_VERSION);
+    assert_non_null(strstr(u->upgrade_message, "voter 3 has not reported its directory id"));
+    assert_int_equal(h_leo(&h, l), leo);
+    assert_int_equal(kraft_of(&h, l), 0);
+    /* a voter change at kraft.version 0 is refused */
+    kq_voter v4 = h_voter(4);
+    assert_int_equal(ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_UNSUPPORTED_VERSION);
+
+    /* node 3 restarted knowing its endpoint: it reports, the upgrade goes through */
+    kq_voter v3 = h_voter(3);
+    memcpy(h_node_of(&h, 3)->cfg.host, v3.host, sizeof(v3.host));
+    h_crash(&h, 3);
+    h_start(&h, 3);
+    h_run(&h, 8000);
+    l = h_leader(&h);
+    assert_int_equal(upgrade(&h, l, 1, true)->upgrade_error, 0); /* validate only */
+    assert_int_equal(kraft_of(&h, l), 0);
+    u = upgrade(&h, l, 1, false);
+    assert_int_equal(u->upgrade_error, 0);
+    assert_int_equal(kraft_of(&h, l), 1); /* reported at once, before it commits */
+    hw_target = h_leo(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    for (int32_t id = 1; id <= 5; id++) {
+        assert_int_equal(kraft_of(&h, id), 1);
+        const kq_voter_set *s = h_voters(&h, id);
+        assert_int_equal(s->n, 3);
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(s->v[i].key.dir[0], 0x11 * s->v[i].key.id);
+            assert_int_equal(s->v[i].port, 9000 + s->v[i].key.id);
+        }
+    }
+    /* no way back; asking again is a no-op */
+    u = upgrade(&h, l, 0, false);
+    assert_int_equal(u->upgrade_error, KQ_ERR_INVALID_UPDATE_VERSION);
+    assert_non_null(strstr(u->upgrade_message, "cannot go down"));
+    assert_int_equal(upgrade(&h, l, 1, false)->upgrade_error, 0);
+
+    /* now add a fourth and a fifth */
+    kq_voter v5 = h_voter(5);
+    assert_int_equal(ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    assert_int_equal(ask(&h, l, 5, KQ_RAFT_ADD_VOTER_REQ, &v5)->error, KQ_ERR_NONE);
+    hw_target = hw_of(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    for (int32_t id = 1; id <= 5; id++) {
+        assert_int_equal(h_voters(&h, id)->n, 5);
+        assert_true(is_voter(&h, id));
+    }
+    assert_true(h_committed_prefix_matches(&h));
+    h_free(&h);
+}
+
+static bool port_moved(harness *h)
+{
+    for (int32_t id = 1; id <= 3; id++) {
+        const kq_voter_set *s = h_voters(h, id);
+        int i = kq_voters_find_id(s, 2);
+        if (i < 0 || s->v[i].port != 19002)
+            return false;
+    }
+    return true;
+}
+
+static void test_a_voter_that_moved_updates_its_endpoint(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 0, 12);
+    if (l == 2) {
+        old_leader = 2;
+        h_crash(&h, 2);
+        assert_true(h_run_until(&h, 30000, new_leader));
+    }
+    give_keys(&h);
+    h_node_of(&h, 2)->cfg.port = 19002; /* node 2 restarts on another port */
+    h_crash(&h, 2);
+    h_start(&h, 2);
+    assert_true(h_run_until(&h, 30000, port_moved));
+    assert_true(h_committed_prefix_matches(&h));
+    h_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -406,6 +539,8 @@ int main(void)
         cmocka_unit_test(test_removed_voter_cannot_disturb_the_quorum_it_left),
         cmocka_unit_test(test_reformatted_node_is_another_voter),
         cmocka_unit_test(test_a_vote_is_for_a_key_not_an_id),
+        cmocka_unit_test(test_upgrade_a_static_cluster_then_grow_it),
+        cmocka_unit_test(test_a_voter_that_moved_updates_its_endpoint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
