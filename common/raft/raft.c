@@ -473,8 +473,13 @@ void raft_become_follower(kq_raft *r, int32_t epoch, int32_t leader)
 
 void raft_become_prospective(kq_raft *r)
 {
-    if (!raft_is_voter(r) || r->shutdown || r->snap_installing)
-        return; /* a node installing a snapshot never campaigns: a leader never installs */
+    if (!raft_is_voter(r) || r->shutdown || r->snap_installing) {
+        /* a node installing a snapshot never campaigns (a leader never installs): its timer
+         * moves on, or an expired deadline would fire at every step */
+        if (r->election_deadline <= r->now)
+            r->election_deadline = r->now + raft_random_election_timeout(r);
+        return;
+    }
     leave_role(r);
     r->role = KQ_RAFT_PROSPECTIVE; /* same epoch, not durable; keeps vote and leader hint */
     reset_round(r);
@@ -535,6 +540,7 @@ static void become_leader(kq_raft *r)
     }
     memset(r->observers, 0, sizeof(r->observers));
     memset(r->has_reported, 0, sizeof(r->has_reported));
+    raft_peer_reset(&r->peers[LEADER_SLOT], KQ_RAFT_NO_ID); /* progress counts in this term only */
     r->cq_deadline = r->now + (uint64_t)r->cfg.fetch_timeout_ms * 3 / 2;
     r->begin_resend_at = r->now; /* send BEGIN_EPOCH now */
     raft_leader_update_hw(r);
@@ -607,12 +613,20 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
                                         p->snapshot.end_offset < p->log_start_offset)))
         return KQ_ERR_INVALID_REQUEST;
     if (!kq_epoch_entries_valid(p->epochs, p->n_epochs) ||
-        !raft_control_ok(p->control, p->n_control, -1, p->log_end_offset))
+        !raft_control_ok(p->control, p->n_control, -1, p->log_end_offset, false))
         return KQ_ERR_INVALID_REQUEST;
     if (kq_epoch_cache_load(&r->epochs, p->epochs, p->n_epochs, 16) != 0)
         return KQ_ERR_NOMEM;
+    /* A crash between writing a snapshot and deleting the log below it leaves records both in
+     * the snapshot and in the log: each offset counts once (the first given). */
     char why[256];
-    int rc = raft_add_control(r, p->control, p->n_control, why, sizeof(why));
+    int rc = 0;
+    for (size_t i = 0; i < p->n_control && !rc; i++) {
+        const kq_voter_history_entry *last = r->vh.n ? &r->vh.e[r->vh.n - 1] : NULL;
+        if (last && p->control[i].offset <= last->offset && p->control[i].offset >= 0)
+            continue;
+        rc = raft_add_control(r, &p->control[i], 1, why, sizeof(why));
+    }
     if (rc) {
         kq_voter_set static_set = r->vh.static_set; /* as before this START */
         kq_voter_history_free(&r->vh);
@@ -644,8 +658,8 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
     int32_t self = r->cfg.node_id;
     if (q->epoch < le) {
         raft_become_unattached(r, le, KQ_RAFT_NO_ID);
-    } else if (q->leader_id == self && raft_is_voter(r)) {
-        r->role = KQ_RAFT_LEADER; /* was leader: Resigned in the same epoch */
+    } else if (q->leader_id == self) { /* a removed leader too (Kafka): Resigned, then epoch+1 */
+        r->role = KQ_RAFT_LEADER;      /* was leader: Resigned in the same epoch */
         r->leader_id = self;
         raft_become_resigned(r);
         for (int i = 0; i < r->voters.n; i++)
@@ -822,9 +836,7 @@ int kq_raft_step(kq_raft *r, const kq_raft_event *ev, kq_raft_update *u)
     if (ev->type == KQ_RAFT_EV_SNAPSHOT_TAKEN && !raft_snapshot_taken_ok(r, &ev->u.snapshot))
         return KQ_ERR_INVALID_REQUEST;
     if (ev->type == KQ_RAFT_EV_SNAPSHOT_INSTALLED &&
-        (!r->snap_installing || !raft_snap_id_eq(ev->u.snapshot.id, r->snap_fetch_id) ||
-         !raft_control_ok(ev->u.snapshot.control, ev->u.snapshot.n_control, -1,
-                          ev->u.snapshot.id.end_offset)))
+        (!r->snap_installing || !raft_snap_id_eq(ev->u.snapshot.id, r->snap_fetch_id)))
         return KQ_ERR_INVALID_REQUEST; /* no install pending for that snapshot */
 
     if (ev->now_ms > r->now)
@@ -978,7 +990,9 @@ void kq_raft_get_status(const kq_raft *r, kq_raft_status *out)
     out->leader_answer_ms = out->leader_answered ? r->last_fetch_ok_ms : 0;
     if (r->role != KQ_RAFT_LEADER)
         return;
-    kq_raft_replica *v = &out->voters[out->n_voters++];
+    /* the leader first: among the voters, or among the observers once it removed itself */
+    kq_raft_replica *v =
+        raft_is_voter(r) ? &out->voters[out->n_voters++] : &out->observers[out->n_observers++];
     v->id = r->cfg.node_id;
     v->log_end_offset = r->durable_end;
     v->last_fetch_ms = r->now;

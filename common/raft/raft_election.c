@@ -15,7 +15,8 @@ static bool prevote_grant(kq_raft *r, const kq_raft_msg *m)
     const __typeof__(m->u.vote_req) *v = &m->u.vote_req;
     if (m->epoch <= r->epoch)
         return false;
-    if (!raft_is_voter(r) || r->shutdown || !raft_may_lead(r, v->candidate_id))
+    if ((!raft_is_voter(r) && !raft_voters_dynamic(r)) || r->shutdown ||
+        !raft_may_lead(r, v->candidate_id))
         return false;
     if (!raft_log_up_to_date(r, v->last_epoch, v->last_offset))
         return false;
@@ -37,7 +38,8 @@ static bool prevote_grant(kq_raft *r, const kq_raft_msg *m)
 static bool vote_grant(kq_raft *r, const kq_raft_msg *m)
 {
     const __typeof__(m->u.vote_req) *v = &m->u.vote_req;
-    if (!raft_is_voter(r) || r->shutdown || !raft_may_lead(r, v->candidate_id))
+    if ((!raft_is_voter(r) && !raft_voters_dynamic(r)) || r->shutdown ||
+        !raft_may_lead(r, v->candidate_id))
         return false;
     switch (r->role) {
     case KQ_RAFT_UNATTACHED:

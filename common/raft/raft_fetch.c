@@ -270,7 +270,8 @@ static void follower_append(kq_raft *r, const kq_raft_msg *m)
         const kq_raft_batch *b = &f->batches[i];
         if (b->base_offset != next || b->count <= 0 || b->epoch < ep || b->epoch > m->epoch ||
             b->epoch <= 0 ||
-            !raft_control_ok(b->control, b->n_control, b->base_offset, b->base_offset + b->count)) {
+            !raft_control_ok(b->control, b->n_control, b->base_offset, b->base_offset + b->count,
+                             true)) {
             raft_fetch_backoff(r);
             return;
         }
@@ -289,7 +290,9 @@ static void follower_append(kq_raft *r, const kq_raft_msg *m)
         /* KIP-853: a voter set is in force from the moment it is in the log */
         char why[256];
         if (raft_add_control(r, b->control, b->n_control, why, sizeof(why)) != 0) {
-            raft_set_fatal(r, "the leader sent a voter set that breaks the one-change rule");
+            raft_set_fatal(r, "the leader sent quorum records this node cannot put in force "
+                              "(a voter set breaking the one-change rule, or a lower "
+                              "kraft.version)");
             return;
         }
     }
@@ -414,7 +417,7 @@ static int fetch_target(kq_raft *r)
         if (r->discovery_idx < 0 || r->peers[r->discovery_idx].fetch_inflight) {
             int cand[KQ_RAFT_MAX_VOTERS], n = 0;
             for (int i = 0; i < r->voters.n; i++)
-                if (!r->peers[i].fetch_inflight)
+                if (!r->peers[i].fetch_inflight && r->peers[i].id != r->cfg.node_id)
                     cand[n++] = i;
             if (n == 0)
                 return -1;

@@ -246,9 +246,9 @@ void raft_on_snapshot_installed(kq_raft *r, const kq_raft_snapshot_event *e);
 
 /* raft_reconfig.c: membership */
 void raft_apply_voters(kq_raft *r);
-/* Quorum records well formed for offsets in [from, to): ascending, kraft.version -1..1, valid
- * sets (kq_voters_check). */
-bool raft_control_ok(const kq_raft_control *c, size_t n, int64_t from, int64_t to);
+/* Quorum records well formed for offsets in [from, to): ascending (when asked), kraft.version
+ * -1..1, valid sets (kq_voters_check). */
+bool raft_control_ok(const kq_raft_control *c, size_t n, int64_t from, int64_t to, bool ascending);
 /* Into the history, in order; the set in force and this node's role follow. 0, or the
  * history's refusal (why says it; the records before it stay). */
 int raft_add_control(kq_raft *r, const kq_raft_control *c, size_t n, char *why, size_t whylen);

@@ -24,6 +24,13 @@ void raft_apply_voters(kq_raft *r)
 
     memcpy(old, r->peers, sizeof(old));
     memcpy(self.dir, r->cfg.directory_id, sizeof(self.dir));
+    if (r->role == KQ_RAFT_LEADER && n_old <= 1 && s->n > 1) {
+        /* check-quorum starts with the second voter: a window from now, not a deadline that
+         * passed while the leader was alone */
+        r->cq_deadline = r->now + (uint64_t)r->cfg.fetch_timeout_ms * 3 / 2;
+        for (int i = 0; i < KQ_RAFT_MAX_VOTERS; i++)
+            r->peers[i].cq_fetched = false;
+    }
     r->voters = *s;
     r->self_idx = kq_voters_find(s, &self);
     for (int i = 0; i < s->n; i++) {
@@ -38,7 +45,7 @@ void raft_apply_voters(kq_raft *r)
             old[j].id = KQ_RAFT_NO_ID;
             continue;
         }
-        if (id == r->peers[LEADER_SLOT].id) {
+        if (id == r->peers[LEADER_SLOT].id && r->role != KQ_RAFT_LEADER) {
             *p = r->peers[LEADER_SLOT];
             raft_peer_reset(&r->peers[LEADER_SLOT], KQ_RAFT_NO_ID);
             continue;
@@ -116,14 +123,15 @@ static void voters_changed(kq_raft *r)
     raft_check_votes(r);
 }
 
-bool raft_control_ok(const kq_raft_control *c, size_t n, int64_t from, int64_t to)
+bool raft_control_ok(const kq_raft_control *c, size_t n, int64_t from, int64_t to, bool ascending)
 {
     char why[160];
 
     if (n > 0 && !c)
         return false;
     for (size_t i = 0; i < n; i++) {
-        if (c[i].offset < from || c[i].offset >= to || (i > 0 && c[i].offset < c[i - 1].offset))
+        if (c[i].offset < from || c[i].offset >= to ||
+            (ascending && i > 0 && c[i].offset < c[i - 1].offset))
             return false;
         if (c[i].kraft_version < -1 || c[i].kraft_version > 1)
             return false;
@@ -145,7 +153,9 @@ int raft_add_control(kq_raft *r, const kq_raft_control *c, size_t n, char *why, 
             changed = true;
         }
         if (!rc && c[i].voters) {
-            rc = kq_voter_history_add_voters(&r->vh, c[i].offset, c[i].voters, why, whylen);
+            rc = c[i].unsafe_recovery
+                     ? kq_voter_history_force_voters(&r->vh, c[i].offset, c[i].voters, why, whylen)
+                     : kq_voter_history_add_voters(&r->vh, c[i].offset, c[i].voters, why, whylen);
             changed = true;
         }
     }
@@ -253,7 +263,11 @@ static int change_allowed(const kq_raft *r, char *why, size_t whylen)
         return KQ_ERR_UNSUPPORTED_VERSION;
     }
     kq_voter_history_last(&r->vh, &at);
-    if (at < 0 || at >= r->hw) {
+    if (at < 0) {
+        snprintf(why, whylen, "the voter set is not in the log yet: try again");
+        return KQ_ERR_REQUEST_TIMED_OUT;
+    }
+    if (at >= r->hw) {
         snprintf(why, whylen, "the last voter change (offset %lld) has not committed yet",
                  (long long)at);
         return KQ_ERR_REQUEST_TIMED_OUT;
@@ -311,6 +325,13 @@ void raft_on_voter_req(kq_raft *r, const kq_raft_msg *m)
         return;
     }
     rc = change_allowed(r, why, sizeof(why));
+    int16_t level = kq_voter_history_kraft_version(&r->vh);
+    if (!rc && m->type != KQ_RAFT_REMOVE_VOTER_REQ &&
+        (v->kraft_min > level || v->kraft_max < level)) {
+        snprintf(why, sizeof(why), "node %d supports kraft.version %d..%d, not %d in force",
+                 v->key.id, v->kraft_min, v->kraft_max, level);
+        rc = KQ_ERR_INVALID_REQUEST;
+    }
 
     if (!rc) {
         if (m->type == KQ_RAFT_ADD_VOTER_REQ) {

@@ -227,7 +227,7 @@ void raft_on_snapshot_taken(kq_raft *r, const kq_raft_snapshot_event *e)
 void raft_on_snapshot_installed(kq_raft *r, const kq_raft_snapshot_event *e)
 {
     r->snap_installing = false;
-    if (e->error != 0) {
+    if (e->error != 0 || !raft_control_ok(e->control, e->n_control, -1, e->id.end_offset, true)) {
         raft_fetch_backoff(r); /* the next Fetch names the leader's latest snapshot again */
         return;
     }

@@ -232,8 +232,8 @@ static kq_voter_history_entry *entry_for(kq_voter_history *h, int64_t offset, bo
     return n;
 }
 
-int kq_voter_history_add_voters(kq_voter_history *h, int64_t offset, const kq_voter_set *s,
-                                char *errbuf, size_t errlen)
+static int add_voters(kq_voter_history *h, int64_t offset, const kq_voter_set *s, bool forced,
+                      char *errbuf, size_t errlen)
 {
     const kq_voter_history_entry *last = h->n ? &h->e[h->n - 1] : NULL;
     kq_voter_history_entry *n;
@@ -246,7 +246,8 @@ int kq_voter_history_add_voters(kq_voter_history *h, int64_t offset, const kq_vo
         kq_errf(errbuf, errlen, "two voter sets at offset %lld", (long long)offset);
         return KQ_ERR_INVALID_REQUEST;
     }
-    if (last && last->has_set && last->set_offset >= 0 && !kq_voters_overlap(&last->set, s)) {
+    if (!forced && last && last->has_set && last->set_offset >= 0 &&
+        !kq_voters_overlap(&last->set, s)) {
         kq_errf(errbuf, errlen,
                 "the voter set at offset %lld changes more than one voter from the one at %lld",
                 (long long)offset, (long long)last->set_offset);
@@ -260,6 +261,18 @@ int kq_voter_history_add_voters(kq_voter_history *h, int64_t offset, const kq_vo
     n->set = *s;
     h->n += fresh;
     return 0;
+}
+
+int kq_voter_history_add_voters(kq_voter_history *h, int64_t offset, const kq_voter_set *s,
+                                char *errbuf, size_t errlen)
+{
+    return add_voters(h, offset, s, false, errbuf, errlen);
+}
+
+int kq_voter_history_force_voters(kq_voter_history *h, int64_t offset, const kq_voter_set *s,
+                                  char *errbuf, size_t errlen)
+{
+    return add_voters(h, offset, s, true, errbuf, errlen);
 }
 
 int kq_voter_history_add_kraft_version(kq_voter_history *h, int64_t offset, int16_t version,

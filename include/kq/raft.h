@@ -139,6 +139,9 @@ typedef struct kq_raft_control {
     int64_t offset;                    /* -1: the bootstrap written by kq storage format */
     int16_t kraft_version;             /* a KRaftVersionRecord's level (0 or 1); -1: none */
     const struct kq_voter_set *voters; /* a VotersRecord's set (borrowed); NULL: none */
+    /* the VotersRecord was written by kq metadata-quorum unsafe-recover: it replaces the set
+     * whatever the one-change rule says */
+    bool unsafe_recovery;
 } kq_raft_control;
 
 /* What the host recovered from disk, given with KQ_RAFT_EV_START. */
@@ -453,7 +456,8 @@ typedef struct kq_raft_status {
      * (a prospective node keeps it to refuse votes in that epoch). */
     bool leader_answered;
     uint64_t leader_answer_ms;
-    /* Leader only (n_voters = 0 elsewhere): voters with the leader first, then observers. */
+    /* Leader only (n_voters = 0 elsewhere): voters with the leader first (among the observers
+     * once it removed itself from the voters), then observers. */
     kq_raft_replica voters[KQ_RAFT_MAX_VOTERS];
     int n_voters;
     kq_raft_replica observers[KQ_RAFT_MAX_OBSERVERS];

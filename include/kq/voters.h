@@ -108,6 +108,11 @@ void kq_voter_history_free(kq_voter_history *h);
  */
 int kq_voter_history_add_voters(kq_voter_history *h, int64_t offset, const kq_voter_set *s,
                                 char *errbuf, size_t errlen);
+/* kq metadata-quorum unsafe-recover: a VotersRecord written on the one surviving controller
+ * after a majority was lost for good. As kq_voter_history_add_voters, but it may replace any
+ * set (the overlap rule cannot hold: the voters it drops are gone). */
+int kq_voter_history_force_voters(kq_voter_history *h, int64_t offset, const kq_voter_set *s,
+                                  char *errbuf, size_t errlen);
 /* A KRaftVersionRecord at `offset` (offsets as above). The version never goes down and is
  * 0 or 1: anything else is KQ_ERR_INVALID_REQUEST. */
 int kq_voter_history_add_kraft_version(kq_voter_history *h, int64_t offset, int16_t version,

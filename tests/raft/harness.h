@@ -26,8 +26,8 @@
 #define H_MAX_OUTSTANDING 1024
 #define H_REQUEST_TIMEOUT_MS 2000 /* the host's request timeout (cfg.request_timeout_ms) */
 #define H_LEADER_CHANGE_PAYLOAD 0xffffffff00000000ull
-#define H_MAX_CHUNK 64
-#define H_MAX_ANSWERS 64 /* FetchSnapshot chunk bytes a queued message can carry */
+#define H_MAX_CHUNK 64   /* FetchSnapshot chunk bytes a queued message can carry */
+#define H_MAX_ANSWERS 64 /* voter change answers kept (harness.answers) */
 
 typedef struct h_batch {
     int64_t base;

@@ -201,18 +201,29 @@ static void test_remove_a_voter_then_kill_it(void **state)
     int32_t l = dynamic_cluster(&h, 3, 1, 5);
     kq_voter v4 = h_voter(4);
     assert_int_equal(ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
-    int32_t gone = l == 3 ? 2 : 3;
+    int32_t gone = l == 3 ? 2 : 3, x = 6 - l - gone; /* {l, x, gone, 4} */
     kq_voter vg = h_voter(gone);
     assert_int_equal(ask(&h, l, 4, KQ_RAFT_REMOVE_VOTER_REQ, &vg)->error, KQ_ERR_NONE);
     hw_target = hw_of(&h, l);
     assert_true(h_run_until(&h, 10000, all_up_reach_target));
     assert_false(is_voter(&h, gone));
+    /* the removed node keeps fetching every record, and counts for nothing: with x and 4
+     * down the leader is one of {l, x, 4} and commits nothing more */
+    h_crash(&h, x);
+    h_crash(&h, 4);
+    int64_t hw = hw_of(&h, l);
+    h_propose(&h, l, 2);
+    h_run(&h, 1500);
+    assert_int_equal(h_leo(&h, gone), h_leo(&h, l));
+    assert_int_equal(hw_of(&h, l), hw);
+    /* 4 back: two of three, it commits; then the removed node is killed: nothing changes */
+    h_start(&h, 4);
+    hw_target = h_leo(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
     h_crash(&h, gone);
-    /* three voters left, one of which is the leader: two of three commit */
     h_propose(&h, l, 4);
     hw_target = h_leo(&h, l);
     assert_true(h_run_until(&h, 10000, all_up_reach_target));
-    assert_int_equal(h_leader(&h), l);
     assert_true(h_committed_prefix_matches(&h));
     h_free(&h);
 }
@@ -288,7 +299,9 @@ static void test_change_lost_with_its_leader_is_undone_everywhere(void **state)
     h_propose(&h, h_leader(&h), 1);
     assert_true(h_run_until(&h, 30000, watched_caught_up));
     assert_int_equal(ask(&h, h_leader(&h), 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
-    assert_true(is_voter(&h, 4) || h_voters(&h, h_leader(&h))->n == 4);
+    hw_target = hw_of(&h, h_leader(&h));
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    assert_true(is_voter(&h, 4));
     assert_true(h_committed_prefix_matches(&h));
     h_free(&h);
 }
@@ -306,7 +319,7 @@ static void test_removed_voter_cannot_disturb_the_quorum_it_left(void **state)
     h_isolate(&h, 4);
     assert_int_equal(ask(&h, l, 1 + (l % 3), KQ_RAFT_REMOVE_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
     int32_t e = h_epoch(&h, l);
-    h_run(&h, 10000); /* node 4 campaigns on its own, its epoch climbs */
+    h_run(&h, 10000); /* node 4 campaigns on its own (pre-votes: its epoch stays) */
     assert_true(is_voter(&h, 4));
     h_heal(&h);
     h_run(&h, 20000);
@@ -527,6 +540,111 @@ static void test_a_voter_that_moved_updates_its_endpoint(void **state)
     h_free(&h);
 }
 
+static void test_standalone_grows_to_two_and_back(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 1, 1, 13); /* kq storage format --standalone */
+    assert_int_equal(l, 1);
+    kq_voter v2 = h_voter(2);
+    assert_int_equal(ask(&h, 1, 2, KQ_RAFT_ADD_VOTER_REQ, &v2)->error, KQ_ERR_NONE);
+    h_run(&h, 10000); /* check-quorum starts with the second voter, and is met */
+    assert_int_equal(h_leader(&h), 1);
+    assert_true(is_voter(&h, 2));
+    h_propose(&h, 1, 2);
+    hw_target = h_leo(&h, 1);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    /* 2 -> 1 -> 2 */
+    assert_int_equal(ask(&h, 1, 2, KQ_RAFT_REMOVE_VOTER_REQ, &v2)->error, KQ_ERR_NONE);
+    h_run(&h, 5000);
+    assert_int_equal(h_leader(&h), 1);
+    watched = 2;
+    assert_true(h_run_until(&h, 10000, watched_caught_up));
+    assert_int_equal(ask(&h, 1, 2, KQ_RAFT_ADD_VOTER_REQ, &v2)->error, KQ_ERR_NONE);
+    h_run(&h, 10000);
+    assert_int_equal(h_leader(&h), 1);
+    /* with two voters, a commit needs both */
+    h_crash(&h, 2);
+    int64_t hw = hw_of(&h, 1);
+    h_propose(&h, 1, 1);
+    h_run(&h, 1000);
+    assert_int_equal(hw_of(&h, 1), hw);
+    h_free(&h);
+}
+
+static void test_a_voter_that_has_not_learnt_it_is_one_still_votes(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 1, 14);
+    /* the Add commits on the three old voters before node 4 fetches it */
+    h_cut(&h, l, 4);
+    kq_voter v4 = h_voter(4);
+    h_voter_req(&h, l, 2, KQ_RAFT_ADD_VOTER_REQ, &v4);
+    n_answers_wanted = h.n_answers + 1;
+    assert_true(h_run_until(&h, 10000, answered));
+    assert_int_equal(last_answer(&h)->error, KQ_ERR_NONE);
+    assert_false(is_voter(&h, 4));
+    /* the leader dies: the other two need three votes of four, node 4's among them */
+    h_crash(&h, l);
+    h_heal(&h);
+    old_leader = l;
+    assert_true(h_run_until(&h, 30000, new_leader));
+    h_propose(&h, h_leader(&h), 1);
+    hw_target = h_leo(&h, h_leader(&h));
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    assert_true(is_voter(&h, 4));
+    assert_true(h_committed_prefix_matches(&h));
+    h_free(&h);
+}
+
+static bool four_voters_and_leader(harness *h)
+{
+    return h_has_leader(h) && h_voters(h, h_leader(h))->n == 4;
+}
+
+static void test_restart_and_snapshot_keep_the_set(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 2, 15);
+    kq_voter v4 = h_voter(4);
+    assert_int_equal(ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    h_propose(&h, l, 2);
+    hw_target = h_leo(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    /* every node restarts: the set comes back from the bootstrap and the log */
+    for (int32_t id = 1; id <= 5; id++)
+        h_crash(&h, id);
+    h_start_all(&h);
+    assert_true(h_run_until(&h, 30000, four_voters_and_leader));
+    for (int32_t id = 1; id <= 5; id++) {
+        assert_int_equal(h_voters(&h, id)->n, 4);
+        assert_int_equal(is_voter(&h, id), id != 5);
+    }
+    /* a snapshot past the VotersRecord, the log below it gone; node 5 starts from nothing
+     * and installs it: the set comes from the snapshot */
+    l = h_leader(&h);
+    h_propose(&h, l, 3);
+    hw_target = h_leo(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    for (int32_t id = 1; id <= 4; id++)
+        assert_int_equal(h_take_snapshot(&h, id, hw_of(&h, id)), 0);
+    h_wipe(&h, 5);
+    h_start(&h, 5);
+    watched = 5;
+    assert_true(h_run_until(&h, 30000, watched_caught_up));
+    assert_true(h_node_of(&h, 5)->installs > 0);
+    assert_int_equal(h_voters(&h, 5)->n, 4);
+    assert_false(is_voter(&h, 5));
+    /* and a restart from snapshot + log */
+    h_crash(&h, 5);
+    h_start(&h, 5);
+    assert_int_equal(h_voters(&h, 5)->n, 4);
+    assert_true(h_committed_prefix_matches(&h));
+    h_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -541,6 +659,9 @@ int main(void)
         cmocka_unit_test(test_a_vote_is_for_a_key_not_an_id),
         cmocka_unit_test(test_upgrade_a_static_cluster_then_grow_it),
         cmocka_unit_test(test_a_voter_that_moved_updates_its_endpoint),
+        cmocka_unit_test(test_standalone_grows_to_two_and_back),
+        cmocka_unit_test(test_a_voter_that_has_not_learnt_it_is_one_still_votes),
+        cmocka_unit_test(test_restart_and_snapshot_keep_the_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -193,7 +193,7 @@ static void test_follower_uses_a_set_once_appended_and_drops_it_when_truncated(v
     assert_int_equal(kq_raft_voters(r, &at)->n, 4);
     assert_int_equal(at, 12);
 
-    /* the leader's log diverges at 11: the record is gone, so is the set */
+    /* the leader diverges at 10: the record at 12 is gone, so is the set */
     kq_raft_event pe = {.type = KQ_RAFT_EV_PERSISTED, .now_ms = 210, .u.persisted_end = 15};
     assert_int_equal(kq_raft_step(r, &pe, &u), 0);
     fetch_to(&u, 1);
