@@ -1251,3 +1251,20 @@ void h_disk_append(harness *h, int32_t id, int32_t epoch, int32_t count)
     b->payload = 0x5000 + (uint64_t)base;
     nd->n_durable = nd->n_log;
 }
+
+void h_disk_append_control(harness *h, int32_t id, int32_t epoch, kq_raft_control *c, size_t n)
+{
+    h_node *nd = h_node_of(h, id);
+    int64_t base = log_end(nd);
+    for (size_t i = 0; i < n; i++)
+        c[i].offset = base + (int64_t)i;
+    kq_raft_batch b = {
+        .base_offset = base, .epoch = epoch, .count = (int32_t)n, .control = c, .n_control = n};
+    h_batch *x = log_push(nd);
+    x->base = base;
+    x->epoch = epoch;
+    x->count = (int32_t)n;
+    x->payload = h->next_payload++;
+    control_keep(h, x->payload, &b);
+    nd->n_durable = nd->n_log;
+}

@@ -202,6 +202,9 @@ void h_expire(harness *h, int32_t id);
 /* Writes a batch of `count` records at `epoch` straight onto node id's disk (durable), after
  * its last batch; for nodes that are down. */
 void h_disk_append(harness *h, int32_t id, int32_t epoch, int32_t count);
+/* h_disk_append for a batch of quorum records (their offsets are set to the batch's), as
+ * kq metadata-quorum unsafe-recover writes one on a stopped node. */
+void h_disk_append_control(harness *h, int32_t id, int32_t epoch, kq_raft_control *c, size_t n);
 /* Number of up nodes in the Leader role at `epoch`. */
 int h_leaders_in_epoch(const harness *h, int32_t epoch);
 /* Every pair of nodes agrees on every batch below the lower of their HWs. */

@@ -645,6 +645,57 @@ static void test_restart_and_snapshot_keep_the_set(void **state)
     h_free(&h);
 }
 
+static void test_unsafe_recovery_on_the_last_survivor(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 1, 16);
+    h_propose(&h, l, 5);
+    hw_target = h_leo(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    int32_t a = l == 1 ? 2 : 1, b = 6 - l - a;
+    int64_t committed = hw_of(&h, l);
+    /* two of three voters are gone for good; the survivor cannot commit */
+    h_crash(&h, a);
+    h_crash(&h, b);
+    h_propose(&h, l, 1);
+    h_run(&h, 5000);
+    assert_int_not_equal(h_role(&h, l), KQ_RAFT_LEADER);
+    /* the guarded command, on the stopped survivor: one batch with the set {survivor},
+     * marked as a recovery, at a new epoch */
+    h_crash(&h, l);
+    h_node *nd = h_node_of(&h, l);
+    kq_voter_set one = {.n = 1};
+    one.v[0] = h_voter(l);
+    kq_raft_control rec = {.kraft_version = -1, .voters = &one, .unsafe_recovery = true};
+    h_disk_append_control(&h, l, nd->log[nd->n_log - 1].epoch + 1, &rec, 1);
+    h_start(&h, l);
+    assert_true(h_run_until(&h, 10000, h_has_leader));
+    assert_int_equal(h_leader(&h), l);
+    assert_int_equal(h_voters(&h, l)->n, 1);
+    assert_true(hw_of(&h, l) > committed);
+    /* the operator adds a fresh controller back (node 4, an observer that kept up) */
+    watched = 4;
+    assert_true(h_run_until(&h, 30000, watched_caught_up));
+    kq_voter v4 = h_voter(4);
+    assert_int_equal(ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    hw_target = hw_of(&h, l);
+    assert_true(h_run_until(&h, 10000, all_up_reach_target));
+    assert_true(is_voter(&h, 4));
+    assert_int_equal(h_voters(&h, 4)->n, 2);
+    /* without the recovery mark the same record is refused: two voters removed at once */
+    kq_voter_set history_check = h.boot;
+    kq_voter_history vh;
+    char err[160];
+    kq_voter_history_init(&vh, NULL);
+    assert_int_equal(kq_voter_history_add_voters(&vh, 3, &history_check, err, sizeof(err)), 0);
+    assert_int_equal(kq_voter_history_add_voters(&vh, 9, &one, err, sizeof(err)),
+                     KQ_ERR_INVALID_REQUEST);
+    assert_int_equal(kq_voter_history_force_voters(&vh, 9, &one, err, sizeof(err)), 0);
+    kq_voter_history_free(&vh);
+    h_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -662,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_standalone_grows_to_two_and_back),
         cmocka_unit_test(test_a_voter_that_has_not_learnt_it_is_one_still_votes),
         cmocka_unit_test(test_restart_and_snapshot_keep_the_set),
+        cmocka_unit_test(test_unsafe_recovery_on_the_last_survivor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
