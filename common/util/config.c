@@ -18,6 +18,7 @@
 #include "kq/error.h"
 #include "kq/log.h"
 #include "kq/principal.h"
+#include "kq/util.h"
 
 #define CONFIG_FILE_MAX (16u << 20) /* a properties file larger than this is a mistake */
 
@@ -1138,5 +1139,118 @@ int kq_config_authorizer(kq_config *c, kq_authorizer_config *out, char *errbuf, 
     if ((rc = kq_config_bool(c, "allow.everyone.if.no.acl.found", 0, &b, errbuf, errlen)) != 0)
         return rc;
     out->allow_everyone_if_no_acl_found = b;
+    return 0;
+}
+
+/* ---- --initial-controllers ---------------------------------------------------------------- */
+
+/* Each entry's ":DIRECTORY_ID" is taken off and parsed here; what is left is a
+ * controller.quorum.voters value, parsed by kq_config_parse_voters (whose messages name
+ * controller.quorum.voters: renamed for the option). */
+int kq_config_parse_initial_controllers(const char *value, kq_initial_controller *out, int max,
+                                        int *n, char *errbuf, size_t errlen)
+{
+    static const char opt[] = "--initial-controllers", voters_key[] = "controller.quorum.voters";
+    kq_voter_addr addrs[KQ_INITIAL_CONTROLLERS_MAX];
+    uint8_t dirs[KQ_INITIAL_CONTROLLERS_MAX][16];
+    char *stripped, why[512];
+    size_t w = 0;
+    int count = 0, rc;
+
+    if (n)
+        *n = 0;
+    if (!value || !out || !n || max <= 0) {
+        kq_errf(errbuf, errlen, "%s: no value", opt);
+        return KQ_ERR_CONFIG;
+    }
+    stripped = malloc(strlen(value) + 1);
+    if (!stripped) {
+        kq_errf(errbuf, errlen, "%s: out of memory", opt);
+        return KQ_ERR_NOMEM;
+    }
+    for (const char *p = value;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *colon = NULL;
+        char dir_text[64];
+        size_t b = 0, e = len;
+
+        while (b < e && (is_ws(p[b]) || p[b] == '\n' || p[b] == '\r'))
+            b++;
+        while (e > b && (is_ws(p[e - 1]) || p[e - 1] == '\n' || p[e - 1] == '\r'))
+            e--;
+        int colons = 0; /* after the '@', outside an [IPv6] host */
+        bool at = false, in_brackets = false;
+        for (size_t k = b; k < e; k++) {
+            if (p[k] == '@')
+                at = true;
+            else if (p[k] == '[')
+                in_brackets = true;
+            else if (p[k] == ']')
+                in_brackets = false;
+            else if (p[k] == ':' && at && !in_brackets) {
+                colon = p + k;
+                colons++;
+            }
+        }
+        if (e > b) {
+            int elen = (int)(e - b) > 200 ? 200 : (int)(e - b);
+            size_t dlen = colon ? (size_t)(p + e - colon - 1) : 0;
+
+            if (count >= max || count >= KQ_INITIAL_CONTROLLERS_MAX) {
+                kq_errf(errbuf, errlen, "%s: more than %d controllers", opt,
+                        max < KQ_INITIAL_CONTROLLERS_MAX ? max : KQ_INITIAL_CONTROLLERS_MAX);
+                free(stripped);
+                return KQ_ERR_CONFIG;
+            }
+            if (colons < 2 || dlen == 0 || dlen >= sizeof(dir_text)) {
+                kq_errf(errbuf, errlen, "%s: entry '%.*s': expected ID@HOST:PORT:DIRECTORY_ID", opt,
+                        elen, p + b);
+                free(stripped);
+                return KQ_ERR_CONFIG;
+            }
+            memcpy(dir_text, colon + 1, dlen);
+            dir_text[dlen] = '\0';
+            if (!kq_uuid_parse(dir_text, dirs[count]) || kq_uuid_is_zero(dirs[count])) {
+                kq_errf(errbuf, errlen,
+                        "%s: entry '%.*s': '%s' is not a directory id (a uuid as kq storage "
+                        "random-uuid prints it)",
+                        opt, elen, p + b, dir_text);
+                free(stripped);
+                return KQ_ERR_CONFIG;
+            }
+            for (int k = 0; k < count; k++)
+                if (!memcmp(dirs[k], dirs[count], 16)) {
+                    kq_errf(errbuf, errlen, "%s: entry '%.*s': directory id %s appears twice", opt,
+                            elen, p + b, dir_text);
+                    free(stripped);
+                    return KQ_ERR_CONFIG;
+                }
+            count++;
+            e = (size_t)(colon - p);
+        }
+        if (w)
+            stripped[w++] = ',';
+        memcpy(stripped + w, p + b, e - b);
+        w += e - b;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    stripped[w] = '\0';
+    rc = kq_config_parse_voters(stripped, addrs, count ? count : 1, n, why, sizeof(why));
+    free(stripped);
+    if (rc) {
+        const char *rest = strncmp(why, voters_key, sizeof(voters_key) - 1) == 0
+                               ? why + sizeof(voters_key) - 1
+                               : why;
+        kq_errf(errbuf, errlen, "%s%s", opt, rest);
+        *n = 0;
+        return rc;
+    }
+    for (int i = 0; i < *n; i++) {
+        out[i].addr = addrs[i];
+        memcpy(out[i].dir, dirs[i], 16);
+    }
     return 0;
 }

@@ -52,6 +52,16 @@ typedef struct kq_voter_addr {
 } kq_voter_addr;
 int kq_config_parse_voters(const char *value, kq_voter_addr *out, int max, int *n, char *errbuf,
                            size_t errlen);
+/* kq storage format --initial-controllers (KIP-853): "ID@HOST:PORT:DIRECTORY_ID,..." where the
+ * directory id is a uuid as kq storage random-uuid prints it; the id@host:port part obeys the
+ * rules of controller.quorum.voters, and directory ids are distinct and not zero. */
+#define KQ_INITIAL_CONTROLLERS_MAX 16
+typedef struct kq_initial_controller {
+    kq_voter_addr addr;
+    uint8_t dir[16];
+} kq_initial_controller;
+int kq_config_parse_initial_controllers(const char *value, kq_initial_controller *out, int max,
+                                        int *n, char *errbuf, size_t errlen);
 /* A listener "NAME://host:port" (host may be empty = 0.0.0.0, or [v6]). */
 typedef struct kq_listener {
     char name[32];

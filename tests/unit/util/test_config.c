@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kq/config.h"
+#include "kq/util.h"
 #include "kq/error.h"
 #include "kq/log.h"
 
@@ -367,6 +368,60 @@ static void voters_err(const char *value, int max, const char *needle1, const ch
         assert_contains(err, needle2);
 }
 
+/* kq storage format --initial-controllers: the voters' rules plus a directory id each */
+static void test_initial_controllers(void **state)
+{
+    kq_initial_controller c[4];
+    int n = -1;
+    char dir[23];
+    (void)state;
+    assert_int_equal(
+        kq_config_parse_initial_controllers(
+            "3001@c1:9093:fMCL8kv1SWm87L_Md-I2hg, 3002@[::1]:9094:K2w3UNMfQQ2bbtvWyb0Peg", c, 4, &n,
+            err, sizeof(err)),
+        0);
+    assert_int_equal(n, 2);
+    assert_int_equal(c[0].addr.id, 3001);
+    assert_string_equal(c[0].addr.host, "c1");
+    assert_int_equal(c[0].addr.port, 9093);
+    kq_uuid_format(c[0].dir, dir);
+    assert_string_equal(dir, "fMCL8kv1SWm87L_Md-I2hg");
+    assert_string_equal(c[1].addr.host, "::1");
+    kq_uuid_format(c[1].dir, dir);
+    assert_string_equal(dir, "K2w3UNMfQQ2bbtvWyb0Peg");
+
+    static const struct {
+        const char *value, *needle;
+    } bad[] = {
+        {"3001@c1:9093", "entry '3001@c1:9093': expected ID@HOST:PORT:DIRECTORY_ID"},
+        {"3001@c1:9093:", "expected ID@HOST:PORT:DIRECTORY_ID"},
+        {"3001@c1:9093:nope", "'nope' is not a directory id"},
+        {"3001@c1:9093:AAAAAAAAAAAAAAAAAAAAAA", "is not a directory id"}, /* the zero uuid */
+        {"3001@c1:9093:fMCL8kv1SWm87L_Md-I2hg,3002@c2:9093:fMCL8kv1SWm87L_Md-I2hg",
+         "directory id fMCL8kv1SWm87L_Md-I2hg appears twice"},
+        {"3001@c1:9093:fMCL8kv1SWm87L_Md-I2hg,3001@c2:9093:K2w3UNMfQQ2bbtvWyb0Peg",
+         "--initial-controllers: entry '3001@c2:9093': duplicate voter id 3001"},
+        {"3001@c1:0:fMCL8kv1SWm87L_Md-I2hg", "--initial-controllers: entry '3001@c1:0': port '0'"},
+        {"3001@0.0.0.0:9093:fMCL8kv1SWm87L_Md-I2hg", "not a routable address"},
+        {"", "--initial-controllers: "},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        n = -1;
+        if (kq_config_parse_initial_controllers(bad[i].value, c, 4, &n, err, sizeof(err)) !=
+            KQ_ERR_CONFIG)
+            fail_msg("'%s' was accepted", bad[i].value);
+        assert_int_equal(n, 0);
+        assert_contains(err, bad[i].needle);
+        assert_true(strstr(err, "controller.quorum.voters") == NULL);
+    }
+    assert_int_equal(kq_config_parse_initial_controllers(
+                         "1@a:1:fMCL8kv1SWm87L_Md-I2hg,2@b:1:K2w3UNMfQQ2bbtvWyb0Peg", c, 1, &n, err,
+                         sizeof(err)),
+                     KQ_ERR_CONFIG);
+    assert_contains(err, "more than 1 controllers");
+}
+
 static void test_voters_rejected(void **state)
 {
     voters_err("1@a:1,1@b:2", 4, "duplicate voter id 1", "'1@b:2'");
@@ -649,6 +704,7 @@ int main(void)
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_voters_ok),
         cmocka_unit_test(test_voters_rejected),
+        cmocka_unit_test(test_initial_controllers),
         cmocka_unit_test(test_listener),
         cmocka_unit_test(test_hostport),
         cmocka_unit_test(test_protocol_map),
