@@ -85,7 +85,7 @@ int raft_voter_key_index(const kq_raft *r, int32_t id, const uint8_t dir[16])
 /* A Vote or BeginQuorumEpoch request names this node's directory, or none. */
 bool raft_meant_for_me(const kq_raft *r, const kq_raft_msg *m)
 {
-    return kq_uuid_is_zero(m->to_dir) || kq_uuid_is_zero(r->cfg.directory_id) ||
+    return kq_uuid_is_zero(m->to_dir) ||
            memcmp(m->to_dir, r->cfg.directory_id, sizeof(m->to_dir)) == 0;
 }
 
@@ -623,9 +623,13 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
     int rc = 0;
     for (size_t i = 0; i < p->n_control && !rc; i++) {
         const kq_voter_history_entry *last = r->vh.n ? &r->vh.e[r->vh.n - 1] : NULL;
-        if (last && p->control[i].offset <= last->offset && p->control[i].offset >= 0)
+        kq_raft_control c = p->control[i];
+        if (last && c.offset >= 0 && c.offset < last->offset)
             continue;
-        rc = raft_add_control(r, &p->control[i], 1, why, sizeof(why));
+        if (last && c.offset >= 0 && c.offset == last->offset && last->has_set &&
+            last->set_offset == c.offset)
+            c.voters = NULL; /* that offset's VotersRecord is in already */
+        rc = raft_add_control(r, &c, 1, why, sizeof(why));
     }
     if (rc) {
         kq_voter_set static_set = r->vh.static_set; /* as before this START */

@@ -11,12 +11,12 @@
 
 /* ---------------------------------------------------------------- Fetch (leader side) */
 
-observer *raft_observer_slot(kq_raft *r, int32_t id)
+observer *raft_observer_slot(kq_raft *r, int32_t id, const uint8_t dir[16])
 {
     observer *free_slot = NULL, *oldest = NULL;
     for (int i = 0; i < KQ_RAFT_MAX_OBSERVERS; i++) {
         observer *o = &r->observers[i];
-        if (o->used && o->id == id)
+        if (o->used && o->id == id && !memcmp(o->dir, dir, sizeof(o->dir)))
             return o;
         if (!o->used) {
             if (!free_slot)
@@ -29,6 +29,7 @@ observer *raft_observer_slot(kq_raft *r, int32_t id)
     memset(o, 0, sizeof(*o));
     o->used = true;
     o->id = id;
+    memcpy(o->dir, dir, sizeof(o->dir));
     o->end_offset = -1;
     o->prev_fetch_leo = -1;
     o->hw_sent = -1;
@@ -157,7 +158,7 @@ void raft_on_fetch_req(kq_raft *r, const kq_raft_msg *m)
                      &p->prev_fetch_leo, f->fetch_offset);
         raft_leader_update_hw(r);
     } else if (vi < 0) {
-        observer *o = raft_observer_slot(r, m->from);
+        observer *o = raft_observer_slot(r, m->from, m->from_dir);
         record_fetch(r, &o->end_offset, &o->last_fetch_ms, &o->last_caught_up_ms, &o->prev_fetch_ms,
                      &o->prev_fetch_leo, f->fetch_offset);
     }

@@ -53,6 +53,7 @@ typedef struct peer {
 typedef struct observer {
     bool used;
     int32_t id;
+    uint8_t dir[16]; /* its directory id: another incarnation of the same id is another slot */
     int64_t end_offset;
     uint64_t last_fetch_ms;
     uint64_t last_caught_up_ms;
@@ -224,7 +225,7 @@ void raft_pump_resigned(kq_raft *r);
 void raft_stop_campaign(kq_raft *r);
 
 /* raft_fetch.c: replication */
-observer *raft_observer_slot(kq_raft *r, int32_t id);
+observer *raft_observer_slot(kq_raft *r, int32_t id, const uint8_t dir[16]);
 void raft_check_quorum_mark(kq_raft *r, int i);
 void raft_on_fetch_req(kq_raft *r, const kq_raft_msg *m);
 void raft_follower_update_hw(kq_raft *r);

@@ -20,6 +20,7 @@ void raft_apply_voters(kq_raft *r)
     const kq_voter_set *s = kq_voter_history_last(&r->vh, NULL);
     kq_voter_key self = {.id = r->cfg.node_id};
     peer old[KQ_RAFT_MAX_VOTERS];
+    kq_voter_set old_set = r->voters;
     int n_old = r->voters.n;
 
     memcpy(old, r->peers, sizeof(old));
@@ -53,7 +54,9 @@ void raft_apply_voters(kq_raft *r)
         raft_peer_reset(p, id);
         for (int k = 0; k < KQ_RAFT_MAX_OBSERVERS; k++) {
             observer *o = &r->observers[k];
-            if (!o->used || o->id != id)
+            kq_voter_key ok = {.id = o->id};
+            memcpy(ok.dir, o->dir, sizeof(ok.dir));
+            if (!o->used || !kq_voter_key_matches(&s->v[i].key, &ok))
                 continue;
             p->end_offset = o->end_offset;
             p->last_fetch_ms = o->last_fetch_ms;
@@ -73,7 +76,7 @@ void raft_apply_voters(kq_raft *r)
         }
         if (r->role != KQ_RAFT_LEADER)
             continue;
-        observer *o = raft_observer_slot(r, old[j].id);
+        observer *o = raft_observer_slot(r, old[j].id, old_set.v[j].key.dir);
         o->end_offset = old[j].end_offset;
         o->last_fetch_ms = old[j].last_fetch_ms;
         o->last_caught_up_ms = old[j].last_caught_up_ms;
@@ -278,12 +281,14 @@ static int change_allowed(const kq_raft *r, char *why, size_t whylen)
 /* An observer of this leader that has caught up within the last fetch timeout (stricter than
  * Kafka's "caught up once"): a voter that joins far behind would stall commits until it is
  * not. */
-static bool caught_up(kq_raft *r, int32_t id, char *why, size_t whylen)
+static bool caught_up(kq_raft *r, const kq_voter_key *k, char *why, size_t whylen)
 {
+    int32_t id = k->id;
+
     for (int i = 0; i < KQ_RAFT_MAX_OBSERVERS; i++) {
         const observer *o = &r->observers[i];
 
-        if (!o->used || o->id != id)
+        if (!o->used || o->id != id || memcmp(o->dir, k->dir, sizeof(o->dir)) != 0)
             continue;
         if (o->last_caught_up_ms > 0 && r->now - o->last_caught_up_ms <= r->cfg.fetch_timeout_ms)
             return true;
@@ -292,7 +297,8 @@ static bool caught_up(kq_raft *r, int32_t id, char *why, size_t whylen)
                  (long long)o->end_offset, (long long)r->leo);
         return false;
     }
-    snprintf(why, whylen, "node %d does not fetch from the leader: start it first", id);
+    snprintf(why, whylen,
+             "node %d with this directory id does not fetch from the leader: start it first", id);
     return false;
 }
 
@@ -336,7 +342,7 @@ void raft_on_voter_req(kq_raft *r, const kq_raft_msg *m)
     if (!rc) {
         if (m->type == KQ_RAFT_ADD_VOTER_REQ) {
             rc = kq_voters_add(&next, v, why, sizeof(why));
-            if (!rc && !caught_up(r, v->key.id, why, sizeof(why)))
+            if (!rc && !caught_up(r, &v->key, why, sizeof(why)))
                 rc = KQ_ERR_REQUEST_TIMED_OUT;
         } else if (m->type == KQ_RAFT_REMOVE_VOTER_REQ) {
             rc = kq_voters_remove(&next, &v->key, why, sizeof(why));
@@ -440,10 +446,11 @@ void raft_upgrade_kraft(kq_raft *r, int16_t level, bool validate_only)
     u->upgrade_error = KQ_ERR_INVALID_UPDATE_VERSION;
     for (int i = 0; i < next.n; i++) {
         const kq_voter *v = i == r->self_idx ? &r->self_voter : &r->reported[i];
-        if ((i != r->self_idx && !r->has_reported[i]) || kq_uuid_is_zero(v->key.dir)) {
+        if ((i != r->self_idx && !r->has_reported[i]) || kq_uuid_is_zero(v->key.dir) ||
+            !v->host[0] || v->port <= 0) {
             snprintf(why, whylen,
-                     "voter %d has not reported its directory id (is it running and does it "
-                     "support kraft.version 1?)",
+                     "voter %d has not reported its directory id and endpoint (is it running, does "
+                     "it know its listener and support kraft.version 1?)",
                      next.v[i].key.id);
             return;
         }

@@ -43,11 +43,11 @@ void raft_on_fetch_snapshot_req(kq_raft *r, const kq_raft_msg *m)
         send_fetch_snapshot_error(r, m, KQ_ERR_BROKER_NOT_AVAILABLE);
         return;
     }
-    int vi = raft_voter_index(r, m->from);
+    int vi = raft_voter_key_index(r, m->from, m->from_dir);
     if (vi >= 0)
         raft_check_quorum_mark(r, vi); /* FetchSnapshot counts toward check-quorum (1.7) */
     else
-        raft_observer_slot(r, m->from)->last_fetch_ms = r->now;
+        raft_observer_slot(r, m->from, m->from_dir)->last_fetch_ms = r->now;
 
     /* Any snapshot this node still has (the latest or the one before), never the bootstrap
      * id {0, 0}. */
@@ -227,7 +227,12 @@ void raft_on_snapshot_taken(kq_raft *r, const kq_raft_snapshot_event *e)
 void raft_on_snapshot_installed(kq_raft *r, const kq_raft_snapshot_event *e)
 {
     r->snap_installing = false;
-    if (e->error != 0 || !raft_control_ok(e->control, e->n_control, -1, e->id.end_offset, true)) {
+    if (e->error == 0 && !raft_control_ok(e->control, e->n_control, -1, e->id.end_offset, true)) {
+        /* the host has replaced its log by the snapshot already: nothing to go back to */
+        raft_set_fatal(r, "the installed snapshot holds quorum records that are not valid");
+        return;
+    }
+    if (e->error != 0) {
         raft_fetch_backoff(r); /* the next Fetch names the leader's latest snapshot again */
         return;
     }

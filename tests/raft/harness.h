@@ -53,6 +53,7 @@ typedef struct h_qmsg {
     uint64_t payloads[KQ_RAFT_MAX_BATCHES];
     size_t n_batches;
     uint8_t chunk[H_MAX_CHUNK]; /* FetchSnapshot response bytes, filled at send time */
+    kq_voter voter;             /* a voter change request's voter, copied: the sender may be gone */
 } h_qmsg;
 
 typedef struct h_node {

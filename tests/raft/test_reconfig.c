@@ -468,6 +468,11 @@ static void test_upgrade_a_static_cluster_then_grow_it(void **state)
     assert_int_equal(ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_UNSUPPORTED_VERSION);
 
     /* node 3 restarted knowing its endpoint: it reports, the upgrade goes through */
+    /* each follower reports once per three fetch timeouts (6 s), not at every step */
+    for (int32_t id = 1; id <= 2; id++)
+        if (id != l)
+            assert_in_range(h_node_of(&h, id)->sent[KQ_RAFT_UPDATE_VOTER_REQ], 1, 4);
+    assert_int_equal(h_node_of(&h, 3)->sent[KQ_RAFT_UPDATE_VOTER_REQ], 0);
     kq_voter v3 = h_voter(3);
     memcpy(h_node_of(&h, 3)->cfg.host, v3.host, sizeof(v3.host));
     h_crash(&h, 3);
@@ -696,6 +701,26 @@ static void test_unsafe_recovery_on_the_last_survivor(void **state)
     h_free(&h);
 }
 
+static void test_catch_up_is_per_directory(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 1, 17);
+    kq_voter v4 = h_voter(4);
+    assert_int_equal(ask(&h, l, 2, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    assert_int_equal(ask(&h, l, 2, KQ_RAFT_REMOVE_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    h_run(&h, 1000); /* node 4 (its old disk) keeps fetching, as an observer now */
+    /* node 4 with a new disk has not fetched anything: the old disk's progress is not its */
+    kq_voter fresh = h_voter(4);
+    memset(fresh.key.dir, 0xee, 16);
+    const kq_raft_msg *a = ask(&h, l, 2, KQ_RAFT_ADD_VOTER_REQ, &fresh);
+    assert_int_equal(a->error, KQ_ERR_REQUEST_TIMED_OUT);
+    assert_non_null(strstr(a->u.voter_resp.error_message, "with this directory id does not fetch"));
+    /* the old disk, which has caught up, may come back */
+    assert_int_equal(ask(&h, l, 2, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    h_free(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -714,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_a_voter_that_has_not_learnt_it_is_one_still_votes),
         cmocka_unit_test(test_restart_and_snapshot_keep_the_set),
         cmocka_unit_test(test_unsafe_recovery_on_the_last_survivor),
+        cmocka_unit_test(test_catch_up_is_per_directory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

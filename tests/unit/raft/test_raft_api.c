@@ -158,7 +158,7 @@ static void test_start_rejects_inconsistent_disk_state(void **state)
     kq_raft_config c = cfg3(1);
     kq_raft_update u;
     kq_epoch_entry bad_order[2] = {{.epoch = 3, .start_offset = 0},
-                                        {.epoch = 2, .start_offset = 5}};
+                                   {.epoch = 2, .start_offset = 5}};
     kq_raft_persisted p = empty_disk();
     p.log_end_offset = 10;
     p.epochs = bad_order;
@@ -184,8 +184,8 @@ static void test_end_offset_for_epoch_uses_next_epoch_start_or_leo(void **state)
     kq_raft *r = kq_raft_new(&c, NULL, 0);
     kq_raft_update u;
     kq_epoch_entry e[3] = {{.epoch = 1, .start_offset = 0},
-                                {.epoch = 3, .start_offset = 4},
-                                {.epoch = 6, .start_offset = 9}};
+                           {.epoch = 3, .start_offset = 4},
+                           {.epoch = 6, .start_offset = 9}};
     kq_raft_persisted p = empty_disk();
     p.qstate.epoch = 6;
     p.log_end_offset = 12;

@@ -151,6 +151,22 @@ static void test_start_takes_the_latest_set(void **state)
     assert_int_equal(at, 4);
     kq_raft_free(r);
 
+    /* a snapshot's KRaftVersion and Voters records share its last offset; an uncompacted log
+     * below the snapshot's end repeats them: each counts once */
+    kq_raft_control snap[4] = {{.offset = -1, .kraft_version = 1, .voters = &boot},
+                               {.offset = 7, .kraft_version = 1, .voters = NULL},
+                               {.offset = 7, .kraft_version = -1, .voters = &grown},
+                               {.offset = 7, .kraft_version = -1, .voters = &grown}};
+    r = core(4);
+    p.control = snap;
+    p.n_control = 4;
+    assert_int_equal(start(r, &p, &u), 0);
+    assert_int_equal(kq_raft_voters(r, &at)->n, 4);
+    assert_int_equal(at, 7);
+    assert_true(is_voter(r));
+    kq_raft_free(r);
+    p.n_control = 2;
+
     /* a record past the log end, or two changes at once, is refused and START can be retried */
     kq_voter_set far = SET(1, 5, 6);
     kq_raft_control bad[2] = {{.offset = 2, .kraft_version = 1, .voters = &boot},
