@@ -25,13 +25,7 @@ void raft_apply_voters(kq_raft *r)
 
     memcpy(old, r->peers, sizeof(old));
     memcpy(self.dir, r->cfg.directory_id, sizeof(self.dir));
-    if (r->role == KQ_RAFT_LEADER && n_old <= 1 && s->n > 1) {
-        /* check-quorum starts with the second voter: a window from now, not a deadline that
-         * passed while the leader was alone */
-        r->cq_deadline = r->now + (uint64_t)r->cfg.fetch_timeout_ms * 3 / 2;
-        for (int i = 0; i < KQ_RAFT_MAX_VOTERS; i++)
-            r->peers[i].cq_fetched = false;
-    }
+    bool cq_starts = r->role == KQ_RAFT_LEADER && n_old <= 1 && s->n > 1;
     r->voters = *s;
     r->self_idx = kq_voters_find(s, &self);
     for (int i = 0; i < s->n; i++) {
@@ -83,6 +77,13 @@ void raft_apply_voters(kq_raft *r)
         o->prev_fetch_ms = old[j].prev_fetch_ms;
         o->prev_fetch_leo = old[j].prev_fetch_leo;
         o->hw_sent = old[j].hw_sent;
+    }
+    if (cq_starts) {
+        /* check-quorum starts with the second voter: a window from now, not a deadline that
+         * passed while the leader was alone */
+        r->cq_deadline = r->now + (uint64_t)r->cfg.fetch_timeout_ms * 3 / 2;
+        for (int i = 0; i < KQ_RAFT_MAX_VOTERS; i++)
+            r->peers[i].cq_fetched = false;
     }
 }
 
@@ -324,6 +325,17 @@ void raft_on_voter_req(kq_raft *r, const kq_raft_msg *m)
     char why[KQ_RAFT_VOTER_ERROR_MAX] = "";
     int rc;
 
+    if (m->type == KQ_RAFT_UPDATE_VOTER_REQ && (m->from != v->key.id || m->epoch != r->epoch)) {
+        /* a voter updates only itself, in the leader's epoch (Kafka's CurrentLeaderEpoch) */
+        rc = m->from != v->key.id  ? KQ_ERR_INVALID_REQUEST
+             : m->epoch < r->epoch ? KQ_ERR_FENCED_LEADER_EPOCH
+                                   : KQ_ERR_UNKNOWN_LEADER_EPOCH;
+        snprintf(why, sizeof(why), "%s",
+                 rc == KQ_ERR_INVALID_REQUEST ? "a voter updates only its own entry"
+                                              : "not the leader's epoch");
+        voter_answer(r, m->type, m->from, m->token, rc, why);
+        return;
+    }
     if (m->type == KQ_RAFT_UPDATE_VOTER_REQ && r->role == KQ_RAFT_LEADER && !r->shutdown &&
         !raft_voters_dynamic(r)) {
         rc = record_report(r, v, why, sizeof(why));

@@ -184,9 +184,10 @@ typedef struct kq_raft_batch {
     uint32_t crc32c; /* as received (FETCHED only) */
     /* The batch's quorum records, at offsets in [base_offset, base_offset + count): for a
      * FETCHED batch the host decodes them from the payload (none: n_control 0); for the
-     * leader's own VOTERS batch (count 1) and a LEADER_CHANGE batch that writes the bootstrap
-     * set into the log (count 3: LeaderChange, KRaftVersion, Voters records) the host encodes
-     * them. Borrowed for the step. */
+     * leader's own VOTERS batch (count 1: a VotersRecord; 2 for the kraft.version upgrade:
+     * KRaftVersion, then Voters) and a LEADER_CHANGE batch that writes the bootstrap set into the
+     * log (count 3: LeaderChange, KRaftVersion, Voters records) the host encodes them. Borrowed for
+     * the step. */
     const kq_raft_control *control;
     size_t n_control;
 } kq_raft_batch;
