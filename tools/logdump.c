@@ -26,6 +26,10 @@ const char *kq_tools_record_type_name(kq_rec_type t)
         return "NO_OP_RECORD";
     case KQ_REC_OPAQUE:
         return "OPAQUE_RECORD";
+    case KQ_REC_KRAFT_VERSION:
+        return "KRAFT_VERSION";
+    case KQ_REC_VOTERS:
+        return "KRAFT_VOTERS";
     case KQ_REC_REGISTER_BROKER:
         return "REGISTER_BROKER_RECORD";
     case KQ_REC_UNREGISTER_BROKER:
@@ -119,6 +123,39 @@ void kq_tools_record_data_json(kq_json *j, const kq_record *r)
         break;
     case KQ_REC_OPAQUE:
         j_int(j, "size", (int64_t)r->opaque.len);
+        break;
+    case KQ_REC_KRAFT_VERSION:
+        j_int(j, "version", r->kraft_version.version);
+        j_int(j, "kRaftVersion", r->kraft_version.kraft_version);
+        break;
+    case KQ_REC_VOTERS: /* Kafka's VotersRecord, with kq's one controller endpoint per voter */
+        j_int(j, "version", r->voters.version);
+        if (r->voters.unsafe_recovery)
+            j_bool(j, "unsafeRecovery", true);
+        kq_json_key(j, "voters");
+        kq_json_begin_array(j);
+        for (int32_t i = 0; i < r->voters.n_voters; i++) {
+            const kq_voter *v = &r->voters.voters[i];
+
+            kq_json_begin_object(j);
+            j_int(j, "voterId", v->key.id);
+            j_uuid(j, "voterDirectoryId", v->key.dir);
+            kq_json_key(j, "endpoints");
+            kq_json_begin_array(j);
+            kq_json_begin_object(j);
+            j_str(j, "name", "CONTROLLER");
+            j_str(j, "host", v->host);
+            j_int(j, "port", v->port);
+            kq_json_end_object(j);
+            kq_json_end_array(j);
+            kq_json_key(j, "kRaftVersionFeature");
+            kq_json_begin_object(j);
+            j_int(j, "minSupportedVersion", v->kraft_min);
+            j_int(j, "maxSupportedVersion", v->kraft_max);
+            kq_json_end_object(j);
+            kq_json_end_object(j);
+        }
+        kq_json_end_array(j);
         break;
     case KQ_REC_REGISTER_BROKER: {
         const kq_rec_register_broker *b = &r->register_broker;
@@ -417,7 +454,9 @@ int kq_tools_dump_log_batch(kq_tools_dump *d, const kq_tools_log_batch *b)
                          &items[n]);
         if (rc)
             goto out;
-        if (!items[n].ok || items[n].rec.type != KQ_REC_LEADER_CHANGE)
+        if (!items[n].ok ||
+            (items[n].rec.type != KQ_REC_LEADER_CHANGE &&
+             items[n].rec.type != KQ_REC_KRAFT_VERSION && items[n].rec.type != KQ_REC_VOTERS))
             control = false;
     }
     if (pos != b->len) {

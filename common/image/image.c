@@ -1435,7 +1435,7 @@ static int apply_one(kq_image *img, int64_t off, const kq_record *r, bool u)
     case KQ_REC_REMOVE_ACL:
         return apply_remove_acl(img, off, &r->remove_acl, u);
     default:
-        return 0; /* LeaderChange, NoOp, Opaque */
+        return 0; /* LeaderChange, KRaftVersion, Voters, NoOp, Opaque */
     }
 }
 

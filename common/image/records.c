@@ -20,6 +20,10 @@ const char *kq_rec_type_name(kq_rec_type t)
         return "NoOp";
     case KQ_REC_OPAQUE:
         return "Opaque";
+    case KQ_REC_KRAFT_VERSION:
+        return "KRaftVersion";
+    case KQ_REC_VOTERS:
+        return "Voters";
     case KQ_REC_REGISTER_BROKER:
         return "RegisterBroker";
     case KQ_REC_UNREGISTER_BROKER:
@@ -200,6 +204,32 @@ static int validate_config(const kq_rec_config *c, char *errbuf, size_t errlen)
     return 0;
 }
 
+/* A VotersRecord: a voter set that can be in force (kq_voters_check) whose every voter has a
+ * directory id and an endpoint (KIP-853 voters are keyed by both). */
+static int validate_voters(const kq_rec_voters *r, char *errbuf, size_t errlen)
+{
+    static const uint8_t zero[16];
+    kq_voter_set set;
+    int rc;
+
+    if (r->n_voters < 1 || r->n_voters > KQ_RAFT_MAX_VOTERS || !r->voters)
+        return fail(errbuf, errlen, "Voters: %d voters (allowed 1..%d)", (int)r->n_voters,
+                    KQ_RAFT_MAX_VOTERS);
+    set.n = (int)r->n_voters;
+    memcpy(set.v, r->voters, (size_t)set.n * sizeof set.v[0]);
+    if ((rc = kq_voters_check(&set, errbuf, errlen)))
+        return rc;
+    for (int i = 0; i < set.n; i++) {
+        const kq_voter *v = &set.v[i];
+
+        if (!memcmp(v->key.dir, zero, sizeof zero))
+            return fail(errbuf, errlen, "Voters: voter %d has no directory id", (int)v->key.id);
+        if (!v->host[0] || v->port <= 0)
+            return fail(errbuf, errlen, "Voters: voter %d has no endpoint", (int)v->key.id);
+    }
+    return 0;
+}
+
 static int validate_register(const kq_rec_register_broker *b, char *errbuf, size_t errlen)
 {
     int rc;
@@ -251,6 +281,17 @@ int kq_record_validate(const kq_record *r, char *errbuf, size_t errlen)
         if (r->opaque.len > KQ_REC_MAX_OPAQUE || (r->opaque.len && !r->opaque.data))
             return fail(errbuf, errlen, "Opaque: invalid payload of %zu bytes", r->opaque.len);
         return 0;
+    case KQ_REC_KRAFT_VERSION:
+        if (r->kraft_version.version != 0 || r->kraft_version.kraft_version < 0 ||
+            r->kraft_version.kraft_version > 1)
+            return fail(errbuf, errlen, "KRaftVersion: invalid kraft.version %d (version %d)",
+                        (int)r->kraft_version.kraft_version, (int)r->kraft_version.version);
+        return 0;
+    case KQ_REC_VOTERS:
+        if (r->voters.version != 0)
+            return fail(errbuf, errlen, "Voters: unknown record version %d",
+                        (int)r->voters.version);
+        return validate_voters(&r->voters, errbuf, errlen);
     case KQ_REC_LEADER_CHANGE:
         if (r->leader_change.leader_id < -1)
             return fail(errbuf, errlen, "LeaderChange: invalid leader id %d",
@@ -350,6 +391,9 @@ void kq_record_free(kq_record *r)
     case KQ_REC_OPAQUE:
         free(r->opaque.data);
         break;
+    case KQ_REC_VOTERS:
+        free(r->voters.voters);
+        break;
     case KQ_REC_LEADER_CHANGE:
         free_ids(&r->leader_change.voters);
         free_ids(&r->leader_change.granting_voters);
@@ -436,6 +480,19 @@ int kq_record_copy(kq_record *dst, const kq_record *src)
                 break;
             }
             memcpy(dst->opaque.data, src->opaque.data, src->opaque.len);
+        }
+        break;
+    case KQ_REC_VOTERS:
+        dst->voters.voters = NULL;
+        if (src->voters.n_voters > 0) {
+            size_t sz = (size_t)src->voters.n_voters * sizeof src->voters.voters[0];
+
+            if (!(dst->voters.voters = malloc(sz))) {
+                dst->voters.n_voters = 0;
+                rc = KQ_ERR_NOMEM;
+                break;
+            }
+            memcpy(dst->voters.voters, src->voters.voters, sz);
         }
         break;
     case KQ_REC_LEADER_CHANGE:

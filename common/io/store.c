@@ -58,8 +58,12 @@
 
 #define STORE_MAX_DBS 8
 #define BATCH_HDR_LEN KQ_STORE_BATCH_HEADER_LEN
-#define QSTATE_LEN 13
-#define QSTATE_VERSION 1
+/* meta "quorum_state": {version u8, epoch i32 BE, voted_id i32 BE, leader_id i32 BE} and, from
+ * version 2 on, the voted candidate's directory id (16 bytes, KIP-853). Version 1 (written
+ * before dynamic voters) still reads, as a vote for any directory of voted_id. */
+#define QSTATE_LEN_V1 13
+#define QSTATE_LEN 29
+#define QSTATE_VERSION 2
 #define LOG_START_LEN 12
 #define SNAP_MAGIC "KQSNAP01"
 #define SNAP_HDR KQ_STORE_SNAPSHOT_HEADER_LEN
@@ -619,7 +623,8 @@ int kq_store_recover(kq_store *s, kq_store_recovered *out)
     rc = mdb_get(txn, s->meta, &k, &v);
     if (rc == 0) {
         const uint8_t *p = v.mv_data;
-        if (v.mv_size != QSTATE_LEN || p[0] != QSTATE_VERSION) {
+        if (!(v.mv_size == QSTATE_LEN && p[0] == QSTATE_VERSION) &&
+            !(v.mv_size == QSTATE_LEN_V1 && p[0] == 1)) {
             KQ_ERROR("store", "stored quorum state is damaged", "dir=%s size=%zu", s->dir,
                      v.mv_size);
             ret = KQ_ERR_CORRUPT_MESSAGE;
@@ -628,6 +633,8 @@ int kq_store_recover(kq_store *s, kq_store_recovered *out)
         out->qstate.epoch = (int32_t)get_be32(p + 1);
         out->qstate.voted_id = (int32_t)get_be32(p + 5);
         out->qstate.leader_id = (int32_t)get_be32(p + 9);
+        if (p[0] == QSTATE_VERSION)
+            memcpy(out->qstate.voted_dir, p + 13, sizeof out->qstate.voted_dir);
     } else if (rc != MDB_NOTFOUND) {
         goto mdb_fail;
     }
@@ -786,6 +793,7 @@ int kq_store_put_qstate(kq_store *s, const kq_raft_qstate *qs)
     put_be32(buf + 1, (uint32_t)qs->epoch);
     put_be32(buf + 5, (uint32_t)qs->voted_id);
     put_be32(buf + 9, (uint32_t)qs->leader_id);
+    memcpy(buf + 13, qs->voted_dir, sizeof qs->voted_dir);
     int rc = meta_put(s->txn, s->meta, "quorum_state", buf, sizeof(buf));
     return rc ? txn_fail(s, rc, "put_qstate") : 0;
 }

@@ -79,6 +79,12 @@ static const struct quorum_api {
      &kq_wt_fetch_response},
     {KQ_API_FETCH_SNAPSHOT, KQ_RAFT_FETCH_SNAPSHOT_REQ, KQ_RAFT_FETCH_SNAPSHOT_RESP,
      &kq_wt_fetch_snapshot_request, &kq_wt_fetch_snapshot_response},
+    {KQ_API_ADD_RAFT_VOTER, KQ_RAFT_ADD_VOTER_REQ, KQ_RAFT_ADD_VOTER_RESP,
+     &kq_wt_add_raft_voter_request, &kq_wt_add_raft_voter_response},
+    {KQ_API_REMOVE_RAFT_VOTER, KQ_RAFT_REMOVE_VOTER_REQ, KQ_RAFT_REMOVE_VOTER_RESP,
+     &kq_wt_remove_raft_voter_request, &kq_wt_remove_raft_voter_response},
+    {KQ_API_UPDATE_RAFT_VOTER, KQ_RAFT_UPDATE_VOTER_REQ, KQ_RAFT_UPDATE_VOTER_RESP,
+     &kq_wt_update_raft_voter_request, &kq_wt_update_raft_voter_response},
     {KQ_API_DESCRIBE_QUORUM, 0, 0, &kq_wt_describe_quorum_request, &kq_wt_describe_quorum_response},
     {KQ_API_WRITE, 0, 0, &kq_wt_write_request, &kq_wt_write_response},
 };
@@ -126,6 +132,9 @@ const kq_wire_msg *const kq_wire_quorum_tables[] = {
     &kq_wt_fetch_request,
     &kq_wt_fetch_snapshot_request,
     &kq_wt_write_request,
+    &kq_wt_add_raft_voter_request,
+    &kq_wt_remove_raft_voter_request,
+    &kq_wt_update_raft_voter_request,
     &kq_wt_response,
     &kq_wt_vote_response,
     &kq_wt_begin_quorum_epoch_response,
@@ -144,6 +153,20 @@ static const struct quorum_api *quorum_api(uint32_t api_key, kq_raft_msg_type ty
             (type && (quorum_apis[i].req_type == type || quorum_apis[i].resp_type == type)))
             return &quorum_apis[i];
     return NULL;
+}
+
+/* AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter: their bodies are a kq_codec_voter_req (the
+ * core's message points at the voter). */
+static bool is_voter_change(kq_raft_msg_type t)
+{
+    return t == KQ_RAFT_ADD_VOTER_REQ || t == KQ_RAFT_REMOVE_VOTER_REQ ||
+           t == KQ_RAFT_UPDATE_VOTER_REQ;
+}
+
+static bool is_voter_answer(kq_raft_msg_type t)
+{
+    return t == KQ_RAFT_ADD_VOTER_RESP || t == KQ_RAFT_REMOVE_VOTER_RESP ||
+           t == KQ_RAFT_UPDATE_VOTER_RESP;
 }
 
 static int check_cluster_id(const char *cluster_id)
@@ -177,6 +200,14 @@ int kq_codec_encode_raft_request(const kq_raft_msg *m, const char *cluster_id, k
         (m->u.fetch_snapshot_req.position < 0 || m->u.fetch_snapshot_req.max_bytes < 0 ||
          sid->end_offset < 0 || sid->epoch < 0))
         return KQ_ERR_INVALID_REQUEST;
+    if (is_voter_change(m->type)) {
+        kq_codec_voter_req vr = {.epoch = m->type == KQ_RAFT_UPDATE_VOTER_REQ ? m->epoch : 0};
+
+        if (!m->u.voter_req.voter || vr.epoch < 0)
+            return KQ_ERR_INVALID_REQUEST;
+        vr.voter = *m->u.voter_req.voter;
+        return kq_wire_send(q->api_key, cluster_id, m->from, q->req, &vr, out);
+    }
     return kq_wire_send(q->api_key, cluster_id, m->from, q->req, m, out);
 }
 
@@ -258,6 +289,8 @@ int kq_codec_encode_raft_response(const kq_raft_msg *m, const kq_codec_batch *ba
     }
     v.raft = *m;
     v.error_message[0] = v.leader_endpoint[0] = '\0';
+    if (is_voter_answer(m->type) && m->error)
+        kq_wire_clip(m->u.voter_resp.error_message, v.error_message, KQ_CODEC_MAX_ERROR_MESSAGE);
     v.batches = NULL;
     v.n_batches = 0;
     v.error = m->error;
@@ -407,7 +440,13 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
     else if (!rc && (int)rq->body_case != kq_api_find(rq->api_key)->body_case)
         rc = BAD("%s request carries a %s body", name, body_name(rq->body_case));
     if (!rc) {
-        if (q && q->req_type) { /* a Raft request: into the core's message */
+        if (q && is_voter_change(q->req_type)) { /* the body, then the core's message */
+            out->raft.type = q->req_type;
+            out->raft.from = rq->sender_id;
+            rc = kq_wire_decode(q->req, *body, &out->voter_req, &o->a, errbuf, errlen);
+            out->raft.epoch = out->voter_req.epoch;
+            out->raft.u.voter_req.voter = &out->voter_req.voter;
+        } else if (q && q->req_type) { /* a Raft request: into the core's message */
             out->raft.type = q->req_type;
             out->raft.from = rq->sender_id;
             rc = kq_wire_decode(q->req, *body, &out->raft, &o->a, errbuf, errlen);
@@ -589,6 +628,9 @@ int kq_codec_decode_response(const uint8_t *buf, size_t len, int32_t from, kq_re
         out->raft.error = out->error;
         out->raft.leader_id = out->leader_id;
         out->raft.epoch = out->leader_epoch;
+        if (q && is_voter_answer(q->resp_type))
+            kq_wire_clip(out->error_message, out->raft.u.voter_resp.error_message,
+                         sizeof out->raft.u.voter_resp.error_message - 1);
         if (q && rs->body_case != KQ__RESPONSE__BODY__NOT_SET &&
             !(rc = kq_wire_decode(q->resp, *body, out, &o->a, errbuf, errlen)))
             rc = check_response(out, errbuf, errlen);

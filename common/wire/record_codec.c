@@ -248,6 +248,22 @@ size_t kq_record_render(const kq_record *r, char *buf, size_t cap)
     case KQ_REC_OPAQUE:
         put(&o, " bytes=%zu", r->opaque.len);
         break;
+    case KQ_REC_KRAFT_VERSION:
+        put(&o, " kraft_version=%d", (int)r->kraft_version.kraft_version);
+        break;
+    case KQ_REC_VOTERS:
+        if (r->voters.unsafe_recovery)
+            put(&o, " unsafe_recovery=true");
+        put(&o, " voters=");
+        for (int32_t i = 0; i < r->voters.n_voters; i++) {
+            const kq_voter *v = &r->voters.voters[i];
+            char d[KQ_UUID_STR_LEN + 1];
+
+            kq_uuid_format(v->key.dir, d);
+            put(&o, "%s%d@%s:%d:%s[%d..%d]", i ? "," : "", (int)v->key.id, v->host, (int)v->port, d,
+                (int)v->kraft_min, (int)v->kraft_max);
+        }
+        break;
     case KQ_REC_REGISTER_BROKER: {
         const kq_rec_register_broker *b = &r->register_broker;
 

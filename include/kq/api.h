@@ -31,6 +31,9 @@
     X(END_QUORUM_EPOCH, 54, "EndQuorumEpoch", end_quorum_epoch, QUORUM)                            \
     X(DESCRIBE_QUORUM, 55, "DescribeQuorum", describe_quorum, QUORUM)                              \
     X(FETCH_SNAPSHOT, 59, "FetchSnapshot", fetch_snapshot, QUORUM)                                 \
+    X(ADD_RAFT_VOTER, 80, "AddRaftVoter", add_raft_voter, QUORUM)                                  \
+    X(REMOVE_RAFT_VOTER, 81, "RemoveRaftVoter", remove_raft_voter, QUORUM)                         \
+    X(UPDATE_RAFT_VOTER, 82, "UpdateRaftVoter", update_raft_voter, QUORUM)                         \
     X(WRITE, 1000, "Write", write, QUORUM)                                                         \
     X(CREATE_TOPICS, 19, "CreateTopics", create_topics, CONTROLLER)                                \
     X(DELETE_TOPICS, 20, "DeleteTopics", delete_topics, CONTROLLER)                                \

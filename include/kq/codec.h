@@ -17,6 +17,7 @@
 
 #include "kq/api.h"
 #include "kq/raft.h"
+#include "kq/voters.h"
 
 #define KQ_CODEC_MAX_CLUSTER_ID 64
 #define KQ_CODEC_MAX_WRITE_RECORDS 10000
@@ -76,12 +77,22 @@ typedef struct kq_quorum_description {
  * body is present); kq_ctl_request_from_envelope (include/kq/ctl_codec.h) decodes and
  * validates the body. Likewise kq_codec_decode_response checks only the envelope of a
  * controller API response; the kq_ctl_decode_*_response functions read the body. */
+/* The body of an AddRaftVoter, RemoveRaftVoter or UpdateRaftVoter request (KIP-853). Remove
+ * carries only the key; epoch is UpdateRaftVoter's current_leader_epoch (0 for the others). */
+typedef struct kq_codec_voter_req {
+    int32_t epoch;
+    kq_voter voter;
+} kq_codec_voter_req;
+
 typedef struct kq_request {
     uint32_t api_key;
     uint32_t api_version;
     char cluster_id[KQ_CODEC_MAX_CLUSTER_ID + 1];
     int32_t sender_id;
     kq_raft_msg raft; /* Vote/BeginQuorumEpoch/EndQuorumEpoch/Fetch: type set, from = sender */
+    /* Add/Remove/UpdateRaftVoter: the body; raft.u.voter_req.voter points at voter_req.voter,
+     * so a decoded request must not be copied by value (point it again after a copy) */
+    kq_codec_voter_req voter_req;
     /* Write: records[i], record_lens[i] for i < n_records */
     const uint8_t **records;
     size_t *record_lens;

@@ -101,7 +101,8 @@ void kq_image_clear(kq_image *img);
 /* Apply the record at log offset `offset` (> the last applied offset). 0 on success; otherwise
  * a kq error (KQ_ERR_INVALID_REQUEST, _UNKNOWN_TOPIC_ID, _UNKNOWN_TOPIC_OR_PARTITION,
  * _TOPIC_ALREADY_EXISTS, _BROKER_ID_NOT_REGISTERED, _STALE_BROKER_EPOCH, _NOMEM) and the image
- * is unchanged. LeaderChange, NoOp and Opaque records only advance the offset. */
+ * is unchanged. LeaderChange, KRaftVersion, Voters (the Raft layer's quorum records), NoOp and
+ * Opaque records only advance the offset. */
 int kq_image_apply(kq_image *img, int64_t offset, const kq_record *r);
 /* Message for the last failed apply/rollback/commit/load ("" if none). Owned by the image. */
 const char *kq_image_error(const kq_image *img);

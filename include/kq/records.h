@@ -28,6 +28,7 @@
 
 #include "kq/authorizer.h"
 #include "kq/util.h"
+#include "kq/voters.h" /* kq_voter: a VotersRecord's entries */
 
 /* Limits enforced by kq_record_validate (and so by every decode and apply). */
 #define KQ_REC_MAX_REPLICAS 1024 /* per replica list (replicas, isr, elr, lke, voters) */
@@ -57,6 +58,8 @@ typedef enum kq_rec_type {
     KQ_REC_LEADER_CHANGE = 1,
     KQ_REC_NOOP = 2,
     KQ_REC_OPAQUE = 3,
+    KQ_REC_KRAFT_VERSION = 4, /* KIP-853 quorum records, written by the Raft layer */
+    KQ_REC_VOTERS = 5,
     KQ_REC_REGISTER_BROKER = 10,
     KQ_REC_UNREGISTER_BROKER = 11,
     KQ_REC_BROKER_REGISTRATION_CHANGE = 12,
@@ -93,6 +96,8 @@ typedef struct kq_record {
         kq_rec_remove_acl remove_acl;
         kq_rec_leader_change leader_change;
         kq_rec_opaque opaque;
+        kq_rec_kraft_version kraft_version;
+        kq_rec_voters voters; /* decoded: owns its voters array */
     };
 } kq_record;
 

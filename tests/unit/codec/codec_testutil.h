@@ -107,6 +107,25 @@ static inline void check_request_ok(const kq_request *r)
         assert_true(r->raft.u.fetch_snapshot_req.snapshot_id.end_offset >= 0);
         assert_true(r->raft.u.fetch_snapshot_req.snapshot_id.epoch >= 0);
         break;
+    case KQ_API_ADD_RAFT_VOTER:
+    case KQ_API_REMOVE_RAFT_VOTER:
+    case KQ_API_UPDATE_RAFT_VOTER: {
+        const kq_voter *v = r->raft.u.voter_req.voter;
+        bool removal = r->api_key == KQ_API_REMOVE_RAFT_VOTER;
+
+        assert_int_equal(r->raft.type, r->api_key == KQ_API_ADD_RAFT_VOTER ? KQ_RAFT_ADD_VOTER_REQ
+                                       : removal ? KQ_RAFT_REMOVE_VOTER_REQ
+                                                 : KQ_RAFT_UPDATE_VOTER_REQ);
+        assert_ptr_equal(v, &r->voter_req.voter);
+        assert_int_equal(r->raft.from, r->sender_id);
+        assert_true(r->raft.epoch >= 0);
+        assert_true(v->key.id >= 0);
+        assert_false(kq_uuid_is_zero(v->key.dir));
+        tu_check_str(v->host, sizeof v->host);
+        assert_true(removal ? v->port == 0 : v->port >= 1 && v->port <= 65535);
+        assert_true(v->kraft_min >= 0 && v->kraft_max >= 0);
+        break;
+    }
     case KQ_API_CREATE_TOPICS:
     case KQ_API_DELETE_TOPICS:
     case KQ_API_DESCRIBE_CONFIGS:
@@ -171,6 +190,16 @@ static inline void check_response_ok(const kq_response *r, int32_t from)
         assert_int_equal(r->raft.error, r->error);
         assert_true(r->raft.leader_id >= -1);
         assert_true(r->raft.epoch >= -1);
+        break;
+    case KQ_API_ADD_RAFT_VOTER:
+    case KQ_API_REMOVE_RAFT_VOTER:
+    case KQ_API_UPDATE_RAFT_VOTER:
+        assert_true(r->raft.type == KQ_RAFT_ADD_VOTER_RESP ||
+                    r->raft.type == KQ_RAFT_REMOVE_VOTER_RESP ||
+                    r->raft.type == KQ_RAFT_UPDATE_VOTER_RESP);
+        assert_int_equal(r->raft.from, from);
+        assert_int_equal(r->raft.error, r->error);
+        tu_check_str(r->raft.u.voter_resp.error_message, sizeof r->raft.u.voter_resp.error_message);
         break;
     case KQ_API_FETCH_SNAPSHOT:
         assert_int_equal(r->raft.type, KQ_RAFT_FETCH_SNAPSHOT_RESP);

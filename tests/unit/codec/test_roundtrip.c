@@ -555,6 +555,114 @@ static void test_encoder_refusals(void **state)
     kq_buf_free(&b);
 }
 
+/* KIP-853: directory ids ride on Vote, BeginQuorumEpoch, Fetch and FetchSnapshot (absent when
+ * all zero), and the three voter changes carry a voter; an error's reason comes back. */
+static void test_directory_ids(void **state)
+{
+    const kq_raft_msg_type types[] = {KQ_RAFT_VOTE_REQ, KQ_RAFT_BEGIN_EPOCH_REQ, KQ_RAFT_FETCH_REQ,
+                                      KQ_RAFT_FETCH_SNAPSHOT_REQ};
+    kq_request r;
+
+    (void)state;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        for (int known = 0; known <= 1; known++) {
+            kq_raft_msg m = blank_msg(types[t]);
+
+            m.epoch = 3;
+            m.u.vote_req.last_epoch = 2;
+            m.u.fetch_snapshot_req.snapshot_id.end_offset = 0;
+            memset(m.from_dir, known ? 0xa1 : 0, sizeof m.from_dir);
+            memset(m.to_dir, known ? 0xb2 : 0, sizeof m.to_dir);
+            if (types[t] == KQ_RAFT_VOTE_REQ)
+                m.u.vote_req.candidate_id = m.from;
+            request_roundtrip(&m, "c", &r);
+            assert_memory_equal(r.raft.from_dir, m.from_dir, 16);
+            /* only Vote and BeginQuorumEpoch name the receiver's directory */
+            if (types[t] == KQ_RAFT_VOTE_REQ || types[t] == KQ_RAFT_BEGIN_EPOCH_REQ)
+                assert_memory_equal(r.raft.to_dir, m.to_dir, 16);
+            else
+                assert_true(kq_uuid_is_zero(r.raft.to_dir));
+            kq_request_free(&r);
+        }
+    }
+}
+
+static void test_voter_changes(void **state)
+{
+    const kq_raft_msg_type types[] = {KQ_RAFT_ADD_VOTER_REQ, KQ_RAFT_REMOVE_VOTER_REQ,
+                                      KQ_RAFT_UPDATE_VOTER_REQ};
+    const uint32_t keys[] = {KQ_API_ADD_RAFT_VOTER, KQ_API_REMOVE_RAFT_VOTER,
+                             KQ_API_UPDATE_RAFT_VOTER};
+    kq_voter v = {.key = {.id = 3004}, .port = 9093, .kraft_min = 0, .kraft_max = 1};
+    kq_request r;
+    kq_response a;
+    kq_buf b = {0};
+
+    (void)state;
+    memset(v.key.dir, 0x5c, sizeof v.key.dir);
+    memset(v.host, 'h', sizeof v.host - 1); /* the longest host */
+    for (size_t t = 0; t < 3; t++) {
+        kq_raft_msg m = blank_msg(types[t]);
+
+        m.from = types[t] == KQ_RAFT_UPDATE_VOTER_REQ ? 3004 : -1; /* a voter, or the tool */
+        m.epoch = types[t] == KQ_RAFT_UPDATE_VOTER_REQ ? 9 : 0;
+        m.u.voter_req.voter = &v;
+        request_roundtrip(&m, "c", &r);
+        assert_int_equal(r.api_key, keys[t]);
+        assert_ptr_equal(r.raft.u.voter_req.voter, &r.voter_req.voter);
+        assert_int_equal(r.voter_req.voter.key.id, 3004);
+        assert_memory_equal(r.voter_req.voter.key.dir, v.key.dir, 16);
+        if (types[t] == KQ_RAFT_REMOVE_VOTER_REQ) { /* the key only */
+            assert_string_equal(r.voter_req.voter.host, "");
+            assert_int_equal(r.voter_req.voter.port, 0);
+        } else {
+            assert_string_equal(r.voter_req.voter.host, v.host);
+            assert_int_equal(r.voter_req.voter.port, 9093);
+            assert_int_equal(r.voter_req.voter.kraft_max, 1);
+        }
+        kq_request_free(&r);
+
+        /* the answer, with and without an error and its reason */
+        for (int e = 0; e <= 1; e++) {
+            kq_raft_msg ans = blank_msg((kq_raft_msg_type)(types[t] + 1));
+
+            ans.epoch = 9;
+            ans.leader_id = 3001;
+            ans.error = e ? KQ_ERR_DUPLICATE_VOTER : 0;
+            snprintf(ans.u.voter_resp.error_message, sizeof ans.u.voter_resp.error_message, "%s",
+                     e ? "node 3004 is a voter already" : "");
+            response_roundtrip(&ans, NULL, 0, &a);
+            assert_int_equal(a.api_key, keys[t]);
+            assert_string_equal(a.raft.u.voter_resp.error_message,
+                                e ? "node 3004 is a voter already" : "");
+            kq_response_free(&a);
+        }
+    }
+    /* refusals: no voter to encode; a port 0 or a zero directory id the decoder refuses,
+     * naming the field */
+    kq_raft_msg m = blank_msg(KQ_RAFT_ADD_VOTER_REQ);
+    assert_int_equal(kq_codec_encode_raft_request(&m, "c", &b), KQ_ERR_INVALID_REQUEST);
+    m.u.voter_req.voter = &v;
+    for (int bad = 0; bad < 2; bad++) {
+        char err[256] = "";
+
+        v.port = bad == 0 ? 0 : 9093;
+        memset(v.key.dir, bad == 1 ? 0 : 0x5c, sizeof v.key.dir);
+        assert_int_equal(kq_codec_encode_raft_request(&m, "c", &b), 0);
+        assert_int_equal(kq_codec_decode_request(b.data, b.len, &r, err, sizeof err),
+                         KQ_ERR_INVALID_REQUEST);
+        assert_non_null(strstr(err, bad == 0 ? "port" : "voter_directory_id"));
+        kq_buf_free(&b);
+    }
+    /* an UpdateRaftVoter names the leader epoch it was sent in */
+    memset(v.key.dir, 0x5c, sizeof v.key.dir);
+    m = blank_msg(KQ_RAFT_UPDATE_VOTER_REQ);
+    m.u.voter_req.voter = &v;
+    m.epoch = -1;
+    assert_int_equal(kq_codec_encode_raft_request(&m, "c", &b), KQ_ERR_INVALID_REQUEST);
+    assert_null(b.data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -570,6 +678,8 @@ int main(void)
         cmocka_unit_test(test_write_response),
         cmocka_unit_test(test_error_responses),
         cmocka_unit_test(test_encoder_refusals),
+        cmocka_unit_test(test_directory_ids),
+        cmocka_unit_test(test_voter_changes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,6 +53,15 @@ static void assert_rec_eq(const kq_record *a, const kq_record *b)
         assert_ids_eq(&a->leader_change.voters, &b->leader_change.voters);
         assert_ids_eq(&a->leader_change.granting_voters, &b->leader_change.granting_voters);
         break;
+    case KQ_REC_KRAFT_VERSION:
+        assert_int_equal(a->kraft_version.kraft_version, b->kraft_version.kraft_version);
+        break;
+    case KQ_REC_VOTERS:
+        assert_int_equal(a->voters.unsafe_recovery, b->voters.unsafe_recovery);
+        assert_int_equal(a->voters.n_voters, b->voters.n_voters);
+        assert_memory_equal(a->voters.voters, b->voters.voters,
+                            (size_t)a->voters.n_voters * sizeof a->voters.voters[0]);
+        break;
     case KQ_REC_OPAQUE:
         assert_int_equal(a->opaque.len, b->opaque.len);
         assert_memory_equal(a->opaque.data, b->opaque.data, a->opaque.len);
@@ -144,6 +153,28 @@ static void assert_rec_eq(const kq_record *a, const kq_record *b)
     }
 }
 
+/* A VotersRecord of n voters 3001.. (owning its array), every field set. */
+static kq_record rec_voters(int n, bool unsafe_recovery)
+{
+    kq_record r = {.type = KQ_REC_VOTERS};
+
+    r.voters.voters = calloc((size_t)n, sizeof *r.voters.voters);
+    assert_non_null(r.voters.voters);
+    r.voters.n_voters = n;
+    r.voters.unsafe_recovery = unsafe_recovery;
+    for (int i = 0; i < n; i++) {
+        kq_voter *v = &r.voters.voters[i];
+
+        v->key.id = 3001 + i;
+        memset(v->key.dir, 0x10 + i, sizeof v->key.dir);
+        snprintf(v->host, sizeof v->host, "controller-%d.example", i);
+        v->port = 9093 + i;
+        v->kraft_min = 0;
+        v->kraft_max = 1;
+    }
+    return r;
+}
+
 /* One record of every type (each owns its memory). */
 static int sample_records(kq_record *out)
 {
@@ -196,6 +227,10 @@ static int sample_records(kq_record *out)
     out[n++] = rec_config(KQ_CONFIG_RESOURCE_TOPIC, "orders", "retention.ms", "100");
     out[n++] = rec_config(KQ_CONFIG_RESOURCE_BROKER, "", "min.insync.replicas", NULL);
     out[n++] = rec_feature("metadata.version", 22);
+    out[n] = (kq_record){.type = KQ_REC_KRAFT_VERSION};
+    out[n++].kraft_version.kraft_version = 1;
+    out[n++] = rec_voters(3, false);
+    out[n++] = rec_voters(1, true);
     return n;
 }
 
@@ -391,6 +426,46 @@ static void test_encode_rejects_invalid(void **state)
     kq_record_free(&r);
 }
 
+/* A VotersRecord the quorum could not run on is refused, with the reason. */
+static void test_voters_refused(void **state)
+{
+    static const struct {
+        const char *why;
+        int n;
+        void (*spoil)(kq_record *r);
+    } cases[] = {
+        {"0 voters", 0, NULL},    {"appears twice", 2, NULL},          {"no directory id", 1, NULL},
+        {"no endpoint", 1, NULL}, {"unknown record version", 1, NULL},
+    };
+    (void)state;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        kq_record r = rec_voters(cases[c].n ? cases[c].n : 1, false);
+        kq_buf b = {0};
+
+        if (c == 0)
+            r.voters.n_voters = 0;
+        else if (c == 1)
+            r.voters.voters[1].key.id = r.voters.voters[0].key.id;
+        else if (c == 2)
+            memset(r.voters.voters[0].key.dir, 0, 16);
+        else if (c == 3)
+            r.voters.voters[0].host[0] = '\0';
+        else
+            r.voters.version = 1;
+        err[0] = '\0';
+        assert_int_equal(kq_record_append(&b, &r, err, sizeof err), KQ_ERR_INVALID_REQUEST);
+        assert_null(b.data);
+        assert_non_null(strstr(err, cases[c].why));
+        kq_record_free(&r);
+    }
+    /* kraft.version is 0 or 1 */
+    kq_record k = {.type = KQ_REC_KRAFT_VERSION};
+    kq_buf b = {0};
+    k.kraft_version.kraft_version = 2;
+    assert_int_equal(kq_record_append(&b, &k, err, sizeof err), KQ_ERR_INVALID_REQUEST);
+    assert_non_null(strstr(err, "kraft.version 2"));
+}
+
 static void test_render(void **state)
 {
     static const int32_t r12[] = {1, 2};
@@ -426,6 +501,12 @@ static void test_render(void **state)
     r = rec_config(KQ_CONFIG_RESOURCE_TOPIC, "foo", "retention.ms", NULL);
     kq_record_render(&r, buf, sizeof buf);
     assert_string_equal(buf, "Config type=topic resource=\"foo\" name=retention.ms deleted");
+    kq_record_free(&r);
+    r = rec_voters(2, true);
+    kq_record_render(&r, buf, sizeof buf);
+    assert_string_equal(buf, "Voters unsafe_recovery=true "
+                             "voters=3001@controller-0.example:9093:EBAQEBAQEBAQEBAQEBAQEA[0..1],"
+                             "3002@controller-1.example:9094:EREREREREREREREREREREQ[0..1]");
     kq_record_free(&r);
 }
 
@@ -598,6 +679,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_encode_rejects_invalid),
+        cmocka_unit_test(test_voters_refused),
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_snapshot_round_trip),
         cmocka_unit_test(test_snapshot_corrupt),

@@ -546,6 +546,65 @@ static void test_recover_after_reopen(void **state)
     assert_int_equal(kq_store_begin(f->s), KQ_ERR_INVALID_REQUEST);
 }
 
+/* Writes meta "quorum_state" = v (len bytes) through raw LMDB. */
+static void put_raw_qstate(const char *dir, const uint8_t *v, size_t len)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_val k = {strlen("quorum_state"), (void *)"quorum_state"}, val = {len, (void *)v};
+
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 8), 0);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0640), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+    assert_int_equal(mdb_put(txn, dbi, &k, &val, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+/* KIP-853: the vote is kept with the candidate's directory id across a restart; a quorum state
+ * written before (version 1, 13 bytes) reads as a vote for any directory; a damaged one is
+ * refused. */
+static void test_qstate_keeps_voted_directory(void **state)
+{
+    fixture *f = *state;
+    kq_raft_qstate qs = {.epoch = 9, .voted_id = 3002, .leader_id = -1};
+    kq_store_recovered r;
+    static const uint8_t v1[13] = {1, 0, 0, 0, 5, 0, 0, 0, 2, 0xff, 0xff, 0xff, 0xff};
+    static const uint8_t bad[13] = {2, 0, 0, 0, 5, 0, 0, 0, 2, 0xff, 0xff, 0xff, 0xff};
+
+    format_and_open(f);
+    memset(qs.voted_dir, 0x7e, sizeof qs.voted_dir);
+    assert_int_equal(kq_store_begin(f->s), 0);
+    assert_int_equal(kq_store_put_qstate(f->s, &qs), 0);
+    assert_int_equal(kq_store_commit(f->s), 0);
+    reopen(f);
+    assert_int_equal(kq_store_recover(f->s, &r), 0);
+    assert_int_equal(r.qstate.voted_id, 3002);
+    assert_memory_equal(r.qstate.voted_dir, qs.voted_dir, 16);
+    free(r.epochs);
+
+    kq_store_close(f->s);
+    f->s = NULL;
+    put_raw_qstate(f->dir, v1, sizeof v1);
+    reopen(f);
+    assert_int_equal(kq_store_recover(f->s, &r), 0);
+    assert_int_equal(r.qstate.epoch, 5);
+    assert_int_equal(r.qstate.voted_id, 2);
+    assert_int_equal(r.qstate.leader_id, -1);
+    assert_true(kq_uuid_is_zero(r.qstate.voted_dir));
+    free(r.epochs);
+
+    kq_store_close(f->s);
+    f->s = NULL;
+    put_raw_qstate(f->dir, bad, sizeof bad); /* version 2 needs 29 bytes */
+    reopen(f);
+    assert_int_equal(kq_store_recover(f->s, &r), KQ_ERR_CORRUPT_MESSAGE);
+    free(r.epochs);
+}
+
 /* Overwrites one byte of the records of the batch at `base` through raw LMDB. */
 static void corrupt_batch(const char *dir, int64_t base)
 {
@@ -729,6 +788,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abort_and_uncommitted_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recover_after_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qstate_keeps_voted_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corruption_detected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_last_batch_header_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_empty_batch, setup, teardown),
