@@ -631,6 +631,8 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
             c.voters = NULL; /* that offset's VotersRecord is in already */
         rc = raft_add_control(r, &c, 1, why, sizeof(why));
     }
+    if (!rc && r->voters.n == 0 && r->cfg.n_bootstrap == 0)
+        rc = KQ_ERR_INVALID_REQUEST; /* no voter set and nobody to ask for one */
     if (rc) {
         kq_voter_set static_set = r->vh.static_set; /* as before this START */
         kq_voter_history_free(&r->vh);
@@ -726,8 +728,10 @@ kq_raft *kq_raft_new(const kq_raft_config *cfg, char *errbuf, size_t errlen)
         why = "no configuration";
     else if (cfg->node_id < 0)
         why = "node id must be >= 0";
-    else if (cfg->n_voters < 1 || cfg->n_voters > KQ_RAFT_MAX_VOTERS)
+    else if (cfg->n_voters < 0 || cfg->n_voters > KQ_RAFT_MAX_VOTERS)
         why = "the voter set must have 1 to 16 voters";
+    else if (cfg->n_bootstrap < 0 || cfg->n_bootstrap > KQ_RAFT_MAX_VOTERS)
+        why = "at most 16 bootstrap servers";
     else if (cfg->election_timeout_ms == 0 || cfg->fetch_timeout_ms == 0 ||
              cfg->request_timeout_ms == 0)
         why = "election, fetch and request timeouts must be > 0";
@@ -804,10 +808,12 @@ static bool msg_ok(const kq_raft *r, const kq_raft_msg *m)
         return false;
     bool change = m->type == KQ_RAFT_ADD_VOTER_REQ || m->type == KQ_RAFT_REMOVE_VOTER_REQ ||
                   m->type == KQ_RAFT_UPDATE_VOTER_REQ;
+    bool from_bootstrap = m->type == KQ_RAFT_FETCH_RESP && m->from <= KQ_RAFT_BOOTSTRAP_ID(0) &&
+                          m->from > KQ_RAFT_BOOTSTRAP_ID(r->cfg.n_bootstrap);
     if (change && !m->u.voter_req.voter)
         return false;
-    if ((m->from < 0 && !change) || m->from == r->cfg.node_id || m->to != r->cfg.node_id ||
-        m->epoch < 0)
+    if ((m->from < 0 && !change && !from_bootstrap) || m->from == r->cfg.node_id ||
+        m->to != r->cfg.node_id || m->epoch < 0)
         return false;
     if (m->type == KQ_RAFT_FETCH_RESP && m->u.fetch_resp.n_batches > 0 && !m->u.fetch_resp.batches)
         return false;

@@ -299,8 +299,36 @@ static void follower_append(kq_raft *r, const kq_raft_msg *m)
     }
 }
 
+/* The answer of bootstrap server `from` (KQ_RAFT_BOOTSTRAP_ID): only whom it names as the
+ * leader counts; the node then fetches from that leader by its id (records from a bootstrap
+ * id are not taken: the server may be a voter that is not the leader). */
+static void on_bootstrap_fetch_resp(kq_raft *r, const kq_raft_msg *m)
+{
+    int b = KQ_RAFT_BOOTSTRAP_ID(0) - m->from;
+
+    if (b < 0 || b >= r->cfg.n_bootstrap || !r->boot_inflight[b])
+        return;
+    r->boot_inflight[b] = false;
+    if (!raft_is_transport_error(m->error) && m->epoch > r->epoch) {
+        raft_on_higher_epoch(r, m->epoch, m->leader_id);
+        return;
+    }
+    if (!raft_is_transport_error(m->error) && m->epoch == r->epoch &&
+        r->role == KQ_RAFT_UNATTACHED && raft_can_follow_in_epoch(r, m->leader_id)) {
+        raft_become_follower(r, r->epoch, m->leader_id);
+        return;
+    }
+    raft_fetch_backoff(r);
+    if (r->role == KQ_RAFT_UNATTACHED)
+        r->discovery_idx = -1; /* try another server */
+}
+
 void raft_on_fetch_resp(kq_raft *r, const kq_raft_msg *m)
 {
+    if (m->from <= KQ_RAFT_BOOTSTRAP_ID(0)) {
+        on_bootstrap_fetch_resp(r, m);
+        return;
+    }
     int i = raft_peer_index(r, m->from);
     if (i < 0 || i == r->self_idx || !r->peers[i].fetch_inflight)
         return;
@@ -429,12 +457,52 @@ static int fetch_target(kq_raft *r)
     return -1;
 }
 
+/* A node that is not a voter and knows no leader asks its bootstrap servers (Kafka's
+ * controller.quorum.bootstrap.servers) when it has them: one at a time, at random. */
+static bool discover_by_bootstrap(const kq_raft *r)
+{
+    return r->role == KQ_RAFT_UNATTACHED && !raft_is_voter(r) && r->cfg.n_bootstrap > 0;
+}
+
+static void fill_fetch(kq_raft *r, kq_raft_msg *m)
+{
+    m->u.fetch_req.fetch_offset = r->leo;
+    m->u.fetch_req.last_fetched_epoch = raft_last_epoch(r);
+    m->u.fetch_req.max_wait_ms =
+        r->cfg.fetch_max_wait_ms > INT32_MAX ? INT32_MAX : (int32_t)r->cfg.fetch_max_wait_ms;
+}
+
+static void pump_bootstrap_fetch(kq_raft *r)
+{
+    if (r->discovery_idx < 0 || r->discovery_idx >= r->cfg.n_bootstrap) {
+        int cand[KQ_RAFT_MAX_VOTERS], n = 0;
+
+        for (int i = 0; i < r->cfg.n_bootstrap; i++)
+            if (!r->boot_inflight[i])
+                cand[n++] = i;
+        if (n == 0)
+            return;
+        r->discovery_idx = cand[raft_prng_below(r, (uint64_t)n)];
+    }
+    if (r->boot_inflight[r->discovery_idx])
+        return; /* wait for its answer (or its timeout) */
+    kq_raft_msg *m = raft_emit(r, KQ_RAFT_FETCH_REQ, KQ_RAFT_BOOTSTRAP_ID(r->discovery_idx));
+    if (!m)
+        return;
+    fill_fetch(r, m);
+    r->boot_inflight[r->discovery_idx] = true;
+}
+
 void raft_pump_fetch(kq_raft *r)
 {
     if (r->snap_installing)
         return; /* the host is installing a snapshot: nothing to fetch from until it is done */
     if (r->now < r->fetch_retry_at || r->durable_end < r->leo)
         return; /* back-off, or the offset we would report is not durable yet */
+    if (discover_by_bootstrap(r)) {
+        pump_bootstrap_fetch(r);
+        return;
+    }
     int t = fetch_target(r);
     if (t < 0 || t == r->self_idx)
         return;
@@ -448,10 +516,6 @@ void raft_pump_fetch(kq_raft *r)
     kq_raft_msg *m = raft_emit(r, KQ_RAFT_FETCH_REQ, r->peers[t].id);
     if (!m)
         return;
-    int32_t wait =
-        r->cfg.fetch_max_wait_ms > INT32_MAX ? INT32_MAX : (int32_t)r->cfg.fetch_max_wait_ms;
-    m->u.fetch_req.fetch_offset = r->leo;
-    m->u.fetch_req.last_fetched_epoch = raft_last_epoch(r);
-    m->u.fetch_req.max_wait_ms = wait;
+    fill_fetch(r, m);
     r->peers[t].fetch_inflight = true;
 }

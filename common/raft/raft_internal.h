@@ -138,7 +138,9 @@ struct kq_raft {
     bool fetch_failing;
     uint64_t last_fetch_ok_ms;
     int64_t leader_hw; /* latest HW the leader reported, -1 unknown */
-    int discovery_idx; /* observer without leader: voter index fetched from */
+    int discovery_idx; /* observer without leader: voter (or bootstrap server) index fetched
+                        * from */
+    bool boot_inflight[KQ_RAFT_MAX_VOTERS]; /* a Fetch to bootstrap server i is in flight */
 
     /* leader */
     int64_t epoch_start;

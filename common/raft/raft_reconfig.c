@@ -181,7 +181,8 @@ void raft_voters_compact(kq_raft *r, int64_t start)
 
 bool raft_voters_dynamic(const kq_raft *r)
 {
-    return kq_voter_history_kraft_version(&r->vh) >= 1;
+    /* a node without a static set learns its set from the log: kraft.version 1 by nature */
+    return kq_voter_history_kraft_version(&r->vh) >= 1 || r->cfg.n_voters == 0;
 }
 
 /* ---------------------------------------------------------------- changes (leader) */

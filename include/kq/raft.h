@@ -70,6 +70,8 @@
 #define KQ_RAFT_MAX_MSGS 256   /* messages one step can emit */
 #define KQ_RAFT_MAX_PARKED 128 /* parked (long-poll) Fetch requests on a leader */
 #define KQ_RAFT_NO_ID (-1)
+/* The id of bootstrap server i (0-based) in Fetch requests and answers: -2, -3, ... */
+#define KQ_RAFT_BOOTSTRAP_ID(i) (-2 - (int32_t)(i))
 #define KQ_RAFT_SNAPSHOT_CHUNK_DEFAULT (1024 * 1024) /* bytes per FetchSnapshot answer */
 #define KQ_RAFT_SNAPSHOT_CHUNK_MAX (8 * 1024 * 1024) /* codec limit for one chunk */
 
@@ -108,7 +110,14 @@ typedef struct kq_raft_config {
     int32_t node_id;
     uint8_t directory_id[16];           /* this node's directory id (all zero: not known) */
     int32_t voters[KQ_RAFT_MAX_VOTERS]; /* static voter set; node is an observer if absent */
-    int n_voters;
+    int n_voters; /* 0: no static set (kraft.version 1: the set comes from the log, or from the
+                   * bootstrap records of kq storage format); then n_bootstrap must be > 0 or
+                   * START must give a voter set */
+    /* controller.quorum.bootstrap.servers (KIP-853): how many. A node that is not a voter and
+     * knows no leader sends its Fetch to one of them, named KQ_RAFT_BOOTSTRAP_ID(i) (the host
+     * maps the id to the i-th server's address; the answer comes from that id). An answer
+     * naming a leader makes the node follow it by its real id. 0: discover among the voters. */
+    int n_bootstrap;
     uint32_t election_timeout_ms;     /* controller.quorum.election.timeout.ms, 1000 */
     uint32_t fetch_timeout_ms;        /* controller.quorum.fetch.timeout.ms, 2000 */
     uint32_t election_backoff_max_ms; /* controller.quorum.election.backoff.max.ms, 1000 */

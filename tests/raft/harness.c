@@ -158,11 +158,12 @@ static h_outstanding *out_find(harness *h, uint64_t token)
     return NULL;
 }
 
-static void out_add(harness *h, uint64_t token, const kq_raft_msg *req)
+static void out_add(harness *h, uint64_t token, const kq_raft_msg *req, int32_t alias)
 {
     for (int i = 0; i < H_MAX_OUTSTANDING; i++) {
         if (!h->out[i].used) {
             h->out[i].used = true;
+            h->out[i].alias = alias;
             h->out[i].token = token;
             h->out[i].requester = req->from;
             h->out[i].responder = req->to;
@@ -234,7 +235,7 @@ static size_t node_control(const harness *h, const h_node *nd, bool at_start, kq
 {
     size_t n = 0;
     *out = NULL;
-    if (h->dynamic && at_start) {
+    if (h->dynamic && at_start && !nd->no_initial) {
         *out = malloc(sizeof(**out));
         if (!*out)
             die("out of memory");
@@ -543,7 +544,10 @@ static void host_send_response(void *ctx, const kq_raft_msg *m)
     if (!o)
         return; /* already timed out: the host drops a late answer */
     o->used = false;
-    h_qmsg *e = q_push(h, m, h->now);
+    kq_raft_msg as = *m;
+    if (o->alias)
+        as.from = o->alias; /* answered as the bootstrap server the requester named */
+    h_qmsg *e = q_push(h, &as, h->now);
     if (m->type == KQ_RAFT_FETCH_RESP)
         fill_fetch_resp(h, nd, e);
     if (m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP)
@@ -891,7 +895,7 @@ int h_inject(harness *h, int32_t to, const kq_raft_msg *m)
     c.to = to;
     if (kq_raft_msg_is_request(c.type)) {
         c.token = ++h->next_token;
-        out_add(h, c.token, &c);
+        out_add(h, c.token, &c, 0);
     }
     kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE};
     ev.u.msg = &c;
@@ -951,14 +955,26 @@ void h_deliver(harness *h, int idx)
         die("no such queued message");
     h_qmsg e = h->q[idx];
     q_remove(h, (size_t)idx);
+    int32_t alias = 0, src = e.m.from;
+    if (kq_raft_msg_is_request(e.m.type) && e.m.to <= KQ_RAFT_BOOTSTRAP_ID(0)) {
+        int b = KQ_RAFT_BOOTSTRAP_ID(0) - e.m.to;
+        alias = e.m.to;
+        if (b >= h->n_bootstrap) { /* no such server: the request times out */
+            queue_timeout(h, e.m.from, alias, e.m.type, h->now + H_REQUEST_TIMEOUT_MS);
+            return;
+        }
+        e.m.to = h->bootstrap[b];
+    }
+    if (src <= KQ_RAFT_BOOTSTRAP_ID(0) && KQ_RAFT_BOOTSTRAP_ID(0) - src < h->n_bootstrap)
+        src = h->bootstrap[KQ_RAFT_BOOTSTRAP_ID(0) - src];
     int32_t to = e.m.to;
     if (to < 1 || to > h->n)
         return; /* addressed outside the cluster (an injected request's answer) */
     h_node *nd = h_node_of(h, to);
     bool synthesized = e.m.error == KQ_ERR_REQUEST_TIMED_OUT && e.m.epoch == 0;
-    if (!synthesized && (h->cut[e.m.from][to] || !nd->up)) {
+    if (!synthesized && ((src >= 0 && h->cut[src][to]) || !nd->up)) {
         if (kq_raft_msg_is_request(e.m.type))
-            queue_timeout(h, e.m.from, to, e.m.type, h->now + H_REQUEST_TIMEOUT_MS);
+            queue_timeout(h, e.m.from, alias ? alias : to, e.m.type, h->now + H_REQUEST_TIMEOUT_MS);
         else if (nd->up)
             queue_timeout(h, to, e.m.from, (kq_raft_msg_type)(e.m.type - 1),
                           h->now + H_REQUEST_TIMEOUT_MS);
@@ -968,7 +984,7 @@ void h_deliver(harness *h, int idx)
         return;
     if (kq_raft_msg_is_request(e.m.type)) {
         e.m.token = ++h->next_token;
-        out_add(h, e.m.token, &e.m);
+        out_add(h, e.m.token, &e.m, alias);
     }
     if (e.m.type == KQ_RAFT_ADD_VOTER_REQ || e.m.type == KQ_RAFT_REMOVE_VOTER_REQ ||
         e.m.type == KQ_RAFT_UPDATE_VOTER_REQ)

@@ -60,6 +60,7 @@ typedef struct h_node {
     int32_t id;
     bool voter;
     bool up;
+    bool no_initial; /* formatted with --no-initial-controllers: no bootstrap records */
     kq_raft_config cfg;
     kq_raft *r;
     /* disk */
@@ -112,6 +113,7 @@ typedef struct h_outstanding {
     bool used;
     uint64_t token;
     int32_t requester, responder;
+    int32_t alias; /* the bootstrap id the request was sent to (0: none); the answer's from */
     kq_raft_msg_type type;
     uint64_t sent_at;
 } h_outstanding;
@@ -135,6 +137,9 @@ typedef struct harness {
     bool dynamic; /* h_bootstrap_dynamic: every disk holds the bootstrap's records */
     kq_voter_set boot;
     kq_raft_control boot_ctl;
+    /* controller.quorum.bootstrap.servers: KQ_RAFT_BOOTSTRAP_ID(i) reaches node bootstrap[i] */
+    int32_t bootstrap[KQ_RAFT_MAX_VOTERS];
+    int n_bootstrap;
 } harness;
 
 /* Set up n_voters voters and n_observers observers with test timeouts (election 1000,

@@ -80,6 +80,52 @@ static bool all_up_reach_target(harness *h)
     return true;
 }
 
+/* A node formatted with --no-initial-controllers knows no voter set: it asks its bootstrap
+ * servers (controller.quorum.bootstrap.servers) who leads, a dead one first, then follows the
+ * leader by its id, catches up, and is added. */
+static void test_new_node_finds_the_leader_through_bootstrap_servers(void **state)
+{
+    harness h;
+    (void)state;
+    h_init(&h, 3, 1, 7);
+    h_bootstrap_dynamic(&h);
+    h_node *n4 = h_node_of(&h, 4);
+    n4->no_initial = true;
+    n4->cfg.n_voters = 0;
+    n4->cfg.n_bootstrap = 3;
+    h.bootstrap[0] = 1;
+    h.bootstrap[1] = 2;
+    h.bootstrap[2] = 3;
+    h.n_bootstrap = 3;
+    for (int32_t id = 1; id <= 3; id++)
+        h_start(&h, id);
+    assert_true(h_run_until(&h, 30000, h_has_leader));
+    int32_t l = h_leader(&h);
+    int32_t dead = l == 3 ? 2 : 3; /* a follower, down while node 4 looks for the leader */
+    h_crash(&h, dead);
+    h_propose(&h, l, 3);
+    h_start(&h, 4);
+    kq_raft_status s;
+    kq_raft_get_status(n4->r, &s);
+    assert_false(s.is_voter);
+    assert_int_equal(kq_raft_voters(n4->r, NULL)->n, 0); /* knows no set yet */
+    watched = 4;
+    assert_true(h_run_until(&h, 30000, watched_caught_up));
+    kq_raft_get_status(n4->r, &s);
+    assert_int_equal(s.leader_id, l);                    /* follows the leader by its real id */
+    assert_int_equal(kq_raft_voters(n4->r, NULL)->n, 3); /* learnt from the log */
+    assert_true(n4->sent[KQ_RAFT_FETCH_REQ] > 0);
+    kq_voter v4 = h_voter(4);
+    const kq_raft_msg *a = ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4);
+    assert_int_equal(a->error, KQ_ERR_NONE);
+    h_start(&h, dead);
+    hw_target = hw_of(&h, l);
+    assert_true(h_run_until(&h, 30000, all_up_reach_target));
+    assert_true(is_voter(&h, 4));
+    assert_int_equal(h_voters(&h, 4)->n, 4);
+    h_free(&h);
+}
+
 static void test_first_leader_writes_the_bootstrap_set_into_the_log(void **state)
 {
     harness h;
@@ -740,6 +786,7 @@ int main(void)
         cmocka_unit_test(test_restart_and_snapshot_keep_the_set),
         cmocka_unit_test(test_unsafe_recovery_on_the_last_survivor),
         cmocka_unit_test(test_catch_up_is_per_directory),
+        cmocka_unit_test(test_new_node_finds_the_leader_through_bootstrap_servers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

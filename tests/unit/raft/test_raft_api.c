@@ -63,9 +63,31 @@ static void test_new_rejects_bad_config_with_reason(void **state)
     assert_non_null(strstr(err, "node id"));
 
     c = cfg3(1);
-    c.n_voters = 0;
+    c.n_voters = -1;
     assert_null(kq_raft_new(&c, err, sizeof(err)));
     assert_non_null(strstr(err, "voter"));
+
+    c = cfg3(1);
+    c.n_bootstrap = KQ_RAFT_MAX_VOTERS + 1;
+    assert_null(kq_raft_new(&c, err, sizeof(err)));
+    assert_non_null(strstr(err, "bootstrap servers"));
+
+    /* No static set (kraft.version 1): the set must come with START, or from a bootstrap
+     * server; with neither, START is refused. */
+    c = cfg3(1);
+    c.n_voters = 0;
+    kq_raft *r = kq_raft_new(&c, err, sizeof(err));
+    assert_non_null(r);
+    kq_raft_event ev = {.type = KQ_RAFT_EV_START};
+    ev.u.start.qstate = (kq_raft_qstate){.epoch = 0, .voted_id = -1, .leader_id = -1};
+    kq_raft_update u;
+    assert_int_equal(kq_raft_step(r, &ev, &u), KQ_ERR_INVALID_REQUEST);
+    kq_raft_free(r);
+    c.n_bootstrap = 2;
+    r = kq_raft_new(&c, err, sizeof(err));
+    assert_non_null(r);
+    assert_int_equal(kq_raft_step(r, &ev, &u), 0);
+    kq_raft_free(r);
 
     c = cfg3(1);
     c.voters[2] = 2;
