@@ -92,12 +92,31 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
         goto out;
     }
 
-    if ((rc = kq_config_required(c, "controller.quorum.voters", &s, errbuf, errlen)) != 0)
+    /* controller.quorum.voters (static, kraft.version 0) or, for dynamic voters (KIP-853),
+     * controller.quorum.bootstrap.servers; at least one */
+    const char *boot = NULL;
+    if ((rc = kq_config_string(c, "controller.quorum.voters", NULL, &s, errbuf, errlen)) != 0 ||
+        (rc = kq_config_string(c, "controller.quorum.bootstrap.servers", NULL, &boot, errbuf,
+                               errlen)) != 0)
         goto out;
-    if ((rc = name_key(kq_config_parse_voters(s, out->voters, KQ_RAFT_MAX_VOTERS, &out->n_voters,
+    if ((!s || !s[0]) && (!boot || !boot[0])) {
+        snprintf(errbuf, errlen,
+                 "controller.quorum.voters or controller.quorum.bootstrap.servers is required "
+                 "(id@host:port,... for static voters; host:port,... for dynamic voters)");
+        rc = KQ_ERR_CONFIG;
+        goto out;
+    }
+    if (s && s[0] &&
+        (rc = name_key(kq_config_parse_voters(s, out->voters, KQ_RAFT_MAX_VOTERS, &out->n_voters,
                                               errbuf, errlen),
                        "controller.quorum.voters", errbuf, errlen)) != 0)
         goto out;
+    if (boot && boot[0] &&
+        (rc = kq_config_parse_bootstrap_servers(boot, out->bootstrap, KQ_RAFT_MAX_VOTERS,
+                                                &out->raft.n_bootstrap, errbuf, errlen)) != 0)
+        goto out;
+    for (int i = 0; i < out->raft.n_bootstrap; i++)
+        out->bootstrap[i].id = KQ_RAFT_BOOTSTRAP_ID(i);
     for (int i = 0; i < out->n_voters; i++)
         out->raft.voters[i] = out->voters[i].id;
     out->raft.n_voters = out->n_voters;
@@ -116,6 +135,12 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
     } else {
         out->advertised = out->listener;
     }
+    /* this node as a voter (KIP-853): the endpoint others reach it at, kraft.version 0..1 */
+    snprintf(out->raft.host, sizeof(out->raft.host), "%s",
+             out->advertised.host[0] ? out->advertised.host : "localhost");
+    out->raft.port = out->advertised.port;
+    out->raft.kraft_min = 0;
+    out->raft.kraft_max = 1;
     if ((rc = kq_config_string(c, "controller.listener.names", "CONTROLLER", &s, errbuf, errlen)) !=
         0)
         goto out;

@@ -16,8 +16,12 @@
 
 typedef struct kq_ctl_config {
     int32_t node_id;
+    /* controller.quorum.voters (kraft.version 0); with dynamic voters the voter set in force,
+     * kept by the daemon from the Raft core */
     kq_voter_addr voters[KQ_RAFT_MAX_VOTERS];
     int n_voters;
+    /* controller.quorum.bootstrap.servers, id KQ_RAFT_BOOTSTRAP_ID(i) each (raft.n_bootstrap) */
+    kq_voter_addr bootstrap[KQ_RAFT_MAX_VOTERS];
     kq_listener listener;          /* listeners: where this node binds */
     kq_listener advertised;        /* advertised.listeners (defaults to listeners) */
     kq_security_protocol protocol; /* the listener's, from listener.security.protocol.map; the

@@ -38,6 +38,7 @@
 #include "kq/raft_host.h"
 #include "kq/raft_net.h"
 #include "kq/principal.h"
+#include "kq/records.h"
 #include "kq/rpc.h"
 #include "kq/store.h"
 #include "kq/util.h"
@@ -133,6 +134,10 @@ typedef struct ctl {
      * the core counts the leader's own offset only once PERSISTED). */
     kq_codec_batch tail[KQ_RAFT_MAX_BATCHES];
     size_t n_tail;
+
+    /* KIP-853: the quorum records of the last fetched batches (for the core, until the next
+     * Fetch answer), and those recovered at start (the bootstrap's and the log's) */
+    kq_control_list fetched, recovered;
 
     uint64_t now;
     int shutting_down;
@@ -274,8 +279,12 @@ static void tail_clear(ctl *c)
 static void write_leader_change(ctl *c, const kq_raft_batch *b)
 {
     kq_buf rec = {0};
+    char why[256];
     if (kq_ctl_node_leader_change(&c->node, b->base_offset, c->now, &rec) != 0)
         fatal("encode", "LeaderChange record");
+    /* the first leader of a dynamic quorum writes the bootstrap set after it (KIP-853) */
+    if (kq_control_append_batch(&rec, b, why, sizeof why) != 0)
+        fatal("encode quorum records", why);
     if (c->host.disk.append(c->host.disk.ctx, b->base_offset, b->epoch, b->count, rec.data,
                             rec.len) != 0)
         fatal("store append", "LeaderChange batch");
@@ -289,12 +298,59 @@ static void log_role(ctl *c, const kq_raft_update *u)
             u->epoch, u->leader_id);
 }
 
+/* A leader's voter change (KIP-853): the KRaftVersion and Voters records the core gives. */
+static void write_voters(ctl *c, const kq_raft_batch *b)
+{
+    kq_buf rec = {0};
+    char why[256];
+    if (kq_control_append_batch(&rec, b, why, sizeof why) != 0)
+        fatal("encode quorum records", why);
+    if (c->host.disk.append(c->host.disk.ctx, b->base_offset, b->epoch, b->count, rec.data,
+                            rec.len) != 0)
+        fatal("store append", "Voters batch");
+    tail_add(c, b, rec.data, rec.len);
+    kq_buf_free(&rec);
+}
+
+/* kq_raft_host_ops: the quorum records of fetched batches, for the core. */
+static int fetched_control(void *arg, kq_raft_batch *batches, size_t n)
+{
+    ctl *c = arg;
+    int rc = kq_control_list_read_fetched(&c->fetched, batches, n);
+    if (rc != 0)
+        KQ_WARN("raft", "a fetched quorum record does not decode; fetching again", "error=%s",
+                kq_err_name(rc));
+    return rc;
+}
+
+/* With dynamic voters (KIP-853) the voter set in force is the core's: keep the address book
+ * (cfg.voters: Vote senders, DescribeQuorum, leader hints) and the dialed peers in step. */
+static void sync_voters(ctl *c)
+{
+    int64_t at;
+    const kq_voter_set *s = kq_raft_voters(c->raft, &at);
+    char err[300];
+    if (at == -2 || s == NULL)
+        return; /* static voters: cfg.voters is the set */
+    for (int i = 0; i < s->n; i++) {
+        kq_voter_addr a = {.id = s->v[i].key.id, .port = s->v[i].port};
+        snprintf(a.host, sizeof a.host, "%s", s->v[i].host);
+        if (a.id != c->cfg.node_id && a.port > 0 && c->net &&
+            kq_raft_net_set_peer(c->net, &a, err, sizeof err) != 0)
+            KQ_WARN("raft", "cannot dial a voter", "voter=%d error=\"%s\"", a.id, err);
+        c->cfg.voters[i] = a;
+    }
+    c->cfg.n_voters = s->n;
+}
+
 /* kq_raft_host_ops: this node's own batches, the LeaderChange record and the proposals. */
 static void append_own(void *arg, const kq_raft_batch *b)
 {
     ctl *c = arg;
     if (b->kind == KQ_RAFT_BATCH_LEADER_CHANGE) {
         write_leader_change(c, b);
+    } else if (b->kind == KQ_RAFT_BATCH_VOTERS) {
+        write_voters(c, b);
     } else {
         if (c->propose_payload == NULL)
             fatal("internal", "proposed batch without payload");
@@ -308,6 +364,7 @@ static void append_own(void *arg, const kq_raft_batch *b)
 static void after_step(void *arg, const kq_raft_update *u)
 {
     ctl *c = arg;
+    sync_voters(c);
     if (!u->role_changed)
         return;
     log_role(c, u);
@@ -476,9 +533,15 @@ static void describe(ctl *c, kq_rpc_req *req)
                 src[i].last_fetch_ms ? wall - (int64_t)(c->now - src[i].last_fetch_ms) : -1;
             dst[i].last_caught_up_timestamp =
                 src[i].last_caught_up_ms ? wall - (int64_t)(c->now - src[i].last_caught_up_ms) : -1;
-            if (src[i].id == c->cfg.node_id)
+            if (src[i].id == c->cfg.node_id) {
                 snprintf(dst[i].directory_id, sizeof(dst[i].directory_id), "%s",
                          kq_store_identity_of(c->store)->directory_id);
+            } else if (pass == 0) { /* a voter's, from the set in force (KIP-853) */
+                const kq_voter_set *set = kq_raft_voters(c->raft, NULL);
+                int k = set ? kq_voters_find_id(set, src[i].id) : -1;
+                if (k >= 0 && !kq_uuid_is_zero(set->v[k].key.dir))
+                    kq_uuid_format(set->v[k].key.dir, dst[i].directory_id);
+            }
         }
         if (pass == 0)
             d->n_voters = n;
@@ -507,6 +570,22 @@ static void count_request(ctl *c, uint32_t api)
             : info->kind == KQ_API_KIND_CONTROLLER ? API_LABEL_CONTROLLER
                                                    : API_LABEL_OTHER;
     kq_metric_inc(c->m.requests[i]);
+}
+
+/* Step a Raft request into the core; its answer comes back through send_response. */
+static void receive_request(ctl *c, const kq_request *r, uint64_t token)
+{
+    kq_raft_msg m = r->raft;
+    m.token = token;
+    m.to = c->cfg.node_id;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &m};
+    kq_raft_update u;
+    if (step(c, &ev, &u) != 0) {
+        kq_rpc_req *back = token_take(c, token);
+        if (back != NULL)
+            reply_error(c, back, r->api_key, KQ_ERR_INVALID_REQUEST,
+                        "request rejected by the Raft core");
+    }
 }
 
 static void handle_request(ctl *c, kq_rpc_req *req)
@@ -539,7 +618,8 @@ static void handle_request(ctl *c, kq_rpc_req *req)
     case KQ_API_BEGIN_QUORUM_EPOCH:
     case KQ_API_END_QUORUM_EPOCH:
     case KQ_API_FETCH:
-    case KQ_API_FETCH_SNAPSHOT: {
+    case KQ_API_FETCH_SNAPSHOT:
+    case KQ_API_UPDATE_RAFT_VOTER: {
         bool fetch = r.api_key == KQ_API_FETCH || r.api_key == KQ_API_FETCH_SNAPSHOT;
         if (r.sender_id == c->cfg.node_id || r.sender_id < 0 ||
             (!fetch && find_voter(c, r.sender_id) == NULL)) {
@@ -579,17 +659,26 @@ static void handle_request(ctl *c, kq_rpc_req *req)
             reply_error(c, req, r.api_key, KQ_ERR_BROKER_NOT_AVAILABLE, "too many requests");
             goto out;
         }
-        kq_raft_msg m = r.raft;
-        m.token = token;
-        m.to = c->cfg.node_id;
-        kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &m};
-        kq_raft_update u;
-        if (step(c, &ev, &u) != 0) {
-            kq_rpc_req *back = token_take(c, token);
-            if (back != NULL)
-                reply_error(c, back, r.api_key, KQ_ERR_INVALID_REQUEST,
-                            "request rejected by the Raft core");
+        receive_request(c, &r, token);
+        break;
+    }
+    case KQ_API_ADD_RAFT_VOTER:
+    case KQ_API_REMOVE_RAFT_VOTER: {
+        /* kq metadata-quorum add-controller / remove-controller: Alter on the cluster, as
+         * Kafka's AddRaftVoter and RemoveRaftVoter */
+        char why[800];
+        if (kq_op_authorize(&c->cfg.authz, c->node.meta.img, c->principal_rules ? principal : NULL,
+                            KQ_ACL_OP_ALTER, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, why,
+                            sizeof why)) {
+            reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
+            goto out;
         }
+        uint64_t token = token_make(c, req);
+        if (token == 0) {
+            reply_error(c, req, r.api_key, KQ_ERR_BROKER_NOT_AVAILABLE, "too many requests");
+            goto out;
+        }
+        receive_request(c, &r, token);
         break;
     }
     case KQ_API_DESCRIBE_QUORUM: {
@@ -646,6 +735,7 @@ static void handle_response(ctl *c, kq_raft_net_item *item)
                 kq_err_name(a.transport_error), a.message);
     if (a.peer_error == KQ_ERR_INCONSISTENT_CLUSTER_ID)
         note_inconsistent_cluster(c, a.peer, a.message);
+    kq_raft_net_learn_leader(c->net, c->cfg.bootstrap, c->cfg.raft.n_bootstrap, &a);
     kq_raft_event e = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &a.msg};
     kq_raft_update u;
     step(c, &e, &u);
@@ -956,7 +1046,7 @@ static int start(ctl *c, char *err, size_t errlen)
     int in_voters = 0;
     for (int i = 0; i < c->cfg.n_voters; i++)
         in_voters |= c->cfg.voters[i].id == c->cfg.node_id;
-    if (!in_voters) {
+    if (!in_voters && c->cfg.n_voters > 0) {
         snprintf(err, errlen,
                  "node.id %d is not in controller.quorum.voters; every kq-controller must be a "
                  "voter",
@@ -976,9 +1066,38 @@ static int start(ctl *c, char *err, size_t errlen)
                  kq_err_message(rc), rc == KQ_ERR_CORRUPT_MESSAGE ? RECOVER_HINT : "");
         return rc;
     }
-    /* Everything it will replay or serve, checked before it joins the quorum. */
+    /* KIP-853: this directory's id, and the voter set kq storage format wrote (offset -1) */
     char why[1200] = "";
-    rc = kq_store_verify(c->store, &rec, kq_record_check_batch, NULL, why, sizeof(why));
+    if (!kq_uuid_parse(kq_store_identity_of(c->store)->directory_id, c->cfg.raft.directory_id))
+        memset(c->cfg.raft.directory_id, 0, sizeof(c->cfg.raft.directory_id));
+    uint8_t *boot = NULL;
+    size_t boot_len = 0;
+    int32_t boot_count = 0;
+    rc = kq_store_get_bootstrap(c->store, &boot, &boot_len, &boot_count);
+    if (rc == 0 && boot_count > 0)
+        rc = kq_control_list_add_batch(&c->recovered, -1, boot_count, boot, boot_len, why,
+                                       sizeof(why));
+    free(boot);
+    if (rc != 0) {
+        kq_store_unguard_reads();
+        free(rec.epochs);
+        snprintf(err, errlen, "the bootstrap voter set in %.900s cannot be read: %.200s%s",
+                 c->cfg.log_dir, why[0] ? why : kq_err_message(rc), RECOVER_HINT);
+        return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
+    }
+    if (c->cfg.n_voters == 0 && c->recovered.n == 0 && c->cfg.raft.n_bootstrap == 0) {
+        kq_store_unguard_reads();
+        free(rec.epochs);
+        snprintf(err, errlen,
+                 "%.900s was formatted without a voter set (--no-initial-controllers) and "
+                 "controller.quorum.bootstrap.servers is not set: this node cannot find the "
+                 "quorum",
+                 c->cfg.log_dir);
+        return KQ_ERR_CONFIG;
+    }
+    /* Everything it will replay or serve, checked before it joins the quorum; the log's
+     * quorum records are read on the way. */
+    rc = kq_store_verify(c->store, &rec, kq_control_check_batch, &c->recovered, why, sizeof(why));
     kq_store_unguard_reads();
     if (rc != 0) {
         free(rec.epochs);
@@ -1004,6 +1123,7 @@ static int start(ctl *c, char *err, size_t errlen)
                             .after_step = after_step,
                             .persisted = persisted,
                             .install_snapshot = install_snapshot,
+                            .fetched_control = fetched_control,
                             .fatal = host_fatal};
     if (kq_raft_host_init(&c->host, c->raft, &disk, &ops) != 0) {
         free(rec.epochs);
@@ -1082,11 +1202,13 @@ static int start(ctl *c, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return KQ_ERR_NOMEM;
     }
-    kq_voter_addr others[KQ_RAFT_MAX_VOTERS];
+    kq_voter_addr others[2 * KQ_RAFT_MAX_VOTERS];
     int n_others = 0;
     for (int i = 0; i < c->cfg.n_voters; i++)
         if (c->cfg.voters[i].id != c->cfg.node_id)
             others[n_others++] = c->cfg.voters[i];
+    for (int i = 0; i < c->cfg.raft.n_bootstrap; i++)
+        others[n_others++] = c->cfg.bootstrap[i];
     bool tls = c->cfg.protocol == KQ_SECURITY_SSL;
     if ((tls || c->cfg.metrics_tls) &&
         ((rc = kq_rpc_set_tls_config(&c->cfg.ssl, err, errlen)) != 0 ||
@@ -1147,6 +1269,8 @@ static int start(ctl *c, char *err, size_t errlen)
     ev.u.start.log_start_epoch = rec.log_start_epoch;
     ev.u.start.snapshot = rec.snapshot;
     ev.u.start.snapshot_size = rec.snapshot_size;
+    ev.u.start.control = c->recovered.c;
+    ev.u.start.n_control = c->recovered.n;
     kq_raft_update up;
     rc = step(c, &ev, &up);
     free(rec.epochs);
@@ -1320,6 +1444,8 @@ int main(int argc, char **argv)
     kq_daemon_teardown_watchdog("controller", 0);
     kq_ctl_node_free(&c.node); /* drops what is still parked */
     kq_raft_host_free(&c.host);
+    kq_control_list_free(&c.fetched);
+    kq_control_list_free(&c.recovered);
     kq_store_close(c.store);          /* everything is committed; close it before the network */
     kq_rpc_tls_on_change(NULL, NULL); /* before the HTTPS listener it may point at goes */
     kq_http_stop(c.http);

@@ -6,8 +6,11 @@
 
 #include "kq/codec.h"
 #include "kq/error.h"
+#include "kq/store.h"
 #include "kq/util.h"
 #include "kq_tools.h"
+
+#include "ctl_config.h"
 
 #define DEFAULT_TIMEOUT_MS KQ_TOOLS_DEFAULT_TIMEOUT_MS
 #define ATTEMPT_TIMEOUT_MS 2000 /* one request: controller.quorum.request.timeout.ms */
@@ -23,6 +26,11 @@ static const char QUORUM_USAGE[] =
     "       kq metadata-quorum --bootstrap-controller HOST:PORT[,HOST:PORT...]\n"
     "                          [--timeout-ms MS] [--verbose] describe --replication\n"
     "                          [--human-readable] [--json]\n"
+    "       kq metadata-quorum --bootstrap-controller LIST --command-config NEW.properties\n"
+    "                          [--timeout-ms MS] add-controller\n"
+    "       kq metadata-quorum --bootstrap-controller LIST [--timeout-ms MS]\n"
+    "                          remove-controller --controller-id N\n"
+    "                          --controller-directory-id DIRECTORY_ID\n"
     "  (also installed as kq-metadata-quorum)\n"
     "\n"
     "  --bootstrap-controller LIST  controllers to ask, in order; leader hints are followed\n"
@@ -37,7 +45,15 @@ static const char QUORUM_USAGE[] =
     "                               observers\n"
     "  describe --replication       one row per replica: log end offset, lag, timestamps\n"
     "  --human-readable             with --replication: timestamps as \"<n> ms ago\"\n"
-    "  --json                       one JSON object instead of text\n";
+    "  --json                       one JSON object instead of text\n"
+    "  add-controller               make the controller of NEW.properties (its node.id, the\n"
+    "                               directory id its formatted metadata.log.dir holds, its\n"
+    "                               advertised listener) a voter (dynamic voters, KIP-853);\n"
+    "                               it must run and fetch from the leader first: until it\n"
+    "                               has caught up the leader answers REQUEST_TIMED_OUT and\n"
+    "                               the request is retried until --timeout-ms\n"
+    "  remove-controller            remove the voter with this id and directory id; a\n"
+    "                               leader that removes itself hands leadership over\n";
 
 static const char WRITE_USAGE[] =
     "Usage: kq metadata-write --bootstrap-controller HOST:PORT[,HOST:PORT...]\n"
@@ -62,6 +78,8 @@ enum {
     OPT_HELP,
     OPT_VERBOSE,
     OPT_COMMAND_CONFIG,
+    OPT_CONTROLLER_ID,
+    OPT_CONTROLLER_DIR,
 };
 
 /* getopt_long with our own messages; returns the option, -1 at the end, or '?' after
@@ -129,6 +147,75 @@ static kq_tools_call_opts call_opts(const conn_args *ca)
     return o;
 }
 
+/* AddRaftVoter / RemoveRaftVoter through the active controller (KIP-853). */
+static int change_voter(const conn_args *ca, kq_raft_msg_type type, const kq_voter *v)
+{
+    kq_raft_msg m;
+    kq_buf req = {NULL, 0};
+    kq_response resp;
+    char dir[KQ_UUID_STR_LEN + 1];
+    bool add = type == KQ_RAFT_ADD_VOTER_REQ;
+
+    memset(&m, 0, sizeof m);
+    m.type = type;
+    m.from = -1;
+    m.to = -1;
+    m.leader_id = -1;
+    m.u.voter_req.voter = v;
+    int rc = kq_codec_encode_raft_request(&m, "", &req);
+    if (rc != 0) {
+        kq_tools_errorf("cannot encode the %s request: %s",
+                        add ? "AddRaftVoter" : "RemoveRaftVoter", kq_err_message(rc));
+        return KQ_EXIT_FAILURE;
+    }
+    kq_tools_call_opts o = call_opts(ca);
+    int ret = kq_tools_call_controller(&o, add ? KQ_API_ADD_RAFT_VOTER : KQ_API_REMOVE_RAFT_VOTER,
+                                       &req, &resp);
+    kq_buf_free(&req);
+    if (ret != KQ_EXIT_OK)
+        return ret;
+    kq_uuid_format(v->key.dir, dir);
+    if (add)
+        printf("Added controller %d with directory id %s and endpoint CONTROLLER://%s:%d\n",
+               (int)v->key.id, dir, v->host, (int)v->port);
+    else
+        printf("Removed controller %d with directory id %s\n", (int)v->key.id, dir);
+    kq_response_free(&resp);
+    return KQ_EXIT_OK;
+}
+
+/* The controller of `path` as a voter: node.id, the directory id of its formatted
+ * metadata.log.dir, its advertised listener and kraft.version range. */
+static int voter_of_config(const char *path, kq_voter *v)
+{
+    static kq_ctl_config c; /* large */
+    kq_store *s = NULL;
+    char err[1024] = "";
+
+    if (kq_ctl_config_load(path, &c, err, sizeof err) != 0) {
+        kq_tools_errorf("%s: %s", path, err);
+        return KQ_EXIT_USAGE;
+    }
+    if (kq_store_open_readonly(c.log_dir, &s, err, sizeof err) != 0) {
+        kq_tools_errorf("the metadata.log.dir of %s (%s) is not formatted: %s", path, c.log_dir,
+                        err);
+        return KQ_EXIT_FAILURE;
+    }
+    memset(v, 0, sizeof *v);
+    v->key.id = c.node_id;
+    bool ok = kq_uuid_parse(kq_store_identity_of(s)->directory_id, v->key.dir);
+    kq_store_close(s);
+    if (!ok) {
+        kq_tools_errorf("%s holds no valid directory id", c.log_dir);
+        return KQ_EXIT_FAILURE;
+    }
+    snprintf(v->host, sizeof v->host, "%s", c.raft.host);
+    v->port = c.raft.port;
+    v->kraft_min = c.raft.kraft_min;
+    v->kraft_max = c.raft.kraft_max;
+    return KQ_EXIT_OK;
+}
+
 int kq_cmd_metadata_quorum(int argc, char **argv)
 {
     static const char cmd[] = "metadata-quorum";
@@ -141,11 +228,15 @@ int kq_cmd_metadata_quorum(int argc, char **argv)
         {"replication", no_argument, NULL, OPT_REPLICATION},
         {"human-readable", no_argument, NULL, OPT_HUMAN},
         {"json", no_argument, NULL, OPT_JSON},
+        {"controller-id", required_argument, NULL, OPT_CONTROLLER_ID},
+        {"controller-directory-id", required_argument, NULL, OPT_CONTROLLER_DIR},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
     conn_args ca = {.n_addrs = 0, .timeout_ms = DEFAULT_TIMEOUT_MS};
     bool status = false, replication = false, human = false, json = false;
+    const char *command_config = NULL, *controller_dir = NULL;
+    int64_t controller_id = -1;
     kq_buf req = {NULL, 0};
     kq_response resp;
     bool have_resp = false;
@@ -168,6 +259,15 @@ int kq_cmd_metadata_quorum(int argc, char **argv)
         case OPT_COMMAND_CONFIG:
             if (set_command_config(cmd, optarg) != 0)
                 return KQ_EXIT_USAGE;
+            command_config = optarg;
+            break;
+        case OPT_CONTROLLER_ID:
+            if (!kq_tools_parse_int(optarg, 0, INT32_MAX, &controller_id))
+                return kq_tools_usage_error(cmd, QUORUM_USAGE,
+                                            "--controller-id: '%s' is not a node id", optarg);
+            break;
+        case OPT_CONTROLLER_DIR:
+            controller_dir = optarg;
             break;
         case OPT_VERBOSE:
             ca.verbose = true;
@@ -193,9 +293,43 @@ int kq_cmd_metadata_quorum(int argc, char **argv)
         }
     }
     if (optind >= argc)
-        return kq_tools_usage_error(cmd, QUORUM_USAGE, "missing subcommand (describe)");
-    if (strcmp(argv[optind], "describe") != 0)
+        return kq_tools_usage_error(cmd, QUORUM_USAGE,
+                                    "missing subcommand (describe, add-controller or "
+                                    "remove-controller)");
+    bool adding = strcmp(argv[optind], "add-controller") == 0;
+    bool removing = strcmp(argv[optind], "remove-controller") == 0;
+    if (strcmp(argv[optind], "describe") != 0 && !adding && !removing)
         return kq_tools_usage_error(cmd, QUORUM_USAGE, "unknown subcommand '%s'", argv[optind]);
+    if (optind + 1 < argc)
+        return kq_tools_usage_error(cmd, QUORUM_USAGE, "unexpected argument '%s'",
+                                    argv[optind + 1]);
+    if ((adding || removing) && ca.n_addrs == 0)
+        return kq_tools_usage_error(cmd, QUORUM_USAGE, "missing --bootstrap-controller");
+    if (adding) {
+        kq_voter v;
+        if (!command_config)
+            return kq_tools_usage_error(cmd, QUORUM_USAGE,
+                                        "add-controller needs --command-config (the new "
+                                        "controller's own .properties file)");
+        int r = voter_of_config(command_config, &v);
+        return r != KQ_EXIT_OK ? r : change_voter(&ca, KQ_RAFT_ADD_VOTER_REQ, &v);
+    }
+    if (removing) {
+        kq_voter v;
+        memset(&v, 0, sizeof v);
+        if (controller_id < 0 || !controller_dir)
+            return kq_tools_usage_error(cmd, QUORUM_USAGE,
+                                        "remove-controller needs --controller-id and "
+                                        "--controller-directory-id");
+        if (strlen(controller_dir) != KQ_UUID_STR_LEN ||
+            !kq_uuid_parse(controller_dir, v.key.dir) || kq_uuid_is_zero(v.key.dir))
+            return kq_tools_usage_error(cmd, QUORUM_USAGE,
+                                        "--controller-directory-id: '%s' is not a directory id "
+                                        "(22 characters, as describe --status prints it)",
+                                        controller_dir);
+        v.key.id = (int32_t)controller_id;
+        return change_voter(&ca, KQ_RAFT_REMOVE_VOTER_REQ, &v);
+    }
     if (optind + 1 < argc)
         return kq_tools_usage_error(cmd, QUORUM_USAGE, "unexpected argument '%s'",
                                     argv[optind + 1]);

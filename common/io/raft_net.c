@@ -6,18 +6,26 @@
 #include <string.h>
 
 #include "kq/error.h"
+#include "kq/log.h"
 #include "kq/rpc.h"
 
 typedef struct net_peer {
-    int32_t id;
+    int32_t id; /* RETIRED: replaced by a later entry for the same id (kept until close) */
+    char host[256];
+    int port;
     kq_rpc_client *client;
 } net_peer;
 
+#define MAX_PEERS 64
+#define RETIRED INT32_MIN
+
 struct kq_raft_net {
-    net_peer peers[KQ_RAFT_MAX_VOTERS];
+    net_peer peers[MAX_PEERS];
     int n_peers;
     kq_loopq *q;
     int item_type;
+    bool tls;
+    size_t max_msg_bytes;
 };
 
 struct kq_raft_net_item {
@@ -36,18 +44,50 @@ typedef struct call_ctx {
 
 kq_raft_msg_type kq_raft_net_response_type(kq_raft_msg_type req)
 {
-    switch ((int)req) {
-    case KQ_RAFT_VOTE_REQ:
-        return KQ_RAFT_VOTE_RESP;
-    case KQ_RAFT_BEGIN_EPOCH_REQ:
-        return KQ_RAFT_BEGIN_EPOCH_RESP;
-    case KQ_RAFT_END_EPOCH_REQ:
-        return KQ_RAFT_END_EPOCH_RESP;
-    case (int)KQ_RAFT_FETCH_SNAPSHOT_REQ:
-        return KQ_RAFT_FETCH_SNAPSHOT_RESP;
-    default:
-        return KQ_RAFT_FETCH_RESP;
+    return (kq_raft_msg_type)((int)req + 1); /* raft.h: a response's type is its request's + 1 */
+}
+
+static int open_peer(kq_raft_net *n, const kq_voter_addr *v, char *errbuf, size_t errlen)
+{
+    char url[300];
+    net_peer *p;
+
+    if (n->n_peers == MAX_PEERS) {
+        snprintf(errbuf, errlen, "raft net: more than %d peer endpoints", MAX_PEERS);
+        return KQ_ERR_FULL;
     }
+    p = &n->peers[n->n_peers];
+    kq_rpc_url(url, sizeof url, n->tls, v->host, v->port);
+    /* a bootstrap server's id (< 0) is not a node id: its certificate is not checked */
+    int rc = kq_rpc_client_open_node(url, v->id >= 0 ? v->id : -1, n->max_msg_bytes, &p->client,
+                                     errbuf, errlen);
+    if (rc != 0)
+        return rc;
+    p->id = v->id;
+    snprintf(p->host, sizeof p->host, "%s", v->host);
+    p->port = v->port;
+    n->n_peers++;
+    return 0;
+}
+
+static net_peer *find_peer(kq_raft_net *n, int32_t id)
+{
+    for (int i = n->n_peers; i > 0; i--)
+        if (n->peers[i - 1].id == id)
+            return &n->peers[i - 1];
+    return NULL;
+}
+
+int kq_raft_net_set_peer(kq_raft_net *n, const kq_voter_addr *v, char *errbuf, size_t errlen)
+{
+    net_peer *old = find_peer(n, v->id);
+
+    if (old && old->port == v->port && !strcmp(old->host, v->host))
+        return 0;
+    int rc = open_peer(n, v, errbuf, errlen);
+    if (rc == 0 && old)
+        old->id = RETIRED; /* its calls in flight still answer; closed with the net */
+    return rc;
 }
 
 int kq_raft_net_open(const kq_voter_addr *peers, int n_peers, bool tls, size_t max_msg_bytes,
@@ -56,7 +96,7 @@ int kq_raft_net_open(const kq_voter_addr *peers, int n_peers, bool tls, size_t m
     int rc = 0;
     kq_raft_net *n = NULL;
     *out = NULL;
-    if (n_peers < 0 || n_peers > KQ_RAFT_MAX_VOTERS || q == NULL) {
+    if (n_peers < 0 || n_peers > MAX_PEERS || q == NULL) {
         snprintf(errbuf, errlen, "raft net: bad arguments (%d peers)", n_peers);
         return KQ_ERR_INVALID_REQUEST;
     }
@@ -67,18 +107,10 @@ int kq_raft_net_open(const kq_voter_addr *peers, int n_peers, bool tls, size_t m
     }
     n->q = q;
     n->item_type = item_type;
-    for (int i = 0; i < n_peers; i++) {
-        char url[300];
-        const kq_voter_addr *v = &peers[i];
-        kq_rpc_url(url, sizeof url, tls, v->host, v->port);
-        n->peers[i].id = v->id;
-        rc =
-            kq_rpc_client_open_node(url, v->id, max_msg_bytes, &n->peers[i].client, errbuf, errlen);
-        if (rc != 0)
-            goto out;
-        n->n_peers++;
-    }
-out:
+    n->tls = tls;
+    n->max_msg_bytes = max_msg_bytes;
+    for (int i = 0; i < n_peers && rc == 0; i++)
+        rc = open_peer(n, &peers[i], errbuf, errlen);
     if (rc != 0) {
         kq_raft_net_close(n);
         return rc;
@@ -123,9 +155,7 @@ int kq_raft_net_send(kq_raft_net *n, const kq_raft_msg *m, const char *cluster_i
     it->peer = m->to;
     it->req_epoch = m->epoch;
     it->req_type = m->type;
-    for (int i = 0; i < n->n_peers; i++)
-        if (n->peers[i].id == m->to)
-            p = &n->peers[i];
+    p = find_peer(n, m->to);
     if (p == NULL)
         goto fail;
     rc = kq_codec_encode_raft_request(m, cluster_id, &b);
@@ -197,4 +227,21 @@ void kq_raft_net_answer_free(kq_raft_net_answer *a)
         return;
     kq_response_free(&a->decoded);
     memset(a, 0, sizeof(*a));
+}
+
+void kq_raft_net_learn_leader(kq_raft_net *n, const kq_voter_addr *bootstrap, int n_bootstrap,
+                              const kq_raft_net_answer *a)
+{
+    int i = KQ_RAFT_BOOTSTRAP_ID(0) - a->peer;
+    char err[300];
+
+    if (a->peer > KQ_RAFT_BOOTSTRAP_ID(0) || i >= n_bootstrap || a->transport_error != 0 ||
+        a->peer_error != 0 || a->msg.type != KQ_RAFT_FETCH_RESP || a->msg.leader_id < 0 ||
+        find_peer(n, a->msg.leader_id) != NULL)
+        return;
+    kq_voter_addr v = bootstrap[i];
+    v.id = a->msg.leader_id;
+    if (kq_raft_net_set_peer(n, &v, err, sizeof err) != 0)
+        KQ_WARN("raft", "cannot dial the leader", "leader=%d endpoint=%s:%d error=\"%s\"",
+                (int)v.id, v.host, v.port, err);
 }

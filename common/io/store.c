@@ -290,6 +290,13 @@ out:
 int kq_store_format(const char *dir, const char *cluster_id, int32_t node_id,
                     kq_store_identity *out, char *errbuf, size_t errlen)
 {
+    return kq_store_format_opts_apply(dir, cluster_id, node_id, NULL, out, errbuf, errlen);
+}
+
+int kq_store_format_opts_apply(const char *dir, const char *cluster_id, int32_t node_id,
+                               const kq_store_format_opts *opts, kq_store_identity *out,
+                               char *errbuf, size_t errlen)
+{
     MDB_env *env = NULL;
     MDB_txn *txn = NULL;
     MDB_dbi meta, dbi;
@@ -317,9 +324,24 @@ int kq_store_format(const char *dir, const char *cluster_id, int32_t node_id,
     memset(&id, 0, sizeof(id));
     memcpy(id.cluster_id, cluster_id, KQ_STORE_ID_LEN);
     id.node_id = node_id;
-    if (kq_uuid_random(id.directory_id) != 0) {
+    if (opts && opts->directory_id) {
+        if (strlen(opts->directory_id) != KQ_STORE_ID_LEN ||
+            !kq_uuid_parse(opts->directory_id, raw) || kq_uuid_is_zero(raw)) {
+            kq_errf(errbuf, errlen,
+                    "invalid directory id '%s': expected 22 characters of URL-safe base64, not "
+                    "all zero",
+                    opts->directory_id);
+            return KQ_ERR_CONFIG;
+        }
+        memcpy(id.directory_id, opts->directory_id, KQ_STORE_ID_LEN);
+    } else if (kq_uuid_random(id.directory_id) != 0) {
         kq_errf(errbuf, errlen, "cannot generate a directory id");
         return KQ_ERR_IO;
+    }
+    if (opts && opts->bootstrap &&
+        (opts->bootstrap_count <= 0 || opts->bootstrap_len > UINT32_MAX - 4)) {
+        kq_errf(errbuf, errlen, "invalid bootstrap records");
+        return KQ_ERR_CONFIG;
     }
     if ((ret = mkdir_p(dir, errbuf, errlen)) != 0)
         return ret;
@@ -348,6 +370,21 @@ int kq_store_format(const char *dir, const char *cluster_id, int32_t node_id,
         (rc = meta_put(txn, meta, "cluster_id", id.cluster_id, KQ_STORE_ID_LEN)) != 0 ||
         (rc = meta_put(txn, meta, "directory_id", id.directory_id, KQ_STORE_ID_LEN)) != 0)
         goto mdb_fail;
+    if (opts && opts->bootstrap) {
+        uint8_t *v = malloc(opts->bootstrap_len + 4);
+
+        if (!v) {
+            kq_errf(errbuf, errlen, "out of memory");
+            ret = KQ_ERR_NOMEM;
+            goto out;
+        }
+        put_be32(v, (uint32_t)opts->bootstrap_count);
+        memcpy(v + 4, opts->bootstrap, opts->bootstrap_len);
+        rc = meta_put(txn, meta, "bootstrap", v, opts->bootstrap_len + 4);
+        free(v);
+        if (rc != 0)
+            goto mdb_fail;
+    }
     snprintf(buf, sizeof(buf), "%" PRId32, node_id);
     if ((rc = meta_put(txn, meta, "node_id", buf, strlen(buf))) != 0 ||
         (rc = mdb_dbi_open(txn, "log", MDB_CREATE, &dbi)) != 0 ||
@@ -781,6 +818,43 @@ int kq_store_begin(kq_store *s)
     s->txn_bad = 0;
     txn_view_reset(s);
     return 0;
+}
+
+int kq_store_get_bootstrap(kq_store *s, uint8_t **records, size_t *len, int32_t *count)
+{
+    MDB_txn *txn = NULL;
+    MDB_val k = {strlen("bootstrap"), (void *)"bootstrap"}, v;
+    int rc, ret = 0;
+
+    *records = NULL;
+    *len = 0;
+    *count = 0;
+    if (s->failed)
+        return KQ_ERR_IO;
+    if (s->view != NULL)
+        txn = s->view;
+    else if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0)
+        return KQ_ERR_IO;
+    rc = mdb_get(txn, s->meta, &k, &v);
+    if (rc == 0 &&
+        (v.mv_size < 4 || get_be32(v.mv_data) == 0 || get_be32(v.mv_data) > (uint32_t)INT32_MAX)) {
+        ret = KQ_ERR_CORRUPT_MESSAGE;
+    } else if (rc == 0) {
+        *len = v.mv_size - 4;
+        *count = (int32_t)get_be32(v.mv_data);
+        if (!(*records = malloc(*len ? *len : 1))) {
+            ret = KQ_ERR_NOMEM;
+            *len = 0;
+            *count = 0;
+        } else {
+            memcpy(*records, (const uint8_t *)v.mv_data + 4, *len);
+        }
+    } else if (rc != MDB_NOTFOUND) {
+        ret = KQ_ERR_IO;
+    }
+    if (txn != s->view)
+        mdb_txn_abort(txn);
+    return ret;
 }
 
 int kq_store_put_qstate(kq_store *s, const kq_raft_qstate *qs)

@@ -121,11 +121,31 @@ static void apply(kq_raft_host *h, const kq_raft_update *u)
 int kq_raft_host_step(kq_raft_host *h, kq_raft_event *ev, kq_raft_update *u)
 {
     kq_raft_update local;
+    kq_raft_event with_control;
+    kq_raft_msg m;
+    kq_raft_batch batches[KQ_RAFT_MAX_BATCHES];
     int rc;
 
     if (!u)
         u = &local;
     ev->now_ms = h->now;
+    if (ev->type == KQ_RAFT_EV_RECEIVE && h->ops.fetched_control && ev->u.msg &&
+        ev->u.msg->type == KQ_RAFT_FETCH_RESP && ev->u.msg->u.fetch_resp.n_batches > 0 &&
+        ev->u.msg->u.fetch_resp.n_batches <= KQ_RAFT_MAX_BATCHES &&
+        ev->u.msg->u.fetch_resp.batches) {
+        /* the fetched batches with their quorum records, read by the node */
+        m = *ev->u.msg;
+        memcpy(batches, m.u.fetch_resp.batches, m.u.fetch_resp.n_batches * sizeof batches[0]);
+        m.u.fetch_resp.batches = batches;
+        if (h->ops.fetched_control(h->ops.ctx, batches, m.u.fetch_resp.n_batches) != 0) {
+            m.error = KQ_ERR_CORRUPT_MESSAGE; /* not a transport error: a plain retry */
+            m.u.fetch_resp.batches = NULL;
+            m.u.fetch_resp.n_batches = 0;
+        }
+        with_control = *ev;
+        with_control.u.msg = &m;
+        ev = &with_control;
+    }
     if ((rc = kq_raft_step(h->raft, ev, u)) != 0)
         return rc;
     apply(h, u);

@@ -886,6 +886,46 @@ int kq_config_parse_listener(const char *value, kq_listener *out, char *errbuf, 
     return 0;
 }
 
+int kq_config_parse_bootstrap_servers(const char *value, kq_voter_addr *out, int max, int *n,
+                                      char *errbuf, size_t errlen)
+{
+    const char *key = "controller.quorum.bootstrap.servers", *p = value;
+    char why[160];
+
+    *n = 0;
+    if (!value || !*value) {
+        kq_errf(errbuf, errlen, "%s: empty; expected HOST:PORT[,HOST:PORT...]", key);
+        return KQ_ERR_CONFIG;
+    }
+    for (int pos = 1;; pos++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+        while (len > 0 && is_ws(*p)) {
+            p++;
+            len--;
+        }
+        while (len > 0 && is_ws(p[len - 1]))
+            len--;
+        if (*n >= max) {
+            kq_errf(errbuf, errlen, "%s: more than %d servers", key, max);
+            return KQ_ERR_CONFIG;
+        }
+        kq_voter_addr *a = &out[*n];
+        if (len == 0 ||
+            parse_endpoint(p, len, 0, a->host, sizeof(a->host), &a->port, why, sizeof(why)) != 0) {
+            kq_errf(errbuf, errlen, "%s: entry %d '%.*s': %s (expected HOST:PORT)", key, pos,
+                    len > 200 ? 200 : (int)len, p, len ? why : "empty");
+            return KQ_ERR_CONFIG;
+        }
+        a->id = -1;
+        (*n)++;
+        if (!comma)
+            return 0;
+        p = comma + 1;
+    }
+}
+
 int kq_config_parse_hostport(const char *value, char *host, size_t hostlen, int *port, char *errbuf,
                              size_t errlen)
 {

@@ -453,3 +453,161 @@ int kq_image_snapshot_load(kq_image *img, const uint8_t *buf, size_t len, int64_
     kq_image_set_offsets_(img, end_offset - 1);
     return 0;
 }
+
+/* ---- quorum records for the Raft core ----------------------------------------------------- */
+
+void kq_control_list_free(kq_control_list *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->n; i++)
+        free(l->sets[i]);
+    free(l->c);
+    free(l->sets);
+    memset(l, 0, sizeof *l);
+}
+
+static int control_push(kq_control_list *l, const kq_raft_control *c, kq_voter_set *set)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        kq_raft_control *nc = realloc(l->c, cap * sizeof *nc);
+
+        if (!nc)
+            return KQ_ERR_NOMEM;
+        l->c = nc;
+        kq_voter_set **ns = realloc(l->sets, cap * sizeof *ns);
+        if (!ns)
+            return KQ_ERR_NOMEM;
+        l->sets = ns;
+        l->cap = cap;
+    }
+    l->c[l->n] = *c;
+    l->c[l->n].voters = set;
+    l->sets[l->n] = set;
+    l->n++;
+    return 0;
+}
+
+/* The first byte of a packed kq.Record holding a KRaftVersion (field 4) or Voters (field 5)
+ * body: the field's tag with wire type 2. */
+#define TAG_KRAFT_VERSION ((4 << 3) | 2)
+#define TAG_VOTERS ((5 << 3) | 2)
+
+int kq_control_list_add_batch(kq_control_list *l, int64_t base_offset, int32_t count,
+                              const uint8_t *records, size_t len, char *errbuf, size_t errlen)
+{
+    size_t pos = 0, n0 = l->n;
+    int rc = 0;
+
+    for (int32_t i = 0; i < count && !rc; i++) {
+        int64_t off = base_offset < 0 ? -1 : base_offset + i;
+        uint64_t n;
+        size_t p = pos;
+        kq_record r;
+
+        if (!kq_pb_read_varint(records, len, &p, &n) || n > len - p) {
+            rc = fail(KQ_ERR_CORRUPT_MESSAGE, errbuf, errlen,
+                      "the record at offset %lld runs past its batch", (long long)off);
+            break;
+        }
+        pos = p + (size_t)n;
+        if (n == 0 || (records[p] != TAG_KRAFT_VERSION && records[p] != TAG_VOTERS))
+            continue;
+        char why[200];
+        if ((rc = kq_record_decode(records + p, (size_t)n, &r, why, sizeof why))) {
+            rc = fail(KQ_ERR_CORRUPT_MESSAGE, errbuf, errlen,
+                      "the quorum record at offset %lld does not decode: %s", (long long)off, why);
+            break;
+        }
+        kq_raft_control c = {.offset = off, .kraft_version = -1};
+        kq_voter_set *set = NULL;
+        if (r.type == KQ_REC_KRAFT_VERSION) {
+            c.kraft_version = r.kraft_version.kraft_version;
+        } else if (r.type == KQ_REC_VOTERS) {
+            if (!(set = calloc(1, sizeof *set))) {
+                kq_record_free(&r);
+                rc = KQ_ERR_NOMEM;
+                break;
+            }
+            set->n = (int)r.voters.n_voters; /* validated: 1..KQ_RAFT_MAX_VOTERS */
+            memcpy(set->v, r.voters.voters, (size_t)set->n * sizeof set->v[0]);
+            c.unsafe_recovery = r.voters.unsafe_recovery;
+        }
+        kq_record_free(&r);
+        if (c.kraft_version < 0 && !set)
+            continue; /* another body behind the same tag byte cannot be: a decode says */
+        if ((rc = control_push(l, &c, set)))
+            free(set);
+    }
+    if (rc) { /* l as before */
+        for (size_t i = n0; i < l->n; i++)
+            free(l->sets[i]);
+        l->n = n0;
+        if (rc == KQ_ERR_NOMEM)
+            fail(rc, errbuf, errlen, "out of memory reading quorum records");
+    }
+    return rc;
+}
+
+int kq_control_check_batch(void *arg, int64_t base_offset, int32_t count, const uint8_t *records,
+                           size_t len, char *errbuf, size_t errlen)
+{
+    int rc = kq_record_check_batch(NULL, base_offset, count, records, len, errbuf, errlen);
+
+    return rc ? rc
+              : kq_control_list_add_batch(arg, base_offset, count, records, len, errbuf, errlen);
+}
+
+int kq_control_append(kq_buf *b, const kq_raft_control *c, char *errbuf, size_t errlen)
+{
+    kq_record r;
+
+    if (!c)
+        return fail(KQ_ERR_INVALID_REQUEST, errbuf, errlen, "no quorum record");
+    memset(&r, 0, sizeof r);
+    if (c->voters) {
+        r.type = KQ_REC_VOTERS;
+        r.voters.voters = (kq_voter *)c->voters->v;
+        r.voters.n_voters = c->voters->n;
+        r.voters.unsafe_recovery = c->unsafe_recovery;
+    } else {
+        r.type = KQ_REC_KRAFT_VERSION;
+        r.kraft_version.kraft_version = c->kraft_version;
+    }
+    return kq_record_append(b, &r, errbuf, errlen);
+}
+
+int kq_control_list_read_fetched(kq_control_list *l, kq_raft_batch *batches, size_t n)
+{
+    size_t first[KQ_RAFT_MAX_BATCHES];
+    char why[256];
+    int rc = 0;
+
+    kq_control_list_free(l);
+    if (n > KQ_RAFT_MAX_BATCHES)
+        return KQ_ERR_INVALID_REQUEST;
+    for (size_t i = 0; i < n && !rc; i++) {
+        first[i] = l->n;
+        rc = kq_control_list_add_batch(l, batches[i].base_offset, batches[i].count, batches[i].data,
+                                       batches[i].len, why, sizeof why);
+    }
+    for (size_t i = 0; i < n; i++) { /* the list has stopped growing: point into it */
+        size_t end = rc ? 0 : i + 1 < n ? first[i + 1] : l->n;
+
+        batches[i].n_control = rc ? 0 : end - first[i];
+        batches[i].control = batches[i].n_control ? &l->c[first[i]] : NULL;
+    }
+    return rc;
+}
+
+int kq_control_append_batch(kq_buf *b, const kq_raft_batch *batch, char *errbuf, size_t errlen)
+{
+    for (size_t i = 0; i < batch->n_control; i++) {
+        int rc = kq_control_append(b, &batch->control[i], errbuf, errlen);
+
+        if (rc)
+            return rc;
+    }
+    return 0;
+}

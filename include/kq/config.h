@@ -62,6 +62,10 @@ typedef struct kq_initial_controller {
 } kq_initial_controller;
 int kq_config_parse_initial_controllers(const char *value, kq_initial_controller *out, int max,
                                         int *n, char *errbuf, size_t errlen);
+/* controller.quorum.bootstrap.servers (KIP-853): "HOST:PORT[,HOST:PORT...]", at most max; ids
+ * are set to -1 (the caller numbers them). Messages name the key. */
+int kq_config_parse_bootstrap_servers(const char *value, kq_voter_addr *out, int max, int *n,
+                                      char *errbuf, size_t errlen);
 /* A listener "NAME://host:port" (host may be empty = 0.0.0.0, or [v6]). */
 typedef struct kq_listener {
     char name[32];

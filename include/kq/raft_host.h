@@ -80,6 +80,11 @@ typedef struct kq_raft_host_ops {
     /* The quorum records (KIP-853) of the snapshot just installed, for the core; borrowed until
      * it has heard SNAPSHOT_INSTALLED. Returns how many. NULL: none (static voters). */
     size_t (*installed_control)(void *ctx, const kq_raft_control **out);
+    /* The quorum records (KIP-853) of the batches of a Fetch answer, read before the core
+     * hears it: fill each batch's control and n_control (memory the node keeps until its
+     * next call; kq_control_list_add_batch, include/kq/records.h). Non-zero: a batch cannot
+     * be read, and the core hears the answer as a failed Fetch (it retries). NULL: none. */
+    int (*fetched_control)(void *ctx, kq_raft_batch *batches, size_t n);
     /* Stop the node: a safety violation or a failed write. Must not return. */
     void (*fatal)(void *ctx, const char *what, const char *detail);
 } kq_raft_host_ops;

@@ -37,6 +37,11 @@ typedef struct kq_raft_net_item kq_raft_net_item; /* what the loop pops */
  * process's identity, kq_rpc_set_tls). Returns 0, or an error with errbuf naming the peer. */
 int kq_raft_net_open(const kq_voter_addr *peers, int n_peers, bool tls, size_t max_msg_bytes,
                      kq_loopq *q, int item_type, kq_raft_net **out, char *errbuf, size_t errlen);
+/* Dial v->id at v's endpoint from now on: a new id, or a new endpoint for a known one (the old
+ * connection is kept until close, for its calls in flight). Ids < 0 are bootstrap servers
+ * (KQ_RAFT_BOOTSTRAP_ID). 0, KQ_ERR_FULL (64 endpoints over the net's life) or the dial's
+ * error, errbuf saying why. */
+int kq_raft_net_set_peer(kq_raft_net *n, const kq_voter_addr *v, char *errbuf, size_t errlen);
 /* Cancels outstanding calls (their items are still pushed) and frees. NULL is fine. */
 void kq_raft_net_close(kq_raft_net *n);
 
@@ -58,6 +63,13 @@ typedef struct kq_raft_net_answer {
 /* Consumes item. self_id fills msg.to. */
 void kq_raft_net_decode(kq_raft_net_item *item, int32_t self_id, kq_raft_net_answer *out);
 void kq_raft_net_answer_free(kq_raft_net_answer *a);
+
+/* KIP-853 discovery: an answer from bootstrap server i (a.peer = KQ_RAFT_BOOTSTRAP_ID(i)) that
+ * names a leader without an error came from that leader itself (only a leader answers a Fetch
+ * without one), so the leader's id is dialed at bootstrap[i]'s address from now on. Anything
+ * else: nothing. */
+void kq_raft_net_learn_leader(kq_raft_net *n, const kq_voter_addr *bootstrap, int n_bootstrap,
+                              const kq_raft_net_answer *a);
 
 /* The response type of a request type (VOTE_REQ -> VOTE_RESP, ...). */
 kq_raft_msg_type kq_raft_net_response_type(kq_raft_msg_type req);

@@ -146,6 +146,49 @@ int kq_record_check_batch(void *arg, int64_t base_offset, int32_t count, const u
  * into desc (NUL-terminated). 0, or KQ_ERR_MALFORMED when buf is not a kq.Record at all. */
 int kq_record_describe_raw(const uint8_t *buf, size_t len, char *desc, size_t cap);
 
+/* ---- quorum records for the Raft core (KIP-853) ----------------------------------------- */
+
+/* The KRaftVersion and Voters records of a log (or a snapshot, or the bootstrap written by kq
+ * storage format) as the Raft core takes them (kq_raft_control, include/kq/raft.h): one entry
+ * per record, ascending by offset. Owns the voter sets its entries point at. */
+typedef struct kq_control_list {
+    kq_raft_control *c;
+    kq_voter_set **sets; /* sets[i]: the set of c[i] (NULL for a KRaftVersion record) */
+    size_t n, cap;
+} kq_control_list;
+
+void kq_control_list_free(kq_control_list *l);
+
+/* Adds the quorum records among a batch's `count` length-prefixed records (offsets base_offset
+ * on; base_offset -1: every record at -1, the bootstrap's). Only records whose first byte is
+ * the tag of the KRaftVersion or Voters body are decoded (kq writes a kq.Record as its one
+ * body). 0; KQ_ERR_CORRUPT_MESSAGE (a quorum record that does not decode or validate, or the
+ * batch runs short), errbuf naming its offset; KQ_ERR_NOMEM. On error l is as before. */
+int kq_control_list_add_batch(kq_control_list *l, int64_t base_offset, int32_t count,
+                              const uint8_t *records, size_t len, char *errbuf, size_t errlen);
+
+/* The signature of kq_store_check_cb (include/kq/store.h): kq_record_check_batch, then
+ * kq_control_list_add_batch into arg (a kq_control_list): a daemon checks its log and learns
+ * its voter history in one read. */
+int kq_control_check_batch(void *arg, int64_t base_offset, int32_t count, const uint8_t *records,
+                           size_t len, char *errbuf, size_t errlen);
+
+/* Appends c as one length-prefixed record: a VotersRecord when c->voters is set (with the
+ * unsafe-recovery mark), else a KRaftVersionRecord of c->kraft_version. 0,
+ * KQ_ERR_INVALID_REQUEST (errbuf says why; b unchanged) or KQ_ERR_NOMEM. */
+int kq_control_append(struct kq_buf *b, const kq_raft_control *c, char *errbuf, size_t errlen);
+
+/* For kq_raft_host_ops.fetched_control (include/kq/raft_host.h): empties l, reads the quorum
+ * records of the n fetched batches into it and points each batch's control at its own. 0 or
+ * the first batch's error (then no batch has control). */
+int kq_control_list_read_fetched(kq_control_list *l, kq_raft_batch *batches, size_t n);
+
+/* Appends the quorum records of a batch the core gave the leader to write (its `control`: the
+ * whole payload of a KQ_RAFT_BATCH_VOTERS batch, the records after the LeaderChange record of a
+ * KQ_RAFT_BATCH_LEADER_CHANGE batch). 0 or kq_control_append's error. */
+int kq_control_append_batch(struct kq_buf *b, const kq_raft_batch *batch, char *errbuf,
+                            size_t errlen);
+
 /* One-line text for kq log-dump, e.g. "Topic name=foo id=<base64 uuid>" or
  * "PartitionChange topic=<id> partition=0 leader=2 isr=1,2". Always NUL-terminates a
  * non-empty buffer and ends with "..." when truncated. Returns the length written. */

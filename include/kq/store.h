@@ -2,7 +2,9 @@
  * kq_store: a node's metadata-log directory, one LMDB environment (DESIGN.md section 5).
  *
  * Named databases:
- *   meta   : "format_version", "cluster_id", "node_id", "directory_id", "quorum_state"
+ *   meta   : "format_version", "cluster_id", "node_id", "directory_id", "quorum_state",
+ *            "bootstrap" (KIP-853: {count u32 BE} then `count` length-prefixed records, the
+ *            KRaftVersion and Voters records kq storage format wrote; absent: none)
  *   log    : 8-byte big-endian base offset -> 12-byte header {epoch u32 BE, count u32 BE,
  *            crc32c u32 BE of the records} followed by the records bytes
  *   epochs : 4-byte big-endian epoch -> 8-byte big-endian start offset
@@ -50,6 +52,23 @@ typedef struct kq_store_identity {
  * formatted store (nothing changed). directory_id is generated. errbuf gets a message. */
 int kq_store_format(const char *dir, const char *cluster_id, int32_t node_id,
                     kq_store_identity *out, char *errbuf, size_t errlen);
+
+/* What kq storage format may add (KIP-853). directory_id: this directory's id (22-char base64,
+ * not all zero) as --initial-controllers names it; NULL: a random one. bootstrap: `count`
+ * length-prefixed records (KRaftVersion, Voters) stored in the same transaction; NULL: none. */
+typedef struct kq_store_format_opts {
+    const char *directory_id;
+    const uint8_t *bootstrap;
+    size_t bootstrap_len;
+    int32_t bootstrap_count;
+} kq_store_format_opts;
+int kq_store_format_opts_apply(const char *dir, const char *cluster_id, int32_t node_id,
+                               const kq_store_format_opts *opts, kq_store_identity *out,
+                               char *errbuf, size_t errlen);
+
+/* The bootstrap records (meta "bootstrap"): *records malloc'd (caller frees), *count 0 and
+ * *records NULL when there are none. 0, KQ_ERR_CORRUPT_MESSAGE (damaged value), KQ_ERR_IO. */
+int kq_store_get_bootstrap(kq_store *s, uint8_t **records, size_t *len, int32_t *count);
 
 /* Open a formatted directory. expect_cluster_id may be NULL (any); expect_node_id may be -1
  * (any). Errors, each with a message in errbuf that says how to fix it:
