@@ -137,7 +137,7 @@ typedef struct ctl {
 
     /* KIP-853: the quorum records of the last fetched batches (for the core, until the next
      * Fetch answer), and those recovered at start (the bootstrap's and the log's) */
-    kq_control_list fetched, recovered;
+    kq_control_list fetched, recovered, installed;
 
     uint64_t now;
     int shutting_down;
@@ -310,6 +310,14 @@ static void write_voters(ctl *c, const kq_raft_batch *b)
         fatal("store append", "Voters batch");
     tail_add(c, b, rec.data, rec.len);
     kq_buf_free(&rec);
+}
+
+/* kq_raft_host_ops: the quorum records of the snapshot install_snapshot just loaded. */
+static size_t installed_control(void *arg, const kq_raft_control **out)
+{
+    ctl *c = arg;
+    *out = c->installed.c;
+    return c->installed.n;
 }
 
 /* kq_raft_host_ops: the quorum records of fetched batches, for the core. */
@@ -817,6 +825,16 @@ static void send_response(void *arg, const kq_raft_msg *m)
         send_snapshot_chunk(c, req, m);
         return;
     }
+    if ((m->type == KQ_RAFT_ADD_VOTER_RESP || m->type == KQ_RAFT_REMOVE_VOTER_RESP ||
+         m->type == KQ_RAFT_UPDATE_VOTER_RESP) &&
+        m->error == KQ_ERR_NOT_LEADER_OR_FOLLOWER) {
+        /* with the leader's endpoint, so a tool can follow the hint */
+        uint32_t api = m->type == KQ_RAFT_ADD_VOTER_RESP      ? KQ_API_ADD_RAFT_VOTER
+                       : m->type == KQ_RAFT_REMOVE_VOTER_RESP ? KQ_API_REMOVE_RAFT_VOTER
+                                                              : KQ_API_UPDATE_RAFT_VOTER;
+        reply_error(c, req, api, m->error, m->u.voter_resp.error_message);
+        return;
+    }
     int64_t from = m->u.fetch_resp.records_from, to = m->u.fetch_resp.records_to;
     if (m->type == KQ_RAFT_FETCH_RESP && m->error == 0 && to > from) {
         int64_t next = from;
@@ -1097,7 +1115,8 @@ static int start(ctl *c, char *err, size_t errlen)
     }
     /* Everything it will replay or serve, checked before it joins the quorum; the log's
      * quorum records are read on the way. */
-    rc = kq_store_verify(c->store, &rec, kq_control_check_batch, &c->recovered, why, sizeof(why));
+    kq_control_list log_control = {0}; /* after the snapshot's, which are read below */
+    rc = kq_store_verify(c->store, &rec, kq_control_check_batch, &log_control, why, sizeof(why));
     kq_store_unguard_reads();
     if (rc != 0) {
         free(rec.epochs);
@@ -1124,6 +1143,7 @@ static int start(ctl *c, char *err, size_t errlen)
                             .persisted = persisted,
                             .install_snapshot = install_snapshot,
                             .fetched_control = fetched_control,
+                            .installed_control = installed_control,
                             .fatal = host_fatal};
     if (kq_raft_host_init(&c->host, c->raft, &disk, &ops) != 0) {
         free(rec.epochs);
@@ -1170,8 +1190,12 @@ static int start(ctl *c, char *err, size_t errlen)
         if (rc == 0)
             rc = kq_ctl_node_load_snapshot(&c->node, rec.snapshot, payload, len, kq_now_ms(), err,
                                            errlen);
+        if (rc == 0)
+            rc = kq_control_list_add_snapshot(&c->recovered, rec.snapshot.end_offset, payload, len,
+                                              err, errlen);
         free(payload);
         if (rc != 0) {
+            kq_control_list_free(&log_control);
             free(rec.epochs);
             if (rc == KQ_ERR_NOMEM || rc == KQ_ERR_IO)
                 return rc;
@@ -1181,6 +1205,12 @@ static int start(ctl *c, char *err, size_t errlen)
         }
         KQ_INFO("controller", "loaded snapshot", "end_offset=%lld epoch=%d",
                 (long long)rec.snapshot.end_offset, rec.snapshot.epoch);
+    }
+    if (kq_control_list_move(&c->recovered, &log_control) != 0) {
+        kq_control_list_free(&log_control);
+        free(rec.epochs);
+        snprintf(err, errlen, "out of memory");
+        return KQ_ERR_NOMEM;
     }
     if (rec.log_start_offset > c->node.meta.applied_end) {
         snprintf(err, errlen,
@@ -1301,6 +1331,10 @@ static int install_snapshot(void *arg, kq_raft_snapshot_id id, char *err, size_t
     } else if (rc == 0) {
         if (kq_ctl_node_load_snapshot(&c->node, id, payload, len, c->now, err, errlen) != 0)
             fatal("loading a fetched snapshot into the metadata image", err);
+        kq_control_list_free(&c->installed);
+        if (kq_control_list_add_snapshot(&c->installed, id.end_offset, payload, len, err, errlen) !=
+            0)
+            fatal("reading the quorum records of a fetched snapshot", err);
         KQ_INFO("raft", "installed a snapshot fetched from the leader", "end_offset=%lld epoch=%d",
                 (long long)id.end_offset, id.epoch);
     }
@@ -1322,6 +1356,12 @@ static void maybe_snapshot(ctl *c)
                                     kq_raft_host_outbox_reads_from(&c->host), c->now, &id))
         return;
     uint64_t t0 = kq_now_ms();
+    /* a dynamic quorum's snapshot starts with the quorum records in force at its end, so a
+     * node that installs it (or restarts from it) knows the voters once the log below is gone */
+    int16_t kraft_version;
+    const kq_voter_set *set = kq_raft_voters_at(c->raft, id.end_offset - 1, &kraft_version);
+    if (set != NULL && kq_control_append_snapshot_head(&b, kraft_version, set, err, sizeof err))
+        fatal("snapshot: encoding the quorum records", err);
     if (kq_image_snapshot_write(c->node.meta.img, &b, &n_records) != 0)
         fatal("snapshot", "encoding the metadata image");
     if (kq_store_snapshot_write(c->store, id, b.data, b.len, &size, err, sizeof(err)) != 0)
@@ -1446,6 +1486,7 @@ int main(int argc, char **argv)
     kq_raft_host_free(&c.host);
     kq_control_list_free(&c.fetched);
     kq_control_list_free(&c.recovered);
+    kq_control_list_free(&c.installed);
     kq_store_close(c.store);          /* everything is committed; close it before the network */
     kq_rpc_tls_on_change(NULL, NULL); /* before the HTTPS listener it may point at goes */
     kq_http_stop(c.http);

@@ -180,6 +180,14 @@ const kq_voter_set *kq_raft_voters(const kq_raft *r, int64_t *record_offset)
     return &r->voters;
 }
 
+const kq_voter_set *kq_raft_voters_at(const kq_raft *r, int64_t offset, int16_t *kraft_version)
+{
+    int16_t v = kq_voter_history_kraft_version_at(&r->vh, offset);
+
+    *kraft_version = v;
+    return v >= 1 ? kq_voter_history_set_at(&r->vh, offset) : NULL;
+}
+
 bool kq_raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epoch,
                                   int64_t *out_end)
 {

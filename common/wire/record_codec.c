@@ -494,14 +494,16 @@ static int control_push(kq_control_list *l, const kq_raft_control *c, kq_voter_s
 #define TAG_KRAFT_VERSION ((4 << 3) | 2)
 #define TAG_VOTERS ((5 << 3) | 2)
 
-int kq_control_list_add_batch(kq_control_list *l, int64_t base_offset, int32_t count,
-                              const uint8_t *records, size_t len, char *errbuf, size_t errlen)
+/* The quorum records among `count` records (-1: up to the end of the buffer, stopping at the
+ * first other record), at offsets first + i (or all at `first` when one_offset). */
+static int add_records(kq_control_list *l, int64_t first, bool one_offset, int32_t count,
+                       const uint8_t *records, size_t len, char *errbuf, size_t errlen)
 {
     size_t pos = 0, n0 = l->n;
     int rc = 0;
 
-    for (int32_t i = 0; i < count && !rc; i++) {
-        int64_t off = base_offset < 0 ? -1 : base_offset + i;
+    for (int32_t i = 0; (count < 0 ? pos < len : i < count) && !rc; i++) {
+        int64_t off = one_offset ? first : first + i;
         uint64_t n;
         size_t p = pos;
         kq_record r;
@@ -512,8 +514,11 @@ int kq_control_list_add_batch(kq_control_list *l, int64_t base_offset, int32_t c
             break;
         }
         pos = p + (size_t)n;
-        if (n == 0 || (records[p] != TAG_KRAFT_VERSION && records[p] != TAG_VOTERS))
+        if (n == 0 || (records[p] != TAG_KRAFT_VERSION && records[p] != TAG_VOTERS)) {
+            if (count < 0)
+                break; /* a snapshot's quorum records come first */
             continue;
+        }
         char why[200];
         if ((rc = kq_record_decode(records + p, (size_t)n, &r, why, sizeof why))) {
             rc = fail(KQ_ERR_CORRUPT_MESSAGE, errbuf, errlen,
@@ -548,6 +553,19 @@ int kq_control_list_add_batch(kq_control_list *l, int64_t base_offset, int32_t c
             fail(rc, errbuf, errlen, "out of memory reading quorum records");
     }
     return rc;
+}
+
+int kq_control_list_add_batch(kq_control_list *l, int64_t base_offset, int32_t count,
+                              const uint8_t *records, size_t len, char *errbuf, size_t errlen)
+{
+    return add_records(l, base_offset < 0 ? -1 : base_offset, base_offset < 0, count, records, len,
+                       errbuf, errlen);
+}
+
+int kq_control_list_add_snapshot(kq_control_list *l, int64_t end_offset, const uint8_t *payload,
+                                 size_t len, char *errbuf, size_t errlen)
+{
+    return add_records(l, end_offset - 1, true, -1, payload, len, errbuf, errlen);
 }
 
 int kq_control_check_batch(void *arg, int64_t base_offset, int32_t count, const uint8_t *records,
@@ -610,4 +628,29 @@ int kq_control_append_batch(kq_buf *b, const kq_raft_batch *batch, char *errbuf,
             return rc;
     }
     return 0;
+}
+
+int kq_control_list_move(kq_control_list *dst, kq_control_list *src)
+{
+    size_t n0 = dst->n;
+
+    for (size_t i = 0; i < src->n; i++)
+        if (control_push(dst, &src->c[i], src->sets[i]) != 0) {
+            dst->n = n0; /* the sets are still src's */
+            return KQ_ERR_NOMEM;
+        }
+    free(src->c);
+    free(src->sets);
+    memset(src, 0, sizeof *src);
+    return 0;
+}
+
+int kq_control_append_snapshot_head(kq_buf *b, int16_t kraft_version, const kq_voter_set *set,
+                                    char *errbuf, size_t errlen)
+{
+    kq_raft_control kv = {.offset = -1, .kraft_version = kraft_version};
+    kq_raft_control vs = {.offset = -1, .kraft_version = -1, .voters = set};
+    int rc = kq_control_append(b, &kv, errbuf, errlen);
+
+    return rc ? rc : kq_control_append(b, &vs, errbuf, errlen);
 }

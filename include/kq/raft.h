@@ -502,6 +502,12 @@ void kq_raft_get_status(const kq_raft *r, kq_raft_status *out);
  * offset of the VotersRecord it came from: -1 the bootstrap's, -2 the static cfg.voters. */
 const struct kq_voter_set *kq_raft_voters(const kq_raft *r, int64_t *record_offset);
 
+/* What a snapshot ending after `offset` must hold of the quorum (KIP-853): the kraft.version
+ * in force there, and (at kraft.version 1) the voter set in force there; NULL at kraft.version
+ * 0 (the static set). Valid until the next step. */
+const struct kq_voter_set *kq_raft_voters_at(const kq_raft *r, int64_t offset,
+                                             int16_t *kraft_version);
+
 /* Epoch and end offset for `epoch` per the epoch cache: the largest cached epoch <= epoch and
  * the start of the next one (or the LEO). Returns false if no cached epoch is <= epoch. */
 bool kq_raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epoch,

@@ -167,6 +167,21 @@ void kq_control_list_free(kq_control_list *l);
 int kq_control_list_add_batch(kq_control_list *l, int64_t base_offset, int32_t count,
                               const uint8_t *records, size_t len, char *errbuf, size_t errlen);
 
+/* The quorum records at the head of a snapshot payload (kq storage snapshots of a dynamic
+ * quorum start with them), every one at offset end_offset - 1; scanning stops at the first
+ * other record. Errors as kq_control_list_add_batch. */
+int kq_control_list_add_snapshot(kq_control_list *l, int64_t end_offset, const uint8_t *payload,
+                                 size_t len, char *errbuf, size_t errlen);
+
+/* Moves every entry of src to the end of dst (src is left empty). 0 or KQ_ERR_NOMEM (then
+ * nothing moved). */
+int kq_control_list_move(kq_control_list *dst, kq_control_list *src);
+
+/* A snapshot's head for the Raft core at kraft.version 1 (KIP-853): a KRaftVersion record,
+ * then the Voters record of set, appended to b. 0, or kq_control_append's error. */
+int kq_control_append_snapshot_head(struct kq_buf *b, int16_t kraft_version,
+                                    const kq_voter_set *set, char *errbuf, size_t errlen);
+
 /* The signature of kq_store_check_cb (include/kq/store.h): kq_record_check_batch, then
  * kq_control_list_add_batch into arg (a kq_control_list): a daemon checks its log and learns
  * its voter history in one read. */
