@@ -31,6 +31,7 @@ static const char QUORUM_USAGE[] =
     "       kq metadata-quorum --bootstrap-controller LIST [--timeout-ms MS]\n"
     "                          remove-controller --controller-id N\n"
     "                          --controller-directory-id DIRECTORY_ID\n"
+    "       kq metadata-quorum unsafe-recover --config FILE [--yes]\n"
     "  (also installed as kq-metadata-quorum)\n"
     "\n"
     "  --bootstrap-controller LIST  controllers to ask, in order; leader hints are followed\n"
@@ -53,7 +54,12 @@ static const char QUORUM_USAGE[] =
     "                               has caught up the leader answers REQUEST_TIMED_OUT and\n"
     "                               the request is retried until --timeout-ms\n"
     "  remove-controller            remove the voter with this id and directory id; a\n"
-    "                               leader that removes itself hands leadership over\n";
+    "                               leader that removes itself hands leadership over\n"
+    "  unsafe-recover               the last resort after losing a majority of the voters\n"
+    "                               for good (docs/operations.md): on the STOPPED controller\n"
+    "                               of FILE, make it the only voter, keeping its log; refused\n"
+    "                               while it runs or while it and the voters that answer could\n"
+    "                               form a quorum; asks for 'yes' unless --yes\n";
 
 static const char WRITE_USAGE[] =
     "Usage: kq metadata-write --bootstrap-controller HOST:PORT[,HOST:PORT...]\n"
@@ -80,6 +86,8 @@ enum {
     OPT_COMMAND_CONFIG,
     OPT_CONTROLLER_ID,
     OPT_CONTROLLER_DIR,
+    OPT_CONFIG,
+    OPT_YES,
 };
 
 /* getopt_long with our own messages; returns the option, -1 at the end, or '?' after
@@ -230,12 +238,15 @@ int kq_cmd_metadata_quorum(int argc, char **argv)
         {"json", no_argument, NULL, OPT_JSON},
         {"controller-id", required_argument, NULL, OPT_CONTROLLER_ID},
         {"controller-directory-id", required_argument, NULL, OPT_CONTROLLER_DIR},
+        {"config", required_argument, NULL, OPT_CONFIG},
+        {"yes", no_argument, NULL, OPT_YES},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
     conn_args ca = {.n_addrs = 0, .timeout_ms = DEFAULT_TIMEOUT_MS};
     bool status = false, replication = false, human = false, json = false;
-    const char *command_config = NULL, *controller_dir = NULL;
+    const char *command_config = NULL, *controller_dir = NULL, *config = NULL;
+    bool yes = false;
     int64_t controller_id = -1;
     kq_buf req = {NULL, 0};
     kq_response resp;
@@ -269,6 +280,12 @@ int kq_cmd_metadata_quorum(int argc, char **argv)
         case OPT_CONTROLLER_DIR:
             controller_dir = optarg;
             break;
+        case OPT_CONFIG:
+            config = optarg;
+            break;
+        case OPT_YES:
+            yes = true;
+            break;
         case OPT_VERBOSE:
             ca.verbose = true;
             break;
@@ -298,11 +315,19 @@ int kq_cmd_metadata_quorum(int argc, char **argv)
                                     "remove-controller)");
     bool adding = strcmp(argv[optind], "add-controller") == 0;
     bool removing = strcmp(argv[optind], "remove-controller") == 0;
-    if (strcmp(argv[optind], "describe") != 0 && !adding && !removing)
+    bool recovering = strcmp(argv[optind], "unsafe-recover") == 0;
+    if (strcmp(argv[optind], "describe") != 0 && !adding && !removing && !recovering)
         return kq_tools_usage_error(cmd, QUORUM_USAGE, "unknown subcommand '%s'", argv[optind]);
     if (optind + 1 < argc)
         return kq_tools_usage_error(cmd, QUORUM_USAGE, "unexpected argument '%s'",
                                     argv[optind + 1]);
+    if (recovering) {
+        if (!config)
+            return kq_tools_usage_error(cmd, QUORUM_USAGE,
+                                        "unsafe-recover needs --config (the stopped "
+                                        "controller's .properties file)");
+        return kq_quorum_unsafe_recover(config, yes);
+    }
     if ((adding || removing) && ca.n_addrs == 0)
         return kq_tools_usage_error(cmd, QUORUM_USAGE, "missing --bootstrap-controller");
     if (adding) {

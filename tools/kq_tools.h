@@ -330,6 +330,8 @@ int kq_cmd_storage(int argc, char **argv);
 int kq_cmd_metadata_quorum(int argc, char **argv);
 int kq_cmd_log_dump(int argc, char **argv);
 int kq_cmd_metadata_write(int argc, char **argv);
+/* kq metadata-quorum unsafe-recover --config FILE [--yes] (tools/cmd_recover.c). */
+int kq_quorum_unsafe_recover(const char *config_path, bool yes);
 
 /* Runtime failure message: "Error: <message>" and a newline on stderr. */
 void kq_tools_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

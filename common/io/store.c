@@ -820,6 +820,28 @@ int kq_store_begin(kq_store *s)
     return 0;
 }
 
+int kq_store_put_directory_id(kq_store *s, const char *directory_id)
+{
+    uint8_t raw[16];
+    int ret = txn_check(s);
+
+    if (ret != 0)
+        return ret;
+    if (!directory_id || strlen(directory_id) != KQ_STORE_ID_LEN ||
+        !kq_uuid_parse(directory_id, raw) || kq_uuid_is_zero(raw))
+        return KQ_ERR_INVALID_REQUEST;
+    int rc = meta_put(s->txn, s->meta, "directory_id", directory_id, KQ_STORE_ID_LEN);
+    if (rc)
+        return txn_fail(s, rc, "put_directory_id");
+    memcpy(s->id.directory_id, directory_id, KQ_STORE_ID_LEN + 1);
+    return 0;
+}
+
+int kq_store_write_meta_properties(kq_store *s, char *errbuf, size_t errlen)
+{
+    return write_meta_properties(s->dir, &s->id, errbuf, errlen);
+}
+
 int kq_store_get_bootstrap(kq_store *s, uint8_t **records, size_t *len, int32_t *count)
 {
     MDB_txn *txn = NULL;

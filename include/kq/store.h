@@ -66,6 +66,12 @@ int kq_store_format_opts_apply(const char *dir, const char *cluster_id, int32_t 
                                const kq_store_format_opts *opts, kq_store_identity *out,
                                char *errbuf, size_t errlen);
 
+/* kq metadata-quorum unsafe-recover: a new directory id (22-char base64, not all zero) in the
+ * open write transaction; after the commit, kq_store_write_meta_properties rewrites the
+ * human-readable copy. 0, KQ_ERR_INVALID_REQUEST or KQ_ERR_IO. */
+int kq_store_put_directory_id(kq_store *s, const char *directory_id);
+int kq_store_write_meta_properties(kq_store *s, char *errbuf, size_t errlen);
+
 /* The bootstrap records (meta "bootstrap"): *records malloc'd (caller frees), *count 0 and
  * *records NULL when there are none. 0, KQ_ERR_CORRUPT_MESSAGE (damaged value), KQ_ERR_IO. */
 int kq_store_get_bootstrap(kq_store *s, uint8_t **records, size_t *len, int32_t *count);
