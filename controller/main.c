@@ -455,6 +455,26 @@ static void node_reply_error(void *arg, void *req, uint32_t api, int err, const 
     reply_error(arg, req, api, err, msg);
 }
 
+/* kq features upgrade --feature kraft.version=1: the core writes the first VotersRecord once
+ * every static voter has reported its directory id and endpoint (UpdateRaftVoter). */
+static int node_upgrade_kraft(void *arg, int16_t level, bool validate_only, char *msg,
+                              size_t msglen)
+{
+    ctl *c = arg;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_UPGRADE_KRAFT};
+    kq_raft_update u;
+    ev.u.upgrade.level = level;
+    ev.u.upgrade.validate_only = validate_only;
+    if (step(c, &ev, &u) != 0) {
+        snprintf(msg, msglen, "the Raft core refused the upgrade event");
+        return KQ_ERR_INVALID_REQUEST;
+    }
+    snprintf(msg, msglen, "%s", u.upgrade_error ? u.upgrade_message : "");
+    if (u.upgrade_error == 0 && !validate_only)
+        KQ_INFO("raft", "kraft.version upgrade", "level=%d", (int)level);
+    return u.upgrade_error;
+}
+
 static void node_refused(void *arg, const char *principal, int32_t items, const char *msg)
 {
     ctl *c = arg;
@@ -826,13 +846,16 @@ static void send_response(void *arg, const kq_raft_msg *m)
         return;
     }
     if ((m->type == KQ_RAFT_ADD_VOTER_RESP || m->type == KQ_RAFT_REMOVE_VOTER_RESP ||
-         m->type == KQ_RAFT_UPDATE_VOTER_RESP) &&
-        m->error == KQ_ERR_NOT_LEADER_OR_FOLLOWER) {
-        /* with the leader's endpoint, so a tool can follow the hint */
+         m->type == KQ_RAFT_UPDATE_VOTER_RESP || m->type == KQ_RAFT_FETCH_RESP) &&
+        m->error == KQ_ERR_NOT_LEADER_OR_FOLLOWER && m->leader_id >= 0) {
+        /* with the leader's endpoint, so a tool, or a node that found this one through
+         * controller.quorum.bootstrap.servers, can follow the hint */
         uint32_t api = m->type == KQ_RAFT_ADD_VOTER_RESP      ? KQ_API_ADD_RAFT_VOTER
                        : m->type == KQ_RAFT_REMOVE_VOTER_RESP ? KQ_API_REMOVE_RAFT_VOTER
-                                                              : KQ_API_UPDATE_RAFT_VOTER;
-        reply_error(c, req, api, m->error, m->u.voter_resp.error_message);
+                       : m->type == KQ_RAFT_UPDATE_VOTER_RESP ? KQ_API_UPDATE_RAFT_VOTER
+                                                              : KQ_API_FETCH;
+        reply_error(c, req, api, m->error,
+                    api == KQ_API_FETCH ? "not the leader" : m->u.voter_resp.error_message);
         return;
     }
     int64_t from = m->u.fetch_resp.records_from, to = m->u.fetch_resp.records_to;
@@ -1177,6 +1200,7 @@ static int start(ctl *c, char *err, size_t errlen)
                             .drop = node_drop,
                             .event = node_event,
                             .refused = node_refused,
+                            .upgrade_kraft = node_upgrade_kraft,
                             .fatal = node_fatal};
     if (kq_ctl_node_init(&c->node, &ncfg, &c->host.st, &nops, kq_now_ms()) != 0) {
         free(rec.epochs);

@@ -359,7 +359,9 @@ static kq_op_ctx op_ctx(kq_ctl_node *n)
                        .controller_id = n->cfg.node_id,
                        .flush = flush_cb,
                        .flush_arg = n,
-                       .max_batch_bytes = n->cfg.max_batch_bytes};
+                       .max_batch_bytes = n->cfg.max_batch_bytes,
+                       .upgrade_kraft = n->ops.upgrade_kraft,
+                       .upgrade_arg = n->ops.ctx};
 }
 
 /* A controller API: only the active controller answers; others point at the leader. */

@@ -91,6 +91,8 @@ typedef struct kq_ctl_node_ops {
     void (*drop)(void *ctx, void *req);
     /* May be NULL. */
     void (*event)(void *ctx, kq_ctl_node_event ev, int64_t arg);
+    /* UpdateFeatures of kraft.version (kq_op_ctx.upgrade_kraft). May be NULL. */
+    int (*upgrade_kraft)(void *ctx, int16_t level, bool validate_only, char *msg, size_t msglen);
     /* Items of one request answered TOPIC_/CLUSTER_AUTHORIZATION_FAILED (the request went on
      * for the others): count them, log msg (the last refusal's). May be NULL. */
     void (*refused)(void *ctx, const char *principal, int32_t items, const char *msg);

@@ -14,7 +14,7 @@
 /* Features this controller supports (kq_ctl_encode_describe_features, UpdateFeatures). */
 static const kq_ctl_feature_range SUPPORTED_FEATURES[] = {
     {"eligible.leader.replicas.version", 0, 1},
-    {"kraft.version", 0, 0},
+    {"kraft.version", 0, 1}, /* 1 only with kq_op_ctx.upgrade_kraft */
     {"metadata.version", 1, 1},
 };
 #define N_SUPPORTED_FEATURES ((int32_t)(sizeof(SUPPORTED_FEATURES) / sizeof(SUPPORTED_FEATURES[0])))
@@ -465,6 +465,29 @@ static int op_update_features(const kq_op_ctx *ctx, const kq_feature_update *req
             if (strcmp(SUPPORTED_FEATURES[j].name, reqs[i].name) == 0)
                 f = &SUPPORTED_FEATURES[j];
         int16_t cur = kq_image_feature(ctx->meta->img, reqs[i].name);
+        if (f != NULL && strcmp(f->name, "kraft.version") == 0) {
+            /* the Raft layer's: the proposal built so far goes first, then the core decides */
+            if (ctx->upgrade_kraft == NULL || reqs[i].max_version_level > 1 ||
+                reqs[i].upgrade_type != KQ_FEATURE_UPGRADE) {
+                res[i].error = KQ_ERR_INVALID_UPDATE_VERSION;
+                snprintf(res[i].message, sizeof(res[i].message),
+                         "kraft.version can only be upgraded, to 1 (no downgrade, as Kafka)");
+                continue;
+            }
+            if (*ctx->batch_count > 0 && ctx->flush != NULL) {
+                ctx->flush(ctx->flush_arg);
+                view_drop(ctx);
+                if (!ctx->meta->active) {
+                    rc = KQ_ERR_NOT_CONTROLLER;
+                    snprintf(errbuf, errlen, "leadership lost");
+                    break;
+                }
+            }
+            res[i].error =
+                ctx->upgrade_kraft(ctx->upgrade_arg, reqs[i].max_version_level, validate_only,
+                                   res[i].message, sizeof(res[i].message));
+            continue;
+        }
         if (f == NULL) {
             res[i].error = KQ_ERR_INVALID_REQUEST;
             snprintf(res[i].message, sizeof(res[i].message), "unknown feature %s", reqs[i].name);

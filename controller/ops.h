@@ -36,6 +36,11 @@ typedef struct kq_op_ctx {
      * resource): NULL or disabled = everything allowed (the controller's own timers). */
     const kq_authorizer_config *authz;
     const char *principal; /* the client's (NULL: User:ANONYMOUS) */
+    /* kraft.version (KIP-853) is the Raft layer's, not a FeatureLevelRecord: UpdateFeatures of
+     * it asks the core, after the proposal being built is flushed. Returns 0 or a kq error with
+     * msg set. NULL: kraft.version stays 0. */
+    int (*upgrade_kraft)(void *arg, int16_t level, bool validate_only, char *msg, size_t msglen);
+    void *upgrade_arg;
     /* May be NULL: the items refused (their count, and the last refusal's message), and the
      * committed ACLs as the operation's checks read them (built once per kq_op_run, freed at
      * its end). */

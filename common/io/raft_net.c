@@ -236,11 +236,20 @@ void kq_raft_net_learn_leader(kq_raft_net *n, const kq_voter_addr *bootstrap, in
     char err[300];
 
     if (a->peer > KQ_RAFT_BOOTSTRAP_ID(0) || i >= n_bootstrap || a->transport_error != 0 ||
-        a->peer_error != 0 || a->msg.type != KQ_RAFT_FETCH_RESP || a->msg.leader_id < 0 ||
+        a->msg.type != KQ_RAFT_FETCH_RESP || a->msg.leader_id < 0 ||
         find_peer(n, a->msg.leader_id) != NULL)
         return;
     kq_voter_addr v = bootstrap[i];
     v.id = a->msg.leader_id;
+    if (a->peer_error == KQ_ERR_NOT_LEADER_OR_FOLLOWER) {
+        /* a voter that is not the leader names it, with its endpoint */
+        if (!a->decoded.leader_endpoint[0] ||
+            kq_config_parse_hostport(a->decoded.leader_endpoint, v.host, sizeof v.host, &v.port,
+                                     err, sizeof err) != 0)
+            return;
+    } else if (a->peer_error != 0) {
+        return;
+    } /* no error: the server is the leader itself */
     if (kq_raft_net_set_peer(n, &v, err, sizeof err) != 0)
         KQ_WARN("raft", "cannot dial the leader", "leader=%d endpoint=%s:%d error=\"%s\"",
                 (int)v.id, v.host, v.port, err);

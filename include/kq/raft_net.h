@@ -66,8 +66,9 @@ void kq_raft_net_answer_free(kq_raft_net_answer *a);
 
 /* KIP-853 discovery: an answer from bootstrap server i (a.peer = KQ_RAFT_BOOTSTRAP_ID(i)) that
  * names a leader without an error came from that leader itself (only a leader answers a Fetch
- * without one), so the leader's id is dialed at bootstrap[i]'s address from now on. Anything
- * else: nothing. */
+ * without one), so the leader's id is dialed at bootstrap[i]'s address from now on; a
+ * NOT_LEADER_OR_FOLLOWER answer with the leader's endpoint (host:port) names where to dial
+ * it. Anything else: nothing. */
 void kq_raft_net_learn_leader(kq_raft_net *n, const kq_voter_addr *bootstrap, int n_bootstrap,
                               const kq_raft_net_answer *a);
 
