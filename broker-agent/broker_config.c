@@ -107,23 +107,26 @@ static int load_from(kq_config *c, kq_broker_config *out, char *errbuf, size_t e
                    "run kq-controller)",
                    "process.roles", s);
 
-    if ((rc = kq_config_string(c, "controller.quorum.voters", NULL, &s, errbuf, errlen)) != 0)
+    const char *boot = NULL;
+    if ((rc = kq_config_string(c, "controller.quorum.voters", NULL, &s, errbuf, errlen)) != 0 ||
+        (rc = kq_config_string(c, "controller.quorum.bootstrap.servers", NULL, &boot, errbuf,
+                               errlen)) != 0)
         return rc;
-    if (s == NULL || s[0] == '\0') {
-        const char *boot = NULL;
-        if ((rc = kq_config_string(c, "controller.quorum.bootstrap.servers", NULL, &boot, errbuf,
-                                   errlen)) != 0)
-            return rc;
-        if (boot != NULL && boot[0] != '\0')
-            return bad(errbuf, errlen, "%s: %s", "controller.quorum.bootstrap.servers",
-                       "not supported yet: set controller.quorum.voters (id@host:port,...)");
-        return bad(errbuf, errlen, "%s: %s", "controller.quorum.voters",
-                   "missing required key (id@host:port,...)");
-    }
-    if ((rc = name_key(kq_config_parse_voters(s, out->voters, KQ_RAFT_MAX_VOTERS, &out->n_voters,
+    if ((s == NULL || s[0] == '\0') && (boot == NULL || boot[0] == '\0'))
+        return bad(errbuf, errlen, "%s",
+                   "controller.quorum.voters or controller.quorum.bootstrap.servers is required "
+                   "(id@host:port,... for static voters; host:port,... for dynamic voters)");
+    if (s != NULL && s[0] != '\0' &&
+        (rc = name_key(kq_config_parse_voters(s, out->voters, KQ_RAFT_MAX_VOTERS, &out->n_voters,
                                               errbuf, errlen),
                        "controller.quorum.voters", errbuf, errlen)) != 0)
         return rc;
+    if (boot != NULL && boot[0] != '\0' &&
+        (rc = kq_config_parse_bootstrap_servers(boot, out->bootstrap, KQ_RAFT_MAX_VOTERS,
+                                                &out->raft.n_bootstrap, errbuf, errlen)) != 0)
+        return rc;
+    for (int i = 0; i < out->raft.n_bootstrap; i++)
+        out->bootstrap[i].id = KQ_RAFT_BOOTSTRAP_ID(i);
     for (int i = 0; i < out->n_voters; i++) {
         if (out->voters[i].id == out->node_id) {
             snprintf(errbuf, errlen,

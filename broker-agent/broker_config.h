@@ -21,8 +21,12 @@
 
 typedef struct kq_broker_config {
     int32_t node_id;
-    kq_voter_addr voters[KQ_RAFT_MAX_VOTERS]; /* controller.quorum.voters */
+    /* controller.quorum.voters; with dynamic voters (KIP-853) the voter set in force, kept by
+     * the daemon from its Raft observer */
+    kq_voter_addr voters[KQ_RAFT_MAX_VOTERS];
     int n_voters;
+    /* controller.quorum.bootstrap.servers, id KQ_RAFT_BOOTSTRAP_ID(i) each (raft.n_bootstrap) */
+    kq_voter_addr bootstrap[KQ_RAFT_MAX_VOTERS];
     kq_listener listeners[KQ_BROKER_MAX_LISTENERS]; /* listeners: where this node binds */
     int n_listeners;
     kq_listener advertised[KQ_BROKER_MAX_LISTENERS]; /* advertised.listeners (default: listeners) */

@@ -54,6 +54,12 @@ kq_dp_nng *kq_dp_nng_new(kq_loopq *q, int ev_type, size_t max_msg_bytes,
     return n;
 }
 
+void kq_dp_nng_set_controllers(kq_dp_nng *n, const int32_t *controller_ids, int n_controllers)
+{
+    n->n_ctl = n_controllers < KQ_RAFT_MAX_VOTERS ? n_controllers : KQ_RAFT_MAX_VOTERS;
+    memcpy(n->ctl_ids, controller_ids, (size_t)n->n_ctl * sizeof(int32_t));
+}
+
 void kq_dp_nng_free(kq_dp_nng *n)
 {
     if (n == NULL)

@@ -24,6 +24,9 @@ kq_dp_nng *kq_dp_nng_new(kq_loopq *q, int ev_type, size_t max_msg_bytes,
                          kq_rpc_client *const *controllers, const int32_t *controller_ids,
                          int n_controllers, void (*fatal)(const char *what, const char *detail));
 void kq_dp_nng_free(kq_dp_nng *n);
+/* The controllers changed (dynamic voters): controller_ids[i] is served by the i-th client of
+ * the array given to kq_dp_nng_new, which the caller keeps current. */
+void kq_dp_nng_set_controllers(kq_dp_nng *n, const int32_t *controller_ids, int n_controllers);
 /* The operations for kq_dp_config.net. */
 kq_dp_net kq_dp_nng_net(kq_dp_nng *n);
 /* A loop-queue item of type ev_type: gives its answer to dp (kq_dp_on_answer), frees it. */

@@ -26,8 +26,8 @@ void kq_bl_init(kq_bl *l, const kq_bl_config *cfg, uint64_t now_ms)
 {
     memset(l, 0, sizeof(*l));
     l->cfg = *cfg;
-    if (l->cfg.n_controllers < 1)
-        l->cfg.n_controllers = 1; /* config validation guarantees voters; stay total anyway */
+    if (l->cfg.n_controllers < 0 || l->cfg.n_controllers > KQ_RAFT_MAX_VOTERS)
+        l->cfg.n_controllers = 0; /* none known: nothing is sent (kq_bl_set_controllers) */
     if (l->cfg.heartbeat_interval_ms == 0)
         l->cfg.heartbeat_interval_ms = 1;
     l->state = KQ_BL_STARTING;
@@ -40,6 +40,19 @@ void kq_bl_init(kq_bl *l, const kq_bl_config *cfg, uint64_t now_ms)
     l->next_send_ms = now_ms;
     l->fenced = true;
     kq_prng_seed(&l->rng, cfg->seed);
+}
+
+void kq_bl_set_controllers(kq_bl *l, const int32_t *ids, int n)
+{
+    if (n < 0 || n > KQ_RAFT_MAX_VOTERS)
+        return;
+    memcpy(l->cfg.controllers, ids, (size_t)n * sizeof(ids[0]));
+    l->cfg.n_controllers = n;
+    bool hint_known = false;
+    for (int i = 0; i < n; i++)
+        hint_known |= ids[i] == l->hint;
+    if (!hint_known)
+        l->hint = -1;
 }
 
 /* Hints naming anything but a controller are ignored. */
@@ -157,7 +170,7 @@ void kq_bl_poll(kq_bl *l, uint64_t now, int64_t metadata_offset, kq_bl_action *o
     if (l->state == KQ_BL_PENDING_CONTROLLED_SHUTDOWN &&
         l->shutdown_ms + l->cfg.shutdown_timeout_ms < next)
         next = l->shutdown_ms + l->cfg.shutdown_timeout_ms;
-    if (l->in_flight || now < l->next_send_ms) {
+    if (l->in_flight || now < l->next_send_ms || l->cfg.n_controllers == 0) {
         if (!l->in_flight && l->next_send_ms < next)
             next = l->next_send_ms;
         out->next_ms = next;

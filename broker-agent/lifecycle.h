@@ -108,6 +108,11 @@ typedef struct kq_bl {
 
 void kq_bl_init(kq_bl *l, const kq_bl_config *cfg, uint64_t now_ms);
 
+/* Dynamic voters (KIP-853): the controllers are the voter set in force, learnt from the
+ * metadata log; n 0 (not learnt yet): nothing is sent until they are. Hints and the leader
+ * keep their meaning (a hint naming a controller no longer in the set is dropped). */
+void kq_bl_set_controllers(kq_bl *l, const int32_t *ids, int n);
+
 /* Called every loop iteration: what to send now (at most one request in flight), when to poll
  * again, or that the daemon must exit. metadata_offset: the last applied metadata offset (-1
  * none). */

@@ -110,6 +110,11 @@ typedef struct broker {
     kq_raft *raft;
     kq_raft_net *net;
     kq_rpc_client *ctl[KQ_RAFT_MAX_VOTERS]; /* controller RPC clients, as cfg.voters */
+    /* dynamic voters (KIP-853): clients of controllers that left or moved, closed at exit (their
+     * calls in flight still answer); the quorum records for the observer's core */
+    kq_rpc_client *retired[64];
+    int n_retired;
+    kq_control_list fetched, recovered, installed;
     kq_rpc_server *server;
     kq_loopq *q;
     kq_bmeta meta; /* the metadata image, replayed from the observer's log (metadata.h) */
@@ -170,8 +175,67 @@ static void on_request(void *arg, kq_rpc_req *req)
 
 /* ---------- the metadata follower ---------- */
 
+/* With dynamic voters the controllers are the voter set in force, learnt from the metadata log:
+ * keep the address book, the controller clients, the lifecycle's and the data plane's
+ * controller lists and the observer's peers in step. */
+static void sync_controllers(broker *b)
+{
+    int64_t at;
+    const kq_voter_set *s = kq_raft_voters(b->raft, &at);
+    bool tls = b->cfg.controller_protocol == KQ_SECURITY_SSL;
+    char err[300];
+    if (at == -2 || s == NULL || b->net == NULL)
+        return; /* static voters: cfg.voters is the set */
+    bool changed = s->n != b->cfg.n_voters;
+    for (int i = 0; i < s->n; i++) {
+        kq_voter_addr a = {.id = s->v[i].key.id, .port = s->v[i].port};
+        snprintf(a.host, sizeof a.host, "%s", s->v[i].host);
+        kq_voter_addr *old = &b->cfg.voters[i];
+        if (i < b->cfg.n_voters && old->id == a.id && old->port == a.port &&
+            !strcmp(old->host, a.host) && b->ctl[i])
+            continue;
+        changed = true;
+        if (kq_raft_net_set_peer(b->net, &a, err, sizeof err) != 0)
+            KQ_WARN("metadata", "cannot dial a controller", "controller=%d error=\"%s\"", a.id,
+                    err);
+        if (b->ctl[i] && b->n_retired < (int)(sizeof b->retired / sizeof b->retired[0]))
+            b->retired[b->n_retired++] = b->ctl[i];
+        else if (b->ctl[i])
+            kq_rpc_client_close(b->ctl[i]); /* no room left: its calls in flight fail */
+        b->ctl[i] = NULL;
+        char url[300];
+        kq_rpc_url(url, sizeof url, tls, a.host, a.port);
+        if (kq_rpc_client_open_node(url, a.id, KQ_RPC_DEFAULT_MAX_MSG, &b->ctl[i], err,
+                                    sizeof err) != 0)
+            KQ_WARN("broker", "cannot dial a controller", "controller=%d error=\"%s\"", a.id, err);
+        *old = a;
+    }
+    if (!changed)
+        return;
+    b->cfg.n_voters = s->n;
+    for (int i = 0; i < s->n; i++)
+        b->ctl_ids[i] = b->cfg.voters[i].id;
+    kq_bl_set_controllers(&b->lc, b->ctl_ids, s->n);
+    kq_dp_nng_set_controllers(b->dp_net, b->ctl_ids, s->n);
+    KQ_INFO("broker", "controllers from the voter set in force", "count=%d", s->n);
+}
+
+static int fetched_control(void *arg, kq_raft_batch *batches, size_t n)
+{
+    broker *b = arg;
+    return kq_control_list_read_fetched(&b->fetched, batches, n);
+}
+
+static size_t installed_control(void *arg, const kq_raft_control **out)
+{
+    broker *b = arg;
+    *out = b->installed.c;
+    return b->installed.n;
+}
+
 static void after_step(void *arg, const kq_raft_update *u)
 {
+    sync_controllers(arg);
     if (u->role_changed)
         KQ_INFO("metadata", "observer state changed", "state=%s epoch=%d leader=%d",
                 kq_raft_role_name(u->role), u->epoch, u->leader_id);
@@ -241,6 +305,7 @@ static void handle_raft_answer(broker *b, kq_raft_net_item *it)
                 a.peer, kq_err_name(a.transport_error), a.message);
     if (a.peer_error == KQ_ERR_INCONSISTENT_CLUSTER_ID)
         note_inconsistent_cluster(b, a.peer, a.message);
+    kq_raft_net_learn_leader(b->net, b->cfg.bootstrap, b->cfg.raft.n_bootstrap, &a);
     kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .u.msg = &a.msg};
     step(b, &ev);
     kq_raft_net_answer_free(&a);
@@ -289,13 +354,17 @@ static void apply_committed(broker *b)
 }
 
 /* Load a snapshot (the whole committed image up to its end offset) into a fresh image. */
-static int load_snapshot_image(broker *b, kq_raft_snapshot_id id, char *err, size_t errlen)
+/* The image from snapshot id, and its quorum records (KIP-853) into control. */
+static int load_snapshot_image(broker *b, kq_raft_snapshot_id id, kq_control_list *control,
+                               char *err, size_t errlen)
 {
     uint8_t *payload = NULL;
     size_t len = 0;
     int rc = kq_store_snapshot_load(b->store, id, &payload, &len, err, errlen);
     if (rc == 0)
         rc = kq_bmeta_load_snapshot(&b->meta, payload, len, id.end_offset, err, errlen);
+    if (rc == 0)
+        rc = kq_control_list_add_snapshot(control, id.end_offset, payload, len, err, errlen);
     free(payload);
     return rc;
 }
@@ -306,8 +375,9 @@ static int install_snapshot(void *arg, kq_raft_snapshot_id id, char *err, size_t
 {
     broker *b = arg;
     int rc = kq_store_install_snapshot(b->store, id, err, errlen);
+    kq_control_list_free(&b->installed);
     if (rc == 0)
-        rc = load_snapshot_image(b, id, err, errlen);
+        rc = load_snapshot_image(b, id, &b->installed, err, errlen);
     if (rc == KQ_ERR_CORRUPT_MESSAGE)
         KQ_WARN("metadata", "fetched snapshot is damaged; fetching it again", "detail=\"%s\"", err);
     else if (rc == 0)
@@ -665,6 +735,7 @@ static int open_metadata_store(broker *b, char *err, size_t errlen)
 static int start(broker *b, char *err, size_t errlen)
 {
     kq_store_recovered rec;
+    kq_control_list log_control = {0}; /* the log's quorum records, after the snapshot's */
     int rc;
     memset(&rec, 0, sizeof(rec));
     b->last_fenced = true;
@@ -690,9 +761,11 @@ static int start(broker *b, char *err, size_t errlen)
     if (rc == 0) {
         /* What it will replay, checked before it registers or serves. */
         char why[1200] = "";
-        rc = kq_store_verify(b->store, &rec, kq_record_check_batch, NULL, why, sizeof(why));
+        rc =
+            kq_store_verify(b->store, &rec, kq_control_check_batch, &log_control, why, sizeof(why));
         kq_store_unguard_reads();
         if (rc != 0) {
+            kq_control_list_free(&log_control);
             free(rec.epochs);
             memset(&rec, 0, sizeof(rec));
             snprintf(err, errlen, "%.1200s%s%.1000s%s", why,
@@ -719,13 +792,18 @@ static int start(broker *b, char *err, size_t errlen)
         goto out;
     }
     if (rec.snapshot.end_offset > 0) {
-        rc = load_snapshot_image(b, rec.snapshot, err, errlen);
+        rc = load_snapshot_image(b, rec.snapshot, &b->recovered, err, errlen);
         if (rc != 0) {
             rc = KQ_ERR_IO;
             goto out;
         }
         KQ_INFO("metadata", "loaded metadata snapshot", "end_offset=%lld epoch=%d",
                 (long long)rec.snapshot.end_offset, rec.snapshot.epoch);
+    }
+    if (kq_control_list_move(&b->recovered, &log_control) != 0) {
+        rc = KQ_ERR_NOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto out;
     }
     if (rec.log_start_offset > b->meta.applied_end) {
         snprintf(err, errlen,
@@ -754,6 +832,8 @@ static int start(broker *b, char *err, size_t errlen)
                             .send_request = send_request,
                             .after_step = after_step,
                             .install_snapshot = install_snapshot,
+                            .fetched_control = fetched_control,
+                            .installed_control = installed_control,
                             .fatal = host_fatal};
     if (kq_raft_host_init(&b->host, b->raft, &disk, &ops) != 0) {
         rc = KQ_ERR_NOMEM;
@@ -822,8 +902,14 @@ static int start(broker *b, char *err, size_t errlen)
              kq_metrics_listener_start(b->cfg.metrics_host, b->cfg.metrics_port, b->cfg.metrics_tls,
                                        b->m.reg, ready_cb, b, &b->http, err, errlen)) != 0)
         goto out;
-    rc = kq_raft_net_open(b->cfg.voters, b->cfg.n_voters, ctl_tls, b->cfg.max_request_bytes, b->q,
-                          EV_RAFT, &b->net, err, errlen);
+    kq_voter_addr peers[2 * KQ_RAFT_MAX_VOTERS];
+    int n_peers = 0;
+    for (int i = 0; i < b->cfg.n_voters; i++)
+        peers[n_peers++] = b->cfg.voters[i];
+    for (int i = 0; i < b->cfg.raft.n_bootstrap; i++)
+        peers[n_peers++] = b->cfg.bootstrap[i];
+    rc = kq_raft_net_open(peers, n_peers, ctl_tls, b->cfg.max_request_bytes, b->q, EV_RAFT, &b->net,
+                          err, errlen);
     if (rc != 0)
         goto out;
     for (int i = 0; i < b->cfg.n_voters; i++) {
@@ -875,6 +961,8 @@ static int start(broker *b, char *err, size_t errlen)
     ev.u.start.log_start_epoch = rec.log_start_epoch;
     ev.u.start.snapshot = rec.snapshot;
     ev.u.start.snapshot_size = rec.snapshot_size;
+    ev.u.start.control = b->recovered.c;
+    ev.u.start.n_control = b->recovered.n;
     if (step(b, &ev) != 0) {
         snprintf(err, errlen,
                  "the Raft core rejected the metadata log recovered from %.900s; the directory "
@@ -885,6 +973,7 @@ static int start(broker *b, char *err, size_t errlen)
     }
     rc = 0;
 out:
+    kq_control_list_free(&log_control);
     free(rec.epochs);
     return rc;
 }
@@ -1033,6 +1122,11 @@ int main(int argc, char **argv)
     kq_raft_net_close(b.net);
     for (int i = 0; i < b.cfg.n_voters; i++)
         kq_rpc_client_close(b.ctl[i]);
+    for (int i = 0; i < b.n_retired; i++)
+        kq_rpc_client_close(b.retired[i]);
+    kq_control_list_free(&b.fetched);
+    kq_control_list_free(&b.recovered);
+    kq_control_list_free(&b.installed);
     KQ_INFO("broker", "stopped", "exit_code=%d", code);
     return code;
 }

@@ -20,6 +20,7 @@ dyn_config() {
         echo "controller.quorum.bootstrap.servers=$(kt_bootstrap "$@")"
         echo "listeners=CONTROLLER://127.0.0.1:$(kt_port "$i")"
         echo "metadata.log.dir=$KT_DIR/node-$i"
+        echo "broker.session.timeout.ms=4000"
         echo "log.level=${KQ_TEST_LOG_LEVEL:-info}"
     } >"$(kt_config "$i")"
 }
@@ -46,6 +47,36 @@ dir_of() {
     kt_describe "$@" || kt_fail "describe --status failed: $KT_OUT"
     grep '^CurrentVoters:' <<<"$KT_OUT" | grep -o "{\"id\": $i, \"directoryId\": \"[A-Za-z0-9_-]*\"" |
         sed 's/.*directoryId": "//; s/"$//'
+}
+
+BROKER=101
+broker_port() { echo $((KT_BASE_PORT + 8)); }
+broker_start() { # a broker agent that knows the controllers from bootstrap servers only
+    {
+        echo "process.roles=broker"
+        echo "node.id=$BROKER"
+        echo "controller.quorum.bootstrap.servers=$(kt_bootstrap 1)"
+        echo "listeners=PLAINTEXT://127.0.0.1:$(broker_port)"
+        echo "log.dirs=$KT_DIR/broker"
+        echo "broker.heartbeat.interval.ms=1000"
+        echo "broker.session.timeout.ms=4000"
+        echo "log.level=${KQ_TEST_LOG_LEVEL:-info}"
+    } >"$KT_DIR/broker.properties"
+    "$KT_KQ" storage format --config "$KT_DIR/broker.properties" --cluster-id "$KT_CLUSTER_ID" >/dev/null ||
+        kt_fail "format of the broker failed"
+    "$KT_BIN/kq-broker-agent" --config "$KT_DIR/broker.properties" >>"$KT_DIR/broker.log" 2>&1 &
+    KT_BPID[1]=$!
+}
+# broker_unfenced ASK...: waits until the broker is registered and unfenced, as the active
+# controller says
+broker_unfenced() {
+    local deadline=$(($(date +%s) + 60)) out=""
+    while (($(date +%s) < deadline)); do
+        out=$(timeout 20 "$KT_KQ" cluster --bootstrap-controller "$(kt_bootstrap "$@")" --timeout-ms 5000             describe 2>&1) || true
+        grep -q "^Broker: $BROKER.*Fenced: false" <<<"$out" && return 0
+        sleep 0.5
+    done
+    kt_fail "broker $BROKER is not registered and unfenced: $out"
 }
 
 add_controller() { # NODE ASK...
@@ -88,6 +119,9 @@ dyn_format 3 --no-initial-controllers
 kt_start_all
 kt_wait_for_leader 60 1
 kt_assert_eq "the standalone quorum" "1" "$(voters 1)"
+broker_start
+broker_unfenced 1
+kt_log "broker $BROKER registered and unfenced (it knows controller 1 only as a bootstrap server)"
 kt_write 1 -- --count 5 >/dev/null
 
 # Nodes 2 and 3 fetch as observers; add-controller waits until each has caught up.
@@ -108,6 +142,12 @@ kt_wait_for_leader 60 --not 1 2 3
 off2=$(kt_write 2 3 -- --count 5)
 kt_assert_gt "offset written after node 1 died" "$off2" "$off"
 kt_wait_hw_above 30 "$off2" 2 3
+# the broker follows the new leader (learnt from the voter set in the log) and stays unfenced
+# past a session timeout (4 s) of the new active controller
+sleep 6
+broker_unfenced 2 3
+grep -q "controllers from the voter set in force" "$KT_DIR/broker.log" ||
+    kt_fail "the broker never took the controllers from the voter set"
 
 # Node 1 comes back as a voter, then is removed and killed: nothing changes for the others.
 kt_start 1

@@ -190,7 +190,7 @@ static void test_bad_values_name_the_key(void **state)
     expect_error("process.roles=controller", "process.roles", "kq-controller");
     expect_error("process.roles=broker,controller", "process.roles", NULL);
     expect_error("controller.quorum.voters=1@nohostport", "controller.quorum.voters", NULL);
-    expect_error("controller.quorum.voters=", "controller.quorum.voters", "missing");
+    expect_error("controller.quorum.voters=", "controller.quorum.voters", "is required");
     expect_error("listeners=127.0.0.1:9092", "listeners", NULL);
     expect_error("listeners=PLAINTEXT://127.0.0.1:99999", "listeners", NULL);
     expect_error("advertised.listeners=PLAINTEXT://:9092", "advertised.listeners", "reach");
@@ -222,12 +222,21 @@ static void test_missing_keys(void **state)
                            "listeners=PLAINTEXT://127.0.0.1:9092\nlog.dirs=/tmp/x\n"),
                      KQ_ERR_CONFIG);
     assert_contains(err, "controller.quorum.voters");
+    assert_contains(err, "controller.quorum.bootstrap.servers");
+    /* dynamic voters (KIP-853): the bootstrap servers alone will do */
     assert_int_equal(parse("process.roles=broker\nnode.id=4\n"
-                           "controller.quorum.bootstrap.servers=127.0.0.1:9093\n"
+                           "controller.quorum.bootstrap.servers=127.0.0.1:9093, 127.0.0.1:9094\n"
+                           "listeners=PLAINTEXT://127.0.0.1:9092\nlog.dirs=/tmp/x\n"),
+                     0);
+    assert_int_equal(cfg.raft.n_bootstrap, 2);
+    assert_int_equal(cfg.n_voters, 0);
+    assert_int_equal(cfg.bootstrap[1].port, 9094);
+    assert_int_equal(cfg.bootstrap[1].id, KQ_RAFT_BOOTSTRAP_ID(1));
+    assert_int_equal(parse("process.roles=broker\nnode.id=4\n"
+                           "controller.quorum.bootstrap.servers=127.0.0.1:9093,\n"
                            "listeners=PLAINTEXT://127.0.0.1:9092\nlog.dirs=/tmp/x\n"),
                      KQ_ERR_CONFIG);
-    assert_contains(err, "controller.quorum.bootstrap.servers");
-    assert_contains(err, "controller.quorum.voters");
+    assert_contains(err, "controller.quorum.bootstrap.servers: entry 2");
     assert_int_equal(parse("process.roles=broker\nnode.id=4\n"
                            "controller.quorum.voters=1@127.0.0.1:9093\n"
                            "listeners=PLAINTEXT://127.0.0.1:9092\n"),
