@@ -356,6 +356,8 @@ int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_ra
             goto nomem;
         f->min_version = supported[i].min_version;
         f->max_version = supported[i].max_version;
+        if (supported[i].finalized > 0)
+            f->finalized_level = supported[i].finalized;
     }
     kq_image_foreach_feature(img, feat_cb, &fl);
     if (fl.nomem)

@@ -46,8 +46,11 @@ int kq_ctl_encode_describe_configs(const kq_image *img, const kq_describe_config
 typedef struct kq_ctl_feature_range {
     const char *name;
     int16_t min_version, max_version;
+    int16_t finalized; /* > 0: the finalized level of a feature kept outside the image
+                        * (kraft.version, the Raft layer's) */
 } kq_ctl_feature_range;
-/* Features the controller supports (their finalized level from the image, 0 if unset) plus
+/* Features the controller supports (their finalized level from the image, or the range's
+ * `finalized`, 0 if unset) plus
  * any finalized in the image but not listed (supported 0..0), sorted by name. Epoch: the
  * image's committed offset. */
 int kq_ctl_encode_describe_features(const kq_image *img, const kq_ctl_feature_range *supported,

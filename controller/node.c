@@ -361,7 +361,8 @@ static kq_op_ctx op_ctx(kq_ctl_node *n)
                        .flush_arg = n,
                        .max_batch_bytes = n->cfg.max_batch_bytes,
                        .upgrade_kraft = n->ops.upgrade_kraft,
-                       .upgrade_arg = n->ops.ctx};
+                       .upgrade_arg = n->ops.ctx,
+                       .kraft_version = n->st->kraft_version};
 }
 
 /* A controller API: only the active controller answers; others point at the leader. */

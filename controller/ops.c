@@ -13,9 +13,9 @@
 
 /* Features this controller supports (kq_ctl_encode_describe_features, UpdateFeatures). */
 static const kq_ctl_feature_range SUPPORTED_FEATURES[] = {
-    {"eligible.leader.replicas.version", 0, 1},
-    {"kraft.version", 0, 1}, /* 1 only with kq_op_ctx.upgrade_kraft */
-    {"metadata.version", 1, 1},
+    {"eligible.leader.replicas.version", 0, 1, 0},
+    {"kraft.version", 0, 1, 0}, /* 1 only with kq_op_ctx.upgrade_kraft */
+    {"metadata.version", 1, 1, 0},
 };
 #define N_SUPPORTED_FEATURES ((int32_t)(sizeof(SUPPORTED_FEATURES) / sizeof(SUPPORTED_FEATURES[0])))
 
@@ -590,9 +590,17 @@ int kq_op_run(const kq_op_ctx *ctx, const kq_ctl_request *req, kq_buf *resp, int
             resp);
         break;
     }
-    case KQ_API_DESCRIBE_FEATURES:
-        rc = kq_ctl_encode_describe_features(img, SUPPORTED_FEATURES, N_SUPPORTED_FEATURES, resp);
-        break;
+    case KQ_API_DESCRIBE_FEATURES: {
+        kq_ctl_feature_range sup[N_SUPPORTED_FEATURES];
+        memcpy(sup, SUPPORTED_FEATURES, sizeof sup);
+        for (int32_t i = 0; i < N_SUPPORTED_FEATURES; i++)
+            if (strcmp(sup[i].name, "kraft.version") == 0) {
+                sup[i].finalized = ctx->kraft_version;
+                if (ctx->upgrade_kraft == NULL)
+                    sup[i].max_version = 0;
+            }
+        rc = kq_ctl_encode_describe_features(img, sup, N_SUPPORTED_FEATURES, resp);
+    } break;
     case KQ_API_CREATE_ACLS:
         if (req->create_acls.n > KQ_ACL_MAX_CREATIONS) {
             snprintf(errbuf, errlen,
@@ -635,6 +643,8 @@ int kq_op_bootstrap_features(const kq_op_ctx *ctx, bool *wrote, char *errbuf, si
     for (int32_t i = 0; i < N_SUPPORTED_FEATURES; i++) {
         const kq_ctl_feature_range *f = &SUPPORTED_FEATURES[i];
         int16_t level = f->max_version;
+        if (strcmp(f->name, "kraft.version") == 0)
+            continue; /* the Raft layer's (KRaftVersionRecord), never a FeatureLevelRecord */
         if (strcmp(f->name, "eligible.leader.replicas.version") == 0)
             level = elr ? 1 : 0;
         if (level <= kq_image_feature(img, f->name))

@@ -41,6 +41,7 @@ typedef struct kq_op_ctx {
      * msg set. NULL: kraft.version stays 0. */
     int (*upgrade_kraft)(void *arg, int16_t level, bool validate_only, char *msg, size_t msglen);
     void *upgrade_arg;
+    int16_t kraft_version; /* in force (kq_raft_status.kraft_version), for DescribeFeatures */
     /* May be NULL: the items refused (their count, and the last refusal's message), and the
      * committed ACLs as the operation's checks read them (built once per kq_op_run, freed at
      * its end). */

@@ -544,7 +544,7 @@ static void ctl_response_seeds(void)
     kq_feature_update fu[1] = {{"metadata.version", 2, KQ_FEATURE_UPGRADE}};
     kq_describe_config_resource dcr[1] = {{KQ_CONFIG_RESOURCE_TOPIC, "orders", NULL, 0}};
     kq_config_kv statics[1] = {{"retention.ms", "604800000"}};
-    kq_ctl_feature_range fr[1] = {{"metadata.version", 1, 3}};
+    kq_ctl_feature_range fr[1] = {{"metadata.version", 1, 3, 0}};
     kq_image *img = sample_image();
     kq_buf b = {0};
 

@@ -20,6 +20,8 @@ kt_cluster 3
 kt_start_all
 kt_wait_for_leader 60
 off=$(kt_write 1 2 3 -- --count 5)
+features describe || kt_fail "features describe failed: $OUT"
+kt_assert_contains "kraft.version before the upgrade" "Feature: kraft.version	SupportedMinVersion: 0	SupportedMaxVersion: 1	FinalizedVersionLevel: 0" "$OUT"
 
 # Each static voter reports itself every 3 fetch timeouts (6 s): retry until all have.
 deadline=$(($(date +%s) + 60))
@@ -42,6 +44,8 @@ for i in 1 2 3; do
     d=$(sed -n 's/^directory.id=//p' "$KT_DIR/node-$i/meta.properties")
     kt_assert_contains "node $i's directory id in the VotersRecord" "{\"id\": $i, \"directoryId\": \"$d\"" "$KT_OUT"
 done
+features describe || kt_fail "features describe failed: $OUT"
+kt_assert_contains "kraft.version in features describe" "Feature: kraft.version	SupportedMinVersion: 0	SupportedMaxVersion: 1	FinalizedVersionLevel: 1" "$OUT"
 features downgrade --feature kraft.version=0 && kt_fail "a kraft.version downgrade succeeded"
 kt_log "downgrade refused: $OUT"
 

@@ -378,7 +378,8 @@ static void test_describe_features(void **state)
     kq_response env;
     kq_ctl_features_desc d;
     char err[256];
-    kq_ctl_feature_range sup[] = {{"metadata.version", 7, 27}, {"kraft.version", 0, 1}};
+    /* kraft.version's finalized level is the Raft layer's, given with the range */
+    kq_ctl_feature_range sup[] = {{"metadata.version", 7, 27, 0}, {"kraft.version", 0, 1, 1}};
 
     build(&f);
     assert_int_equal(kq_ctl_encode_describe_features(f.img, sup, 2, &b), 0);
@@ -387,7 +388,7 @@ static void test_describe_features(void **state)
     assert_int_equal(d.epoch, kq_image_committed_offset(f.img));
     assert_int_equal(d.n_features, 2);
     assert_string_equal(d.features[0].name, "kraft.version");
-    assert_int_equal(d.features[0].finalized_level, 0);
+    assert_int_equal(d.features[0].finalized_level, 1);
     assert_int_equal(d.features[0].max_version, 1);
     assert_string_equal(d.features[1].name, "metadata.version");
     assert_int_equal(d.features[1].finalized_level, 21);
