@@ -135,9 +135,12 @@ int kq_ctl_config_load(const char *path, kq_ctl_config *out, char *errbuf, size_
     } else {
         out->advertised = out->listener;
     }
-    /* this node as a voter (KIP-853): the endpoint others reach it at, kraft.version 0..1 */
-    snprintf(out->raft.host, sizeof(out->raft.host), "%s",
-             out->advertised.host[0] ? out->advertised.host : "localhost");
+    /* this node as a voter (KIP-853): the endpoint others reach it at, kraft.version 0..1; a
+     * wildcard or empty host is no endpoint ("": the node never reports one, and the tools
+     * that need it refuse) */
+    const char *h = out->advertised.host;
+    bool wildcard = !h[0] || !strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !strcmp(h, "[::]");
+    snprintf(out->raft.host, sizeof(out->raft.host), "%s", wildcard ? "" : h);
     out->raft.port = out->advertised.port;
     out->raft.kraft_min = 0;
     out->raft.kraft_max = 1;

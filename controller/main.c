@@ -167,8 +167,10 @@ static void fatal(const char *what, const char *detail)
 /* What to do about storage found damaged before this node served or voted. */
 #define RECOVER_HINT                                                                               \
     "; this node has not served or voted with it. Recover (docs/storage.md): stop it, move the "   \
-    "directory aside, run kq storage format with the same cluster id and node id, and start "      \
-    "it: it fetches the log from the leader"
+    "directory aside, run kq storage format with the same cluster id and node id (dynamic "        \
+    "voters: --no-initial-controllers, never --standalone or --initial-controllers; then "         \
+    "remove-controller its old directory id and add-controller it, docs/operations.md section "    \
+    "5), and start it: it fetches the log from the leader"
 
 /* ---------- nng-thread callbacks: decode nothing, push and return ---------- */
 
@@ -649,8 +651,11 @@ static void handle_request(ctl *c, kq_rpc_req *req)
     case KQ_API_FETCH_SNAPSHOT:
     case KQ_API_UPDATE_RAFT_VOTER: {
         bool fetch = r.api_key == KQ_API_FETCH || r.api_key == KQ_API_FETCH_SNAPSHOT;
+        /* With dynamic voters this node's set may be stale (it was away while voters
+         * changed): the core decides who may ask for a vote or lead (Kafka). */
+        bool dynamic = c->host.st.kraft_version >= 1 || c->cfg.raft.n_voters == 0;
         if (r.sender_id == c->cfg.node_id || r.sender_id < 0 ||
-            (!fetch && find_voter(c, r.sender_id) == NULL)) {
+            (!fetch && !dynamic && find_voter(c, r.sender_id) == NULL)) {
             snprintf(err, sizeof(err), "sender id %d is not allowed for api %u", r.sender_id,
                      r.api_key);
             reply_error(c, req, r.api_key, KQ_ERR_INVALID_REQUEST, err);
@@ -686,6 +691,15 @@ static void handle_request(ctl *c, kq_rpc_req *req)
         if (token == 0) {
             reply_error(c, req, r.api_key, KQ_ERR_BROKER_NOT_AVAILABLE, "too many requests");
             goto out;
+        }
+        /* a leader this node may not know yet says where it is reached */
+        if (dynamic && r.api_key == KQ_API_BEGIN_QUORUM_EPOCH && r.leader_endpoint.host[0] &&
+            r.leader_endpoint.port > 0) {
+            kq_voter_addr a = {.id = r.sender_id, .port = r.leader_endpoint.port};
+            char why2[300];
+            snprintf(a.host, sizeof a.host, "%s", r.leader_endpoint.host);
+            if (kq_raft_net_set_peer(c->net, &a, why2, sizeof why2) != 0)
+                KQ_WARN("raft", "cannot dial the leader", "leader=%d error=\"%s\"", a.id, why2);
         }
         receive_request(c, &r, token);
         break;
@@ -1123,8 +1137,9 @@ static int start(ctl *c, char *err, size_t errlen)
         kq_store_unguard_reads();
         free(rec.epochs);
         snprintf(err, errlen, "the bootstrap voter set in %.900s cannot be read: %.200s%s",
-                 c->cfg.log_dir, why[0] ? why : kq_err_message(rc), RECOVER_HINT);
-        return rc == KQ_ERR_NOMEM ? rc : KQ_ERR_CORRUPT_MESSAGE;
+                 c->cfg.log_dir, why[0] ? why : kq_err_message(rc),
+                 rc == KQ_ERR_CORRUPT_MESSAGE ? RECOVER_HINT : "");
+        return rc;
     }
     if (c->cfg.n_voters == 0 && c->recovered.n == 0 && c->cfg.raft.n_bootstrap == 0) {
         kq_store_unguard_reads();
@@ -1283,6 +1298,7 @@ static int start(ctl *c, char *err, size_t errlen)
         free(rec.epochs);
         return rc;
     }
+    kq_raft_net_set_self(c->net, c->cfg.raft.host, c->cfg.raft.port);
     char url[300];
     kq_rpc_url(url, sizeof url, tls, c->cfg.listener.host, c->cfg.listener.port);
     rc = kq_rpc_server_start(url, SERVER_CONTEXTS, c->cfg.max_request_bytes, on_request, c,

@@ -204,6 +204,12 @@ static int voter_of_config(const char *path, kq_voter *v)
         kq_tools_errorf("%s: %s", path, err);
         return KQ_EXIT_USAGE;
     }
+    if (!c.raft.host[0]) {
+        kq_tools_errorf("%s: set advertised.listeners to the host:port the other controllers "
+                        "and the brokers reach this controller at (not a wildcard address)",
+                        path);
+        return KQ_EXIT_USAGE;
+    }
     if (kq_store_open_readonly(c.log_dir, &s, err, sizeof err) != 0) {
         kq_tools_errorf("the metadata.log.dir of %s (%s) is not formatted: %s", path, c.log_dir,
                         err);

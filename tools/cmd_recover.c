@@ -7,10 +7,12 @@
  *
  * What it writes, in one LMDB transaction of the node's store: a batch at the log end, in an
  * epoch above every epoch the node has seen, holding a KRaftVersionRecord(1) and a
- * VotersRecord marked unsafe_recovery with this node alone under a NEW directory id (so the
- * lost voters' requests to its old incarnation get INVALID_VOTER_KEY); the quorum state moves
- * to that epoch with no vote and no leader. Started, the node elects itself at once; the
- * operator re-adds controllers with add-controller.
+ * VotersRecord marked unsafe_recovery with this node alone under a NEW directory id (with
+ * dynamic voters, requests meant for its old incarnation then get INVALID_VOTER_KEY); the
+ * quorum state moves to that epoch with no vote and no leader. Started, the node elects itself
+ * at once; the operator re-adds controllers with add-controller. Nothing here can stop the
+ * "lost" voters from forming their old quorum again if they come back (a partition looks like
+ * a loss): the command says that every other voter's directory must be wiped first.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -155,7 +157,11 @@ int kq_quorum_unsafe_recover(const char *config_path, bool yes)
            "the rest may or may not have been.\n"
            "Records the lost voters committed beyond offset %" PRId64
            " are lost. This node becomes "
-           "the only voter, at epoch %" PRId32 ", under a new directory id.\n",
+           "the only voter, at epoch %" PRId32 ", under a new directory id.\n"
+           "The other voters must never run again on their old directories: if they are only "
+           "cut off, they could form their old quorum and the metadata would fork. Wipe each "
+           "of them (or make sure it is gone) before you go on; re-add them formatted "
+           "--no-initial-controllers.\n",
            rec.log_start_offset, rec.log_end_offset - 1, rec.last_epoch, rec.snapshot.end_offset,
            rec.log_end_offset - 1, epoch + 1);
     if (!yes) {

@@ -109,6 +109,12 @@ static int bootstrap_records(const kq_ctl_config *ctl, int mode, const char *ini
         return 0;
     if (mode == VOTERS_STANDALONE) {
         kq_voter *v = &set.v[set.n++];
+        if (!ctl->raft.host[0]) {
+            kq_tools_errorf("--standalone needs this controller's address: set "
+                            "advertised.listeners to the host:port the other controllers and "
+                            "the brokers reach it at (not a wildcard address)");
+            return KQ_ERR_CONFIG;
+        }
         if (kq_uuid_random(dir_id) != 0 || !kq_uuid_parse(dir_id, v->key.dir)) {
             kq_tools_errorf("cannot generate a directory id");
             return KQ_ERR_IO;

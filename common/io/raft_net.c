@@ -26,6 +26,7 @@ struct kq_raft_net {
     int item_type;
     bool tls;
     size_t max_msg_bytes;
+    kq_codec_endpoint self; /* sent with BeginQuorumEpoch (host "": not) */
 };
 
 struct kq_raft_net_item {
@@ -76,6 +77,12 @@ static net_peer *find_peer(kq_raft_net *n, int32_t id)
         if (n->peers[i - 1].id == id)
             return &n->peers[i - 1];
     return NULL;
+}
+
+void kq_raft_net_set_self(kq_raft_net *n, const char *host, int32_t port)
+{
+    snprintf(n->self.host, sizeof n->self.host, "%s", host ? host : "");
+    n->self.port = port;
 }
 
 int kq_raft_net_set_peer(kq_raft_net *n, const kq_voter_addr *v, char *errbuf, size_t errlen)
@@ -158,7 +165,7 @@ int kq_raft_net_send(kq_raft_net *n, const kq_raft_msg *m, const char *cluster_i
     p = find_peer(n, m->to);
     if (p == NULL)
         goto fail;
-    rc = kq_codec_encode_raft_request(m, cluster_id, &b);
+    rc = kq_codec_encode_raft_request_from(m, cluster_id, &n->self, &b);
     if (rc != 0)
         goto fail;
     cc = malloc(sizeof(*cc));

@@ -59,8 +59,9 @@
 #define STORE_MAX_DBS 8
 #define BATCH_HDR_LEN KQ_STORE_BATCH_HEADER_LEN
 /* meta "quorum_state": {version u8, epoch i32 BE, voted_id i32 BE, leader_id i32 BE} and, from
- * version 2 on, the voted candidate's directory id (16 bytes, KIP-853). Version 1 (written
- * before dynamic voters) still reads, as a vote for any directory of voted_id. */
+ * version 2 on, the voted candidate's directory id (16 bytes, KIP-853). Version 1 is written
+ * while the vote names no directory (static voters), and reads as a vote for any directory
+ * of voted_id. */
 #define QSTATE_LEN_V1 13
 #define QSTATE_LEN 29
 #define QSTATE_VERSION 2
@@ -885,12 +886,15 @@ int kq_store_put_qstate(kq_store *s, const kq_raft_qstate *qs)
     int ret = txn_check(s);
     if (ret != 0)
         return ret;
-    buf[0] = QSTATE_VERSION;
+    /* version 1 (13 bytes) while no directory id is voted for: what static voters write, and
+     * what a kq before dynamic voters reads */
+    bool v2 = !kq_uuid_is_zero(qs->voted_dir);
+    buf[0] = v2 ? QSTATE_VERSION : 1;
     put_be32(buf + 1, (uint32_t)qs->epoch);
     put_be32(buf + 5, (uint32_t)qs->voted_id);
     put_be32(buf + 9, (uint32_t)qs->leader_id);
     memcpy(buf + 13, qs->voted_dir, sizeof qs->voted_dir);
-    int rc = meta_put(s->txn, s->meta, "quorum_state", buf, sizeof(buf));
+    int rc = meta_put(s->txn, s->meta, "quorum_state", buf, v2 ? QSTATE_LEN : QSTATE_LEN_V1);
     return rc ? txn_fail(s, rc, "put_qstate") : 0;
 }
 

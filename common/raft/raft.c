@@ -283,7 +283,12 @@ static void persist(kq_raft *r)
     r->u->persist_qstate = true;
     r->u->qstate.epoch = r->epoch;
     r->u->qstate.voted_id = r->voted_id;
-    memcpy(r->u->qstate.voted_dir, r->voted_dir, sizeof(r->voted_dir));
+    /* at kraft.version 0 a vote is for the id (any directory): stored without one, so a store
+     * of static voters keeps its old quorum-state format (a rollback can read it) */
+    if (raft_voters_dynamic(r))
+        memcpy(r->u->qstate.voted_dir, r->voted_dir, sizeof(r->voted_dir));
+    else
+        memset(r->u->qstate.voted_dir, 0, sizeof(r->u->qstate.voted_dir));
     r->u->qstate.leader_id = r->leader_id;
 }
 

@@ -125,6 +125,26 @@ static const kq_wire_msg sent_batches_m = {&kq__fetch_response__descriptor, size
                                            sent_batches_f,
                                            sizeof sent_batches_f / sizeof sent_batches_f[0], true};
 
+/* BeginQuorumEpochRequest's leader endpoint, a second view of the request over
+ * kq_codec_endpoint (the first is the Raft core's message). */
+static const kq_wire_field begin_endpoint_f[] = {
+    {.name = "leader_host",
+     .kind = KQ_WK_TEXT,
+     .flags = KQ_WF_STRICT,
+     .off = offsetof(kq_codec_endpoint, host),
+     .max = KQ_CODEC_MAX_ENDPOINT - 1},
+    {.name = "leader_port",
+     .kind = KQ_WK_I32,
+     .flags = KQ_WF_ABSENT,
+     .off = offsetof(kq_codec_endpoint, port),
+     .min = 0,
+     .max = 65535,
+     .absent = 0},
+};
+static const kq_wire_msg begin_endpoint_m = {
+    &kq__begin_quorum_epoch_request__descriptor, sizeof(kq_codec_endpoint), begin_endpoint_f,
+    sizeof begin_endpoint_f / sizeof begin_endpoint_f[0], true};
+
 const kq_wire_msg *const kq_wire_quorum_tables[] = {
     &kq_wt_vote_request,
     &kq_wt_begin_quorum_epoch_request,
@@ -143,6 +163,7 @@ const kq_wire_msg *const kq_wire_quorum_tables[] = {
     &kq_wt_describe_quorum_response,
     &kq_wt_write_response,
     &sent_batches_m,
+    &begin_endpoint_m,
     NULL,
 };
 
@@ -190,6 +211,12 @@ static int start(kq_buf *out)
 
 int kq_codec_encode_raft_request(const kq_raft_msg *m, const char *cluster_id, kq_buf *out)
 {
+    return kq_codec_encode_raft_request_from(m, cluster_id, NULL, out);
+}
+
+int kq_codec_encode_raft_request_from(const kq_raft_msg *m, const char *cluster_id,
+                                      const kq_codec_endpoint *ep, kq_buf *out)
+{
     const struct quorum_api *q = m ? quorum_api(0, m->type) : NULL;
     const kq_raft_snapshot_id *sid;
 
@@ -207,6 +234,12 @@ int kq_codec_encode_raft_request(const kq_raft_msg *m, const char *cluster_id, k
             return KQ_ERR_INVALID_REQUEST;
         vr.voter = *m->u.voter_req.voter;
         return kq_wire_send(q->api_key, cluster_id, m->from, q->req, &vr, out);
+    }
+    if (m->type == KQ_RAFT_BEGIN_EPOCH_REQ && ep && ep->host[0]) {
+        if (!memchr(ep->host, '\0', sizeof ep->host) || ep->port < 0 || ep->port > 65535)
+            return KQ_ERR_INVALID_REQUEST;
+        return kq_wire_send_view(q->api_key, cluster_id, m->from, q->req, m, &begin_endpoint_m, ep,
+                                 out);
     }
     return kq_wire_send(q->api_key, cluster_id, m->from, q->req, m, out);
 }
@@ -450,6 +483,9 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
             out->raft.type = q->req_type;
             out->raft.from = rq->sender_id;
             rc = kq_wire_decode(q->req, *body, &out->raft, &o->a, errbuf, errlen);
+            if (!rc && q->req_type == KQ_RAFT_BEGIN_EPOCH_REQ)
+                rc = kq_wire_decode(&begin_endpoint_m, *body, &out->leader_endpoint, &o->a, errbuf,
+                                    errlen);
             if (!rc)
                 rc = check_raft_request(&out->raft, rq, errbuf, errlen);
         } else if (rq->api_key == KQ_API_WRITE) {

@@ -696,6 +696,13 @@ ProtobufCMessage **kq_wire_body_slot(const ProtobufCMessageDescriptor *envelope,
 int kq_wire_send(uint32_t api_key, const char *cluster_id, int32_t sender_id, const kq_wire_msg *m,
                  const void *c, kq_buf *out)
 {
+    return kq_wire_send_view(api_key, cluster_id, sender_id, m, c, NULL, NULL, out);
+}
+
+int kq_wire_send_view(uint32_t api_key, const char *cluster_id, int32_t sender_id,
+                      const kq_wire_msg *m, const void *c, const kq_wire_msg *view,
+                      const void *view_c, kq_buf *out)
+{
     Kq__Request rq = KQ__REQUEST__INIT;
     Kq__Response rs = KQ__RESPONSE__INIT;
     bool answer = cluster_id == KQ_WIRE_ANSWER;
@@ -717,7 +724,9 @@ int kq_wire_send(uint32_t api_key, const char *cluster_id, int32_t sender_id, co
     rq.sender_id = sender_id;
     rq.body_case = (Kq__Request__BodyCase)body_case;
     rs.body_case = (Kq__Response__BodyCase)body_case;
-    if ((*slot = kq_wire_encode_new(m, c, &a, &rc)))
+    if ((*slot = kq_wire_encode_new(m, c, &a, &rc)) && view)
+        rc = kq_wire_encode(view, view_c, *slot, &a);
+    if (*slot && !rc)
         rc = kq_wire_pack(answer ? &rs.base : &rq.base, out);
     kq_arena_free(&a);
     return rc;

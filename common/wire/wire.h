@@ -141,6 +141,11 @@ ProtobufCMessage **kq_wire_body_slot(const ProtobufCMessageDescriptor *envelope,
  * sender_id) or, with cluster_id == KQ_WIRE_ANSWER, a kq.Response without an error, whose
  * body is c through m. 0, KQ_ERR_INVALID_REQUEST or KQ_ERR_NOMEM. */
 #define KQ_WIRE_ANSWER ((const char *)-1)
+/* kq_wire_send with a second view: after m has encoded c into the body, view encodes view_c
+ * into the same body message (fields m does not cover). */
+int kq_wire_send_view(uint32_t api_key, const char *cluster_id, int32_t sender_id,
+                      const kq_wire_msg *m, const void *c, const kq_wire_msg *view,
+                      const void *view_c, kq_buf *out);
 int kq_wire_send(uint32_t api_key, const char *cluster_id, int32_t sender_id, const kq_wire_msg *m,
                  const void *c, kq_buf *out);
 

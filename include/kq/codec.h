@@ -84,6 +84,13 @@ typedef struct kq_codec_voter_req {
     kq_voter voter;
 } kq_codec_voter_req;
 
+/* A leader's Raft listener as its BeginQuorumEpoch carries it (KIP-853). host "": not sent /
+ * not known. */
+typedef struct kq_codec_endpoint {
+    char host[KQ_CODEC_MAX_ENDPOINT];
+    int32_t port;
+} kq_codec_endpoint;
+
 typedef struct kq_request {
     uint32_t api_key;
     uint32_t api_version;
@@ -93,6 +100,7 @@ typedef struct kq_request {
     /* Add/Remove/UpdateRaftVoter: the body; raft.u.voter_req.voter points at voter_req.voter,
      * so a decoded request must not be copied by value (point it again after a copy) */
     kq_codec_voter_req voter_req;
+    kq_codec_endpoint leader_endpoint; /* BeginQuorumEpoch: where the leader is reached */
     /* Write: records[i], record_lens[i] for i < n_records */
     const uint8_t **records;
     size_t *record_lens;
@@ -119,6 +127,10 @@ typedef struct kq_response {
 
 /* Requests. A Raft request from the core: m->type is a *_REQ type. */
 int kq_codec_encode_raft_request(const kq_raft_msg *m, const char *cluster_id, kq_buf *out);
+/* The same, with the sender's listener: a BeginQuorumEpoch carries it (ep NULL or host "":
+ * not); other requests ignore it. */
+int kq_codec_encode_raft_request_from(const kq_raft_msg *m, const char *cluster_id,
+                                      const kq_codec_endpoint *ep, kq_buf *out);
 int kq_codec_encode_describe_request(const char *cluster_id, kq_buf *out);
 int kq_codec_encode_write_request(const char *cluster_id, const uint8_t *const *records,
                                   const size_t *lens, size_t n, kq_buf *out);

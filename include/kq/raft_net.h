@@ -42,6 +42,9 @@ int kq_raft_net_open(const kq_voter_addr *peers, int n_peers, bool tls, size_t m
  * (KQ_RAFT_BOOTSTRAP_ID). 0, KQ_ERR_FULL (64 endpoints over the net's life) or the dial's
  * error, errbuf saying why. */
 int kq_raft_net_set_peer(kq_raft_net *n, const kq_voter_addr *v, char *errbuf, size_t errlen);
+/* This node's Raft listener, sent with its BeginQuorumEpoch requests (KIP-853) so that a voter
+ * that does not know where the new leader is can dial it. host "" or NULL: not sent. */
+void kq_raft_net_set_self(kq_raft_net *n, const char *host, int32_t port);
 /* Cancels outstanding calls (their items are still pushed) and frees. NULL is fine. */
 void kq_raft_net_close(kq_raft_net *n);
 

@@ -20,10 +20,12 @@
 #include "answers.h"
 #include "kq/ctl_codec.h"
 #include "kq/data_codec.h"
+#include "kq/error.h"
 #include "kq/image.h"
 #include "kq/records.h"
 #include "kq/store.h"
 #include "kq/util.h"
+#include "pb_wire.h"
 
 static const char *root;
 static bool check;
@@ -182,6 +184,34 @@ static void codec_seeds(void)
     put_buf("decode_request", "fetch", kq_codec_encode_raft_request(&m, "cluster", &b), &b);
     put_buf("decode_request", "describe", kq_codec_encode_describe_request("cluster", &b), &b);
     put_buf("decode_request", "write", kq_codec_encode_write_request("", recs, lens, 1, &b), &b);
+    /* KIP-853 voter changes (directory ids ride on the requests above too) */
+    {
+        kq_voter v = {.key = {.id = 4}, .port = 9093, .kraft_max = 1};
+        memset(v.key.dir, 0x44, sizeof v.key.dir);
+        snprintf(v.host, sizeof v.host, "c4");
+        memset(&m, 0, sizeof m);
+        m.from = -1;
+        m.leader_id = -1;
+        m.u.voter_req.voter = &v;
+        m.type = KQ_RAFT_ADD_VOTER_REQ;
+        put_buf("decode_request", "add_voter", kq_codec_encode_raft_request(&m, "cluster", &b), &b);
+        m.type = KQ_RAFT_REMOVE_VOTER_REQ;
+        put_buf("decode_request", "remove_voter", kq_codec_encode_raft_request(&m, "cluster", &b),
+                &b);
+        m.type = KQ_RAFT_UPDATE_VOTER_REQ;
+        m.from = 4;
+        m.epoch = 3;
+        memset(m.from_dir, 0x44, sizeof m.from_dir);
+        put_buf("decode_request", "update_voter", kq_codec_encode_raft_request(&m, "cluster", &b),
+                &b);
+        memset(&m, 0, sizeof m);
+        m.type = KQ_RAFT_ADD_VOTER_RESP;
+        m.leader_id = 1;
+        m.epoch = 3;
+        m.error = KQ_ERR_DUPLICATE_VOTER;
+        snprintf(m.u.voter_resp.error_message, sizeof m.u.voter_resp.error_message, "a voter");
+        put_buf("decode_response", "add_voter", kq_codec_encode_raft_response(&m, NULL, 0, &b), &b);
+    }
 
     memset(&m, 0, sizeof m);
     m.leader_id = 1;
@@ -381,6 +411,33 @@ static void record_seeds(void)
     }
     put_with("records", "batch", &odd, 1, batch.data, batch.len);
     kq_buf_free(&batch);
+    /* KIP-853 quorum records */
+    static kq_voter_set set = {.n = 2};
+    for (int i = 0; i < 2; i++) {
+        set.v[i].key.id = 1 + i;
+        memset(set.v[i].key.dir, 0x11 * (i + 1), 16);
+        snprintf(set.v[i].host, sizeof set.v[i].host, "c%d", i + 1);
+        set.v[i].port = 9093;
+        set.v[i].kraft_max = 1;
+    }
+    kq_raft_control kv = {.offset = -1, .kraft_version = 1};
+    kq_raft_control vs = {.offset = -1, .kraft_version = -1, .voters = &set, .unsafe_recovery = 1};
+    const kq_raft_control *ctl[2] = {&kv, &vs};
+    const char *ctl_names[2] = {"kraft_version", "voters"};
+    for (int i = 0; i < 2; i++) {
+        kq_buf one = {0};
+        if (kq_control_append(&one, ctl[i], err, sizeof err) != 0) {
+            fprintf(stderr, "fuzz_seeds: %s: %s\n", ctl_names[i], err);
+            failures++;
+            continue;
+        }
+        size_t p = 0;
+        uint64_t len = 0;
+        kq_pb_read_varint(one.data, one.len, &p, &len); /* the record without its prefix */
+        put_with("records", ctl_names[i], &zero, 1, one.data + p, (size_t)len);
+        put_with("unpack_cost", ctl_names[i], &two, 1, one.data + p, (size_t)len);
+        kq_buf_free(&one);
+    }
 }
 
 /* ---- controller API requests and responses ------------------------------------------------ */

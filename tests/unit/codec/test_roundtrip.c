@@ -587,6 +587,35 @@ static void test_directory_ids(void **state)
     }
 }
 
+/* A BeginQuorumEpoch names where the leader is reached (KIP-853), when the sender gives it. */
+static void test_begin_carries_the_leader_endpoint(void **state)
+{
+    kq_raft_msg m = blank_msg(KQ_RAFT_BEGIN_EPOCH_REQ);
+    kq_codec_endpoint ep = {.port = 9093};
+    kq_request r;
+    kq_buf b = {0};
+    char err[256];
+
+    (void)state;
+    m.epoch = 4;
+    snprintf(ep.host, sizeof ep.host, "c4.example");
+    assert_int_equal(kq_codec_encode_raft_request_from(&m, "c", &ep, &b), 0);
+    assert_int_equal(kq_codec_decode_request(b.data, b.len, &r, err, sizeof err), 0);
+    assert_string_equal(r.leader_endpoint.host, "c4.example");
+    assert_int_equal(r.leader_endpoint.port, 9093);
+    assert_int_equal(r.raft.epoch, 4);
+    kq_request_free(&r);
+    kq_buf_free(&b);
+    /* without one: empty */
+    request_roundtrip(&m, "c", &r);
+    assert_string_equal(r.leader_endpoint.host, "");
+    assert_int_equal(r.leader_endpoint.port, 0);
+    kq_request_free(&r);
+    /* a port out of range is refused by the encoder */
+    ep.port = 70000;
+    assert_int_equal(kq_codec_encode_raft_request_from(&m, "c", &ep, &b), KQ_ERR_INVALID_REQUEST);
+}
+
 static void test_voter_changes(void **state)
 {
     const kq_raft_msg_type types[] = {KQ_RAFT_ADD_VOTER_REQ, KQ_RAFT_REMOVE_VOTER_REQ,
@@ -680,6 +709,7 @@ int main(void)
         cmocka_unit_test(test_encoder_refusals),
         cmocka_unit_test(test_directory_ids),
         cmocka_unit_test(test_voter_changes),
+        cmocka_unit_test(test_begin_carries_the_leader_endpoint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

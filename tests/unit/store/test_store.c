@@ -564,6 +564,25 @@ static void put_raw_qstate(const char *dir, const uint8_t *v, size_t len)
     mdb_env_close(env);
 }
 
+/* The size of meta "quorum_state" through raw LMDB (0: absent). */
+static size_t raw_qstate_len(const char *dir)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_val k = {strlen("quorum_state"), (void *)"quorum_state"}, val = {0, NULL};
+
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 8), 0);
+    assert_int_equal(mdb_env_open(env, dir, MDB_RDONLY, 0640), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+    int rc = mdb_get(txn, dbi, &k, &val);
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+    return rc == 0 ? val.mv_size : 0;
+}
+
 /* KIP-853: the vote is kept with the candidate's directory id across a restart; a quorum state
  * written before (version 1, 13 bytes) reads as a vote for any directory; a damaged one is
  * refused. */
@@ -585,6 +604,19 @@ static void test_qstate_keeps_voted_directory(void **state)
     assert_int_equal(r.qstate.voted_id, 3002);
     assert_memory_equal(r.qstate.voted_dir, qs.voted_dir, 16);
     free(r.epochs);
+    kq_store_close(f->s);
+    f->s = NULL;
+    assert_int_equal(raw_qstate_len(f->dir), 29);
+    /* a vote with no directory (static voters) is written in the old 13-byte format */
+    reopen(f);
+    memset(qs.voted_dir, 0, sizeof qs.voted_dir);
+    assert_int_equal(kq_store_begin(f->s), 0);
+    assert_int_equal(kq_store_put_qstate(f->s, &qs), 0);
+    assert_int_equal(kq_store_commit(f->s), 0);
+    kq_store_close(f->s);
+    f->s = NULL;
+    assert_int_equal(raw_qstate_len(f->dir), 13);
+    reopen(f);
 
     kq_store_close(f->s);
     f->s = NULL;
