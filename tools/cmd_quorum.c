@@ -13,7 +13,8 @@
 #include "ctl_config.h"
 
 #define DEFAULT_TIMEOUT_MS KQ_TOOLS_DEFAULT_TIMEOUT_MS
-#define ATTEMPT_TIMEOUT_MS 2000 /* one request: controller.quorum.request.timeout.ms */
+#define ATTEMPT_TIMEOUT_MS 2000      /* one request: controller.quorum.request.timeout.ms */
+#define VOTER_CHANGE_ATTEMPT_MS 5000 /* one AddRaftVoter / RemoveRaftVoter */
 #define MAX_TIMEOUT_MS 86400000
 #define MAX_HOPS 3
 #define DEFAULT_WRITE_SIZE 100
@@ -155,6 +156,30 @@ static kq_tools_call_opts call_opts(const conn_args *ca)
     return o;
 }
 
+/* Whether the voter set in force (DescribeQuorum through the leader) holds exactly key k;
+ * -1 when nobody answered. */
+static int voter_in_force(const conn_args *ca, const kq_voter_key *k)
+{
+    kq_buf req = {NULL, 0};
+    kq_response resp;
+    char dir[KQ_UUID_STR_LEN + 1];
+    int found = 0;
+
+    if (kq_codec_encode_describe_request("", &req) != 0)
+        return -1;
+    kq_tools_call_opts o = call_opts(ca);
+    int ret = kq_tools_call_controller(&o, KQ_API_DESCRIBE_QUORUM, &req, &resp);
+    kq_buf_free(&req);
+    if (ret != KQ_EXIT_OK)
+        return -1;
+    kq_uuid_format(k->dir, dir);
+    for (int i = 0; i < resp.describe.n_voters; i++)
+        found |= resp.describe.voters[i].id == k->id &&
+                 strcmp(resp.describe.voters[i].directory_id, dir) == 0;
+    kq_response_free(&resp);
+    return found;
+}
+
 /* AddRaftVoter / RemoveRaftVoter through the active controller (KIP-853). */
 static int change_voter(const conn_args *ca, kq_raft_msg_type type, const kq_voter *v)
 {
@@ -177,12 +202,24 @@ static int change_voter(const conn_args *ca, kq_raft_msg_type type, const kq_vot
         return KQ_EXIT_FAILURE;
     }
     kq_tools_call_opts o = call_opts(ca);
+    /* longer than the leader's own wait for the change to commit
+     * (controller.quorum.request.timeout.ms), so its answer comes first */
+    o.attempt_timeout_ms = VOTER_CHANGE_ATTEMPT_MS;
     int ret = kq_tools_call_controller(&o, add ? KQ_API_ADD_RAFT_VOTER : KQ_API_REMOVE_RAFT_VOTER,
                                        &req, &resp);
     kq_buf_free(&req);
-    if (ret != KQ_EXIT_OK)
-        return ret;
     kq_uuid_format(v->key.dir, dir);
+    if (ret != KQ_EXIT_OK) {
+        /* an attempt that timed out may have made the change, and its retry was then refused
+         * (DUPLICATE_VOTER / VOTER_NOT_FOUND): what counts is the set in force */
+        int in = voter_in_force(ca, &v->key);
+        if (in < 0 || in != add)
+            return ret;
+        printf("Controller %d with directory id %s %s\n", (int)v->key.id, dir,
+               add ? "is a voter (an earlier attempt of this command added it)"
+                   : "is not a voter (nothing to remove, or an earlier attempt removed it)");
+        return KQ_EXIT_OK;
+    }
     if (add)
         printf("Added controller %d with directory id %s and endpoint CONTROLLER://%s:%d\n",
                (int)v->key.id, dir, v->host, (int)v->port);
