@@ -618,6 +618,30 @@ static void receive_request(ctl *c, const kq_request *r, uint64_t token)
     }
 }
 
+/* Op on the cluster resource for this request's principal: true when allowed; otherwise
+ * answered CLUSTER_AUTHORIZATION_FAILED. */
+static bool cluster_allowed(ctl *c, kq_rpc_req *req, uint32_t api, const char *principal,
+                            kq_acl_operation op)
+{
+    char why[1000];
+    if (!kq_op_authorize(&c->cfg.authz, c->node.meta.img, c->principal_rules ? principal : NULL, op,
+                         KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, why, sizeof why))
+        return true;
+    reply_error(c, req, api, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
+    return false;
+}
+
+/* A Raft request for the core, answered through send_response by its token. */
+static void to_core(ctl *c, kq_rpc_req *req, const kq_request *r)
+{
+    uint64_t token = token_make(c, req);
+    if (token == 0) {
+        reply_error(c, req, r->api_key, KQ_ERR_BROKER_NOT_AVAILABLE, "too many requests");
+        return;
+    }
+    receive_request(c, r, token);
+}
+
 static void handle_request(ctl *c, kq_rpc_req *req)
 {
     kq_request r;
@@ -681,17 +705,8 @@ static void handle_request(ctl *c, kq_rpc_req *req)
             goto out;
         }
         if (!c->check_identity &&
-            kq_op_authorize(&c->cfg.authz, c->node.meta.img, c->principal_rules ? principal : NULL,
-                            KQ_ACL_OP_CLUSTER_ACTION, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME,
-                            why, sizeof why)) {
-            reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
+            !cluster_allowed(c, req, r.api_key, principal, KQ_ACL_OP_CLUSTER_ACTION))
             goto out;
-        }
-        uint64_t token = token_make(c, req);
-        if (token == 0) {
-            reply_error(c, req, r.api_key, KQ_ERR_BROKER_NOT_AVAILABLE, "too many requests");
-            goto out;
-        }
         /* a leader this node may not know yet says where it is reached */
         if (dynamic && r.api_key == KQ_API_BEGIN_QUORUM_EPOCH && r.leader_endpoint.host[0] &&
             r.leader_endpoint.port > 0) {
@@ -701,39 +716,20 @@ static void handle_request(ctl *c, kq_rpc_req *req)
             if (kq_raft_net_set_peer(c->net, &a, why2, sizeof why2) != 0)
                 KQ_WARN("raft", "cannot dial the leader", "leader=%d error=\"%s\"", a.id, why2);
         }
-        receive_request(c, &r, token);
+        to_core(c, req, &r);
         break;
     }
     case KQ_API_ADD_RAFT_VOTER:
-    case KQ_API_REMOVE_RAFT_VOTER: {
+    case KQ_API_REMOVE_RAFT_VOTER:
         /* kq metadata-quorum add-controller / remove-controller: Alter on the cluster, as
          * Kafka's AddRaftVoter and RemoveRaftVoter */
-        char why[800];
-        if (kq_op_authorize(&c->cfg.authz, c->node.meta.img, c->principal_rules ? principal : NULL,
-                            KQ_ACL_OP_ALTER, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, why,
-                            sizeof why)) {
-            reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
-            goto out;
-        }
-        uint64_t token = token_make(c, req);
-        if (token == 0) {
-            reply_error(c, req, r.api_key, KQ_ERR_BROKER_NOT_AVAILABLE, "too many requests");
-            goto out;
-        }
-        receive_request(c, &r, token);
+        if (cluster_allowed(c, req, r.api_key, principal, KQ_ACL_OP_ALTER))
+            to_core(c, req, &r);
         break;
-    }
-    case KQ_API_DESCRIBE_QUORUM: {
-        char why[800];
-        if (kq_op_authorize(&c->cfg.authz, c->node.meta.img, c->principal_rules ? principal : NULL,
-                            KQ_ACL_OP_DESCRIBE, KQ_ACL_RESOURCE_CLUSTER, KQ_ACL_CLUSTER_NAME, why,
-                            sizeof why)) {
-            reply_error(c, req, r.api_key, KQ_ERR_CLUSTER_AUTHORIZATION_FAILED, why);
-            goto out;
-        }
-        describe(c, req);
+    case KQ_API_DESCRIBE_QUORUM:
+        if (cluster_allowed(c, req, r.api_key, principal, KQ_ACL_OP_DESCRIBE))
+            describe(c, req);
         break;
-    }
     default:
         if (kq_ctl_node_request(&c->node, req, &r, c->principal_rules ? principal : NULL, c->now) !=
             0)

@@ -9,16 +9,6 @@
 source "$(dirname "$0")/../lib/kqtest.sh"
 kt_init "${1:?usage: $0 BIN_DIR}" dynamic_grow_shrink 28500
 
-dyn_config() { # NODE
-    {
-        echo "process.roles=controller"
-        echo "node.id=$1"
-        echo "controller.quorum.bootstrap.servers=$(kt_bootstrap 1 2 3)"
-        echo "listeners=CONTROLLER://127.0.0.1:$(kt_port "$1")"
-        echo "metadata.log.dir=$KT_DIR/node-$1"
-        echo "log.level=${KQ_TEST_LOG_LEVEL:-info}"
-    } >"$(kt_config "$1")"
-}
 
 dyn_format() { # NODE OPTION...
     local i=$1 out
@@ -49,7 +39,7 @@ for i in 1 2 3; do
     initial+="${initial:+,}$i@127.0.0.1:$(kt_port "$i"):${DIR[$i]}"
 done
 for i in 1 2 3 4 5; do
-    dyn_config "$i"
+    kt_dyn_config "$i" "1 2 3"
 done
 # the list must name the node being formatted
 out=$("$KT_KQ" storage format --config "$(kt_config 4)" --cluster-id "$KT_CLUSTER_ID" \

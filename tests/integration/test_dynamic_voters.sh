@@ -10,20 +10,6 @@
 source "$(dirname "$0")/../lib/kqtest.sh"
 kt_init "${1:?usage: $0 BIN_DIR}" dynamic_voters 28400
 
-# dyn_config NODE BOOTSTRAP_NODE...: a controller of a dynamic quorum
-dyn_config() {
-    local i=$1
-    shift
-    {
-        echo "process.roles=controller"
-        echo "node.id=$i"
-        echo "controller.quorum.bootstrap.servers=$(kt_bootstrap "$@")"
-        echo "listeners=CONTROLLER://127.0.0.1:$(kt_port "$i")"
-        echo "metadata.log.dir=$KT_DIR/node-$i"
-        echo "broker.session.timeout.ms=4000"
-        echo "log.level=${KQ_TEST_LOG_LEVEL:-info}"
-    } >"$(kt_config "$i")"
-}
 
 # dyn_format NODE OPTION...
 dyn_format() {
@@ -102,7 +88,7 @@ remove_controller() { # NODE DIR ASK...
 KT_CLUSTER_ID=$("$KT_KQ" storage random-uuid) || kt_fail "random-uuid failed"
 KT_NODES=3
 for i in 1 2 3; do
-    dyn_config "$i" 1 2 3
+    kt_dyn_config "$i" "1 2 3" broker.session.timeout.ms=4000
 done
 
 # Refusals first: a dynamic controller needs one of the three options, and only one.

@@ -52,14 +52,7 @@ kt_log "downgrade refused: $OUT"
 # Two more controllers join the upgraded quorum.
 KT_NODES=5
 for i in 4 5; do
-    {
-        echo "process.roles=controller"
-        echo "node.id=$i"
-        echo "controller.quorum.bootstrap.servers=$(kt_bootstrap 1 2 3)"
-        echo "listeners=CONTROLLER://127.0.0.1:$(kt_port "$i")"
-        echo "metadata.log.dir=$KT_DIR/node-$i"
-        echo "log.level=${KQ_TEST_LOG_LEVEL:-info}"
-    } >"$(kt_config "$i")"
+    kt_dyn_config "$i" "1 2 3"
     "$KT_KQ" storage format --config "$(kt_config "$i")" --cluster-id "$KT_CLUSTER_ID" \
         --no-initial-controllers >/dev/null || kt_fail "format of node $i failed"
     kt_start "$i"

@@ -10,16 +10,6 @@
 source "$(dirname "$0")/../lib/kqtest.sh"
 kt_init "${1:?usage: $0 BIN_DIR}" unsafe_recover 28600
 
-dyn_config() { # NODE
-    {
-        echo "process.roles=controller"
-        echo "node.id=$1"
-        echo "controller.quorum.bootstrap.servers=$(kt_bootstrap 1 2 3)"
-        echo "listeners=CONTROLLER://127.0.0.1:$(kt_port "$1")"
-        echo "metadata.log.dir=$KT_DIR/node-$1"
-        echo "log.level=${KQ_TEST_LOG_LEVEL:-info}"
-    } >"$(kt_config "$1")"
-}
 
 recover() { # NODE ARGS... -> sets OUT, returns the exit status
     local i=$1 rc=0
@@ -36,7 +26,7 @@ for i in 1 2 3; do
     initial+="${initial:+,}$i@127.0.0.1:$(kt_port "$i"):$("$KT_KQ" storage random-uuid)"
 done
 for i in 1 2 3 4; do
-    dyn_config "$i"
+    kt_dyn_config "$i" "1 2 3"
 done
 for i in 1 2 3; do
     "$KT_KQ" storage format --config "$(kt_config "$i")" --cluster-id "$KT_CLUSTER_ID" \

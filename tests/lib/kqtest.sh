@@ -266,6 +266,26 @@ kt_write_config() {
     } >"$KT_DIR/node-$i.properties"
 }
 
+# kt_dyn_config NODE "BOOT_NODE..." [key=value...]: a controller of a dynamic quorum (KIP-853)
+# that finds it through controller.quorum.bootstrap.servers of the nodes listed (no voters).
+kt_dyn_config() {
+    local i=$1 boot=$2 kv
+    shift 2
+    {
+        echo "# kq integration test $KT_NAME, node $i (dynamic voters)"
+        echo "process.roles=controller"
+        echo "node.id=$i"
+        # shellcheck disable=SC2086 # the node list is split on purpose
+        echo "controller.quorum.bootstrap.servers=$(kt_bootstrap $boot)"
+        echo "listeners=CONTROLLER://127.0.0.1:$(kt_port "$i")"
+        echo "metadata.log.dir=$KT_DIR/node-$i"
+        echo "log.level=${KQ_TEST_LOG_LEVEL:-info}"
+        for kv in "$@"; do
+            echo "$kv"
+        done
+    } >"$(kt_config "$i")"
+}
+
 kt_config() { # NODE -> path of its config
     echo "$KT_DIR/node-$1.properties"
 }
