@@ -278,18 +278,20 @@ static void tail_clear(ctl *c)
     c->n_tail = 0;
 }
 
-static void write_leader_change(ctl *c, const kq_raft_batch *b)
+/* This leader's own control batch: the LeaderChange record (leader_change) and the quorum
+ * records the core gives (KIP-853: a voter change, or the bootstrap set the first leader of a
+ * dynamic quorum writes after its LeaderChange). */
+static void write_control(ctl *c, const kq_raft_batch *b, bool leader_change)
 {
     kq_buf rec = {0};
     char why[256];
-    if (kq_ctl_node_leader_change(&c->node, b->base_offset, c->now, &rec) != 0)
+    if (leader_change && kq_ctl_node_leader_change(&c->node, b->base_offset, c->now, &rec) != 0)
         fatal("encode", "LeaderChange record");
-    /* the first leader of a dynamic quorum writes the bootstrap set after it (KIP-853) */
     if (kq_control_append_batch(&rec, b, why, sizeof why) != 0)
         fatal("encode quorum records", why);
     if (c->host.disk.append(c->host.disk.ctx, b->base_offset, b->epoch, b->count, rec.data,
                             rec.len) != 0)
-        fatal("store append", "LeaderChange batch");
+        fatal("store append", leader_change ? "LeaderChange batch" : "Voters batch");
     tail_add(c, b, rec.data, rec.len);
     kq_buf_free(&rec);
 }
@@ -298,20 +300,6 @@ static void log_role(ctl *c, const kq_raft_update *u)
 {
     KQ_INFO("raft", "state changed", "state=%s epoch=%d leader=%d", kq_raft_role_name(u->role),
             u->epoch, u->leader_id);
-}
-
-/* A leader's voter change (KIP-853): the KRaftVersion and Voters records the core gives. */
-static void write_voters(ctl *c, const kq_raft_batch *b)
-{
-    kq_buf rec = {0};
-    char why[256];
-    if (kq_control_append_batch(&rec, b, why, sizeof why) != 0)
-        fatal("encode quorum records", why);
-    if (c->host.disk.append(c->host.disk.ctx, b->base_offset, b->epoch, b->count, rec.data,
-                            rec.len) != 0)
-        fatal("store append", "Voters batch");
-    tail_add(c, b, rec.data, rec.len);
-    kq_buf_free(&rec);
 }
 
 /* kq_raft_host_ops: the quorum records of the snapshot install_snapshot just loaded. */
@@ -357,10 +345,8 @@ static void sync_voters(ctl *c)
 static void append_own(void *arg, const kq_raft_batch *b)
 {
     ctl *c = arg;
-    if (b->kind == KQ_RAFT_BATCH_LEADER_CHANGE) {
-        write_leader_change(c, b);
-    } else if (b->kind == KQ_RAFT_BATCH_VOTERS) {
-        write_voters(c, b);
+    if (b->kind == KQ_RAFT_BATCH_LEADER_CHANGE || b->kind == KQ_RAFT_BATCH_VOTERS) {
+        write_control(c, b, b->kind == KQ_RAFT_BATCH_LEADER_CHANGE);
     } else {
         if (c->propose_payload == NULL)
             fatal("internal", "proposed batch without payload");

@@ -546,22 +546,28 @@ static void test_recover_after_reopen(void **state)
     assert_int_equal(kq_store_begin(f->s), KQ_ERR_INVALID_REQUEST);
 }
 
-/* Writes meta "quorum_state" = v (len bytes) through raw LMDB. */
-static void put_raw_qstate(const char *dir, const uint8_t *v, size_t len)
+/* Puts k = v into named database db through raw LMDB, as damage on disk (or an older kq) would. */
+static void raw_put(const char *dir, const char *db, MDB_val k, MDB_val v)
 {
     MDB_env *env;
     MDB_txn *txn;
     MDB_dbi dbi;
-    MDB_val k = {strlen("quorum_state"), (void *)"quorum_state"}, val = {len, (void *)v};
 
     assert_int_equal(mdb_env_create(&env), 0);
     assert_int_equal(mdb_env_set_maxdbs(env, 8), 0);
     assert_int_equal(mdb_env_open(env, dir, 0, 0640), 0);
     assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
-    assert_int_equal(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
-    assert_int_equal(mdb_put(txn, dbi, &k, &val, 0), 0);
+    assert_int_equal(mdb_dbi_open(txn, db, 0, &dbi), 0);
+    assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
     assert_int_equal(mdb_txn_commit(txn), 0);
     mdb_env_close(env);
+}
+
+/* Writes meta "quorum_state" = v (len bytes) through raw LMDB. */
+static void put_raw_qstate(const char *dir, const uint8_t *v, size_t len)
+{
+    raw_put(dir, "meta", (MDB_val){strlen("quorum_state"), (void *)"quorum_state"},
+            (MDB_val){len, (void *)v});
 }
 
 /* The size of meta "quorum_state" through raw LMDB (0: absent). */
@@ -701,9 +707,6 @@ static void test_corruption_detected(void **state)
  * raw LMDB, as damage on disk would. */
 static void put_raw_batch(const char *dir, int64_t base, int32_t epoch, int32_t count)
 {
-    MDB_env *env;
-    MDB_txn *txn;
-    MDB_dbi dbi;
     uint8_t key[8], hdr[12] = {0};
     MDB_val k = {sizeof key, key}, v = {sizeof hdr, hdr};
     for (int i = 0; i < 8; i++)
@@ -712,14 +715,7 @@ static void put_raw_batch(const char *dir, int64_t base, int32_t epoch, int32_t 
         hdr[i] = (uint8_t)((uint32_t)epoch >> (24 - 8 * i));
         hdr[4 + i] = (uint8_t)((uint32_t)count >> (24 - 8 * i));
     }
-    assert_int_equal(mdb_env_create(&env), 0);
-    assert_int_equal(mdb_env_set_maxdbs(env, 8), 0);
-    assert_int_equal(mdb_env_open(env, dir, 0, 0640), 0);
-    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
-    assert_int_equal(mdb_dbi_open(txn, "log", 0, &dbi), 0);
-    assert_int_equal(mdb_put(txn, dbi, &k, &v, 0), 0);
-    assert_int_equal(mdb_txn_commit(txn), 0);
-    mdb_env_close(env);
+    raw_put(dir, "log", k, v);
 }
 
 /* Found by fuzz_store: a last batch whose header says 0 (or a negative number of) records, or
