@@ -152,9 +152,14 @@ int kq_quorum_unsafe_recover(const char *config_path, bool yes)
         goto out;
     }
     int32_t epoch = rec.last_epoch > rec.qstate.epoch ? rec.last_epoch : rec.qstate.epoch;
+    if (rec.snapshot.end_offset > 0)
+        printf("Known committed here: every offset below %" PRId64 " (this node's snapshot).\n",
+               rec.snapshot.end_offset);
+    else
+        printf("This node has no snapshot: it does not know which of its records were "
+               "committed.\n");
     printf("This node keeps every record of its log: offsets %" PRId64 " to %" PRId64
-           " (last epoch %" PRId32 "); everything below %" PRId64 " was committed (its snapshot), "
-           "the rest may or may not have been.\n"
+           " (last epoch %" PRId32 "); all of them stay, committed or not.\n"
            "Records the lost voters committed beyond offset %" PRId64
            " are lost. This node becomes "
            "the only voter, at epoch %" PRId32 ", under a new directory id.\n"
@@ -162,8 +167,8 @@ int kq_quorum_unsafe_recover(const char *config_path, bool yes)
            "cut off, they could form their old quorum and the metadata would fork. Wipe each "
            "of them (or make sure it is gone) before you go on; re-add them formatted "
            "--no-initial-controllers.\n",
-           rec.log_start_offset, rec.log_end_offset - 1, rec.last_epoch, rec.snapshot.end_offset,
-           rec.log_end_offset - 1, epoch + 1);
+           rec.log_start_offset, rec.log_end_offset - 1, rec.last_epoch, rec.log_end_offset - 1,
+           epoch + 1);
     if (!yes) {
         char answer[16] = "";
         printf("Type 'yes' to go on: ");
