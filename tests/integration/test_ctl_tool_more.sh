@@ -100,8 +100,8 @@ expect_fail "upgrade of an unknown feature" features upgrade --feature no.such.f
 kt_assert_contains "unknown feature message" "Could not upgrade no.such.feature to 1. " "$KT_OUT"
 kt_assert_contains "unknown feature message" "unknown feature no.such.feature" "$KT_OUT"
 kt_assert_contains "failure summary" "1 out of 1 operation(s) failed." "$KT_OUT"
-expect_fail "upgrade above the supported range" features upgrade --feature kraft.version=1
-kt_assert_contains "out of range message" "Could not upgrade kraft.version to 1. " "$KT_OUT"
+expect_fail "upgrade above the supported range" features upgrade --feature kraft.version=2
+kt_assert_contains "out of range message" "Could not upgrade kraft.version to 2. " "$KT_OUT"
 expect_fail "upgrade to a lower level" features upgrade --feature eligible.leader.replicas.version=0
 kt_assert_contains "lowering by upgrade message" "Could not upgrade eligible.leader.replicas.version to 0. " "$KT_OUT"
 rc=0
