@@ -138,6 +138,8 @@ typedef struct ctl {
     /* KIP-853: the quorum records of the last fetched batches (for the core, until the next
      * Fetch answer), and those recovered at start (the bootstrap's and the log's) */
     kq_control_list fetched, recovered, installed;
+    kq_control_list log_control; /* start-up: the log's, moved after the snapshot's */
+    uint64_t control_warned_ms;  /* the last warning about a fetched quorum record */
 
     uint64_t now;
     int shutting_down;
@@ -315,9 +317,11 @@ static int fetched_control(void *arg, kq_raft_batch *batches, size_t n)
 {
     ctl *c = arg;
     int rc = kq_control_list_read_fetched(&c->fetched, batches, n);
-    if (rc != 0)
+    if (rc != 0 && (c->control_warned_ms == 0 || c->now >= c->control_warned_ms + 60000)) {
+        c->control_warned_ms = c->now; /* once a minute: the core retries every back-off */
         KQ_WARN("raft", "a fetched quorum record does not decode; fetching again", "error=%s",
                 kq_err_name(rc));
+    }
     return rc;
 }
 
@@ -1135,8 +1139,7 @@ static int start(ctl *c, char *err, size_t errlen)
     }
     /* Everything it will replay or serve, checked before it joins the quorum; the log's
      * quorum records are read on the way. */
-    kq_control_list log_control = {0}; /* after the snapshot's, which are read below */
-    rc = kq_store_verify(c->store, &rec, kq_control_check_batch, &log_control, why, sizeof(why));
+    rc = kq_store_verify(c->store, &rec, kq_control_check_batch, &c->log_control, why, sizeof(why));
     kq_store_unguard_reads();
     if (rc != 0) {
         free(rec.epochs);
@@ -1216,7 +1219,6 @@ static int start(ctl *c, char *err, size_t errlen)
                                               err, errlen);
         free(payload);
         if (rc != 0) {
-            kq_control_list_free(&log_control);
             free(rec.epochs);
             if (rc == KQ_ERR_NOMEM || rc == KQ_ERR_IO)
                 return rc;
@@ -1227,8 +1229,7 @@ static int start(ctl *c, char *err, size_t errlen)
         KQ_INFO("controller", "loaded snapshot", "end_offset=%lld epoch=%d",
                 (long long)rec.snapshot.end_offset, rec.snapshot.epoch);
     }
-    if (kq_control_list_move(&c->recovered, &log_control) != 0) {
-        kq_control_list_free(&log_control);
+    if (kq_control_list_move(&c->recovered, &c->log_control) != 0) {
         free(rec.epochs);
         snprintf(err, errlen, "out of memory");
         return KQ_ERR_NOMEM;
@@ -1509,6 +1510,7 @@ int main(int argc, char **argv)
     kq_control_list_free(&c.fetched);
     kq_control_list_free(&c.recovered);
     kq_control_list_free(&c.installed);
+    kq_control_list_free(&c.log_control);
     kq_store_close(c.store);          /* everything is committed; close it before the network */
     kq_rpc_tls_on_change(NULL, NULL); /* before the HTTPS listener it may point at goes */
     kq_http_stop(c.http);
