@@ -124,7 +124,7 @@ typedef struct broker {
     _Atomic int ready;
 
     kq_raft_host host; /* drives b->raft against the store and the controllers (kq/raft_host.h) */
-    int32_t inconsistent[KQ_RAFT_MAX_VOTERS];
+    int32_t inconsistent[2 * KQ_RAFT_MAX_VOTERS]; /* voters and bootstrap servers */
     int n_inconsistent;
     int32_t last_leader;
     bool last_fenced;
@@ -280,11 +280,17 @@ static void note_inconsistent_cluster(broker *b, int32_t peer, const char *detai
     for (int i = 0; i < b->n_inconsistent; i++)
         if (b->inconsistent[i] == peer)
             return;
-    if (b->n_inconsistent < KQ_RAFT_MAX_VOTERS)
+    if (b->n_inconsistent < 2 * KQ_RAFT_MAX_VOTERS)
         b->inconsistent[b->n_inconsistent++] = peer;
     KQ_WARN("metadata", "controller rejected our cluster id", "controller=%d detail=\"%s\"", peer,
             detail);
-    if (b->n_inconsistent >= b->cfg.n_voters / 2 + 1) {
+    /* Voters count against the majority of the set; bootstrap servers (ids < 0, possibly a
+     * voter counted again) only when they all say so and no voter set is known. */
+    int voters = 0, boot = 0;
+    for (int i = 0; i < b->n_inconsistent; i++)
+        voters += b->inconsistent[i] >= 0, boot += b->inconsistent[i] < 0;
+    if ((b->cfg.n_voters > 0 && voters >= b->cfg.n_voters / 2 + 1) ||
+        (b->cfg.n_voters == 0 && b->cfg.raft.n_bootstrap > 0 && boot >= b->cfg.raft.n_bootstrap)) {
         char msg[1400];
         snprintf(msg, sizeof(msg),
                  "cluster id %s in %.600s does not match the controllers' cluster id (%.256s); "

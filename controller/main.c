@@ -126,7 +126,7 @@ typedef struct ctl {
     token_slot tokens[MAX_TOKENS];
 
     const kq_buf *propose_payload; /* payload for the PROPOSED batch of the current step */
-    int32_t inconsistent[KQ_RAFT_MAX_VOTERS]; /* peers that said INCONSISTENT_CLUSTER_ID */
+    int32_t inconsistent[2 * KQ_RAFT_MAX_VOTERS]; /* peers that said INCONSISTENT_CLUSTER_ID */
     int n_inconsistent;
 
     /* Leader: batches appended in the open write transaction, so Fetch responses can carry
@@ -140,6 +140,7 @@ typedef struct ctl {
     kq_control_list fetched, recovered, installed;
     kq_control_list log_control; /* start-up: the log's, moved after the snapshot's */
     uint64_t control_warned_ms;  /* the last warning about a fetched quorum record */
+    uint64_t dial_warned_ms;     /* the last warning about a voter that cannot be dialed */
 
     uint64_t now;
     int shutting_down;
@@ -338,8 +339,11 @@ static void sync_voters(ctl *c)
         kq_voter_addr a = {.id = s->v[i].key.id, .port = s->v[i].port};
         snprintf(a.host, sizeof a.host, "%s", s->v[i].host);
         if (a.id != c->cfg.node_id && a.port > 0 && c->net &&
-            kq_raft_net_set_peer(c->net, &a, err, sizeof err) != 0)
+            kq_raft_net_set_peer(c->net, &a, err, sizeof err) != 0 &&
+            (c->dial_warned_ms == 0 || c->now >= c->dial_warned_ms + 60000)) {
+            c->dial_warned_ms = c->now; /* tried at every step: said once a minute */
             KQ_WARN("raft", "cannot dial a voter", "voter=%d error=\"%s\"", a.id, err);
+        }
         c->cfg.voters[i] = a;
     }
     c->cfg.n_voters = s->n;
@@ -739,10 +743,16 @@ static void note_inconsistent_cluster(ctl *c, int32_t peer_id, const char *detai
     for (int i = 0; i < c->n_inconsistent; i++)
         if (c->inconsistent[i] == peer_id)
             return;
-    if (c->n_inconsistent < KQ_RAFT_MAX_VOTERS)
+    if (c->n_inconsistent < 2 * KQ_RAFT_MAX_VOTERS)
         c->inconsistent[c->n_inconsistent++] = peer_id;
     KQ_WARN("controller", "peer rejected our cluster id", "peer=%d detail=\"%s\"", peer_id, detail);
-    if (c->n_inconsistent >= c->cfg.n_voters / 2 + 1) {
+    /* Voters count against the majority of the set; bootstrap servers (ids < 0, possibly a
+     * voter counted again) only when they all say so and no voter set is known. */
+    int voters = 0, boot = 0;
+    for (int i = 0; i < c->n_inconsistent; i++)
+        voters += c->inconsistent[i] >= 0, boot += c->inconsistent[i] < 0;
+    if ((c->cfg.n_voters > 0 && voters >= c->cfg.n_voters / 2 + 1) ||
+        (c->cfg.n_voters == 0 && c->cfg.raft.n_bootstrap > 0 && boot >= c->cfg.raft.n_bootstrap)) {
         char msg[1200];
         snprintf(msg, sizeof(msg),
                  "cluster id %s in %.300s does not match the cluster id of the other controllers "
