@@ -819,8 +819,7 @@ static bool msg_ok(const kq_raft *r, const kq_raft_msg *m)
     if (m->type == KQ_RAFT_FETCH_SNAPSHOT_RESP && m->u.fetch_snapshot_resp.len > 0 &&
         !m->u.fetch_snapshot_resp.data)
         return false;
-    bool change = m->type == KQ_RAFT_ADD_VOTER_REQ || m->type == KQ_RAFT_REMOVE_VOTER_REQ ||
-                  m->type == KQ_RAFT_UPDATE_VOTER_REQ;
+    bool change = kq_raft_msg_is_voter_change(m->type);
     bool from_bootstrap = m->type == KQ_RAFT_FETCH_RESP && m->from <= KQ_RAFT_BOOTSTRAP_ID(0) &&
                           m->from > KQ_RAFT_BOOTSTRAP_ID(r->cfg.n_bootstrap);
     if (change && !m->u.voter_req.voter)

@@ -176,18 +176,11 @@ static const struct quorum_api *quorum_api(uint32_t api_key, kq_raft_msg_type ty
     return NULL;
 }
 
-/* AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter: their bodies are a kq_codec_voter_req (the
- * core's message points at the voter). */
-static bool is_voter_change(kq_raft_msg_type t)
-{
-    return t == KQ_RAFT_ADD_VOTER_REQ || t == KQ_RAFT_REMOVE_VOTER_REQ ||
-           t == KQ_RAFT_UPDATE_VOTER_REQ;
-}
-
+/* The answer to AddRaftVoter, RemoveRaftVoter or UpdateRaftVoter (kq_raft_msg_is_voter_change;
+ * their request bodies are a kq_codec_voter_req, the core's message points at the voter). */
 static bool is_voter_answer(kq_raft_msg_type t)
 {
-    return t == KQ_RAFT_ADD_VOTER_RESP || t == KQ_RAFT_REMOVE_VOTER_RESP ||
-           t == KQ_RAFT_UPDATE_VOTER_RESP;
+    return kq_raft_msg_is_voter_change((kq_raft_msg_type)((int)t - 1)); /* answer = request + 1 */
 }
 
 static int check_cluster_id(const char *cluster_id)
@@ -227,7 +220,7 @@ int kq_codec_encode_raft_request_from(const kq_raft_msg *m, const char *cluster_
         (m->u.fetch_snapshot_req.position < 0 || m->u.fetch_snapshot_req.max_bytes < 0 ||
          sid->end_offset < 0 || sid->epoch < 0))
         return KQ_ERR_INVALID_REQUEST;
-    if (is_voter_change(m->type)) {
+    if (kq_raft_msg_is_voter_change(m->type)) {
         kq_codec_voter_req vr = {.epoch = m->type == KQ_RAFT_UPDATE_VOTER_REQ ? m->epoch : 0};
 
         if (!m->u.voter_req.voter || vr.epoch < 0)
@@ -473,7 +466,7 @@ int kq_codec_decode_request(const uint8_t *buf, size_t len, kq_request *out, cha
     else if (!rc && (int)rq->body_case != kq_api_find(rq->api_key)->body_case)
         rc = BAD("%s request carries a %s body", name, body_name(rq->body_case));
     if (!rc) {
-        if (q && is_voter_change(q->req_type)) { /* the body, then the core's message */
+        if (q && kq_raft_msg_is_voter_change(q->req_type)) { /* the body, then the core's message */
             out->raft.type = q->req_type;
             out->raft.from = rq->sender_id;
             rc = kq_wire_decode(q->req, *body, &out->voter_req, &o->a, errbuf, errlen);

@@ -229,6 +229,12 @@ typedef enum kq_raft_msg_type {
 #define KQ_RAFT_REMOVE_VOTER_RESP ((kq_raft_msg_type)14)
 #define KQ_RAFT_UPDATE_VOTER_REQ ((kq_raft_msg_type)15)
 #define KQ_RAFT_UPDATE_VOTER_RESP ((kq_raft_msg_type)16)
+/* AddRaftVoter, RemoveRaftVoter or UpdateRaftVoter (their u.voter_req names a voter). */
+static inline bool kq_raft_msg_is_voter_change(kq_raft_msg_type t)
+{
+    return t == KQ_RAFT_ADD_VOTER_REQ || t == KQ_RAFT_REMOVE_VOTER_REQ ||
+           t == KQ_RAFT_UPDATE_VOTER_REQ;
+}
 /* Vote, Begin/EndQuorumEpoch, Fetch, FetchSnapshot or a voter change (else an answer). */
 bool kq_raft_msg_is_request(kq_raft_msg_type t);
 #define KQ_RAFT_MSG_TYPE_MAX 16

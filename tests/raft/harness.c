@@ -119,9 +119,7 @@ static h_qmsg *q_push(harness *h, const kq_raft_msg *m, uint64_t at)
         e->m.u.fetch_resp.batches = NULL; /* refilled from e->batches at delivery */
         e->m.u.fetch_resp.n_batches = 0;
     }
-    if ((m->type == KQ_RAFT_ADD_VOTER_REQ || m->type == KQ_RAFT_REMOVE_VOTER_REQ ||
-         m->type == KQ_RAFT_UPDATE_VOTER_REQ) &&
-        m->u.voter_req.voter) {
+    if (kq_raft_msg_is_voter_change(m->type) && m->u.voter_req.voter) {
         e->voter = *m->u.voter_req.voter; /* pointed at again at delivery */
         e->m.u.voter_req.voter = NULL;
     }
@@ -986,8 +984,7 @@ void h_deliver(harness *h, int idx)
         e.m.token = ++h->next_token;
         out_add(h, e.m.token, &e.m, alias);
     }
-    if (e.m.type == KQ_RAFT_ADD_VOTER_REQ || e.m.type == KQ_RAFT_REMOVE_VOTER_REQ ||
-        e.m.type == KQ_RAFT_UPDATE_VOTER_REQ)
+    if (kq_raft_msg_is_voter_change(e.m.type))
         e.m.u.voter_req.voter = &e.voter;
     if (e.m.type == KQ_RAFT_FETCH_SNAPSHOT_RESP) {
         e.m.u.fetch_snapshot_resp.data = e.m.u.fetch_snapshot_resp.len ? e.chunk : NULL;
