@@ -457,7 +457,7 @@ void raft_become_unattached(kq_raft *r, int32_t epoch, int32_t voted)
     r->leader_hw = -1;
     r->backoff_deadline = 0;
     persist(r);
-    if (raft_is_voter(r)) {
+    if (raft_campaigns(r)) {
         r->election_deadline = r->now + raft_random_election_timeout(r);
     } else {
         r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
@@ -486,7 +486,7 @@ void raft_become_follower(kq_raft *r, int32_t epoch, int32_t leader)
 
 void raft_become_prospective(kq_raft *r)
 {
-    if (!raft_is_voter(r) || r->shutdown || r->snap_installing) {
+    if (!raft_campaigns(r) || r->shutdown || r->snap_installing) {
         /* a node installing a snapshot never campaigns (a leader never installs): its timer
          * moves on, or an expired deadline would fire at every step */
         if (r->election_deadline <= r->now)

@@ -180,6 +180,9 @@ struct kq_raft {
 /* raft.c: helpers, role transitions */
 uint64_t raft_prng_below(kq_raft *r, uint64_t n);
 bool raft_is_voter(const kq_raft *r);
+/* The node runs for leader when no leader is known: a voter, or a node that the last
+ * VotersRecord it holds removed while that record is not known to be committed (raft_reconfig.c) */
+bool raft_campaigns(const kq_raft *r);
 int raft_voter_index(const kq_raft *r, int32_t id);
 int raft_peer_index(const kq_raft *r, int32_t id);
 int raft_voter_key_index(const kq_raft *r, int32_t id, const uint8_t dir[16]);

@@ -179,6 +179,30 @@ void raft_voters_compact(kq_raft *r, int64_t start)
     kq_voter_history_truncate_old(&r->vh, start);
 }
 
+/* A quorum of two voters {A, B} where the record removing A reached A alone (A led and failed
+ * before B had it, or B led and lost its unsynced tail in a crash) would otherwise stall for
+ * good: B needs A's vote, which A refuses to a shorter log, and A, no voter of its own set,
+ * never campaigns (found by kq-sim --voter-changes). So A campaigns while the removal is not
+ * known to be committed. It needs a majority of its latest set, which does not count it (any
+ * majority of that set overlaps any majority of the set before: one change at a time), leads
+ * until the removal commits and then hands over, as a leader that removed itself does. */
+bool raft_campaigns(const kq_raft *r)
+{
+    int64_t at;
+
+    if (raft_is_voter(r))
+        return true;
+    if (!raft_voters_dynamic(r))
+        return false;
+    kq_voter_history_last(&r->vh, &at);
+    if (at < 0 || r->hw > at)
+        return false;
+    const kq_voter_set *before = kq_voter_history_set_at(&r->vh, at - 1);
+    kq_voter_key self = {.id = r->cfg.node_id};
+    memcpy(self.dir, r->cfg.directory_id, sizeof(self.dir));
+    return before && kq_voters_find(before, &self) >= 0;
+}
+
 bool raft_voters_dynamic(const kq_raft *r)
 {
     /* a node without a static set learns its set from the log: kraft.version 1 by nature */

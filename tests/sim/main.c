@@ -3,7 +3,7 @@
  *
  *   kq-sim --seed S [--seeds N | --hours H] [--controllers K] [--brokers B] [--trace]
  *          [--max-time-ms T] [--liveness-ms L] [--check-determinism] [--bug NAME] [--quiet]
- *          [--raft-only [--observers M]]
+ *          [--raft-only [--observers M]] [--voter-changes]
  *   kq-sim --list-bugs
  *
  * Prints one line per failing seed (and its last trace lines on stderr) and a summary line
@@ -24,30 +24,35 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: kq-sim --seed S [--seeds N | --hours H] [--controllers K] [--brokers B]\n"
-            "              [--trace] [--max-time-ms T] [--liveness-ms L] [--check-determinism]\n"
-            "              [--bug NAME] [--quiet] [--raft-only [--observers M]]\n"
-            "       kq-sim --list-bugs\n"
-            "  --seed S             first seed (required)\n"
-            "  --seeds N            run seeds S..S+N-1 (default 1)\n"
-            "  --hours H            run seeds S, S+1, ... for H hours (fractions allowed), stop\n"
-            "                       at the first that fails\n"
-            "  --list-bugs          print the checker self-tests (--bug names), one per line\n"
-            "  --controllers K      1..%d voters, the controllers (default: drawn from each\n"
-            "                       seed); --voters K is the same\n"
-            "  --brokers B          1..%d broker agents (default: drawn, 3..6)\n"
-            "  --trace              print every trace line\n"
-            "  --max-time-ms T      virtual length of the fault phase (default: drawn)\n"
-            "  --liveness-ms L      convergence budget after healing (default 60000)\n"
-            "  --check-determinism  run every seed twice and compare trace hashes\n"
-            "  --bug NAME           run a deliberately broken host (checker self-test; see\n"
-            "                       --list-bugs)\n"
-            "  --quiet              no trace dump for failing seeds\n"
-            "  --raft-only          the Raft quorum alone (no controller, brokers or clients)\n"
-            "  --observers M        with --raft-only: 0..%d observers (default: drawn)\n"
-            "  --controller         the whole cluster (the default; kept for old command lines)\n",
-            KQ_SIM_MAX_VOTERS, KQ_SIM_MAX_BROKERS, KQ_SIM_MAX_OBSERVERS);
+    fprintf(
+        f,
+        "usage: kq-sim --seed S [--seeds N | --hours H] [--controllers K] [--brokers B]\n"
+        "              [--trace] [--max-time-ms T] [--liveness-ms L] [--check-determinism]\n"
+        "              [--bug NAME] [--quiet] [--raft-only [--observers M]]\n"
+        "              [--voter-changes]\n"
+        "       kq-sim --list-bugs\n"
+        "  --seed S             first seed (required)\n"
+        "  --seeds N            run seeds S..S+N-1 (default 1)\n"
+        "  --hours H            run seeds S, S+1, ... for H hours (fractions allowed), stop\n"
+        "                       at the first that fails\n"
+        "  --list-bugs          print the checker self-tests (--bug names), one per line\n"
+        "  --controllers K      1..%d voters, the controllers (default: drawn from each\n"
+        "                       seed); --voters K is the same\n"
+        "  --brokers B          1..%d broker agents (default: drawn, 3..6)\n"
+        "  --trace              print every trace line\n"
+        "  --max-time-ms T      virtual length of the fault phase (default: drawn)\n"
+        "  --liveness-ms L      convergence budget after healing (default 60000)\n"
+        "  --check-determinism  run every seed twice and compare trace hashes\n"
+        "  --bug NAME           run a deliberately broken host (checker self-test; see\n"
+        "                       --list-bugs)\n"
+        "  --quiet              no trace dump for failing seeds\n"
+        "  --raft-only          the Raft quorum alone (no controller, brokers or clients)\n"
+        "  --observers M        with --raft-only: 0..%d observers (default: drawn)\n"
+        "  --controller         the whole cluster (the default; kept for old command lines)\n"
+        "  --voter-changes      a dynamic quorum (kraft.version 1): 1..K controllers formatted\n"
+        "                       as the voters, the others added later; the admin client adds,\n"
+        "                       removes and replaces voters under the faults\n",
+        KQ_SIM_MAX_VOTERS, KQ_SIM_MAX_BROKERS, KQ_SIM_MAX_OBSERVERS);
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -60,6 +65,7 @@ int main(int argc, char **argv)
     kq_sim_opts o;
     kq_sim_opts_defaults(&o);
     uint64_t seed = 0, nseeds = 1, v, snaps_taken = 0, snaps_installed = 0, admin_retried = 0;
+    uint64_t added = 0, removed = 0, refused = 0, wiped = 0;
     bool have_seed = false, determinism = false, raft_only = false, observers_given = false;
     double hours = 0;
     for (int i = 1; i < argc; i++) {
@@ -108,6 +114,8 @@ int main(int argc, char **argv)
             o.controller = true;
         } else if (!strcmp(a, "--raft-only")) {
             raft_only = true;
+        } else if (!strcmp(a, "--voter-changes")) {
+            o.voter_changes = true;
         } else if (!strcmp(a, "--brokers")) {
             if (parse_u64(a, val, 1, KQ_SIM_MAX_BROKERS, &v))
                 return 2;
@@ -133,6 +141,10 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
+    }
+    if (raft_only && o.voter_changes) {
+        fprintf(stderr, "kq-sim: --voter-changes needs the whole cluster, not --raft-only\n");
+        return 2;
     }
     if (raft_only) {
         o.controller = false;
@@ -180,6 +192,10 @@ int main(int argc, char **argv)
         snaps_taken += r.snapshots_taken;
         snaps_installed += r.snapshots_installed;
         admin_retried += r.admin_retried;
+        added += r.voters_added;
+        removed += r.voters_removed;
+        refused += r.voter_refusals;
+        wiped += r.controllers_wiped;
         if (!r.failed && determinism) {
             kq_sim_result r2;
             kq_sim_opts o2 = o;
@@ -210,6 +226,12 @@ int main(int argc, char **argv)
                        " topics, %" PRIu64 " snapshots written, %" PRIu64 " installed\n",
                        o.seed, r.brokers, r.ctl_requests, r.ap_acked, r.ap_rejected, r.activations,
                        r.image_checks, r.topics_created, r.snapshots_taken, r.snapshots_installed);
+            if (o.voter_changes)
+                printf("sim: seed %" PRIu64 " voter changes: %" PRIu64 " added, %" PRIu64
+                       " removed, %" PRIu64 " refused, %" PRIu64 " controllers wiped and "
+                       "re-formatted; %d voters at the end\n",
+                       o.seed, r.voters_added, r.voters_removed, r.voter_refusals,
+                       r.controllers_wiped, r.final_voters);
         }
         fflush(stdout);
     }
@@ -219,6 +241,10 @@ int main(int argc, char **argv)
         printf("sim: %" PRIu64 " snapshots written, %" PRIu64 " fetched and installed; %" PRIu64
                " admin operations answered after retries\n",
                snaps_taken, snaps_installed, admin_retried);
+    if (o.voter_changes)
+        printf("sim: voter changes: %" PRIu64 " voters added, %" PRIu64 " removed, %" PRIu64
+               " changes refused, %" PRIu64 " controllers wiped and re-formatted\n",
+               added, removed, refused, wiped);
     printf("sim: %" PRIu64 " events in %.1f s (%.0f events/s, %.0f seeds/s)\n", events, secs,
            secs > 0 ? (double)events / secs : 0, secs > 0 ? (double)k / secs : 0);
     printf("sim: %" PRIu64 " seeds, %" PRIu64 " failed\n", k, failed);

@@ -20,6 +20,8 @@
 #include "kq/log.h"
 #include "kq/raft.h"
 #include "kq/raft_host.h"
+#include "kq/records.h"
+#include "kq/voters.h"
 #include "kq/util.h"
 #include "evheap.h"
 #include "lifecycle.h"
@@ -84,6 +86,7 @@ typedef struct sim_packet {
     uint8_t *chunk; /* owned copy of a FETCH_SNAPSHOT_RESP's bytes */
     uint8_t *wire;  /* owned encoded bytes (codec build) */
     size_t wire_len;
+    uint8_t sender_dir[16]; /* the sender's directory id when it sent it (voter_changes) */
 } sim_packet;
 
 enum { OP_QSTATE, OP_TRUNCATE, OP_APPEND, OP_PREFIX };
@@ -109,12 +112,19 @@ typedef struct sim_out { /* a request this node's core has in flight */
     kq_raft_msg_type type;
     int peer;
     int32_t epoch;
+    int32_t alias; /* the bootstrap id it was sent to (KQ_RAFT_BOOTSTRAP_ID), 0: none */
+    bool pre_vote; /* a VOTE_REQ: a pre-vote */
 } sim_out;
+
+#define ADMIN_FROM (-1) /* sim_in.from of a request from the admin client (not a node) */
 
 typedef struct sim_in { /* a request this node's core received and has not answered */
     uint64_t token;
     kq_raft_msg_type type;
-    int from;
+    int from;        /* node index, or ADMIN_FROM */
+    int admin_actor; /* ADMIN_FROM: the admin's actor index, id and request id */
+    int32_t admin_id;
+    uint64_t admin_req;
     uint64_t at_ms;
     uint64_t paused_at; /* the node's paused time (pause_time) when it arrived */
 } sim_in;
@@ -198,7 +208,24 @@ typedef struct sim_node {
     int actor; /* the broker (index in s->actors), -1 for a voter */
     bool bm_on;
     kq_bmeta bm;
+    /* voter_changes (KIP-853): the directory id is cfg.directory_id */
+    bool boot; /* formatted with the initial voters (the bootstrap records at -1) */
+    /* the VotersRecords its log holds (bootstrap, snapshot head, log), ascending: the simulator's
+     * own reading of "the last one in the log is in force" */
+    struct vx_entry *vx;
+    size_t n_vx, cap_vx;
+    kq_control_list fetched, installed; /* for the Raft host's ops, as the daemons keep them */
+    int32_t grant_epoch;                /* granted (non-pre-)votes it received in this epoch */
+    kq_voter_key grants[MAX_NODES];
+    int n_grants;
+    int32_t elect_checked; /* the epoch whose election was checked */
+    int64_t hw_checked;    /* leader: its high watermark was checked up to here */
 } sim_node;
+
+typedef struct vx_entry {
+    int64_t offset;
+    kq_voter_set set;
+} vx_entry;
 
 enum ev_type {
     EV_START = 1,
@@ -214,17 +241,18 @@ enum ev_type {
     EV_LIVE_CHECK,
     EV_LIVE_DEADLINE,
     EV_FAKE_PERSIST,
-    EV_CTL_NET,       /* controller-API packet between an actor and a controller node */
-    EV_CTL_TIMER,     /* active controller: fencing, leaderless scan, rebalance */
-    EV_ACTOR_TICK,    /* broker: register / heartbeat; admin: create topics */
-    EV_ACTOR_AP,      /* broker: maybe send an AlterPartition */
-    EV_ACTOR_TIMEOUT, /* an actor's request got no answer */
-    EV_ACTOR_START,   /* a crashed broker restarts (new incarnation) */
-    EV_DP_TIMER,      /* a broker's data plane asked to be ticked */
-    EV_DP_TIMEOUT,    /* something a broker's data plane sent got no answer */
-    EV_ACTOR_DIE,     /* a broker exits on a disk error */
-    EV_CLIENT_TICK,   /* a producer or consumer: its next request */
-    EV_CLIENT_TIMEOUT /* a producer's or consumer's request got no answer */
+    EV_CTL_NET,        /* controller-API packet between an actor and a controller node */
+    EV_CTL_TIMER,      /* active controller: fencing, leaderless scan, rebalance */
+    EV_ACTOR_TICK,     /* broker: register / heartbeat; admin: create topics */
+    EV_ACTOR_AP,       /* broker: maybe send an AlterPartition */
+    EV_ACTOR_TIMEOUT,  /* an actor's request got no answer */
+    EV_ACTOR_START,    /* a crashed broker restarts (new incarnation) */
+    EV_DP_TIMER,       /* a broker's data plane asked to be ticked */
+    EV_DP_TIMEOUT,     /* something a broker's data plane sent got no answer */
+    EV_ACTOR_DIE,      /* a broker exits on a disk error */
+    EV_CLIENT_TICK,    /* a producer or consumer: its next request */
+    EV_CLIENT_TIMEOUT, /* a producer's or consumer's request got no answer */
+    EV_KILL_LEADER     /* voter_changes: the leader crashes with a change in flight */
 };
 
 typedef struct sim_ev {
@@ -318,6 +346,15 @@ typedef struct sim {
     lm_slot *lm;
     size_t n_lm;
     bool oom;
+
+    /* voter_changes: a dynamic quorum (opts.voter_changes) */
+    bool dynamic;
+    kq_prng memb;      /* its decisions (formatting, directory ids, changes, wipes) */
+    int n_initial;     /* controllers formatted as the initial voters (the first ones) */
+    kq_voter_set boot; /* their set: the bootstrap records of kq storage format */
+    uint32_t p_change; /* per 1,000 admin rounds: a voter change instead of another op */
+    uint32_t p_wipe;   /* per 1,000 removals answered: the controller is wiped and re-formatted */
+    uint32_t p_kill_leader; /* per 1,000 changes sent: the leader crashes soon after */
 
     /* controller mode */
     kq_prng ctl;
@@ -734,8 +771,7 @@ fail:
 
 static bool is_request(kq_raft_msg_type t)
 {
-    return t == KQ_RAFT_VOTE_REQ || t == KQ_RAFT_BEGIN_EPOCH_REQ || t == KQ_RAFT_END_EPOCH_REQ ||
-           t == KQ_RAFT_FETCH_REQ || t == KQ_RAFT_FETCH_SNAPSHOT_REQ;
+    return kq_raft_msg_is_request(t);
 }
 
 static const char *msg_name(kq_raft_msg_type t)
@@ -762,6 +798,10 @@ static const char *msg_name(kq_raft_msg_type t)
         return "FetchSnapshotReq";
     if (t == KQ_RAFT_FETCH_SNAPSHOT_RESP)
         return "FetchSnapshotResp";
+    static const char *voter[] = {"AddVoterReq",     "AddVoterResp",   "RemoveVoterReq",
+                                  "RemoveVoterResp", "UpdateVoterReq", "UpdateVoterResp"};
+    if ((int)t >= (int)KQ_RAFT_ADD_VOTER_REQ && (int)t <= (int)KQ_RAFT_UPDATE_VOTER_RESP)
+        return voter[(int)t - (int)KQ_RAFT_ADD_VOTER_REQ];
     return "?";
 }
 
@@ -921,6 +961,254 @@ static bool pkt_decode(sim *s, const sim_packet *p, sim_decoded *d)
     return true;
 }
 
+/* ---------------------------------------------------------------- dynamic voters (KIP-853) */
+
+/* Controller n as a voter: its key (id, directory id), listener and kraft.version range. */
+static void voter_of(const sim_node *n, kq_voter *v)
+{
+    memset(v, 0, sizeof *v);
+    v->key.id = n->id;
+    memcpy(v->key.dir, n->cfg.directory_id, sizeof v->key.dir);
+    snprintf(v->host, sizeof v->host, "n%d", n->id);
+    v->port = 9093;
+    v->kraft_min = 0;
+    v->kraft_max = 1;
+}
+
+/* kq storage format: a new directory id for controller n. */
+static void new_directory(sim *s, sim_node *n)
+{
+    do
+        for (int i = 0; i < 16; i += 8) {
+            uint64_t v = kq_prng_next(&s->memb);
+            memcpy(n->cfg.directory_id + i, &v, 8);
+        }
+    while (n->cfg.directory_id[0] == 0);
+}
+
+static bool key_is_node(const kq_voter_key *k, const sim_node *n)
+{
+    return k->id == n->id && memcmp(k->dir, n->cfg.directory_id, sizeof k->dir) == 0;
+}
+
+static const kq_voter_set *vx_top(const sim_node *n, int64_t *at);
+
+/* Node n is a voter: a controller of the static set, or in a dynamic quorum one in the voter
+ * set its log holds now (the others are observers). */
+static bool is_voter_now(const sim_node *n)
+{
+    int64_t at;
+    const kq_voter_set *set = vx_top(n, &at);
+    if (!n->s->dynamic || !n->voter)
+        return n->voter;
+    for (int i = 0; set && i < set->n; i++)
+        if (key_is_node(&set->v[i].key, n))
+            return true;
+    return false;
+}
+
+static void set_str(const kq_voter_set *v, char *buf, size_t len)
+{
+    int k = snprintf(buf, len, "{");
+    for (int i = 0; v && i < v->n && k > 0 && (size_t)k < len; i++)
+        k += snprintf(buf + k, len - (size_t)k, "%s%d/%02x", i ? " " : "", v->v[i].key.id,
+                      v->v[i].key.dir[0]);
+    if (k > 0 && (size_t)k < len)
+        snprintf(buf + k, len - (size_t)k, "}");
+}
+
+static bool sets_equal(const kq_voter_set *a, const kq_voter_set *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (int i = 0; i < a->n; i++)
+        if (!kq_voter_key_equal(&a->v[i].key, &b->v[i].key) || strcmp(a->v[i].host, b->v[i].host) ||
+            a->v[i].port != b->v[i].port || a->v[i].kraft_min != b->v[i].kraft_min ||
+            a->v[i].kraft_max != b->v[i].kraft_max)
+            return false;
+    return true;
+}
+
+/* The voter set of the last VotersRecord node n holds (its offset in *at; NULL and -2: none). */
+static const kq_voter_set *vx_top(const sim_node *n, int64_t *at)
+{
+    *at = n->n_vx ? n->vx[n->n_vx - 1].offset : -2;
+    return n->n_vx ? &n->vx[n->n_vx - 1].set : NULL;
+}
+
+static void vx_push(sim *s, sim_node *n, int64_t off, const kq_voter_set *set)
+{
+    if (n->n_vx && off <= n->vx[n->n_vx - 1].offset)
+        return; /* below what it holds already: a log that still holds a snapshot's records */
+    if (!grow(s, (void **)&n->vx, &n->cap_vx, n->n_vx + 1, sizeof(vx_entry)))
+        return;
+    n->vx[n->n_vx++] = (vx_entry){.offset = off, .set = *set};
+}
+
+/* The VotersRecords among a batch's records (or a snapshot's head: base is its end). */
+static void vx_scan(sim *s, sim_node *n, int64_t base, int32_t count, const uint8_t *data,
+                    size_t len, bool snapshot)
+{
+    kq_control_list l = {0};
+    char err[200];
+    int rc = snapshot ? kq_control_list_add_snapshot(&l, base, data, len, err, sizeof err)
+                      : kq_control_list_add_batch(&l, base, count, data, len, err, sizeof err);
+    if (rc)
+        fail(s, "n%d: the quorum records at %" PRId64 " do not decode: %s", n->id, base, err);
+    for (size_t i = 0; i < l.n && !s->failed; i++)
+        if (l.c[i].voters)
+            vx_push(s, n, l.c[i].offset, l.c[i].voters);
+    kq_control_list_free(&l);
+}
+
+static void vx_truncate(sim_node *n, int64_t end)
+{
+    while (n->n_vx && n->vx[n->n_vx - 1].offset >= end)
+        n->n_vx--;
+}
+
+/* What node n holds, read again: the bootstrap's, its snapshot's, its log's. */
+static void vx_rebuild(sim *s, sim_node *n)
+{
+    n->n_vx = 0;
+    if (n->boot)
+        vx_push(s, n, -1, &s->boot);
+    const sim_snap *sn = &n->snaps[0];
+    if (sn->id.end_offset > 0)
+        vx_scan(s, n, sn->id.end_offset, 0, sn->data + SNAP_HDR, sn->len - SNAP_HDR, true);
+    for (size_t i = 0; i < n->mlog.n && !s->failed; i++)
+        vx_scan(s, n, n->mlog.b[i].base, n->mlog.b[i].count, n->mlog.b[i].data, n->mlog.b[i].len,
+                false);
+}
+
+/* The quorum records a daemon gives its core at start (controller/main.c, broker-agent/main.c):
+ * the bootstrap records kq storage format wrote, the latest snapshot's head, the log's. */
+static bool start_control(sim *s, sim_node *n, kq_control_list *l)
+{
+    char err[200] = "";
+    int rc = 0;
+    if (n->boot) {
+        kq_buf b = {0};
+        kq_raft_control kv = {.offset = -1, .kraft_version = 1};
+        kq_raft_control vs = {.offset = -1, .kraft_version = -1, .voters = &s->boot};
+        rc = kq_control_append(&b, &kv, err, sizeof err);
+        if (!rc)
+            rc = kq_control_append(&b, &vs, err, sizeof err);
+        if (!rc)
+            rc = kq_control_list_add_batch(l, -1, 2, b.data, b.len, err, sizeof err);
+        kq_buf_free(&b);
+    }
+    const sim_snap *sn = &n->snaps[0];
+    if (!rc && sn->id.end_offset > 0)
+        rc = kq_control_list_add_snapshot(l, sn->id.end_offset, sn->data + SNAP_HDR,
+                                          sn->len - SNAP_HDR, err, sizeof err);
+    for (size_t i = 0; !rc && i < n->dlog.n; i++)
+        rc = kq_control_list_add_batch(l, n->dlog.b[i].base, n->dlog.b[i].count, n->dlog.b[i].data,
+                                       n->dlog.b[i].len, err, sizeof err);
+    if (rc)
+        fail(s, "n%d: its quorum records do not read back at start: %s", n->id, err);
+    return !rc;
+}
+
+/* kq_raft_host_ops of a dynamic quorum's daemons */
+static int host_fetched_control(void *ctx, kq_raft_batch *batches, size_t nb)
+{
+    sim_node *n = ctx;
+    int rc = kq_control_list_read_fetched(&n->fetched, batches, nb);
+    if (rc)
+        fail(n->s, "n%d: fetched quorum records do not decode: %s", n->id, kq_err_name(rc));
+    return rc;
+}
+
+static size_t host_installed_control(void *ctx, const kq_raft_control **out)
+{
+    sim_node *n = ctx;
+    *out = n->installed.c;
+    return n->installed.n;
+}
+
+/* A granted vote (not a pre-vote) node n received for epoch e from key k. */
+static void vx_grant(sim_node *n, int32_t e, const kq_voter_key *k)
+{
+    if (n->grant_epoch != e) {
+        n->grant_epoch = e;
+        n->n_grants = 0;
+    }
+    for (int i = 0; i < n->n_grants; i++)
+        if (kq_voter_key_equal(&n->grants[i], k))
+            return;
+    if (n->n_grants < MAX_NODES)
+        n->grants[n->n_grants++] = *k;
+}
+
+/* After every step of node n of a dynamic quorum: its voter set in force is the one of the last
+ * VotersRecord it holds; a candidate is a voter of it; a new leader had the votes of a majority
+ * of it; a high watermark the leader advances is durable on a majority of it. Nobody outside
+ * the set (a removed voter, a wiped controller's old directory) counts. */
+static void vx_check(sim *s, sim_node *n)
+{
+    int64_t at, want_at;
+    const kq_voter_set *got = kq_raft_voters(n->r, &at);
+    const kq_voter_set *want = vx_top(n, &want_at);
+    char g[160], w[160];
+    if (at != want_at || (want ? !sets_equal(got, want) : got->n != 0)) {
+        set_str(got, g, sizeof g);
+        set_str(want, w, sizeof w);
+        fail(s,
+             "n%d: voter set in force %s from offset %" PRId64 ", but the last VotersRecord it "
+             "holds is %s at %" PRId64,
+             n->id, g, at, w, want_at);
+        return;
+    }
+    kq_voter me;
+    voter_of(n, &me);
+    int majority = want ? want->n / 2 + 1 : 1;
+    kq_raft_role role = n->st.role;
+    /* a candidate is a voter of its set, or was one of the set before the last VotersRecord
+     * it holds, which removed it and which it does not know to be committed */
+    bool removed_uncommitted = n->n_vx >= 2 && n->st.high_watermark <= want_at &&
+                               kq_voters_find(&n->vx[n->n_vx - 2].set, &me.key) >= 0;
+    if ((role == KQ_RAFT_CANDIDATE || role == KQ_RAFT_PROSPECTIVE) &&
+        (!want || kq_voters_find(want, &me.key) < 0) && !removed_uncommitted) {
+        set_str(want, w, sizeof w);
+        fail(s, "n%d: %s in epoch %d but not a voter of its set %s", n->id, kq_raft_role_name(role),
+             n->st.epoch, w);
+        return;
+    }
+    if (role != KQ_RAFT_LEADER || !want)
+        return;
+    if (n->elect_checked != n->st.epoch) { /* a new leader: who elected it */
+        n->elect_checked = n->st.epoch;
+        int votes = kq_voters_find(want, &me.key) >= 0 ? 1 : 0;
+        for (int i = 0; n->grant_epoch == n->st.epoch && i < n->n_grants; i++)
+            votes += kq_voters_find(want, &n->grants[i]) >= 0 && !key_is_node(&n->grants[i], n);
+        if (votes < majority) {
+            set_str(want, w, sizeof w);
+            fail(s, "n%d: leader of epoch %d with %d votes of its voter set %s (needs %d)", n->id,
+                 n->st.epoch, votes, w, majority);
+            return;
+        }
+        n->hw_checked = n->st.high_watermark;
+    }
+    int64_t hw = n->st.high_watermark;
+    if (hw <= 0 || hw <= n->hw_checked)
+        return;
+    n->hw_checked = hw;
+    int32_t e = log_epoch_at(&n->mlog, hw - 1);
+    int have = 0;
+    for (int i = 0; i < s->n_nodes; i++)
+        for (int j = 0; j < want->n; j++)
+            have += key_is_node(&want->v[j].key, &s->nodes[i]) &&
+                    log_holds(&s->nodes[i].dlog, hw - 1, e);
+    if (have < majority) {
+        set_str(want, w, sizeof w);
+        fail(s,
+             "n%d: leader of epoch %d advanced its HW to %" PRId64 " but only %d of its voters %s "
+             "durably store offset %" PRId64 " (epoch %d)",
+             n->id, n->st.epoch, hw, have, w, hw - 1, e);
+    }
+}
+
 /* ---------------------------------------------------------------- forward declarations */
 
 static void node_step(sim *s, sim_node *n, kq_raft_event *ev);
@@ -944,6 +1232,7 @@ static void ctl_live_status(sim *s, char *why, size_t len);
 static void ctl_final_check(sim *s);
 struct ctl_pkt;
 static void client_answer(sim *s, const struct ctl_pkt *p);
+static bool admin_answer(sim *s, sim_node *n, const kq_raft_msg *m);
 struct sim_actor;
 static void broker_start(sim *s, struct sim_actor *a);
 static void broker_stop(sim *s, struct sim_actor *a, bool graceful, const char *why);
@@ -1126,10 +1415,19 @@ static void deliver_response(sim *s, sim_node *n, const sim_packet *p)
              msg_name(n->outs[i].type));
         return;
     }
+    sim_out o = n->outs[i];
     out_remove(n, i);
     sim_decoded d;
     if (!pkt_decode(s, p, &d))
         return;
+    if (o.alias)
+        d.msg.from = o.alias; /* answered as the bootstrap server the request named */
+    if (s->dynamic && d.msg.type == KQ_RAFT_VOTE_RESP && !o.pre_vote && d.msg.error == 0 &&
+        d.msg.u.vote_resp.granted) {
+        kq_voter_key k = {.id = s->nodes[p->from].id};
+        memcpy(k.dir, p->sender_dir, sizeof k.dir);
+        vx_grant(n, o.epoch, &k);
+    }
     char m[200];
     msg_str(&d.msg, d.msg.type == KQ_RAFT_FETCH_RESP ? d.msg.u.fetch_resp.n_batches : 0, m,
             sizeof m);
@@ -1170,7 +1468,8 @@ static void req_timeout(sim *s, sim_node *n, uint64_t req_id)
     sim_out o = n->outs[i];
     out_remove(n, i);
     kq_raft_msg m;
-    make_error_resp(&m, o.type, s->nodes[o.peer].id, n->id, o.epoch, KQ_ERR_REQUEST_TIMED_OUT);
+    make_error_resp(&m, o.type, o.alias ? o.alias : s->nodes[o.peer].id, n->id, o.epoch,
+                    KQ_ERR_REQUEST_TIMED_OUT);
     trace(s, "n%d < n%d #%" PRIu64 " %s timed out", n->id, s->nodes[o.peer].id, req_id,
           msg_name(o.type));
     kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE};
@@ -1267,9 +1566,11 @@ static void ins_answer(sim *s, sim_node *n, const kq_raft_msg *m)
         if ((int)n->ins[i].type + 1 != (int)m->type)
             fail(s, "n%d answered %s #%" PRIu64 " with a %s", n->id, msg_name(n->ins[i].type),
                  m->token, msg_name(m->type));
-        if (s->nodes[n->ins[i].from].id != m->to)
-            fail(s, "n%d sent the response to #%" PRIu64 " to n%d, not the requester n%d", n->id,
-                 m->token, m->to, s->nodes[n->ins[i].from].id);
+        int32_t want =
+            n->ins[i].from == ADMIN_FROM ? n->ins[i].admin_id : s->nodes[n->ins[i].from].id;
+        if (want != m->to)
+            fail(s, "n%d sent the response to #%" PRIu64 " to %d, not the requester %d", n->id,
+                 m->token, m->to, want);
         n->ins[i] = n->ins[--n->n_ins];
         return;
     }
@@ -1285,7 +1586,15 @@ static void host_emit(sim *s, sim_node *n, const kq_raft_msg *m)
         if (s->failed)
             return;
         sim_node *peer = node_by_id(s, m->to);
-        if (!peer || peer == n) {
+        int32_t alias = 0; /* a request to bootstrap server i goes to controller i */
+        if (!peer && s->dynamic && is_request(m->type) && m->to <= KQ_RAFT_BOOTSTRAP_ID(0) &&
+            KQ_RAFT_BOOTSTRAP_ID(0) - m->to < s->n_voters) {
+            alias = m->to;
+            peer = &s->nodes[KQ_RAFT_BOOTSTRAP_ID(0) - m->to];
+        }
+        if (!peer && !is_request(m->type) && admin_answer(s, n, m))
+            return;
+        if (!peer || (peer == n && !alias)) {
             fail(s, "n%d emitted a %s to unknown or own id %d", n->id, msg_name(m->type), m->to);
             return;
         }
@@ -1310,9 +1619,11 @@ static void host_emit(sim *s, sim_node *n, const kq_raft_msg *m)
         p->to = peer->idx;
         p->msg = *m;
         p->is_req = is_request(m->type);
+        memcpy(p->sender_dir, n->cfg.directory_id, sizeof p->sender_dir);
         if (p->is_req) {
             for (size_t j = 0; j < n->n_outs; j++)
-                if (n->outs[j].peer == peer->idx && n->outs[j].type == m->type)
+                if (n->outs[j].peer == peer->idx && n->outs[j].type == m->type &&
+                    n->outs[j].alias == alias)
                     fail(s, "n%d sent a second %s to n%d while #%" PRIu64 " is in flight", n->id,
                          msg_name(m->type), peer->id, n->outs[j].req_id);
             p->req_id = ++s->next_req_id;
@@ -1320,8 +1631,21 @@ static void host_emit(sim *s, sim_node *n, const kq_raft_msg *m)
                 pkt_free(p);
                 return;
             }
-            n->outs[n->n_outs++] = (sim_out){
-                .req_id = p->req_id, .type = m->type, .peer = peer->idx, .epoch = m->epoch};
+            n->outs[n->n_outs++] =
+                (sim_out){.req_id = p->req_id,
+                          .type = m->type,
+                          .peer = peer->idx,
+                          .epoch = m->epoch,
+                          .alias = alias,
+                          .pre_vote = m->type == KQ_RAFT_VOTE_REQ && m->u.vote_req.pre_vote};
+            if (peer == n) { /* its own listener, as a bootstrap server: nothing useful */
+                p->synthetic = true;
+                make_error_resp(&p->msg, m->type, alias, n->id, m->epoch, KQ_ERR_NETWORK_EXCEPTION);
+                p->is_req = false;
+                trace(s, "  n%d > bootstrap %d is itself #%" PRIu64, n->id, alias, p->req_id);
+                sched(s, s->now + kq_prng_range(&s->net, 1, 10), EV_NET, n->idx, 0, 0, p);
+                return;
+            }
         } else {
             ins_answer(s, n, m);
             p->req_id = m->token;
@@ -1420,7 +1744,7 @@ static int disk_put_qstate(void *ctx, const kq_raft_qstate *q)
              n->mq.leader_id, q->leader_id);
     /* KRaft leaves a known leader's epoch only for a higher epoch (observers excepted: they
      * may drop the leader to rediscover it) */
-    if (n->voter && q->epoch == n->mq.epoch && n->mq.leader_id >= 0 && q->leader_id < 0)
+    if (is_voter_now(n) && q->epoch == n->mq.epoch && n->mq.leader_id >= 0 && q->leader_id < 0)
         fail(s,
              "n%d: persists epoch %d without its leader n%d (a voter may leave a known leader "
              "only for a higher epoch)",
@@ -1447,6 +1771,8 @@ static int disk_truncate(void *ctx, int64_t t)
         fail(s, "n%d: truncation to %" PRId64 " falls inside a batch", n->id, t);
     if (n->oracle_end > t)
         n->oracle_end = t;
+    if (s->dynamic)
+        vx_truncate(n, t);
     sim_op *op = disk_op(s, n);
     if (!op)
         return KQ_ERR_NOMEM;
@@ -1486,6 +1812,8 @@ static int disk_append(void *ctx, int64_t base, int32_t epoch, int32_t count, co
     trace(s, "  n%d write batch %" PRId64 "+%d e%d %.*s", n->id, base, count, epoch,
           (int)(len < 24 ? len : 24), (const char *)op->b.data);
     log_append(s, &n->mlog, &op->b);
+    if (s->dynamic)
+        vx_scan(s, n, base, count, data, len, false);
     return 0;
 }
 
@@ -1632,10 +1960,18 @@ static void host_append_own(void *ctx, const kq_raft_batch *b)
         n->propose_data = NULL;
         break;
     case KQ_RAFT_BATCH_LEADER_CHANGE:
-        if (s->o.controller) { /* the controller node's LeaderChange record */
-            ctl_leader_change(s, n, b->base_offset, &lcb);
+    case KQ_RAFT_BATCH_VOTERS:
+        if (s->o.controller) { /* the LeaderChange record, then the quorum records (main.c) */
+            char why[200];
+            if (b->kind == KQ_RAFT_BATCH_LEADER_CHANGE)
+                ctl_leader_change(s, n, b->base_offset, &lcb);
+            if (!s->failed && kq_control_append_batch(&lcb, b, why, sizeof why) != 0)
+                fail(s, "n%d: cannot encode its quorum records: %s", n->id, why);
             data = lcb.data;
             len = lcb.len;
+        } else if (b->kind == KQ_RAFT_BATCH_VOTERS) {
+            fail(s, "n%d: a Voters batch in a quorum of static voters", n->id);
+            return;
         } else {
             payload_leader_change(n, b->epoch, lc, &len);
             data = lc;
@@ -1704,6 +2040,14 @@ static int host_install_snapshot(void *ctx, kq_raft_snapshot_id id, char *err, s
                        : bm_load_snapshot(s, n, &n->snaps[0], err, errlen);
     if (!ok)
         fail(s, "n%d: cannot load the snapshot it installed: %s", n->id, err);
+    if (ok && s->dynamic) { /* its quorum records, for the core (installed_control) */
+        const sim_snap *sn = &n->snaps[0];
+        kq_control_list_free(&n->installed);
+        if (kq_control_list_add_snapshot(&n->installed, id.end_offset, sn->data + SNAP_HDR,
+                                         sn->len - SNAP_HDR, err, errlen) != 0)
+            fail(s, "n%d: the quorum records of the snapshot it installed: %s", n->id, err);
+        vx_rebuild(s, n);
+    }
     return s->failed ? KQ_ERR_CORRUPT_MESSAGE : 0;
 }
 
@@ -1731,6 +2075,8 @@ static kq_raft_host_ops sim_host_ops(sim_node *n)
                               .append_own = host_append_own,
                               .after_step = host_after_step,
                               .install_snapshot = host_install_snapshot,
+                              .fetched_control = n->s->dynamic ? host_fetched_control : NULL,
+                              .installed_control = n->s->dynamic ? host_installed_control : NULL,
                               .fatal = host_fatal};
 }
 
@@ -1775,6 +2121,8 @@ static void host_after_step(void *ctx, const kq_raft_update *u)
     }
     host_timer(s, n, u->next_deadline_ms);
     check_node(s, n);
+    if (s->dynamic && !s->failed)
+        vx_check(s, n);
     check_leaders(s);
     if (s->o.controller && !s->failed)
         ctl_after_step(s, n, u);
@@ -1874,6 +2222,8 @@ static void net_deliver(sim *s, sim_packet *p)
         long i = out_find(n, p->req_id);
         if (i < 0)
             return;
+        if (n->outs[i].alias)
+            p->msg.from = n->outs[i].alias;
         out_remove(n, i);
         trace(s, "n%d < n%d #%" PRIu64 " %s", n->id, s->nodes[p->from].id, p->req_id,
               "network exception");
@@ -1998,6 +2348,8 @@ static void check_node(sim *s, sim_node *n)
 /* Every node that believes it leads: a majority of voters durably holds all below its HW. */
 static void check_leaders(sim *s)
 {
+    if (s->dynamic)
+        return; /* the voter set changes: vx_check, at every advance of a high watermark */
     for (int i = 0; i < s->n_nodes && !s->failed; i++) {
         sim_node *l = &s->nodes[i];
         if (!l->up || l->st.role != KQ_RAFT_LEADER || l->st.high_watermark <= 0)
@@ -2025,8 +2377,10 @@ static void check_unanswered(sim *s)
         for (size_t j = 0; n->up && j < n->n_ins; j++)
             if (s->now - n->ins[j].at_ms - (pause_time(s, n) - n->ins[j].paused_at) >
                 UNANSWERED_MAX_MS)
-                fail(s, "n%d never answered %s #%" PRIu64 " from n%d received at %" PRIu64 "ms",
-                     n->id, msg_name(n->ins[j].type), n->ins[j].token, s->nodes[n->ins[j].from].id,
+                fail(s, "n%d never answered %s #%" PRIu64 " from %d received at %" PRIu64 "ms",
+                     n->id, msg_name(n->ins[j].type), n->ins[j].token,
+                     n->ins[j].from == ADMIN_FROM ? n->ins[j].admin_id
+                                                  : s->nodes[n->ins[j].from].id,
                      n->ins[j].at_ms);
     }
 }
@@ -2157,9 +2511,24 @@ static void node_start(sim *s, sim_node *n)
     ev.u.start.n_epochs = ne;
     ev.u.start.snapshot = sn->id;
     ev.u.start.snapshot_size = (int64_t)sn->len;
+    kq_control_list control = {0};
+    if (s->dynamic) {
+        n->grant_epoch = -1;
+        n->n_grants = 0;
+        n->elect_checked = -1;
+        n->hw_checked = -1;
+        vx_rebuild(s, n);
+        if (!start_control(s, n, &control)) {
+            free(epochs);
+            return;
+        }
+        ev.u.start.control = control.c;
+        ev.u.start.n_control = control.n;
+    }
     trace(s, "n%d > start #%" PRIu64 " qstate e%d vote=%d leader=%d LEO %" PRId64 " epochs %zu",
           n->id, n->inc, n->dq.epoch, n->dq.voted_id, n->dq.leader_id, log_end(&n->dlog), ne);
     node_step(s, n, &ev);
+    kq_control_list_free(&control);
     free(epochs);
 }
 
@@ -2497,6 +2866,24 @@ static void live_check(sim *s)
         if (s->failed)
             return;
         sim_node *l = &s->nodes[s->live_leader];
+        if (s->dynamic) { /* equal logs: the same voter set in force everywhere */
+            int64_t at, lat;
+            const kq_voter_set *lv = kq_raft_voters(l->r, &lat);
+            for (int i = 0; i < s->n_nodes && !s->failed; i++) {
+                const kq_voter_set *v = kq_raft_voters(s->nodes[i].r, &at);
+                char a[160], b[160];
+                set_str(v, a, sizeof a);
+                set_str(lv, b, sizeof b);
+                if (!sets_equal(v, lv)) /* (the offset: a snapshot's head stands for it) */
+                    fail(s,
+                         "n%d: voter set %s from offset %" PRId64 " at the end, the leader n%d's "
+                         "is %s from %" PRId64,
+                         s->nodes[i].id, a, at, l->id, b, lat);
+            }
+            s->res->final_voters = lv->n;
+            if (s->failed)
+                return;
+        }
         s->res->high_watermark = l->st.high_watermark;
         trace(s, "=== converged: leader n%d e%d, HW %" PRId64 " on all %d nodes ===", l->id,
               l->st.epoch, l->st.high_watermark, s->n_nodes);
@@ -2590,6 +2977,10 @@ typedef struct sim_actor {
     bool op_pending;
     bool op_live; /* submitted after the faults stopped */
     bool live_op_done;
+    /* voter_changes: the change in progress (op_api AddRaftVoter or RemoveRaftVoter) is about
+     * this controller (node index) and this voter (its key for a removal) */
+    int memb_node;
+    kq_voter memb_voter;
     /* a broker: the production lifecycle (broker-agent/lifecycle.h) on the actor's clock */
     kq_bl bl;
     /* a broker: the production data plane (data_plane.h) and replica manager over the
@@ -3038,6 +3429,14 @@ static void ctl_maybe_snapshot(sim *s, sim_node *n)
     kq_buf b = {0};
     int32_t records = 0;
     sim_snap sn = {.id = id};
+    /* a dynamic quorum's snapshot starts with the quorum records in force at its end (main.c) */
+    int16_t kraft_version;
+    const kq_voter_set *set = kq_raft_voters_at(n->r, id.end_offset - 1, &kraft_version);
+    char why[200];
+    if (set && kq_control_append_snapshot_head(&b, kraft_version, set, why, sizeof why) != 0) {
+        fail(s, "n%d: cannot encode its snapshot's quorum records: %s", n->id, why);
+        return;
+    }
     if (kq_image_snapshot_write(h->node.meta.img, &b, &records) != 0 ||
         !snap_file(s, &sn, b.data, b.len)) {
         kq_buf_free(&b);
@@ -3215,6 +3614,59 @@ static void ctl_noop(sim *s, sim_node *n)
 
 /* A controller-API request reached node n: decoded as controller/main.c handle_request does,
  * then the node's. */
+/* AddRaftVoter / RemoveRaftVoter from the admin client: to the core, as controller/main.c
+ * hands them over (to_core); the core's answer comes back through admin_answer. */
+static void voter_request(sim *s, sim_node *n, const ctl_pkt *p, const kq_request *env)
+{
+    if (!grow(s, (void **)&n->ins, &n->cap_ins, n->n_ins + 1, sizeof(sim_in)))
+        return;
+    uint64_t token = ++s->next_req_id;
+    n->ins[n->n_ins++] = (sim_in){.token = token,
+                                  .type = env->raft.type,
+                                  .from = ADMIN_FROM,
+                                  .admin_actor = p->actor,
+                                  .admin_id = s->actors[p->actor].id,
+                                  .admin_req = p->req_id,
+                                  .at_ms = s->now,
+                                  .paused_at = pause_time(s, n)};
+    kq_raft_msg m = env->raft;
+    m.token = token;
+    m.to = n->id;
+    char str[200];
+    msg_str(&m, 0, str, sizeof str);
+    trace(s, "n%d < admin #%" PRIu64 " %s voter %d", n->id, p->req_id, str,
+          m.u.voter_req.voter ? m.u.voter_req.voter->key.id : -1);
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE};
+    ev.u.msg = &m;
+    node_step(s, n, &ev);
+}
+
+/* The core's answer to a voter change from the admin client (m->to is the admin's id): encoded
+ * and sent back on the admin's connection. False: not such an answer. */
+static bool admin_answer(sim *s, sim_node *n, const kq_raft_msg *m)
+{
+    size_t i = 0;
+    while (i < n->n_ins && n->ins[i].token != m->token)
+        i++;
+    if (i == n->n_ins || n->ins[i].from != ADMIN_FROM)
+        return false;
+    sim_in in = n->ins[i];
+    ins_answer(s, n, m);
+    ctl_pkt req = {.actor = in.admin_actor,
+                   .req_id = in.admin_req,
+                   .api = (int)m->type == (int)KQ_RAFT_ADD_VOTER_RESP ? KQ_API_ADD_RAFT_VOTER
+                                                                      : KQ_API_REMOVE_RAFT_VOTER};
+    kq_buf b = {0};
+    if (kq_codec_encode_raft_response(m, NULL, 0, &b) != 0) {
+        fail(s, "codec: n%d cannot encode a %s", n->id, msg_name(m->type));
+        return true;
+    }
+    trace(s, "  n%d > admin #%" PRIu64 " %s: %s", n->id, req.req_id, msg_name(m->type),
+          m->error ? kq_err_name(m->error) : "NONE");
+    ctl_reply(s, n, &req, &b, -1);
+    return true;
+}
+
 static void ctl_on_request(sim *s, sim_node *n, const ctl_pkt *p)
 {
     ctl_host *h = &n->ch;
@@ -3225,6 +3677,12 @@ static void ctl_on_request(sim *s, sim_node *n, const ctl_pkt *p)
     if (rc) {
         fail(s, "codec: n%d cannot decode a %s envelope: %s: %s", n->id, api_name(p->api),
              kq_err_name(rc), err);
+        return;
+    }
+    if (env.api_key == p->api &&
+        (p->api == KQ_API_ADD_RAFT_VOTER || p->api == KQ_API_REMOVE_RAFT_VOTER)) {
+        voter_request(s, n, p, &env); /* kq metadata-quorum add-controller / remove-controller */
+        kq_request_free(&env);
         return;
     }
     if (env.api_key != p->api || !kq_ctl_is_controller_api(env.api_key)) {
@@ -4522,6 +4980,8 @@ static void admin_retry(sim *s, sim_actor *a)
     actor_send_wire(s, a, CHAN_MAIN, a->op_api, b);
 }
 
+static void admin_start(sim *s, sim_actor *a, uint32_t api);
+
 /* A new admin operation (encoded once, resent unchanged on every retry). */
 static void admin_submit(sim *s, sim_actor *a, const kq_ctl_request *r)
 {
@@ -4532,7 +4992,13 @@ static void admin_submit(sim *s, sim_actor *a, const kq_ctl_request *r)
              kq_err_name(rc));
         return;
     }
-    a->op_api = r->api_key;
+    admin_start(s, a, r->api_key);
+}
+
+/* The operation encoded in a->op_wire: its first try. */
+static void admin_start(sim *s, sim_actor *a, uint32_t api)
+{
+    a->op_api = api;
     a->op_start = s->now;
     a->op_tries = 0;
     a->op_pending = true;
@@ -4553,6 +5019,112 @@ static void admin_done(sim *s, sim_actor *a)
     if (a->op_live)
         a->live_op_done = true;
     kq_buf_free(&a->op_wire);
+}
+
+/* The voter set the operator sees (kq metadata-quorum describe --status): the leader's. */
+static const kq_voter_set *admin_voters(const sim *s)
+{
+    int64_t at;
+    for (int i = 0; i < s->n_voters; i++)
+        if (s->nodes[i].up && s->nodes[i].st.role == KQ_RAFT_LEADER)
+            return vx_top(&s->nodes[i], &at);
+    return NULL;
+}
+
+/* kq metadata-quorum add-controller / remove-controller for a controller drawn at random:
+ * added when it is not a voter, removed when it is (sometimes the other way round, which
+ * the leader must refuse), sometimes with the leader crashing while the change is in flight. */
+static void admin_voter_change(sim *s, sim_actor *a)
+{
+    sim_node *c = &s->nodes[kq_prng_below(&s->memb, (uint64_t)s->n_voters)];
+    const kq_voter_set *set = admin_voters(s);
+    kq_voter v;
+    voter_of(c, &v);
+    bool member = false;
+    for (int i = 0; set && i < set->n; i++)
+        member |= kq_voter_key_equal(&set->v[i].key, &v.key);
+    if (kq_prng_permille(&s->memb, 100))
+        member = !member; /* a change the leader refuses */
+    kq_raft_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = member ? KQ_RAFT_REMOVE_VOTER_REQ : KQ_RAFT_ADD_VOTER_REQ;
+    m.from = a->id;
+    m.to = c->id;
+    m.leader_id = KQ_RAFT_NO_ID;
+    m.u.voter_req.voter = &v;
+    kq_buf_free(&a->op_wire);
+    int rc = kq_codec_encode_raft_request(&m, CLUSTER_ID, &a->op_wire);
+    if (rc) {
+        fail(s, "codec: the admin client cannot encode a %s: %s", msg_name(m.type),
+             kq_err_name(rc));
+        return;
+    }
+    a->memb_node = c->idx;
+    a->memb_voter = v;
+    trace(s, "admin > %s voter n%d/%02x", member ? "remove" : "add", c->id, v.key.dir[0]);
+    admin_start(s, a, member ? KQ_API_REMOVE_RAFT_VOTER : KQ_API_ADD_RAFT_VOTER);
+    if (kq_prng_permille(&s->memb, s->p_kill_leader))
+        sched(s, s->now + kq_prng_range(&s->memb, 1, 300), EV_KILL_LEADER, -1, 0, 0, NULL);
+}
+
+/* kq storage format again after the controller was removed from the voters (the runbook's
+ * replacement of a controller whose disk died): everything on its disk goes, a new directory
+ * id, no initial voters; it restarts as an observer that the admin client may add again. */
+static void controller_wipe(sim *s, sim_node *c)
+{
+    trace(s,
+          "n%d > WIPE: removed from the voters, its directory is formatted again "
+          "(--no-initial-controllers, a new directory id)",
+          c->id);
+    if (c->up)
+        node_crash(s, c, false);
+    log_reset(&c->dlog, 0, 0);
+    log_reset(&c->mlog, 0, 0);
+    c->dq = (kq_raft_qstate){.epoch = 0, .voted_id = -1, .leader_id = -1};
+    snap_free(&c->snaps[0]);
+    snap_free(&c->snaps[1]);
+    snap_free(&c->part);
+    c->boot = false;
+    c->n_vx = 0;
+    new_directory(s, c);
+    s->res->controllers_wiped++;
+}
+
+/* The answer to a voter change: retried after NOT_LEADER_OR_FOLLOWER (to the leader it names)
+ * and REQUEST_TIMED_OUT, else the final word; a removal that committed sometimes goes on to
+ * wipe the controller. */
+static void admin_voter_answer(sim *s, sim_actor *a, const kq_response *env)
+{
+    int e = env->error;
+    if (e == KQ_ERR_NOT_LEADER_OR_FOLLOWER || e == KQ_ERR_NOT_CONTROLLER) {
+        int32_t lid = env->leader_id >= 0 ? env->leader_id : env->raft.leader_id;
+        sim_node *l = lid >= 0 ? node_by_id(s, lid) : NULL;
+        if (l && l->actor < 0 && l->idx != a->ctl)
+            a->ctl = l->idx;
+        else
+            actor_other_ctl(s, a);
+        actor_tick_at(s, a, s->now + 20 + kq_prng_below(&s->ctl, 80));
+        return;
+    }
+    if (e == KQ_ERR_REQUEST_TIMED_OUT) {
+        actor_tick_at(s, a, s->now + ADMIN_RETRY_MS);
+        return;
+    }
+    bool add = a->op_api == KQ_API_ADD_RAFT_VOTER;
+    sim_node *c = &s->nodes[a->memb_node];
+    trace(s, "admin < %s voter n%d/%02x: %s%s%s", add ? "add" : "remove", c->id,
+          a->memb_voter.key.dir[0], e ? kq_err_name(e) : "NONE", e ? ": " : "",
+          e ? env->error_message : "");
+    if (e == 0 && add)
+        s->res->voters_added++;
+    else if (e == 0)
+        s->res->voters_removed++;
+    else
+        s->res->voter_refusals++;
+    admin_done(s, a);
+    if (e == 0 && !add && !s->liveness && key_is_node(&a->memb_voter.key, c) &&
+        kq_prng_permille(&s->memb, s->p_wipe))
+        controller_wipe(s, c);
 }
 
 static void admin_tick(sim *s, sim_actor *a)
@@ -4577,6 +5149,10 @@ static void admin_tick(sim *s, sim_actor *a)
         return;
     }
     a->admin_rounds++;
+    if (s->dynamic && !s->liveness && kq_prng_permille(&s->memb, s->p_change)) {
+        admin_voter_change(s, a);
+        return;
+    }
     if (s->liveness) { /* after the faults: an operation that changes nothing the checks exempt */
         r.api_key = KQ_API_ELECT_LEADERS;
         r.elect_leaders.election_type = KQ_ELECTION_TYPE_PREFERRED;
@@ -4899,6 +5475,9 @@ static void ctl_on_response(sim *s, sim_actor *a, const ctl_pkt *p)
               p->req_id, api_name(p->api), kq_err_name(env.error), env.leader_id);
         if (env.error == KQ_ERR_INCONSISTENT_CLUSTER_ID) {
             fail(s, "b%d: controller rejected the cluster id: %s", a->id, env.error_message);
+        } else if (chan == CHAN_MAIN && a->admin &&
+                   (p->api == KQ_API_ADD_RAFT_VOTER || p->api == KQ_API_REMOVE_RAFT_VOTER)) {
+            admin_voter_answer(s, a, &env);
         } else if (chan == CHAN_MAIN && !a->admin) {
             broker_answer(s, a, p->api, env.error, -1, NULL, env.leader_id);
         } else if (env.error == KQ_ERR_NOT_CONTROLLER) {
@@ -4916,6 +5495,9 @@ static void ctl_on_response(sim *s, sim_actor *a, const ctl_pkt *p)
     } else {
         if (chan == CHAN_AP)
             on_ap_response(s, a, p, &env);
+        else if (a->admin &&
+                 (p->api == KQ_API_ADD_RAFT_VOTER || p->api == KQ_API_REMOVE_RAFT_VOTER))
+            admin_voter_answer(s, a, &env);
         else
             on_main_response(s, a, &env);
     }
@@ -5439,6 +6021,14 @@ static void ctl_dispatch(sim *s, sim_ev *ev)
     case EV_CLIENT_TIMEOUT:
         client_timeout(s, &s->clients[ev->inc], ev->a);
         break;
+    case EV_KILL_LEADER:
+        for (int i = 0; i < s->n_voters && !s->liveness; i++)
+            if (s->nodes[i].up && s->nodes[i].st.role == KQ_RAFT_LEADER) {
+                trace(s, "n%d > the leader crashes with a voter change in flight", s->nodes[i].id);
+                node_crash(s, &s->nodes[i], false);
+                break;
+            }
+        break;
     case EV_DP_TIMEOUT:
         if (a->up && ev->inc == a->inc) {
             long k = dp_out_find(a, ev->a);
@@ -5527,6 +6117,43 @@ static void timing_setup(sim *s, kq_prng *master)
         s->nodes[i].drift_pm = drift ? (int32_t)kq_prng_range(t, 0, 100) - 50 : 0;
     trace(s, "timing: pause %u slow sync %u torn %u (permille), voter clocks drift %s", s->p_pause,
           s->p_slow_sync, s->p_torn, drift ? "up to 5%" : "none");
+}
+
+/* voter_changes: a dynamic quorum, from its own stream (drawn last: the other streams are
+ * those of the same seed with static voters). The first n_initial controllers are formatted
+ * with --initial-controllers (one: --standalone), the others --no-initial-controllers; every
+ * node (the brokers' observers too) has controller.quorum.bootstrap.servers = all controllers. */
+static void memb_setup(sim *s, kq_prng *master)
+{
+    s->memb.s = kq_prng_next(master);
+    if (!s->o.voter_changes)
+        return;
+    kq_prng *m = &s->memb;
+    s->dynamic = true;
+    s->n_initial = (int)kq_prng_range(m, 1, (uint64_t)s->n_voters);
+    s->p_change = (uint32_t)kq_prng_range(m, 200, 700);
+    s->p_wipe = (uint32_t)kq_prng_range(m, 200, 800);
+    s->p_kill_leader = kq_prng_permille(m, 500) ? (uint32_t)kq_prng_range(m, 50, 300) : 0;
+    s->boot.n = 0;
+    for (int i = 0; i < s->n_nodes; i++) {
+        sim_node *n = &s->nodes[i];
+        n->cfg.n_voters = 0;
+        n->cfg.n_bootstrap = s->n_voters;
+        if (n->actor >= 0)
+            continue;
+        new_directory(s, n);
+        snprintf(n->cfg.host, sizeof n->cfg.host, "n%d", n->id);
+        n->cfg.port = 9093;
+        n->cfg.kraft_min = 0;
+        n->cfg.kraft_max = 1;
+        n->boot = i < s->n_initial;
+        if (n->boot)
+            voter_of(n, &s->boot.v[s->boot.n++]);
+    }
+    trace(s,
+          "voter changes: %d controllers, the first %d formatted as the voters | change %u wipe "
+          "%u kill the leader %u (permille)",
+          s->n_voters, s->n_initial, s->p_change, s->p_wipe, s->p_kill_leader);
 }
 
 static void setup(sim *s)
@@ -5635,6 +6262,7 @@ static void setup(sim *s)
     if (s->o.controller)
         ctl_setup(s, &master);
     timing_setup(s, &master);
+    memb_setup(s, &master);
     for (int i = 0; i < s->n_nodes; i++) /* (brokers start with their processes) */
         if (s->nodes[i].actor < 0)
             sched(s, kq_prng_below(&s->fault, 100), EV_START, i, 0, 0, NULL);
@@ -5750,6 +6378,9 @@ static void sim_free(sim *s)
         snap_free(&n->part);
         free(n->outs);
         free(n->ins);
+        free(n->vx);
+        kq_control_list_free(&n->fetched);
+        kq_control_list_free(&n->installed);
     }
     for (size_t i = 0; i < s->n_lm; i++)
         free(s->lm[i].e);
@@ -5829,6 +6460,11 @@ int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res)
     if (o->controller && (o->brokers < 0 || o->brokers > KQ_SIM_MAX_BROKERS)) {
         snprintf(res->reason, sizeof res->reason, "brokers must be 1..%d, got %d",
                  KQ_SIM_MAX_BROKERS, o->brokers);
+        return KQ_ERR_INVALID_CONFIG;
+    }
+    if (o->voter_changes && !o->controller) {
+        snprintf(res->reason, sizeof res->reason,
+                 "voter changes need the whole cluster (its records), not the quorum alone");
         return KQ_ERR_INVALID_CONFIG;
     }
     sim *s = calloc(1, sizeof *s);

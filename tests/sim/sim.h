@@ -114,6 +114,17 @@ typedef struct kq_sim_opts {
      * runs the controller node, and the observers are broker agents with their data plane. */
     bool controller;
     int brokers; /* 1..KQ_SIM_MAX_BROKERS; 0 = drawn (3..6) */
+    /* A dynamic quorum (KIP-853, kraft.version 1; needs the whole cluster): the controllers are
+     * formatted with 1..voters of them as the initial voters (the rest --no-initial-controllers,
+     * finding the leader through controller.quorum.bootstrap.servers, as the brokers do), and
+     * the admin client adds, removes and replaces voters (AddRaftVoter / RemoveRaftVoter; a
+     * removed controller is sometimes wiped and comes back with a new directory id) under the
+     * faults, sometimes crashing the leader with a change in flight. Checked: every node's
+     * voter set in force is the one of the last VotersRecord in its own log (so equal on nodes
+     * with equal logs), every leader was elected by a majority of its voter set and every high
+     * watermark it advanced is durable on a majority of that set (a removed voter never
+     * counts), and candidates are voters of their own set. */
+    bool voter_changes;
 } kq_sim_opts;
 
 typedef struct kq_sim_result {
@@ -141,6 +152,11 @@ typedef struct kq_sim_result {
     uint64_t snapshots_taken;     /* snapshots the controllers wrote */
     uint64_t snapshots_installed; /* snapshots fetched and installed (controllers, brokers) */
     uint64_t admin_retried;       /* admin operations answered after more than one try */
+    /* voter_changes */
+    uint64_t voters_added, voters_removed; /* AddRaftVoter / RemoveRaftVoter answered NONE */
+    uint64_t voter_refusals;               /* answered with an error (DUPLICATE_VOTER, ...) */
+    uint64_t controllers_wiped;            /* removed, wiped, back with a new directory id */
+    int final_voters;                      /* voters in the set in force at the end */
 } kq_sim_result;
 
 void kq_sim_opts_defaults(kq_sim_opts *o);
