@@ -112,8 +112,86 @@ bool raft_may_lead(const kq_raft *r, int32_t id)
 /* Following `leader`: a leader outside the voter set gets the leader slot for the Fetch state. */
 void raft_track_leader(kq_raft *r, int32_t leader)
 {
-    if (raft_voter_index(r, leader) < 0 && r->peers[LEADER_SLOT].id != leader)
+    if (raft_voter_index(r, leader) < 0 && r->peers[LEADER_SLOT].id != leader) {
+        raft_peer_park(r, &r->peers[LEADER_SLOT]);
         raft_peer_reset(&r->peers[LEADER_SLOT], leader);
+        raft_peer_unpark(r, &r->peers[LEADER_SLOT]);
+    }
+}
+
+static bool peer_busy(const peer *p)
+{
+    return p->vote_inflight || p->begin_inflight || p->end_inflight || p->fetch_inflight ||
+           p->snap_inflight;
+}
+
+void raft_peer_park(kq_raft *r, const peer *p)
+{
+    int slot = -1;
+
+    if (p->id < 0 || !peer_busy(p))
+        return;
+    for (int i = 0; i <= KQ_RAFT_MAX_VOTERS; i++) {
+        peer *q = &r->gone_peers[i];
+        if (peer_busy(q) && q->id == p->id) {
+            slot = i;
+            break;
+        }
+        if (slot < 0 && !peer_busy(q))
+            slot = i;
+    }
+    if (slot < 0)
+        slot = 0; /* full (more departures than voters): the oldest marks are forgotten */
+    peer *q = &r->gone_peers[slot];
+    if (!peer_busy(q) || q->id != p->id)
+        raft_peer_reset(q, p->id);
+    q->vote_inflight |= p->vote_inflight;
+    if (p->vote_inflight) {
+        q->vote_inflight_pre = p->vote_inflight_pre;
+        q->vote_inflight_round = p->vote_inflight_round;
+    }
+    q->begin_inflight |= p->begin_inflight;
+    q->end_inflight |= p->end_inflight;
+    q->fetch_inflight |= p->fetch_inflight;
+    q->snap_inflight |= p->snap_inflight;
+}
+
+void raft_peer_unpark(kq_raft *r, peer *p)
+{
+    for (int i = 0; p->id >= 0 && i <= KQ_RAFT_MAX_VOTERS; i++) {
+        peer *q = &r->gone_peers[i];
+        if (!peer_busy(q) || q->id != p->id)
+            continue;
+        if (q->vote_inflight && !p->vote_inflight) {
+            p->vote_inflight = true;
+            p->vote_inflight_pre = q->vote_inflight_pre;
+            p->vote_inflight_round = q->vote_inflight_round;
+        }
+        p->begin_inflight |= q->begin_inflight;
+        p->end_inflight |= q->end_inflight;
+        p->fetch_inflight |= q->fetch_inflight;
+        p->snap_inflight |= q->snap_inflight;
+        raft_peer_reset(q, KQ_RAFT_NO_ID);
+    }
+}
+
+void raft_parked_answer(kq_raft *r, int32_t id, kq_raft_msg_type req_type)
+{
+    for (int i = 0; i <= KQ_RAFT_MAX_VOTERS; i++) {
+        peer *q = &r->gone_peers[i];
+        if (!peer_busy(q) || q->id != id)
+            continue;
+        if (req_type == KQ_RAFT_VOTE_REQ)
+            q->vote_inflight = false;
+        else if (req_type == KQ_RAFT_BEGIN_EPOCH_REQ)
+            q->begin_inflight = false;
+        else if (req_type == KQ_RAFT_END_EPOCH_REQ)
+            q->end_inflight = false;
+        else if (req_type == KQ_RAFT_FETCH_REQ)
+            q->fetch_inflight = false;
+        else if (req_type == KQ_RAFT_FETCH_SNAPSHOT_REQ)
+            q->snap_inflight = false;
+    }
 }
 
 void raft_peer_reset(peer *p, int32_t id)
@@ -553,6 +631,7 @@ static void become_leader(kq_raft *r)
     }
     memset(r->observers, 0, sizeof(r->observers));
     memset(r->has_reported, 0, sizeof(r->has_reported));
+    raft_peer_park(r, &r->peers[LEADER_SLOT]);
     raft_peer_reset(&r->peers[LEADER_SLOT], KQ_RAFT_NO_ID); /* progress counts in this term only */
     r->cq_deadline = r->now + (uint64_t)r->cfg.fetch_timeout_ms * 3 / 2;
     r->begin_resend_at = r->now; /* send BEGIN_EPOCH now */

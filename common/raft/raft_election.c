@@ -92,6 +92,8 @@ void raft_on_vote_req(kq_raft *r, const kq_raft_msg *m)
 void raft_on_vote_resp(kq_raft *r, const kq_raft_msg *m)
 {
     int i = raft_voter_index(r, m->from);
+    if (i < 0)
+        raft_parked_answer(r, m->from, KQ_RAFT_VOTE_REQ);
     if (i < 0 || i == r->self_idx || !r->peers[i].vote_inflight)
         return;
     peer *p = &r->peers[i];
@@ -152,6 +154,8 @@ void raft_on_begin_req(kq_raft *r, const kq_raft_msg *m)
 void raft_on_begin_resp(kq_raft *r, const kq_raft_msg *m)
 {
     int i = raft_voter_index(r, m->from);
+    if (i < 0)
+        raft_parked_answer(r, m->from, KQ_RAFT_BEGIN_EPOCH_REQ);
     if (i < 0 || i == r->self_idx || !r->peers[i].begin_inflight)
         return;
     r->peers[i].begin_inflight = false;
@@ -205,6 +209,8 @@ void raft_on_end_req(kq_raft *r, const kq_raft_msg *m)
 void raft_on_end_resp(kq_raft *r, const kq_raft_msg *m)
 {
     int i = raft_voter_index(r, m->from);
+    if (i < 0)
+        raft_parked_answer(r, m->from, KQ_RAFT_END_EPOCH_REQ);
     if (i < 0 || i == r->self_idx || !r->peers[i].end_inflight)
         return;
     r->peers[i].end_inflight = false;

@@ -330,6 +330,8 @@ void raft_on_fetch_resp(kq_raft *r, const kq_raft_msg *m)
         return;
     }
     int i = raft_peer_index(r, m->from);
+    if (i < 0)
+        raft_parked_answer(r, m->from, KQ_RAFT_FETCH_REQ);
     if (i < 0 || i == r->self_idx || !r->peers[i].fetch_inflight)
         return;
     r->peers[i].fetch_inflight = false;

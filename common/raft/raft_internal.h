@@ -169,6 +169,8 @@ struct kq_raft {
     /* peers[i] for voters.v[i]; peers[LEADER_SLOT]: the leader this node follows while that
      * leader is not in its voter set (a leader whose removal has not committed yet) */
     peer peers[KQ_RAFT_MAX_VOTERS + 1];
+    /* requests in flight to nodes whose peer entry went (raft_peer_park) */
+    peer gone_peers[KQ_RAFT_MAX_VOTERS + 1];
 
     /* the current step */
     kq_raft_update *u;
@@ -190,6 +192,15 @@ bool raft_meant_for_me(const kq_raft *r, const kq_raft_msg *m);
 bool raft_may_lead(const kq_raft *r, int32_t id);
 void raft_track_leader(kq_raft *r, int32_t leader);
 void raft_peer_reset(peer *p, int32_t id);
+/* A peer entry goes (its node left the voter set, or the leader slot is reused) while requests
+ * to that node are in flight: their answers are still to come, and the host's contract is one
+ * request of a type per node in flight. raft_peer_park keeps the in-flight marks of p until the
+ * answers come (raft_parked_answer, for an answer from a node with no entry) or the node gets
+ * an entry again (raft_peer_unpark moves them into it). */
+void raft_peer_park(kq_raft *r, const peer *p);
+void raft_peer_unpark(kq_raft *r, peer *p);
+/* An answer of this request type from node id, which has no peer entry: its parked mark goes. */
+void raft_parked_answer(kq_raft *r, int32_t id, kq_raft_msg_type req_type);
 int32_t raft_last_epoch(const kq_raft *r);
 bool raft_log_up_to_date(const kq_raft *r, int32_t cand_epoch, int64_t cand_end);
 bool raft_end_offset_for_epoch(const kq_raft *r, int32_t epoch, int32_t *out_epoch,

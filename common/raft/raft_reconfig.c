@@ -42,10 +42,11 @@ void raft_apply_voters(kq_raft *r)
         }
         if (id == r->peers[LEADER_SLOT].id && r->role != KQ_RAFT_LEADER) {
             *p = r->peers[LEADER_SLOT];
-            raft_peer_reset(&r->peers[LEADER_SLOT], KQ_RAFT_NO_ID);
+            raft_peer_reset(&r->peers[LEADER_SLOT], KQ_RAFT_NO_ID); /* moved to p */
             continue;
         }
         raft_peer_reset(p, id);
+        raft_peer_unpark(r, p); /* it left the set with requests in flight and came back */
         for (int k = 0; k < KQ_RAFT_MAX_OBSERVERS; k++) {
             observer *o = &r->observers[k];
             kq_voter_key ok = {.id = o->id};
@@ -65,9 +66,12 @@ void raft_apply_voters(kq_raft *r)
         if (old[j].id == KQ_RAFT_NO_ID || old[j].id == r->cfg.node_id)
             continue;
         if (old[j].id == r->leader_id && r->role != KQ_RAFT_LEADER) {
+            if (r->peers[LEADER_SLOT].id != old[j].id)
+                raft_peer_park(r, &r->peers[LEADER_SLOT]);
             r->peers[LEADER_SLOT] = old[j];
             continue;
         }
+        raft_peer_park(r, &old[j]);
         if (r->role != KQ_RAFT_LEADER)
             continue;
         observer *o = raft_observer_slot(r, old[j].id, old_set.v[j].key.dir);

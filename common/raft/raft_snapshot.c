@@ -103,6 +103,8 @@ void raft_begin_snapshot_fetch(kq_raft *r, kq_raft_snapshot_id id, int32_t leade
 void raft_on_fetch_snapshot_resp(kq_raft *r, const kq_raft_msg *m)
 {
     int i = raft_peer_index(r, m->from);
+    if (i < 0)
+        raft_parked_answer(r, m->from, KQ_RAFT_FETCH_SNAPSHOT_REQ);
     if (i < 0 || i == r->self_idx || !r->peers[i].snap_inflight)
         return;
     r->peers[i].snap_inflight = false;

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     kq_sim_opts o;
     kq_sim_opts_defaults(&o);
     uint64_t seed = 0, nseeds = 1, v, snaps_taken = 0, snaps_installed = 0, admin_retried = 0;
-    uint64_t added = 0, removed = 0, refused = 0, wiped = 0;
+    uint64_t added = 0, removed = 0, refused = 0, wiped = 0, kills = 0, returns = 0;
     bool have_seed = false, determinism = false, raft_only = false, observers_given = false;
     double hours = 0;
     for (int i = 1; i < argc; i++) {
@@ -196,6 +196,8 @@ int main(int argc, char **argv)
         removed += r.voters_removed;
         refused += r.voter_refusals;
         wiped += r.controllers_wiped;
+        kills += r.leader_kills;
+        returns += r.removed_starts;
         if (!r.failed && determinism) {
             kq_sim_result r2;
             kq_sim_opts o2 = o;
@@ -243,8 +245,10 @@ int main(int argc, char **argv)
                snaps_taken, snaps_installed, admin_retried);
     if (o.voter_changes)
         printf("sim: voter changes: %" PRIu64 " voters added, %" PRIu64 " removed, %" PRIu64
-               " changes refused, %" PRIu64 " controllers wiped and re-formatted\n",
-               added, removed, refused, wiped);
+               " changes refused, %" PRIu64 " controllers wiped and re-formatted, %" PRIu64
+               " leaders crashed with a change in flight, %" PRIu64
+               " removed voters restarted with an older epoch\n",
+               added, removed, refused, wiped, kills, returns);
     printf("sim: %" PRIu64 " events in %.1f s (%.0f events/s, %.0f seeds/s)\n", events, secs,
            secs > 0 ? (double)events / secs : 0, secs > 0 ? (double)k / secs : 0);
     printf("sim: %" PRIu64 " seeds, %" PRIu64 " failed\n", k, failed);

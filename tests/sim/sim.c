@@ -209,7 +209,8 @@ typedef struct sim_node {
     bool bm_on;
     kq_bmeta bm;
     /* voter_changes (KIP-853): the directory id is cfg.directory_id */
-    bool boot; /* formatted with the initial voters (the bootstrap records at -1) */
+    bool boot;      /* formatted with the initial voters (the bootstrap records at -1) */
+    bool was_voter; /* this directory was in a voter set it held (a removed voter when not now) */
     /* the VotersRecords its log holds (bootstrap, snapshot head, log), ascending: the simulator's
      * own reading of "the last one in the log is in force" */
     struct vx_entry *vx;
@@ -1162,6 +1163,8 @@ static void vx_check(sim *s, sim_node *n)
     }
     kq_voter me;
     voter_of(n, &me);
+    if (want && kq_voters_find(want, &me.key) >= 0)
+        n->was_voter = true;
     int majority = want ? want->n / 2 + 1 : 1;
     kq_raft_role role = n->st.role;
     /* a candidate is a voter of its set, or was one of the set before the last VotersRecord
@@ -2512,6 +2515,21 @@ static void node_start(sim *s, sim_node *n)
     ev.u.start.snapshot = sn->id;
     ev.u.start.snapshot_size = (int64_t)sn->len;
     kq_control_list control = {0};
+    if (s->dynamic && n->voter && n->was_voter) { /* a removed voter back, older epoch */
+        for (int i = 0; i < s->n_voters; i++) {
+            const sim_node *l = &s->nodes[i];
+            int64_t lat;
+            const kq_voter_set *ls = l->up ? vx_top(l, &lat) : NULL;
+            kq_voter me;
+            voter_of(n, &me);
+            if (l != n && ls && l->st.role == KQ_RAFT_LEADER && l->st.epoch > n->dq.epoch &&
+                kq_voters_find(ls, &me.key) < 0) {
+                trace(s, "n%d: a removed voter starts at epoch %d, leader n%d is at e%d", n->id,
+                      n->dq.epoch, l->id, l->st.epoch);
+                s->res->removed_starts++;
+            }
+        }
+    }
     if (s->dynamic) {
         n->grant_epoch = -1;
         n->n_grants = 0;
@@ -5085,6 +5103,7 @@ static void controller_wipe(sim *s, sim_node *c)
     snap_free(&c->snaps[1]);
     snap_free(&c->part);
     c->boot = false;
+    c->was_voter = false;
     c->n_vx = 0;
     new_directory(s, c);
     s->res->controllers_wiped++;
@@ -6026,6 +6045,7 @@ static void ctl_dispatch(sim *s, sim_ev *ev)
             if (s->nodes[i].up && s->nodes[i].st.role == KQ_RAFT_LEADER) {
                 trace(s, "n%d > the leader crashes with a voter change in flight", s->nodes[i].id);
                 node_crash(s, &s->nodes[i], false);
+                s->res->leader_kills++;
                 break;
             }
         break;

@@ -156,7 +156,9 @@ typedef struct kq_sim_result {
     uint64_t voters_added, voters_removed; /* AddRaftVoter / RemoveRaftVoter answered NONE */
     uint64_t voter_refusals;               /* answered with an error (DUPLICATE_VOTER, ...) */
     uint64_t controllers_wiped;            /* removed, wiped, back with a new directory id */
-    int final_voters;                      /* voters in the set in force at the end */
+    uint64_t leader_kills;                 /* leaders crashed while a voter change was in flight */
+    uint64_t removed_starts; /* a removed voter restarted with an epoch older than the leader's */
+    int final_voters;        /* voters in the set in force at the end */
 } kq_sim_result;
 
 void kq_sim_opts_defaults(kq_sim_opts *o);

@@ -92,6 +92,8 @@ static const kq_raft_msg *fetch_to(const kq_raft_update *u, int32_t to)
 
 /* Leader `from` answers a Fetch at epoch 1 with one batch [base, base + count) carrying `ctl`,
  * or a divergence when count is 0 (truncate to base). */
+static int32_t answer_epoch = 1; /* the leader's epoch in answer() */
+
 static int answer(kq_raft *r, int32_t from, int64_t base, int32_t count, const kq_raft_control *ctl,
                   size_t n_ctl, uint64_t now, kq_raft_update *u)
 {
@@ -103,7 +105,7 @@ static int answer(kq_raft *r, int32_t from, int64_t base, int32_t count, const k
     memset(&m, 0, sizeof(m));
     m.type = KQ_RAFT_FETCH_RESP;
     m.from = from;
-    m.epoch = 1;
+    m.epoch = answer_epoch;
     m.leader_id = from;
     m.u.fetch_resp.high_watermark = 0;
     if (count > 0) {
@@ -357,6 +359,90 @@ static void test_leader_refusing_the_one_change_rule_stops_the_follower(void **s
     kq_raft_free(r);
 }
 
+/* Node `from` answers the vote request `token` of node 3 (epoch 1, not granted). */
+static int vote_no(kq_raft *r, int32_t from, uint64_t token, uint64_t now, kq_raft_update *u)
+{
+    kq_raft_msg m;
+    memset(&m, 0, sizeof(m));
+    m.type = KQ_RAFT_VOTE_RESP;
+    m.from = from;
+    m.to = 3;
+    m.token = token;
+    m.epoch = 1;
+    m.leader_id = -1;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .now_ms = now, .u.msg = &m};
+    return kq_raft_step(r, &ev, u);
+}
+
+static int vote_reqs_to(const kq_raft_update *u, int32_t to)
+{
+    int n = 0;
+    for (size_t i = 0; i < u->n_msgs; i++)
+        n += u->msgs[i].type == KQ_RAFT_VOTE_REQ && u->msgs[i].to == to;
+    return n;
+}
+
+/* A request in flight to a node that leaves the voter set and comes back is still in flight:
+ * no second one of its type goes to that node before the first is answered (the host's
+ * contract; found by kq-sim --voter-changes, seeds 867 and 1430). */
+static void test_in_flight_request_survives_a_set_change(void **state)
+{
+    kq_voter_set boot = SET(1, 2, 3), no2 = SET(1, 3);
+    kq_raft_control b0 = {.offset = -1, .kraft_version = 1, .voters = &boot};
+    kq_raft_control rm2 = {.offset = 10, .kraft_version = -1, .voters = &no2};
+    kq_raft_persisted p = disk(1, -1, 10);
+    kq_raft_update u;
+    kq_raft *r = core(3);
+
+    (void)state;
+    p.control = &b0;
+    p.n_control = 1;
+    assert_int_equal(start(r, &p, &u), 0);
+    /* node 3 campaigns: pre-votes to 1 and 2; node 2's answer is slow */
+    assert_int_equal(step(r, KQ_RAFT_EV_TICK, 100 + 5000, &u), 0);
+    assert_int_equal(u.role, KQ_RAFT_PROSPECTIVE);
+    assert_int_equal(vote_reqs_to(&u, 2), 1);
+    uint64_t slow = 0;
+    for (size_t i = 0; i < u.n_msgs; i++)
+        if (u.msgs[i].type == KQ_RAFT_VOTE_REQ && u.msgs[i].to == 2)
+            slow = u.msgs[i].token;
+    for (size_t i = 0; i < u.n_msgs; i++) /* node 1 answers at once: no */
+        if (u.msgs[i].type == KQ_RAFT_VOTE_REQ && u.msgs[i].to == 1) {
+            assert_int_equal(vote_no(r, 1, u.msgs[i].token, 5110, &u), 0);
+            break;
+        }
+    /* node 1 leads epoch 2; its log removes node 2, then is truncated: node 2 is back */
+    kq_raft_msg b;
+    memset(&b, 0, sizeof(b));
+    b.type = KQ_RAFT_BEGIN_EPOCH_REQ;
+    b.from = 1;
+    b.to = 3;
+    b.epoch = 2;
+    b.leader_id = 1;
+    kq_raft_event be = {.type = KQ_RAFT_EV_RECEIVE, .now_ms = 5200, .u.msg = &b};
+    assert_int_equal(kq_raft_step(r, &be, &u), 0);
+    assert_int_equal(u.role, KQ_RAFT_FOLLOWER);
+    answer_epoch = 2;
+    assert_int_equal(answer(r, 1, 10, 1, &rm2, 1, 5300, &u), 0);
+    int64_t at;
+    assert_int_equal(kq_raft_voters(r, &at)->n, 2);
+    kq_raft_event pe = {.type = KQ_RAFT_EV_PERSISTED, .now_ms = 5300, .u.persisted_end = 11};
+    assert_int_equal(kq_raft_step(r, &pe, &u), 0);
+    assert_int_equal(answer(r, 1, 10, 0, NULL, 0, 5400, &u), 0);
+    assert_int_equal(u.truncate_to, 10);
+    assert_int_equal(kq_raft_voters(r, &at)->n, 3);
+    /* node 1 goes quiet: node 3 campaigns again, but node 2 still has the first pre-vote */
+    assert_int_equal(step(r, KQ_RAFT_EV_TICK, 5400 + 5000, &u), 0);
+    assert_int_equal(u.role, KQ_RAFT_PROSPECTIVE);
+    assert_int_equal(vote_reqs_to(&u, 1), 1);
+    assert_int_equal(vote_reqs_to(&u, 2), 0);
+    /* its answer comes (for an earlier round: no vote), the next request to node 2 may go */
+    assert_int_equal(vote_no(r, 2, slow, 10500, &u), 0);
+    assert_int_equal(vote_reqs_to(&u, 2), 1);
+    answer_epoch = 1;
+    kq_raft_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_removed_voter_stops_campaigning_and_added_one_starts),
         cmocka_unit_test(test_follower_keeps_fetching_from_a_leader_that_left_the_set),
         cmocka_unit_test(test_leader_refusing_the_one_change_rule_stops_the_follower),
+        cmocka_unit_test(test_in_flight_request_survives_a_set_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
