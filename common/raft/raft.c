@@ -141,7 +141,7 @@ void raft_peer_park(kq_raft *r, const peer *p)
             slot = i;
     }
     if (slot < 0)
-        slot = 0; /* full (more departures than voters): the oldest marks are forgotten */
+        slot = 0; /* full (more departed nodes than slots): the marks of one are forgotten */
     peer *q = &r->gone_peers[slot];
     if (!peer_busy(q) || q->id != p->id)
         raft_peer_reset(q, p->id);
@@ -177,8 +177,10 @@ void raft_peer_unpark(kq_raft *r, peer *p)
 
 void raft_parked_answer(kq_raft *r, int32_t id, kq_raft_msg_type req_type)
 {
-    for (int i = 0; i <= KQ_RAFT_MAX_VOTERS; i++) {
-        peer *q = &r->gone_peers[i];
+    for (int i = 0; i <= KQ_RAFT_MAX_VOTERS + 1; i++) {
+        /* the parked marks, and the leader slot's (Vote/Begin/End answers look up voters
+         * only, and the slot may hold marks moved in with a node that left the set) */
+        peer *q = i <= KQ_RAFT_MAX_VOTERS ? &r->gone_peers[i] : &r->peers[LEADER_SLOT];
         if (!peer_busy(q) || q->id != id)
             continue;
         if (req_type == KQ_RAFT_VOTE_REQ)
@@ -535,7 +537,7 @@ void raft_become_unattached(kq_raft *r, int32_t epoch, int32_t voted)
     r->leader_hw = -1;
     r->backoff_deadline = 0;
     persist(r);
-    if (raft_campaigns(r)) {
+    if (raft_is_voter(r)) {
         r->election_deadline = r->now + raft_random_election_timeout(r);
     } else {
         r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;

@@ -444,7 +444,7 @@ static int fetch_target(kq_raft *r)
 {
     if (r->role == KQ_RAFT_FOLLOWER)
         return raft_peer_index(r, r->leader_id);
-    if (r->role == KQ_RAFT_UNATTACHED && !raft_campaigns(r)) {
+    if (r->role == KQ_RAFT_UNATTACHED && !raft_is_voter(r)) {
         if (r->discovery_idx < 0 || r->peers[r->discovery_idx].fetch_inflight) {
             int cand[KQ_RAFT_MAX_VOTERS], n = 0;
             for (int i = 0; i < r->voters.n; i++)
@@ -463,7 +463,7 @@ static int fetch_target(kq_raft *r)
  * controller.quorum.bootstrap.servers) when it has them: one at a time, at random. */
 static bool discover_by_bootstrap(const kq_raft *r)
 {
-    return r->role == KQ_RAFT_UNATTACHED && !raft_campaigns(r) && r->cfg.n_bootstrap > 0;
+    return r->role == KQ_RAFT_UNATTACHED && !raft_is_voter(r) && r->cfg.n_bootstrap > 0;
 }
 
 static void fill_fetch(kq_raft *r, kq_raft_msg *m)

@@ -199,7 +199,8 @@ void raft_peer_reset(peer *p, int32_t id);
  * an entry again (raft_peer_unpark moves them into it). */
 void raft_peer_park(kq_raft *r, const peer *p);
 void raft_peer_unpark(kq_raft *r, peer *p);
-/* An answer of this request type from node id, which has no peer entry: its parked mark goes. */
+/* An answer of this request type from node id, which has no voter entry: its parked mark goes
+ * (or the leader slot's, for node id). */
 void raft_parked_answer(kq_raft *r, int32_t id, kq_raft_msg_type req_type);
 int32_t raft_last_epoch(const kq_raft *r);
 bool raft_log_up_to_date(const kq_raft *r, int32_t cand_epoch, int64_t cand_end);

@@ -20,12 +20,18 @@ bool raft_fire_timers(kq_raft *r)
     uint64_t now = r->now;
     switch (r->role) {
     case KQ_RAFT_UNATTACHED:
-        if (raft_campaigns(r)) {
+        if (raft_is_voter(r)) {
             if (!r->shutdown && now >= r->election_deadline) {
                 raft_become_prospective(r);
                 return true;
             }
         } else if (now >= r->fetch_deadline) {
+            if (raft_campaigns(r) && !r->shutdown) {
+                /* no leader found for a fetch timeout, and the record that removed it may be
+                 * known here only (raft_campaigns) */
+                raft_become_prospective(r);
+                return true;
+            }
             r->fetch_deadline = now + r->cfg.fetch_timeout_ms;
             r->discovery_idx = -1;
             r->fetch_retry_at = 0;
@@ -33,7 +39,7 @@ bool raft_fire_timers(kq_raft *r)
         return false;
     case KQ_RAFT_RESIGNED:
         if (!r->shutdown && now >= r->election_deadline) {
-            if (!raft_campaigns(r)) {
+            if (!raft_is_voter(r)) {
                 /* removed from the voters: never campaigns; a new epoch, so that nobody takes
                  * it for the leader of the old one (Kafka's pollResigned) */
                 raft_become_unattached(r, r->epoch + 1, KQ_RAFT_NO_ID);
@@ -48,6 +54,10 @@ bool raft_fire_timers(kq_raft *r)
         if (r->backoff_deadline != 0) {
             if (now >= r->backoff_deadline) {
                 r->backoff_deadline = 0;
+                if (!raft_is_voter(r)) { /* a removed node's round failed: look for a leader */
+                    raft_become_unattached(r, r->epoch, r->voted_id);
+                    return true;
+                }
                 raft_become_prospective(r);
                 return true;
             }
@@ -62,7 +72,7 @@ bool raft_fire_timers(kq_raft *r)
                 r->fetch_deadline = now + r->cfg.fetch_timeout_ms;
                 return false;
             }
-            if (!raft_campaigns(r)) {
+            if (!raft_is_voter(r)) {
                 raft_become_unattached(r, r->epoch, KQ_RAFT_NO_ID); /* rediscover the leader */
                 return true;
             }
@@ -95,7 +105,7 @@ uint64_t raft_next_deadline(kq_raft *r)
     uint64_t d = UINT64_MAX, now = r->now;
     switch (r->role) {
     case KQ_RAFT_UNATTACHED:
-        if (raft_campaigns(r)) {
+        if (raft_is_voter(r)) {
             if (!r->shutdown)
                 consider(&d, r->election_deadline);
         } else {
@@ -130,7 +140,7 @@ uint64_t raft_next_deadline(kq_raft *r)
                 consider(&d, r->parked[i].deadline);
         break;
     }
-    if ((r->role == KQ_RAFT_FOLLOWER || (r->role == KQ_RAFT_UNATTACHED && !raft_campaigns(r))) &&
+    if ((r->role == KQ_RAFT_FOLLOWER || (r->role == KQ_RAFT_UNATTACHED && !raft_is_voter(r))) &&
         r->fetch_retry_at > now)
         consider(&d, r->fetch_retry_at);
     if (d == UINT64_MAX)

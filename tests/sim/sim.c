@@ -943,6 +943,7 @@ static bool pkt_decode(sim *s, const sim_packet *p, sim_decoded *d)
     }
 #endif
     d->msg = p->msg;
+    d->msg.to = s->nodes[p->to].id; /* (a request to a bootstrap id reached this node) */
     d->msg.token = p->req_id;
     if (p->msg.type == KQ_RAFT_FETCH_RESP) {
         for (size_t i = 0; i < p->n_batches; i++) {
@@ -1131,6 +1132,8 @@ static size_t host_installed_control(void *ctx, const kq_raft_control **out)
 /* A granted vote (not a pre-vote) node n received for epoch e from key k. */
 static void vx_grant(sim_node *n, int32_t e, const kq_voter_key *k)
 {
+    if (e < n->grant_epoch)
+        return; /* late, for an earlier candidacy */
     if (n->grant_epoch != e) {
         n->grant_epoch = e;
         n->n_grants = 0;
@@ -1178,9 +1181,13 @@ static void vx_check(sim *s, sim_node *n)
              n->st.epoch, w);
         return;
     }
-    if (role != KQ_RAFT_LEADER || !want)
+    /* the leader, or one that led this epoch and resigned in this step (the commit of its own
+     * removal) */
+    bool led =
+        role == KQ_RAFT_LEADER || (role == KQ_RAFT_RESIGNED && n->elect_checked == n->st.epoch);
+    if (!led || !want)
         return;
-    if (n->elect_checked != n->st.epoch) { /* a new leader: who elected it */
+    if (role == KQ_RAFT_LEADER && n->elect_checked != n->st.epoch) { /* who elected it */
         n->elect_checked = n->st.epoch;
         int votes = kq_voters_find(want, &me.key) >= 0 ? 1 : 0;
         for (int i = 0; n->grant_epoch == n->st.epoch && i < n->n_grants; i++)
@@ -2537,6 +2544,7 @@ static void node_start(sim *s, sim_node *n)
         n->hw_checked = -1;
         vx_rebuild(s, n);
         if (!start_control(s, n, &control)) {
+            kq_control_list_free(&control);
             free(epochs);
             return;
         }
@@ -3676,6 +3684,7 @@ static bool admin_answer(sim *s, sim_node *n, const kq_raft_msg *m)
                                                                       : KQ_API_REMOVE_RAFT_VOTER};
     kq_buf b = {0};
     if (kq_codec_encode_raft_response(m, NULL, 0, &b) != 0) {
+        kq_buf_free(&b);
         fail(s, "codec: n%d cannot encode a %s", n->id, msg_name(m->type));
         return true;
     }
@@ -6040,8 +6049,11 @@ static void ctl_dispatch(sim *s, sim_ev *ev)
     case EV_CLIENT_TIMEOUT:
         client_timeout(s, &s->clients[ev->inc], ev->a);
         break;
-    case EV_KILL_LEADER:
-        for (int i = 0; i < s->n_voters && !s->liveness; i++)
+    case EV_KILL_LEADER: /* while the admin's change is not answered yet */
+        for (int i = 0; i < s->n_voters && !s->liveness && s->actors[s->n_brokers].op_pending &&
+                        (s->actors[s->n_brokers].op_api == KQ_API_ADD_RAFT_VOTER ||
+                         s->actors[s->n_brokers].op_api == KQ_API_REMOVE_RAFT_VOTER);
+             i++)
             if (s->nodes[i].up && s->nodes[i].st.role == KQ_RAFT_LEADER) {
                 trace(s, "n%d > the leader crashes with a voter change in flight", s->nodes[i].id);
                 node_crash(s, &s->nodes[i], false);
