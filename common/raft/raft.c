@@ -782,6 +782,13 @@ static int on_start(kq_raft *r, const kq_raft_persisted *p)
         reset_round(r);
         r->election_deadline = r->now + raft_random_election_timeout(r);
         raft_check_votes(r);
+    } else if (q->voted_id == self) {
+        /* a candidacy of a node that a VotersRecord removed (raft_campaigns): its vote in this
+         * epoch stays; it looks for a leader first */
+        r->role = KQ_RAFT_UNATTACHED;
+        r->leader_id = KQ_RAFT_NO_ID;
+        r->fetch_deadline = r->now + r->cfg.fetch_timeout_ms;
+        r->discovery_idx = -1;
     } else if (q->voted_id >= 0 && q->voted_id != self) {
         r->role = KQ_RAFT_UNATTACHED;
         r->leader_id = KQ_RAFT_NO_ID;

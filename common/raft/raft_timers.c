@@ -30,7 +30,8 @@ bool raft_fire_timers(kq_raft *r)
                 /* no leader found for a fetch timeout, and the record that removed it may be
                  * known here only (raft_campaigns) */
                 raft_become_prospective(r);
-                return true;
+                if (r->role != KQ_RAFT_UNATTACHED)
+                    return true; /* (not while it installs a snapshot: it looks on) */
             }
             r->fetch_deadline = now + r->cfg.fetch_timeout_ms;
             r->discovery_idx = -1;
