@@ -1119,6 +1119,10 @@ static int host_fetched_control(void *ctx, kq_raft_batch *batches, size_t nb)
     int rc = kq_control_list_read_fetched(&n->fetched, batches, nb);
     if (rc)
         fail(n->s, "n%d: fetched quorum records do not decode: %s", n->id, kq_err_name(rc));
+    for (size_t i = 0; n->s->o.bug == KQ_SIM_BUG_HOST_DROPS_VOTERS && i < nb; i++) {
+        batches[i].control = NULL; /* the self-test: the core never hears of them */
+        batches[i].n_control = 0;
+    }
     return rc;
 }
 
@@ -6506,6 +6510,8 @@ int kq_sim_run(const kq_sim_opts *o, kq_sim_result *res)
     }
     s->o = *o;
     s->res = res;
+    if (o->bug == KQ_SIM_BUG_HOST_DROPS_VOTERS)
+        s->o.voter_changes = true;
     s->out = o->out ? o->out : stderr;
     s->hash = 0xCBF29CE484222325ull;
     g_sim = s;

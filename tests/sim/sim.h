@@ -89,7 +89,10 @@
     X(SNAPSHOT_DROPS_RECORD, "snapshot-drops-record", true,                                        \
       "a controller's snapshot leaves out the last record of its image")                           \
     X(CTL_REFUSES_ADMIN, "ctl-refuses-admin", true,                                                \
-      "the active controller answers admin requests NOT_CONTROLLER, naming itself")
+      "the active controller answers admin requests NOT_CONTROLLER, naming itself")                \
+    X(HOST_DROPS_VOTERS, "host-drops-voters", true,                                                \
+      "with --voter-changes (implied): hosts give their cores no quorum records of fetched "       \
+      "batches")
 
 typedef enum kq_sim_bug {
     KQ_SIM_BUG_NONE = 0,
