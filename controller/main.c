@@ -560,11 +560,9 @@ static void describe(ctl *c, kq_rpc_req *req)
             if (src[i].id == c->cfg.node_id) {
                 snprintf(dst[i].directory_id, sizeof(dst[i].directory_id), "%s",
                          kq_store_identity_of(c->store)->directory_id);
-            } else if (pass == 0) { /* a voter's, from the set in force (KIP-853) */
-                const kq_voter_set *set = kq_raft_voters(c->raft, NULL);
-                int k = set ? kq_voters_find_id(set, src[i].id) : -1;
-                if (k >= 0 && !kq_uuid_is_zero(set->v[k].key.dir))
-                    kq_uuid_format(set->v[k].key.dir, dst[i].directory_id);
+            } else if (!kq_uuid_is_zero(src[i].directory_id)) {
+                /* a voter's from the set in force, an observer's from its Fetch (KIP-853) */
+                kq_uuid_format(src[i].directory_id, dst[i].directory_id);
             }
         }
         if (pass == 0)

@@ -1104,6 +1104,7 @@ void kq_raft_get_status(const kq_raft *r, kq_raft_status *out)
     kq_raft_replica *v =
         raft_is_voter(r) ? &out->voters[out->n_voters++] : &out->observers[out->n_observers++];
     v->id = r->cfg.node_id;
+    memcpy(v->directory_id, r->cfg.directory_id, sizeof(v->directory_id));
     v->log_end_offset = r->durable_end;
     v->last_fetch_ms = r->now;
     v->last_caught_up_ms = r->now;
@@ -1113,6 +1114,7 @@ void kq_raft_get_status(const kq_raft *r, kq_raft_status *out)
         const peer *p = &r->peers[i];
         v = &out->voters[out->n_voters++];
         v->id = p->id;
+        memcpy(v->directory_id, r->voters.v[i].key.dir, sizeof(v->directory_id));
         v->log_end_offset = p->end_offset;
         v->last_fetch_ms = p->last_fetch_ms;
         v->last_caught_up_ms = p->last_caught_up_ms;
@@ -1123,6 +1125,7 @@ void kq_raft_get_status(const kq_raft *r, kq_raft_status *out)
             continue;
         kq_raft_replica *x = &out->observers[out->n_observers++];
         x->id = o->id;
+        memcpy(x->directory_id, o->dir, sizeof(x->directory_id));
         x->log_end_offset = o->end_offset;
         x->last_fetch_ms = o->last_fetch_ms;
         x->last_caught_up_ms = o->last_caught_up_ms;

@@ -442,6 +442,9 @@ typedef struct kq_raft_update {
  * (now_ms of events); 0 = never. */
 typedef struct kq_raft_replica {
     int32_t id;
+    /* KIP-853: a voter's from the set in force, an observer's from its Fetch requests (a
+     * controller formatted for dynamic voters sends one, a broker none); all zero: not known */
+    uint8_t directory_id[16];
     int64_t log_end_offset; /* -1 unknown */
     uint64_t last_fetch_ms;
     uint64_t last_caught_up_ms;

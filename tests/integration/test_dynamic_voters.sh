@@ -110,7 +110,26 @@ broker_unfenced 1
 kt_log "broker $BROKER registered and unfenced (it knows controller 1 only as a bootstrap server)"
 kt_write 1 -- --count 5 >/dev/null
 
-# Nodes 2 and 3 fetch as observers; add-controller waits until each has caught up.
+# Nodes 2 and 3 fetch as observers: describe --replication shows them with the directory ids
+# their format made (what add-controller sends); the broker's observer has none.
+meta_dir() { sed -n 's/^directory.id=//p' "$KT_DIR/node-$1/meta.properties"; }
+deadline=$(($(date +%s) + 30))
+while :; do
+    out=$(timeout 20 "$KT_KQ" metadata-quorum --bootstrap-controller "$(kt_bootstrap 1)" \
+        --timeout-ms 5000 describe --replication 2>&1) || true
+    obs2=$(awk '$1 == 2 && /Observer/ {print $2}' <<<"$out")
+    obs3=$(awk '$1 == 3 && /Observer/ {print $2}' <<<"$out")
+    [[ -n $obs2 && -n $obs3 ]] && break
+    (($(date +%s) < deadline)) || kt_fail "nodes 2 and 3 are not observers of node 1: $out"
+    sleep 0.5
+done
+kt_log "$out"
+kt_assert_eq "observer 2's directory id in describe --replication" "$(meta_dir 2)" "$obs2"
+kt_assert_eq "observer 3's directory id in describe --replication" "$(meta_dir 3)" "$obs3"
+kt_assert_eq "the broker's directory id in describe --replication" "AAAAAAAAAAAAAAAAAAAAAA" \
+    "$(awk -v b="$BROKER" '$1 == b {print $2}' <<<"$out")"
+
+# add-controller waits until each has caught up.
 add_controller 2 1
 add_controller 3 1
 kt_assert_eq "voters after two add-controller" "1,2,3" "$(voters 1)"
