@@ -74,6 +74,14 @@ bool raft_fire_timers(kq_raft *r)
                 return false;
             }
             if (!raft_is_voter(r)) {
+                /* the leader it followed did not answer for a fetch timeout: a node that an
+                 * uncommitted record removed campaigns (the leader others name may be a stale
+                 * hint, and it may hold the only copy of that record); others rediscover */
+                if (raft_campaigns(r) && !r->shutdown) {
+                    raft_become_prospective(r);
+                    if (r->role != KQ_RAFT_FOLLOWER)
+                        return true;
+                }
                 raft_become_unattached(r, r->epoch, KQ_RAFT_NO_ID); /* rediscover the leader */
                 return true;
             }

@@ -245,13 +245,11 @@ static void test_removed_voter_stops_campaigning_and_added_one_starts(void **sta
     assert_true(is_voter(r));
     assert_int_equal(answer(r, 1, 10, 1, &rm3, 1, 200, &u), 0);
     assert_false(is_voter(r));
-    /* its leader goes quiet before node 3 knows the removal committed: it looks for a leader
-     * first; finding none in a fetch timeout, it campaigns, since it may hold the only copy of
-     * the record (with two voters the other one would need its vote, refused to a shorter
-     * log), asking the voters of its latest set and not counting itself */
+    /* its leader goes quiet for a fetch timeout before node 3 knows the removal committed: it
+     * campaigns, since it may hold the only copy of the record (with two voters the other one
+     * would need its vote, refused to a shorter log), asking the voters of its latest set and
+     * not counting itself */
     assert_int_equal(step(r, KQ_RAFT_EV_TICK, 200 + 2000, &u), 0);
-    assert_int_equal(u.role, KQ_RAFT_UNATTACHED);
-    assert_int_equal(step(r, KQ_RAFT_EV_TICK, 200 + 2000 + 2000, &u), 0);
     assert_int_equal(u.role, KQ_RAFT_PROSPECTIVE);
     int asked = 0;
     for (size_t i = 0; i < u.n_msgs; i++)
