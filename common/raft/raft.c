@@ -580,6 +580,12 @@ void raft_become_prospective(kq_raft *r)
     raft_check_votes(r);
 }
 
+void raft_candidate_past_a_lower_leader(kq_raft *r)
+{
+    if (r->role == KQ_RAFT_PROSPECTIVE && raft_campaigns(r) && !r->shutdown && !r->snap_installing)
+        become_candidate(r);
+}
+
 static void become_candidate(kq_raft *r)
 {
     int32_t le = raft_last_epoch(r);

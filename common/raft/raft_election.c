@@ -122,6 +122,11 @@ void raft_on_vote_resp(kq_raft *r, const kq_raft_msg *m)
     bool granted =
         m->error == KQ_ERR_NONE && m->u.vote_resp.granted && (was_pre || m->epoch == r->epoch);
     p->vote = granted ? 1 : -1;
+    if (!granted && was_pre && m->error == KQ_ERR_NONE && m->epoch < r->epoch &&
+        m->leader_id >= 0) {
+        raft_candidate_past_a_lower_leader(r);
+        return;
+    }
     if (!granted && m->epoch == r->epoch && raft_can_follow_in_epoch(r, m->leader_id)) {
         raft_become_follower(r, r->epoch, m->leader_id); /* a leader at our epoch is alive */
         return;

@@ -227,6 +227,11 @@ void raft_become_unattached(kq_raft *r, int32_t epoch, int32_t voted);
 void raft_grant_vote(kq_raft *r, int32_t id, const uint8_t dir[16]);
 void raft_become_follower(kq_raft *r, int32_t epoch, int32_t leader);
 void raft_become_prospective(kq_raft *r);
+/* A prospective node's pre-vote was refused by a voter that follows a live leader at an epoch
+ * below this node's: pre-votes will be refused for as long as that leader lives, and this
+ * node's epoch cannot go back; a real election at a higher epoch (which the leader joins when
+ * it sees the epoch) is the only way to bring them together. */
+void raft_candidate_past_a_lower_leader(kq_raft *r);
 void raft_become_resigned(kq_raft *r);
 void raft_on_higher_epoch(kq_raft *r, int32_t epoch, int32_t leader);
 

@@ -444,6 +444,46 @@ static void test_in_flight_request_survives_a_set_change(void **state)
     kq_raft_free(r);
 }
 
+/* A prospective node whose pre-vote a voter refuses while following a live leader at a lower
+ * epoch runs a real election at once: pre-votes would be refused for as long as that leader
+ * lives, and the node's epoch cannot go back (kq-sim --voter-changes seed 3008828: a lost
+ * candidacy left a node at epoch 2, the leader of epoch 1 never learnt of it). */
+static void test_prospective_ahead_of_a_live_leader_runs_a_real_election(void **state)
+{
+    kq_raft_persisted p = disk(2, -1, 10);
+    kq_raft_update u;
+    kq_raft *r = core(3);
+
+    (void)state;
+    assert_int_equal(start(r, &p, &u), 0);
+    assert_int_equal(step(r, KQ_RAFT_EV_TICK, 100 + 5000, &u), 0);
+    assert_int_equal(u.role, KQ_RAFT_PROSPECTIVE);
+    uint64_t tok = 0;
+    for (size_t i = 0; i < u.n_msgs; i++)
+        if (u.msgs[i].type == KQ_RAFT_VOTE_REQ && u.msgs[i].to == 1) {
+            assert_true(u.msgs[i].u.vote_req.pre_vote);
+            tok = u.msgs[i].token;
+        }
+    kq_raft_msg m;
+    memset(&m, 0, sizeof(m));
+    m.type = KQ_RAFT_VOTE_RESP;
+    m.from = 1;
+    m.to = 3;
+    m.token = tok;
+    m.epoch = 1; /* node 1 follows leader 2 of epoch 1 */
+    m.leader_id = 2;
+    kq_raft_event ev = {.type = KQ_RAFT_EV_RECEIVE, .now_ms = 5110, .u.msg = &m};
+    assert_int_equal(kq_raft_step(r, &ev, &u), 0);
+    assert_int_equal(u.role, KQ_RAFT_CANDIDATE);
+    assert_int_equal(u.epoch, 3);
+    int real = 0;
+    for (size_t i = 0; i < u.n_msgs; i++)
+        real += u.msgs[i].type == KQ_RAFT_VOTE_REQ && !u.msgs[i].u.vote_req.pre_vote &&
+                u.msgs[i].epoch == 3;
+    assert_true(real >= 1);
+    kq_raft_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -453,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_follower_keeps_fetching_from_a_leader_that_left_the_set),
         cmocka_unit_test(test_leader_refusing_the_one_change_rule_stops_the_follower),
         cmocka_unit_test(test_in_flight_request_survives_a_set_change),
+        cmocka_unit_test(test_prospective_ahead_of_a_live_leader_runs_a_real_election),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
