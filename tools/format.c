@@ -273,6 +273,12 @@ int kq_tools_print_replication(FILE *f, const kq_quorum_description *d, bool hum
                 kq_json_int(&j, x->last_caught_up_timestamp < 0 ? -1 : x->last_caught_up_timestamp);
             kq_json_key(&j, "status");
             kq_json_string(&j, cells[r][6]);
+            if (r >= n_voters) {
+                /* an observer that sends a directory id is a controller formatted for dynamic
+                 * voters (kq brokers send none): add-controller can add it once caught up */
+                kq_json_key(&j, "candidateVoter");
+                kq_json_bool(&j, x->directory_id[0] && strcmp(x->directory_id, KQ_TOOLS_ZERO_UUID));
+            }
             kq_json_end_object(&j);
         }
         kq_json_end_array(&j);

@@ -128,6 +128,13 @@ kt_assert_eq "observer 2's directory id in describe --replication" "$(meta_dir 2
 kt_assert_eq "observer 3's directory id in describe --replication" "$(meta_dir 3)" "$obs3"
 kt_assert_eq "the broker's directory id in describe --replication" "AAAAAAAAAAAAAAAAAAAAAA" \
     "$(awk -v b="$BROKER" '$1 == b {print $2}' <<<"$out")"
+out=$(timeout 20 "$KT_KQ" metadata-quorum --bootstrap-controller "$(kt_bootstrap 1)" \
+    --timeout-ms 5000 describe --replication --json 2>&1) || kt_fail "describe --replication --json: $out"
+kt_assert_contains "observer 2 as a candidate voter (--json)" \
+    "\"nodeId\":2,\"directoryId\":\"$(meta_dir 2)\"" "$out"
+kt_assert_eq "candidate voters among the observers (--json)" "2" \
+    "$(grep -o '"candidateVoter":true' <<<"$out" | wc -l)"
+kt_assert_contains "the broker is no candidate voter (--json)" "\"candidateVoter\":false" "$out"
 
 # add-controller waits until each has caught up.
 add_controller 2 1

@@ -197,6 +197,20 @@ static void test_replication_json(void **state)
                         "\"1500 ms ago\",\"lastCaughtUpTimestamp\":\"1600 ms ago\","
                         "\"status\":\"Follower\"}]}\n");
     cap_close(&c);
+
+    /* observers: one with a directory id (a controller waiting for add-controller), one
+     * without (a broker) */
+    d = sample();
+    d->n_voters = 0;
+    set_replica(&d->observers[1], 101, KQ_TOOLS_ZERO_UUID, 5, -1, -1);
+    d->n_observers = 2;
+    cap_open(&c);
+    assert_int_equal(kq_tools_print_replication(c.f, d, false, 0, true, err, sizeof err), 0);
+    assert_non_null(
+        strstr(cap_text(&c), "\"nodeId\":100,\"directoryId\":\"3Db5QLSqSZieL3rJBUUegA\""));
+    assert_non_null(strstr(cap_text(&c), "\"status\":\"Observer\",\"candidateVoter\":true}"));
+    assert_non_null(strstr(cap_text(&c), "\"status\":\"Observer\",\"candidateVoter\":false}"));
+    cap_close(&c);
 }
 
 static void test_json_escaping_and_nesting(void **state)
