@@ -77,7 +77,10 @@ void raft_apply_voters(kq_raft *r)
         observer *o = raft_observer_slot(r, old[j].id, old_set.v[j].key.dir);
         o->end_offset = old[j].end_offset;
         o->last_fetch_ms = old[j].last_fetch_ms;
-        o->last_caught_up_ms = old[j].last_caught_up_ms;
+        /* caught up only once it fetches as an observer: a late AddRaftVoter (a client's
+         * earlier attempt, delayed) must not re-add a voter just removed, whose directory may
+         * be gone already (kq-sim --voter-changes seed 5017871) */
+        o->last_caught_up_ms = 0;
         o->prev_fetch_ms = old[j].prev_fetch_ms;
         o->prev_fetch_leo = old[j].prev_fetch_leo;
         o->hw_sent = old[j].hw_sent;

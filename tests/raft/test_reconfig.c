@@ -591,6 +591,34 @@ static void test_a_voter_that_moved_updates_its_endpoint(void **state)
     h_free(&h);
 }
 
+/* A removed voter counts as caught up only once it fetches again as an observer: a late
+ * AddRaftVoter (a client's earlier attempt, delayed) does not re-add it on the strength of the
+ * fetches it made as a voter (kq-sim --voter-changes seed 5017871, where its directory was gone
+ * by then). */
+static void test_a_removed_voter_is_not_re_added_before_it_fetches_again(void **state)
+{
+    harness h;
+    (void)state;
+    int32_t l = dynamic_cluster(&h, 3, 1, 21);
+    kq_voter v4 = h_voter(4);
+    watched = 4;
+    assert_true(h_run_until(&h, 10000, watched_caught_up));
+    assert_int_equal(ask(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    /* node 4 is cut off from the leader, then removed: it fetches nothing as an observer */
+    h_cut(&h, l, 4);
+    assert_int_equal(ask(&h, l, 1 + (l % 3), KQ_RAFT_REMOVE_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    const kq_raft_msg *a = ask(&h, l, 1 + (l % 3), KQ_RAFT_ADD_VOTER_REQ, &v4);
+    assert_int_equal(a->error, KQ_ERR_REQUEST_TIMED_OUT);
+    assert_non_null(strstr(a->u.voter_resp.error_message, "has not caught up"));
+    assert_int_equal(h_voters(&h, l)->n, 3);
+    /* reachable again, it fetches as an observer: now it can be added */
+    h_heal(&h);
+    assert_true(h_run_until(&h, 10000, watched_caught_up));
+    assert_int_equal(ask(&h, h_leader(&h), 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    assert_int_equal(h_voters(&h, h_leader(&h))->n, 4);
+    h_free(&h);
+}
+
 static void test_standalone_grows_to_two_and_back(void **state)
 {
     harness h;
@@ -782,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_upgrade_a_static_cluster_then_grow_it),
         cmocka_unit_test(test_a_voter_that_moved_updates_its_endpoint),
         cmocka_unit_test(test_standalone_grows_to_two_and_back),
+        cmocka_unit_test(test_a_removed_voter_is_not_re_added_before_it_fetches_again),
         cmocka_unit_test(test_a_voter_that_has_not_learnt_it_is_one_still_votes),
         cmocka_unit_test(test_restart_and_snapshot_keep_the_set),
         cmocka_unit_test(test_unsafe_recovery_on_the_last_survivor),

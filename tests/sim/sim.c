@@ -1045,6 +1045,9 @@ static void vx_push(sim *s, sim_node *n, int64_t off, const kq_voter_set *set)
     if (!grow(s, (void **)&n->vx, &n->cap_vx, n->n_vx + 1, sizeof(vx_entry)))
         return;
     n->vx[n->n_vx++] = (vx_entry){.offset = off, .set = *set};
+    char b[160];
+    set_str(set, b, sizeof b);
+    trace(s, "  n%d holds voters %s from offset %" PRId64, n->id, b, off);
 }
 
 /* The VotersRecords among a batch's records (or a snapshot's head: base is its end). */
