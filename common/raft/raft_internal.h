@@ -89,6 +89,15 @@ struct kq_raft {
     kq_voter_set voters;
     /* leader: the change in flight, and the quorum records of this step's own batch */
     voter_change change;
+    /* leader: an AddRaftVoter waiting for a Fetch from the new voter's key that arrives after
+     * it (its caught-up time later than `since`), until `deadline` */
+    struct {
+        bool active;
+        uint64_t token;
+        int32_t from;
+        kq_voter voter;
+        uint64_t since, deadline;
+    } add_wait;
     kq_voter_set own_set;
     kq_raft_control own_control[2];
     /* leader at kraft.version 0: what each static voter reported with UpdateRaftVoter (its

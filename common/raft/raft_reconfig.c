@@ -233,6 +233,10 @@ static void voter_answer(kq_raft *r, kq_raft_msg_type req, int32_t to, uint64_t 
 
 void raft_fail_voter_change(kq_raft *r, int err, const char *why)
 {
+    if (r->add_wait.active) {
+        r->add_wait.active = false;
+        voter_answer(r, KQ_RAFT_ADD_VOTER_REQ, r->add_wait.from, r->add_wait.token, err, why);
+    }
     if (!r->change.active)
         return;
     r->change.active = false;
@@ -289,6 +293,11 @@ static int change_allowed(const kq_raft *r, char *why, size_t whylen)
                  (long long)r->change.offset);
         return KQ_ERR_REQUEST_TIMED_OUT;
     }
+    if (r->add_wait.active) {
+        snprintf(why, whylen, "another voter change (adding node %d) is in progress",
+                 r->add_wait.voter.key.id);
+        return KQ_ERR_REQUEST_TIMED_OUT;
+    }
     if (r->hw < 0) {
         snprintf(why, whylen, "the leader has not committed its epoch %d yet", r->epoch);
         return KQ_ERR_REQUEST_TIMED_OUT;
@@ -311,19 +320,29 @@ static int change_allowed(const kq_raft *r, char *why, size_t whylen)
     return 0;
 }
 
-/* An observer of this leader that has caught up within the last fetch timeout (stricter than
- * Kafka's "caught up once"): a voter that joins far behind would stall commits until it is
- * not. */
-static bool caught_up(kq_raft *r, const kq_voter_key *k, char *why, size_t whylen)
+/* The observer of this leader with key k, or NULL. */
+static const observer *observer_of(const kq_raft *r, const kq_voter_key *k)
 {
-    int32_t id = k->id;
-
     for (int i = 0; i < KQ_RAFT_MAX_OBSERVERS; i++) {
         const observer *o = &r->observers[i];
 
-        if (!o->used || o->id != id || memcmp(o->dir, k->dir, sizeof(o->dir)) != 0)
-            continue;
-        if (o->last_caught_up_ms > 0 && r->now - o->last_caught_up_ms <= r->cfg.fetch_timeout_ms)
+        if (o->used && o->id == k->id && memcmp(o->dir, k->dir, sizeof(o->dir)) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+/* An observer of this leader that has caught up since `since` (a Fetch that arrived after the
+ * AddRaftVoter: stricter than Kafka's "caught up once", so that a voter does not join far
+ * behind and stall commits, and a delayed request cannot add a directory that no longer
+ * fetches, such as one removed and wiped after the request was sent). */
+static bool caught_up(kq_raft *r, const kq_voter_key *k, uint64_t since, char *why, size_t whylen)
+{
+    int32_t id = k->id;
+    const observer *o = observer_of(r, k);
+
+    if (o) {
+        if (o->last_caught_up_ms > since)
             return true;
         snprintf(why, whylen,
                  "node %d has not caught up with the leader (end offset %lld, leader's %lld)", id,
@@ -386,8 +405,20 @@ void raft_on_voter_req(kq_raft *r, const kq_raft_msg *m)
     if (!rc) {
         if (m->type == KQ_RAFT_ADD_VOTER_REQ) {
             rc = kq_voters_add(&next, v, why, sizeof(why));
-            if (!rc && !caught_up(r, &v->key, why, sizeof(why)))
+            if (!rc && !observer_of(r, &v->key)) { /* answered at once */
+                caught_up(r, &v->key, 0, why, sizeof(why));
                 rc = KQ_ERR_REQUEST_TIMED_OUT;
+            } else if (!rc) { /* wait for a Fetch from it after this request */
+                r->add_wait.active = true;
+                r->add_wait.token = m->token;
+                r->add_wait.from = m->from;
+                r->add_wait.voter = *v;
+                r->add_wait.since = r->now;
+                /* a live observer fetches within a request timeout, or one more when an
+                 * answer was lost */
+                r->add_wait.deadline = r->now + r->cfg.request_timeout_ms + r->cfg.fetch_timeout_ms;
+                return;
+            }
         } else if (m->type == KQ_RAFT_REMOVE_VOTER_REQ) {
             rc = kq_voters_remove(&next, &v->key, why, sizeof(why));
         } else {
@@ -414,6 +445,34 @@ void raft_pump_reconfig(kq_raft *r)
 
     if (r->role != KQ_RAFT_LEADER)
         return;
+    if (r->add_wait.active) {
+        char why[KQ_RAFT_VOTER_ERROR_MAX] = "";
+        bool ready = caught_up(r, &r->add_wait.voter.key, r->add_wait.since, why, sizeof(why));
+        if (ready || r->now >= r->add_wait.deadline) {
+            kq_voter v = r->add_wait.voter;
+            kq_voter_set next = r->voters;
+            int rc = KQ_ERR_REQUEST_TIMED_OUT;
+            r->add_wait.active = false;
+            if (ready) {
+                rc = change_allowed(r, why, sizeof(why));
+                if (!rc)
+                    rc = kq_voters_add(&next, &v, why, sizeof(why));
+                if (!rc)
+                    rc = append_control(r, -1, &next, why, sizeof(why));
+            }
+            if (rc) {
+                voter_answer(r, KQ_RAFT_ADD_VOTER_REQ, r->add_wait.from, r->add_wait.token, rc,
+                             why);
+            } else {
+                r->change = (voter_change){.active = true,
+                                           .type = KQ_RAFT_ADD_VOTER_REQ,
+                                           .token = r->add_wait.token,
+                                           .from = r->add_wait.from,
+                                           .offset = r->leo - 1,
+                                           .deadline = r->now + r->cfg.request_timeout_ms};
+            }
+        }
+    }
     if (r->change.active && r->hw > r->change.offset) {
         r->change.active = false;
         voter_answer(r, r->change.type, r->change.from, r->change.token, KQ_ERR_NONE, NULL);

@@ -142,6 +142,8 @@ uint64_t raft_next_deadline(kq_raft *r)
         consider(&d, r->begin_resend_at);
         if (r->change.active)
             consider(&d, r->change.deadline);
+        if (r->add_wait.active)
+            consider(&d, r->add_wait.deadline);
         if (r->voters.n > 1)
             consider(&d, r->cq_deadline);
         for (int i = 0; i < KQ_RAFT_MAX_PARKED && r->n_parked > 0; i++)

@@ -309,6 +309,14 @@ static void test_leader_removes_itself_and_hands_over(void **state)
     h_free(&h);
 }
 
+/* The AddRaftVoter of node 4 was appended by leader_l (after a Fetch of node 4 that arrived
+ * after it). */
+static int32_t leader_l;
+static bool leader_has_4_voters(harness *h)
+{
+    return h_voters(h, leader_l)->n == 4;
+}
+
 static bool node4_not_voter_and_leader(harness *h)
 {
     return h_has_leader(h) && h_voters(h, 4)->n == 3 && !is_voter(h, 4);
@@ -325,7 +333,8 @@ static void test_change_lost_with_its_leader_is_undone_everywhere(void **state)
     h_cut(&h, l, b);
     kq_voter v4 = h_voter(4);
     h_voter_req(&h, l, 4, KQ_RAFT_ADD_VOTER_REQ, &v4);
-    assert_int_equal(h_voters(&h, l)->n, 4);
+    leader_l = l;
+    assert_true(h_run_until(&h, 2000, leader_has_4_voters));
     h_run(&h, 300);
     assert_true(is_voter(&h, 4)); /* in force on node 4 as soon as appended */
     /* node 4 alone holds the change; the other two elect a leader without it (were node 4
@@ -591,10 +600,10 @@ static void test_a_voter_that_moved_updates_its_endpoint(void **state)
     h_free(&h);
 }
 
-/* A removed voter counts as caught up only once it fetches again as an observer: a late
- * AddRaftVoter (a client's earlier attempt, delayed) does not re-add it on the strength of the
- * fetches it made as a voter (kq-sim --voter-changes seed 5017871, where its directory was gone
- * by then). */
+/* AddRaftVoter adds a node only after a Fetch from it that arrived after the request: a late
+ * attempt (a client's earlier one, delayed) does not re-add a removed voter on the strength of
+ * its fetches as a voter (kq-sim --voter-changes seed 5017871) or of those it made as an
+ * observer before it stopped for good (seed 8079211); its directory may be gone by then. */
 static void test_a_removed_voter_is_not_re_added_before_it_fetches_again(void **state)
 {
     harness h;
@@ -616,6 +625,16 @@ static void test_a_removed_voter_is_not_re_added_before_it_fetches_again(void **
     assert_true(h_run_until(&h, 10000, watched_caught_up));
     assert_int_equal(ask(&h, h_leader(&h), 4, KQ_RAFT_ADD_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
     assert_int_equal(h_voters(&h, h_leader(&h))->n, 4);
+    /* removed while reachable, it fetches as an observer, then stops (its directory wiped): an
+     * add that arrives after that waits for a Fetch from it that never comes (seed 8079211) */
+    l = h_leader(&h);
+    assert_int_equal(ask(&h, l, 1 + (l % 3), KQ_RAFT_REMOVE_VOTER_REQ, &v4)->error, KQ_ERR_NONE);
+    assert_true(h_run_until(&h, 10000, watched_caught_up));
+    h_crash(&h, 4);
+    a = ask(&h, l, 1 + (l % 3), KQ_RAFT_ADD_VOTER_REQ, &v4);
+    assert_int_equal(a->error, KQ_ERR_REQUEST_TIMED_OUT);
+    assert_non_null(strstr(a->u.voter_resp.error_message, "has not caught up"));
+    assert_int_equal(h_voters(&h, l)->n, 3);
     h_free(&h);
 }
 
@@ -656,8 +675,9 @@ static void test_a_voter_that_has_not_learnt_it_is_one_still_votes(void **state)
     harness h;
     (void)state;
     int32_t l = dynamic_cluster(&h, 3, 1, 14);
-    /* the Add commits on the three old voters before node 4 fetches it */
-    h_cut(&h, l, 4);
+    /* the Add commits on the three old voters before node 4 fetches it: the leader hears node
+     * 4's Fetch requests (caught up, so it appends the change) but node 4 gets no answer */
+    h.cut[l][4] = true;
     kq_voter v4 = h_voter(4);
     h_voter_req(&h, l, 2, KQ_RAFT_ADD_VOTER_REQ, &v4);
     n_answers_wanted = h.n_answers + 1;
