@@ -277,7 +277,7 @@ int kq_tools_print_replication(FILE *f, const kq_quorum_description *d, bool hum
                 /* an observer that sends a directory id is a controller formatted for dynamic
                  * voters (kq brokers send none): add-controller can add it once caught up */
                 kq_json_key(&j, "candidateVoter");
-                kq_json_bool(&j, x->directory_id[0] && strcmp(x->directory_id, KQ_TOOLS_ZERO_UUID));
+                kq_json_bool(&j, has_directory_id(x));
             }
             kq_json_end_object(&j);
         }
